@@ -1,0 +1,591 @@
+//! Connector instances, channels, device bindings and auth sessions: the state behind every user-level packet.
+//!
+//! One [`Hub`] per process. Its maps live behind one mutex that is never held across an `.await`; every change is
+//! written to the [`Store`] before the in-memory state changes, so a crash loses nothing that was acknowledged.
+//!
+//! Lifecycle (protocol §8.2): a hello registers or resumes a *connector instance* (`connector_id`). When the last
+//! socket of an instance drops, its lease starts (default one hour); a hello with the same id cancels it; on expiry
+//! the instance and each of its channels are unregistered through [`Hub::cleanup_channel`], the same path a channel
+//! takes on its own. Instances restored at start-up start with a lease too.
+
+mod auth;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, Notify};
+
+use crate::device::{Backend, DeviceKey, DeviceState};
+use crate::protocol::card::{self, Card};
+use crate::protocol::descriptor::{ConnStatus, Connection, DescTarget, Descriptor, Permission, ToolAvail, ToolStatus};
+use crate::protocol::errors::{ErrorCode, ProtoError};
+use crate::protocol::packet::{obj, Packet};
+use crate::protocol::{self as proto, ids, now_ms};
+use crate::store::Store;
+use crate::tools::Registry;
+
+pub use auth::AuthOutcome;
+
+/// The device a channel is bound to.
+pub type Binding = DeviceKey;
+
+/// Identifies one WebSocket connection.
+pub type SocketId = u64;
+
+/// Where packets for a socket go: its bounded outbound queue (drained by the socket's writer task).
+pub type Outbound = mpsc::Sender<Packet>;
+
+pub struct HubConfig {
+    /// §8.2 reconnect grace; one hour in production, shorter in tests.
+    pub lease_grace: Duration,
+    /// Operator allowlist of serials that may be bound (empty = all).
+    pub allow_serials: Vec<String>,
+    pub api_key_required: bool,
+}
+
+struct Instance {
+    profiles: Vec<String>,
+    sockets: HashSet<SocketId>,
+    /// Unix ms at which the instance is unregistered unless a hello resumes it.
+    lease_expires_ms: Option<u64>,
+}
+
+struct Channel {
+    connector_id: String,
+    open_on: Option<SocketId>,
+    binding: Option<Binding>,
+}
+
+struct Socket {
+    tx: Outbound,
+    connector_id: Option<String>,
+}
+
+#[derive(Default)]
+struct Inner {
+    instances: HashMap<String, Instance>,
+    channels: HashMap<String, Channel>,
+    sockets: HashMap<SocketId, Socket>,
+    next_socket: SocketId,
+}
+
+pub struct Hub {
+    store: Store,
+    registry: Arc<Registry>,
+    backend: Arc<dyn Backend>,
+    cfg: HubConfig,
+    card: Card,
+    inner: Mutex<Inner>,
+    /// Wakes the lease task when a deadline is added or removed.
+    lease_changed: Notify,
+}
+
+/// Result of a successful hello.
+pub struct HelloOk {
+    pub connector_id: String,
+}
+
+fn internal(e: impl std::fmt::Display) -> ProtoError {
+    tracing::error!(error = %e, "state store failure");
+    ProtoError::new(ErrorCode::Internal, "the connector's state store failed; see the connector log")
+}
+
+impl Hub {
+    /// Builds the hub and restores persisted instances and channels. Restored instances have no socket, so each
+    /// gets a lease (its persisted one if it was already counting down).
+    pub fn new(
+        store: Store,
+        registry: Arc<Registry>,
+        backend: Arc<dyn Backend>,
+        cfg: HubConfig,
+    ) -> Result<Arc<Hub>, String> {
+        let card = Self::build_card(&registry, backend.as_ref(), cfg.api_key_required);
+        let errs = card::validate(&card, proto::SKILL_NAME);
+        if !errs.is_empty() {
+            return Err(format!("the connector card is invalid: {}", errs.join("; ")));
+        }
+        let mut inner = Inner { next_socket: 1, ..Inner::default() };
+        let now = now_ms();
+        let grace_ms = cfg.lease_grace.as_millis() as u64;
+        for row in store.instances().map_err(|e| e.to_string())? {
+            let expires = row.lease_expires_ms.unwrap_or(now + grace_ms);
+            store.set_lease(&row.connector_id, Some(expires)).map_err(|e| e.to_string())?;
+            inner.instances.insert(
+                row.connector_id,
+                Instance { profiles: row.profiles, sockets: HashSet::new(), lease_expires_ms: Some(expires) },
+            );
+        }
+        for row in store.channels().map_err(|e| e.to_string())? {
+            let binding = row.binding.map(|(server, serial)| DeviceKey { server, serial });
+            inner.channels.insert(row.channel_id, Channel { connector_id: row.connector_id, open_on: None, binding });
+        }
+        Ok(Arc::new(Hub {
+            store,
+            registry,
+            backend,
+            cfg,
+            card,
+            inner: Mutex::new(inner),
+            lease_changed: Notify::new(),
+        }))
+    }
+
+    pub fn build_card(registry: &Registry, backend: &dyn Backend, api_key_required: bool) -> Card {
+        Card {
+            schema: proto::CARD_SCHEMA,
+            protocol_version: proto::PROTOCOL_VERSION,
+            build: crate::build_info::BUILD,
+            connector_card_id: proto::CONNECTOR_CARD_ID,
+            connector: card::ConnectorInfo {
+                name: "xAgent ADB Connector",
+                version: env!("CARGO_PKG_VERSION"),
+                vendor: "xagent-adb-connector",
+                description: "Drive Android phones attached to this box over ADB: observe the screen and UI, \
+                              tap, swipe, type, press keys and manage apps, one bound phone per channel.",
+            },
+            supports: card::Supports {
+                user_channel_mode: "multiple",
+                target_types: vec![proto::TARGET_TYPE],
+                targets: vec![card::Target {
+                    target_type: proto::TARGET_TYPE,
+                    provider: proto::PROVIDER,
+                    label: proto::TARGET_LABEL,
+                    description: Some("An Android phone reachable through an adb server next to the connector."),
+                }],
+                profiles: vec![proto::DEVICE_PROFILE],
+            },
+            tools: registry.declarations(),
+            auth_flows: backend.auth_flows(),
+            security: card::Security {
+                trust_level: "local",
+                api_key_required,
+                data_classes: vec!["device_state", "screen_image", "ui_hierarchy", "app_list", "device_log"],
+            },
+        }
+    }
+
+    pub fn card(&self) -> &Card {
+        &self.card
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // ---- sockets ---------------------------------------------------------------------------------------------
+
+    pub fn register_socket(&self, tx: Outbound) -> SocketId {
+        let mut inner = self.lock();
+        let id = inner.next_socket;
+        inner.next_socket += 1;
+        inner.sockets.insert(id, Socket { tx, connector_id: None });
+        id
+    }
+
+    /// The socket is gone: close its channel routes; if it was the instance's last authenticated socket, start the
+    /// lease (§8.2 "当前 connector_id 的全部已认证 data plane 断开后 ... 保留一小时重连保护期").
+    pub fn socket_closed(&self, socket: SocketId) {
+        let mut inner = self.lock();
+        let Some(sock) = inner.sockets.remove(&socket) else { return };
+        for ch in inner.channels.values_mut() {
+            if ch.open_on == Some(socket) {
+                ch.open_on = None;
+            }
+        }
+        let Some(cid) = sock.connector_id else { return };
+        let expires = now_ms() + self.cfg.lease_grace.as_millis() as u64;
+        if let Some(inst) = inner.instances.get_mut(&cid) {
+            inst.sockets.remove(&socket);
+            if inst.sockets.is_empty() {
+                inst.lease_expires_ms = Some(expires);
+                if let Err(e) = self.store.set_lease(&cid, Some(expires)) {
+                    tracing::error!(error = %e, "could not persist the connector lease");
+                }
+                tracing::info!(connector_id = %cid, grace_s = self.cfg.lease_grace.as_secs(), "last data plane of the instance closed; lease started");
+                drop(inner);
+                self.lease_changed.notify_one();
+            }
+        }
+    }
+
+    // ---- hello -----------------------------------------------------------------------------------------------
+
+    /// `connector.hello` (§8.1). Validation order follows the text: card id, version, profiles, then identity.
+    pub fn hello(&self, socket: SocketId, payload: &Map<String, Value>) -> Result<HelloOk, ProtoError> {
+        let card_id = payload.get("connector_card_id").and_then(Value::as_str).unwrap_or("");
+        if card_id != proto::CONNECTOR_CARD_ID {
+            return Err(ProtoError::new(
+                ErrorCode::ConnectorCardIdMismatch,
+                format!(
+                    "hello connector_card_id {card_id:?} does not match this connector ({})",
+                    proto::CONNECTOR_CARD_ID
+                ),
+            ));
+        }
+        let version = payload.get("protocol_version").and_then(Value::as_str).unwrap_or("");
+        match proto::compare_versions(version, proto::PROTOCOL_VERSION) {
+            Some(std::cmp::Ordering::Less) | None => {
+                return Err(ProtoError::new(
+                    ErrorCode::ProtocolVersionUnsupported,
+                    format!(
+                        "hello protocol_version {version:?} is missing or below {}; this connector has no older wire",
+                        proto::PROTOCOL_VERSION
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        let Some(Value::Array(supported)) = payload.get("supported_profiles") else {
+            return Err(ProtoError::new(
+                ErrorCode::InvalidPacket,
+                "hello must carry supported_profiles (an array of profile ids); there is no fallback",
+            ));
+        };
+        if supported.iter().any(|v| !v.is_string()) {
+            return Err(ProtoError::new(ErrorCode::InvalidPacket, "hello supported_profiles must be strings"));
+        }
+        let profiles: Vec<String> = self
+            .card
+            .supports
+            .profiles
+            .iter()
+            .filter(|p| supported.iter().any(|s| s.as_str() == Some(p)))
+            .map(|p| p.to_string())
+            .collect();
+        if profiles.is_empty() {
+            return Err(ProtoError::new(
+                ErrorCode::ProfileNotSupported,
+                format!(
+                    "xAgent supports none of this connector's profiles ({})",
+                    self.card.supports.profiles.join(", ")
+                ),
+            ));
+        }
+        let requested = payload.get("connector_id").and_then(Value::as_str).filter(|s| !s.is_empty());
+
+        let mut inner = self.lock();
+        let current = inner.sockets.get(&socket).and_then(|s| s.connector_id.clone());
+        if let (Some(cur), Some(req)) = (&current, requested) {
+            if cur != req {
+                return Err(ProtoError::new(
+                    ErrorCode::ConnectorIdMismatch,
+                    "this data plane already said hello with another connector_id",
+                ));
+            }
+        }
+        // Resume the requested instance when we know it, else keep the socket's own, else issue a new id
+        // (§8.1: "服务端状态已重建时允许重新签发").
+        let connector_id = requested
+            .filter(|r| inner.instances.contains_key(*r))
+            .map(str::to_owned)
+            .or(current)
+            .unwrap_or_else(ids::connector_id);
+        self.store.upsert_instance(&connector_id, &profiles, now_ms()).map_err(internal)?;
+        let inst = inner.instances.entry(connector_id.clone()).or_insert_with(|| Instance {
+            profiles: Vec::new(),
+            sockets: HashSet::new(),
+            lease_expires_ms: None,
+        });
+        inst.profiles = profiles;
+        inst.sockets.insert(socket);
+        let resumed = inst.lease_expires_ms.take().is_some();
+        if let Some(s) = inner.sockets.get_mut(&socket) {
+            s.connector_id = Some(connector_id.clone());
+        }
+        drop(inner);
+        if resumed {
+            tracing::info!(connector_id = %connector_id, "hello resumed the instance; lease cancelled");
+            self.lease_changed.notify_one();
+        }
+        Ok(HelloOk { connector_id })
+    }
+
+    pub fn socket_connector(&self, socket: SocketId) -> Option<String> {
+        self.lock().sockets.get(&socket).and_then(|s| s.connector_id.clone())
+    }
+
+    // ---- channels --------------------------------------------------------------------------------------------
+
+    /// `channel.open` (§8.3): restore a channel of this instance by id, or allocate a new one. A channel of another
+    /// instance is never handed over (it may hold another tenant's device); an unknown id gets a new channel.
+    pub fn open_channel(&self, socket: SocketId, requested: Option<&str>) -> Result<(String, Descriptor), ProtoError> {
+        let mut inner = self.lock();
+        let connector_id = inner.sockets.get(&socket).and_then(|s| s.connector_id.clone()).ok_or_else(|| {
+            ProtoError::new(ErrorCode::HelloRequired, "connector.hello must complete before channel.open")
+        })?;
+        let reuse = requested.filter(|id| inner.channels.get(*id).is_some_and(|c| c.connector_id == connector_id));
+        let channel_id = match reuse {
+            Some(id) => id.to_owned(),
+            None => {
+                let id = ids::channel_id();
+                self.store.insert_channel(&id, &connector_id, now_ms()).map_err(internal)?;
+                inner.channels.insert(id.clone(), Channel { connector_id, open_on: None, binding: None });
+                id
+            }
+        };
+        if let Some(ch) = inner.channels.get_mut(&channel_id) {
+            ch.open_on = Some(socket);
+        }
+        let d = self.descriptor_locked(&inner, &channel_id).expect("channel exists");
+        Ok((channel_id, d))
+    }
+
+    /// `channel.close` (§8.5): closes the route only; the binding stays.
+    pub fn close_channel(&self, channel_id: &str) {
+        if let Some(ch) = self.lock().channels.get_mut(channel_id) {
+            ch.open_on = None;
+        }
+    }
+
+    /// Every user-level packet names a channel that exists, belongs to this socket's instance and is open on this
+    /// socket (§8.18 "Connector 必须拒绝 envelope 中缺少、无归属、Connector 不匹配或不可用的 Channel").
+    pub fn check_channel(&self, socket: SocketId, channel_id: Option<&str>) -> Result<String, ProtoError> {
+        let id = channel_id.filter(|s| !s.is_empty()).ok_or_else(|| {
+            ProtoError::new(
+                ErrorCode::ConnectorChannelIdRequired,
+                "user-level packets need an envelope connector_channel_id",
+            )
+        })?;
+        if !id.starts_with(ids::CHANNEL_PREFIX) {
+            return Err(ProtoError::new(
+                ErrorCode::ConnectorChannelConnectorMismatch,
+                format!("{id:?} was not issued by connector card {}", proto::CONNECTOR_CARD_ID),
+            ));
+        }
+        let inner = self.lock();
+        let ch = inner
+            .channels
+            .get(id)
+            .ok_or_else(|| ProtoError::new(ErrorCode::ConnectionNotFound, format!("channel {id} does not exist")))?;
+        let mine = inner.sockets.get(&socket).and_then(|s| s.connector_id.as_deref());
+        if mine != Some(ch.connector_id.as_str()) {
+            return Err(ProtoError::new(
+                ErrorCode::ConnectorChannelNotOwned,
+                format!("channel {id} belongs to another connector instance"),
+            ));
+        }
+        if ch.open_on != Some(socket) {
+            return Err(ProtoError::new(
+                ErrorCode::ChannelNotOpen,
+                format!("channel {id} is not open on this data plane; send channel.open first"),
+            ));
+        }
+        Ok(id.to_owned())
+    }
+
+    pub fn binding(&self, channel_id: &str) -> Option<Binding> {
+        self.lock().channels.get(channel_id).and_then(|c| c.binding.clone())
+    }
+
+    // ---- descriptors -----------------------------------------------------------------------------------------
+
+    pub fn descriptor(&self, channel_id: &str) -> Option<Descriptor> {
+        self.descriptor_locked(&self.lock(), channel_id)
+    }
+
+    fn descriptor_locked(&self, inner: &Inner, channel_id: &str) -> Option<Descriptor> {
+        let ch = inner.channels.get(channel_id)?;
+        let profiles = inner.instances.get(&ch.connector_id).map(|i| i.profiles.clone()).unwrap_or_default();
+        let info = ch.binding.as_ref().map(|b| (b, self.backend.info(b)));
+        let (status, reason, display_name, hint) = match &info {
+            None => (
+                ConnStatus::Created,
+                Some("no device bound: run auth flow adb_device".to_owned()),
+                "未绑定 Android 设备".to_owned(),
+                None,
+            ),
+            Some((b, Some(d))) if d.state == DeviceState::Online => {
+                (ConnStatus::Connected, None, d.model.clone(), Some(mask_serial(&b.serial)))
+            }
+            Some((b, d)) => {
+                let state = d.as_ref().map_or(DeviceState::Gone, |d| d.state);
+                let model = d.as_ref().map_or_else(|| "Android device".to_owned(), |d| d.model.clone());
+                let why = match state {
+                    DeviceState::Unauthorized => "device_unauthorized: accept the USB debugging prompt on the phone",
+                    DeviceState::Offline => "device_offline: the adb server reports the device offline",
+                    _ => "device_offline: the device is not connected to any adb server",
+                };
+                (ConnStatus::Offline, Some(why.to_owned()), model, Some(mask_serial(&b.serial)))
+            }
+        };
+        let (avail, perm) = match status {
+            ConnStatus::Connected => (ToolAvail::Available, Permission::Granted),
+            ConnStatus::Created => (ToolAvail::Unavailable, Permission::Unknown),
+            _ => (ToolAvail::Unavailable, Permission::Granted),
+        };
+        Some(Descriptor {
+            schema: proto::DESCRIPTOR_SCHEMA,
+            connection: Connection {
+                connector_card_id: proto::CONNECTOR_CARD_ID,
+                connector_id: ch.connector_id.clone(),
+                connector_channel_id: channel_id.to_owned(),
+                target_type: proto::TARGET_TYPE,
+                profiles,
+                status,
+            },
+            target: DescTarget {
+                provider: proto::PROVIDER,
+                label: proto::TARGET_LABEL,
+                display_name,
+                account_hint: hint,
+            },
+            tools: self
+                .registry
+                .ids()
+                .map(|id| ToolStatus {
+                    tool_id: id.to_owned(),
+                    status: avail,
+                    target_permission_state: perm,
+                    reason: reason.clone(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Sends `connection.descriptor.push` (§8.17) for `channel_id` if it is open on a socket.
+    pub fn push_descriptor(&self, channel_id: &str) {
+        let inner = self.lock();
+        let Some(ch) = inner.channels.get(channel_id) else { return };
+        let Some(tx) = ch.open_on.and_then(|s| inner.sockets.get(&s)).map(|s| s.tx.clone()) else { return };
+        let Some(d) = self.descriptor_locked(&inner, channel_id) else { return };
+        drop(inner);
+        let pkt = Packet::push(
+            "connection.descriptor.push",
+            Some(channel_id),
+            obj([("connection_descriptor", to_value(&d))]),
+        );
+        // Descriptor pushes are state, not noise: they wait for queue space instead of being dropped.
+        tokio::spawn(async move {
+            let _ = tx.send(pkt).await;
+        });
+    }
+
+    /// A device changed state: correct the descriptor of every channel bound to it, at once (profile: "push it,
+    /// don't wait to be polled").
+    pub fn device_changed(&self, key: &DeviceKey) {
+        let bound: Vec<String> = self
+            .lock()
+            .channels
+            .iter()
+            .filter(|(_, c)| c.binding.as_ref() == Some(key))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in bound {
+            self.push_descriptor(&id);
+        }
+    }
+
+    /// Runs until `shutdown` fires: forwards device state changes to descriptor pushes.
+    pub async fn watch_devices(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        let mut rx = self.backend.subscribe();
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                msg = rx.recv() => match msg {
+                    Ok(key) => self.device_changed(&key),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        // Missed some: re-push every bound channel rather than guess which.
+                        let keys: HashSet<DeviceKey> = self.lock().channels.values().filter_map(|c| c.binding.clone()).collect();
+                        for k in keys { self.device_changed(&k); }
+                    }
+                    Err(_) => return,
+                }
+            }
+        }
+    }
+
+    // ---- lease -----------------------------------------------------------------------------------------------
+
+    /// Unregisters every instance whose lease ran out, each channel through its own cleanup path.
+    /// Returns the ids of the instances removed.
+    pub fn expire_leases(&self, now: u64) -> Vec<String> {
+        let expired: Vec<String> = self
+            .lock()
+            .instances
+            .iter()
+            .filter(|(_, i)| i.lease_expires_ms.is_some_and(|t| t <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for cid in &expired {
+            let channels: Vec<String> =
+                self.lock().channels.iter().filter(|(_, c)| &c.connector_id == cid).map(|(id, _)| id.clone()).collect();
+            for ch in channels {
+                self.cleanup_channel(&ch);
+            }
+            if let Err(e) = self.store.delete_instance(cid) {
+                tracing::error!(error = %e, connector_id = %cid, "could not delete the expired instance");
+            }
+            self.lock().instances.remove(cid);
+            tracing::info!(connector_id = %cid, "connector instance unregistered after its lease expired");
+        }
+        expired
+    }
+
+    /// Unregisters one channel: releases its device binding, drops its auth sessions, forgets it. This is the
+    /// governance path of §8.2, distinct from `channel.close` (which keeps everything).
+    pub fn cleanup_channel(&self, channel_id: &str) {
+        let removed = self.lock().channels.remove(channel_id);
+        if let Err(e) = self.store.delete_channel(channel_id) {
+            tracing::error!(error = %e, channel = %channel_id, "could not delete the channel");
+        }
+        if let Some(key) = removed.and_then(|c| c.binding) {
+            self.backend.released(&key);
+            tracing::info!(channel = %channel_id, device = %key, "binding released");
+        }
+    }
+
+    fn next_lease_deadline(&self) -> Option<u64> {
+        self.lock().instances.values().filter_map(|i| i.lease_expires_ms).min()
+    }
+
+    /// Runs until `shutdown` fires: sleeps until the earliest lease deadline and expires what is due.
+    pub async fn run_leases(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        loop {
+            self.expire_leases(now_ms());
+            let wait = match self.next_lease_deadline() {
+                Some(t) => Duration::from_millis(t.saturating_sub(now_ms())),
+                None => Duration::from_secs(3600),
+            };
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = self.lease_changed.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Counts for `/health` and operators.
+    pub fn stats(&self) -> (usize, usize, usize) {
+        let inner = self.lock();
+        let open = inner.channels.values().filter(|c| c.open_on.is_some()).count();
+        (inner.instances.len(), inner.channels.len(), open)
+    }
+}
+
+/// Display-level hint of a serial (§9: target carries only masked hints): `R58N***7XK`.
+pub fn mask_serial(serial: &str) -> String {
+    let chars: Vec<char> = serial.chars().collect();
+    if chars.len() <= 6 {
+        return "***".to_owned();
+    }
+    let head: String = chars[..4].iter().collect();
+    let tail: String = chars[chars.len() - 3..].iter().collect();
+    format!("{head}***{tail}")
+}
+
+pub fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).expect("wire types always serialise")
+}
+
+#[cfg(test)]
+mod tests;

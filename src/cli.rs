@@ -1,0 +1,206 @@
+//! Command line: subcommands, flags with `XAGENT_ADB_*` environment fallbacks, and their resolution into a
+//! validated [`crate::run::ServeConfig`]. Errors here are for people: they say what is wrong and what to do.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Exit codes (documented in README.md and `--help`).
+pub mod exit {
+    /// Runtime failure after start-up.
+    pub const FAILURE: i32 = 1;
+    /// Bad command line (clap's own code).
+    pub const USAGE: i32 = 2;
+    /// Configuration unusable: unreadable or empty key file, data dir not writable, bad value.
+    pub const CONFIG: i32 = 3;
+    /// Could not listen: address in use or not permitted.
+    pub const LISTEN: i32 = 4;
+}
+
+const AFTER_HELP: &str = "\
+Environment:
+  XAGENT_CONNECTOR_API_KEY   system API key (alternative to --api-key-file; never accepted as a flag value)
+  RUST_LOG                   log filter, e.g. info or xagent_adb_connector=debug
+
+Exit codes:
+  0 ok · 1 runtime failure · 2 bad command line · 3 unusable configuration · 4 cannot listen
+
+Docs: README.md (operators), device-profile/README.md (protocol and tool catalog).";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xagent-adb-connector",
+    version = crate::build_info::LONG_VERSION,
+    about = "xAgent Connector Server for Android devices over ADB (protocol 3.0, profile xagent.device.v1)",
+    after_help = AFTER_HELP
+)]
+pub struct Cli {
+    /// Log output format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "XAGENT_ADB_LOG_FORMAT")]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the connector: control plane, data plane (WebSocket) and transfer plane on one port.
+    Serve(ServeArgs),
+    /// Print the Connector Card JSON that GET /connector-card.json serves, and exit.
+    Card(KeyArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct KeyArgs {
+    /// File holding the system API key (first line). When no key is configured, /health, /ws and uploads are open.
+    #[arg(long, value_name = "FILE", env = "XAGENT_ADB_API_KEY_FILE")]
+    pub api_key_file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on (HTTP and WebSocket).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8790", env = "XAGENT_ADB_LISTEN")]
+    pub listen: SocketAddr,
+
+    /// Directory for the SQLite state and the file cache (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "./data", env = "XAGENT_ADB_DATA_DIR")]
+    pub data_dir: PathBuf,
+
+    #[command(flatten)]
+    pub key: KeyArgs,
+
+    /// adb server to use, HOST:PORT; repeat to front the adb servers of several boxes.
+    #[arg(
+        long = "adb-server",
+        value_name = "HOST:PORT",
+        default_value = "127.0.0.1:5037",
+        env = "XAGENT_ADB_SERVER",
+        value_delimiter = ','
+    )]
+    pub adb_servers: Vec<String>,
+
+    /// Only devices with these serials may be bound (repeatable; default: any).
+    #[arg(long = "allow-serial", value_name = "SERIAL", env = "XAGENT_ADB_ALLOW_SERIALS", value_delimiter = ',')]
+    pub allow_serials: Vec<String>,
+
+    /// Reconnect grace of a connector instance after its last data plane closes (protocol §8.2), e.g. 1h, 90s.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration, env = "XAGENT_ADB_LEASE_GRACE")]
+    pub lease_grace: Duration,
+
+    /// Largest accepted WebSocket message in bytes; larger ones are refused and the socket closed (1009).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, env = "XAGENT_ADB_MAX_MESSAGE_BYTES")]
+    pub max_message_bytes: usize,
+
+    /// How long running tool calls may take to finish after SIGTERM/Ctrl-C.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, env = "XAGENT_ADB_DRAIN_TIMEOUT")]
+    pub drain_timeout: Duration,
+}
+
+/// Parses `500ms`, `90s`, `15m`, `1h` (a bare number is seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (examples: 500ms, 90s, 15m, 1h)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} in {s:?} (use ms, s, m or h)")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("{s:?} is not a valid duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// A configuration problem, with the exit code it maps to.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub code: i32,
+    pub message: String,
+}
+
+/// Resolves the system API key: `--api-key-file`, else `XAGENT_CONNECTOR_API_KEY`, else none.
+/// The key's value never appears in an error or log line.
+pub fn resolve_api_key(args: &KeyArgs) -> Result<Option<String>, ConfigError> {
+    if let Some(path) = &args.api_key_file {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            code: exit::CONFIG,
+            message: format!("cannot read the API key file {}: {e}", path.display()),
+        })?;
+        let key = text.lines().next().unwrap_or("").trim().to_owned();
+        if key.is_empty() {
+            return Err(ConfigError {
+                code: exit::CONFIG,
+                message: format!("the API key file {} is empty", path.display()),
+            });
+        }
+        return Ok(Some(key));
+    }
+    match std::env::var("XAGENT_CONNECTOR_API_KEY") {
+        Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_owned())),
+        _ => Ok(None),
+    }
+}
+
+/// Creates the data dir if needed and proves it is writable.
+pub fn prepare_data_dir(dir: &std::path::Path) -> Result<(), ConfigError> {
+    let err = |what: &str, e: std::io::Error| ConfigError {
+        code: exit::CONFIG,
+        message: format!(
+            "data dir {} {what}: {e}; choose another with --data-dir or fix its permissions",
+            dir.display()
+        ),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| err("cannot be created", e))?;
+    let probe = dir.join(".write-probe");
+    std::fs::write(&probe, b"ok").map_err(|e| err("is not writable", e))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        assert!(parse_duration("1d").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn cli_parses() {
+        Cli::command_for_test();
+        let cli =
+            Cli::try_parse_from(["x", "serve", "--adb-server", "a:1", "--adb-server", "b:2", "--lease-grace", "2s"])
+                .unwrap();
+        let Command::Serve(s) = cli.command else { panic!() };
+        assert_eq!(s.adb_servers, vec!["a:1", "b:2"]);
+        assert_eq!(s.lease_grace, Duration::from_secs(2));
+        assert!(Cli::try_parse_from(["x", "serve", "--api-key", "k"]).is_err(), "the key is never a flag value");
+    }
+
+    impl Cli {
+        fn command_for_test() {
+            <Cli as clap::CommandFactory>::command().debug_assert();
+        }
+    }
+}

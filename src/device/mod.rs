@@ -1,0 +1,90 @@
+//! The device side as the connector core sees it: a [`Backend`] that knows which devices exist, in which state,
+//! and tells when that changes. Only this module tree talks ADB.
+
+use std::fmt;
+
+use tokio::sync::broadcast;
+
+use crate::protocol::card::AuthFlow;
+
+/// A device is identified by the adb server that sees it plus its serial: one connector may front the adb servers
+/// of several boxes, and two boxes may see devices with equal serials.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceKey {
+    pub server: String,
+    pub serial: String,
+}
+
+impl fmt::Display for DeviceKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.serial, self.server)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceState {
+    Online,
+    Offline,
+    /// The phone has not accepted this host's RSA key ("Allow USB debugging?").
+    Unauthorized,
+    /// The adb server no longer lists it.
+    Gone,
+}
+
+impl DeviceState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Online => "online",
+            Self::Offline => "offline",
+            Self::Unauthorized => "unauthorized",
+            Self::Gone => "gone",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub key: DeviceKey,
+    pub state: DeviceState,
+    /// Display-level model name (descriptor `target.display_name`), e.g. "Pixel 7".
+    pub model: String,
+}
+
+/// What the channel layer needs from the device layer.
+pub trait Backend: Send + Sync + 'static {
+    /// The card's `auth_flows` (device binding).
+    fn auth_flows(&self) -> Vec<AuthFlow>;
+    /// Current snapshot of all known devices that the operator allows binding.
+    fn devices(&self) -> Vec<DeviceInfo>;
+    /// Every state change of a device is announced here.
+    fn subscribe(&self) -> broadcast::Receiver<DeviceKey>;
+    /// A channel released the device (logout, lease expiry): stop per-device work that only it needed.
+    fn released(&self, _key: &DeviceKey) {}
+
+    fn info(&self, key: &DeviceKey) -> Option<DeviceInfo> {
+        self.devices().into_iter().find(|d| &d.key == key)
+    }
+}
+
+/// A backend without devices: no auth flow, nothing to bind. Used where no device layer is configured.
+pub struct NoDevices {
+    tx: broadcast::Sender<DeviceKey>,
+}
+
+impl Default for NoDevices {
+    fn default() -> Self {
+        Self { tx: broadcast::channel(1).0 }
+    }
+}
+
+impl Backend for NoDevices {
+    fn auth_flows(&self) -> Vec<AuthFlow> {
+        Vec::new()
+    }
+    fn devices(&self) -> Vec<DeviceInfo> {
+        Vec::new()
+    }
+    fn subscribe(&self) -> broadcast::Receiver<DeviceKey> {
+        self.tx.subscribe()
+    }
+}

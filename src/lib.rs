@@ -1,0 +1,13 @@
+//! xAgent ADB Connector: an xAgent Connector Protocol 3.0 server for Android devices (`device.adb`).
+//! See `ARCHITECTURE.md` for the map.
+
+pub mod build_info;
+pub mod channels;
+pub mod cli;
+pub mod device;
+pub mod protocol;
+pub mod run;
+pub mod server;
+pub mod sim;
+pub mod store;
+pub mod tools;

@@ -1,0 +1,113 @@
+//! Stable, machine-readable error codes (protocol §7, §8.23) plus the device codes the profile asks for
+//! ("distinct stable error codes for device offline, command timeout and permission denied").
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    // §8.23
+    InvalidPacket,
+    HelloRequired,
+    ConnectorCardIdMismatch,
+    ConnectorIdMismatch,
+    ChannelNotOpen,
+    ConnectorChannelIdRequired,
+    ConnectorChannelNotOwned,
+    ConnectorChannelConnectorMismatch,
+    ConnectorChannelUnavailable,
+    ConnectionNotFound,
+    ConnectionNotAuthenticated,
+    AuthSessionNotFound,
+    ToolInvokeFailed,
+    UnsupportedPacket,
+    // Ours: documented in device-profile/README.md.
+    /// hello `protocol_version` missing or below 3.0 (§8.1: the connector must refuse it).
+    ProtocolVersionUnsupported,
+    /// hello shares no profile with the card: no channel could have a non-empty `profiles`.
+    ProfileNotSupported,
+    /// A tool id that is not in the card.
+    ToolNotFound,
+    /// Tool arguments do not match the tool's `input_schema`.
+    InvalidArguments,
+    /// `auth.start` names a flow that is not in the card, or its input is invalid.
+    AuthFlowNotFound,
+    AuthInputInvalid,
+    /// No device satisfies the binding request.
+    DeviceNotFound,
+    DeviceBusy,
+    DeviceOffline,
+    DeviceUnauthorized,
+    DeviceTimeout,
+    PermissionDenied,
+    /// The server is shutting down and takes no new work.
+    ShuttingDown,
+    /// An internal fault (store, I/O); never carries secrets.
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidPacket => "invalid_packet",
+            Self::HelloRequired => "hello_required",
+            Self::ConnectorCardIdMismatch => "connector_card_id_mismatch",
+            Self::ConnectorIdMismatch => "connector_id_mismatch",
+            Self::ChannelNotOpen => "channel_not_open",
+            Self::ConnectorChannelIdRequired => "connector_channel_id_required",
+            Self::ConnectorChannelNotOwned => "connector_channel_not_owned",
+            Self::ConnectorChannelConnectorMismatch => "connector_channel_connector_mismatch",
+            Self::ConnectorChannelUnavailable => "connector_channel_unavailable",
+            Self::ConnectionNotFound => "connection_not_found",
+            Self::ConnectionNotAuthenticated => "connection_not_authenticated",
+            Self::AuthSessionNotFound => "auth_session_not_found",
+            Self::ToolInvokeFailed => "tool_invoke_failed",
+            Self::UnsupportedPacket => "unsupported_packet",
+            Self::ProtocolVersionUnsupported => "protocol_version_unsupported",
+            Self::ProfileNotSupported => "profile_not_supported",
+            Self::ToolNotFound => "tool_not_found",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::AuthFlowNotFound => "auth_flow_not_found",
+            Self::AuthInputInvalid => "auth_input_invalid",
+            Self::DeviceNotFound => "device_not_found",
+            Self::DeviceBusy => "device_busy",
+            Self::DeviceOffline => "device_offline",
+            Self::DeviceUnauthorized => "device_unauthorized",
+            Self::DeviceTimeout => "device_timeout",
+            Self::PermissionDenied => "permission_denied",
+            Self::ShuttingDown => "shutting_down",
+            Self::Internal => "internal_error",
+        }
+    }
+}
+
+/// A protocol or business error: a stable code plus a message for logs and developers (never secrets).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtoError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ProtoError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+}
+
+impl std::fmt::Display for ProtoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for ProtoError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_are_snake_case() {
+        for c in [ErrorCode::InvalidPacket, ErrorCode::ConnectorChannelConnectorMismatch, ErrorCode::DeviceTimeout] {
+            assert!(c.as_str().chars().all(|ch| ch.is_ascii_lowercase() || ch == '_'), "{c:?}");
+        }
+        assert_eq!(ErrorCode::ConnectorChannelConnectorMismatch.as_str(), "connector_channel_connector_mismatch");
+    }
+}

@@ -1,0 +1,121 @@
+//! Wiring: store + registry + device backend → hub → server, plus signals. `main.rs` only parses and calls this;
+//! tests call [`start`] to run a server in-process.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::channels::{Hub, HubConfig};
+use crate::cli::{exit, ConfigError};
+use crate::device::Backend;
+use crate::server::{self, App, ServerConfig, Tracker};
+use crate::store::Store;
+use crate::tools::Registry;
+
+/// Everything `serve` needs, already validated.
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub data_dir: Option<PathBuf>,
+    pub api_key: Option<String>,
+    pub allow_serials: Vec<String>,
+    pub lease_grace: Duration,
+    pub max_message_bytes: usize,
+    pub drain_timeout: Duration,
+}
+
+/// A running server.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub hub: Arc<Hub>,
+    shutdown: watch::Sender<bool>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Starts the graceful shutdown and waits for it to complete.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.done.await;
+    }
+
+    /// Waits until the server stops (after [`Running::trigger`] or forever).
+    pub async fn wait(self) {
+        let _ = self.done.await;
+    }
+
+    pub fn trigger(&self) -> watch::Sender<bool> {
+        self.shutdown.clone()
+    }
+}
+
+/// Opens the state, binds the port and starts serving in background tasks.
+pub async fn start(cfg: ServeConfig, registry: Registry, backend: Arc<dyn Backend>) -> Result<Running, ConfigError> {
+    let store = match &cfg.data_dir {
+        Some(dir) => {
+            crate::cli::prepare_data_dir(dir)?;
+            Store::open(dir).map_err(|e| ConfigError {
+                code: exit::CONFIG,
+                message: format!("cannot open the state database in {}: {e}", dir.display()),
+            })?
+        }
+        None => Store::open_in_memory().map_err(|e| ConfigError { code: exit::FAILURE, message: e.to_string() })?,
+    };
+    let hub_cfg = HubConfig {
+        lease_grace: cfg.lease_grace,
+        allow_serials: cfg.allow_serials.clone(),
+        api_key_required: cfg.api_key.is_some(),
+    };
+    let hub = Hub::new(store, Arc::new(registry), backend, hub_cfg)
+        .map_err(|m| ConfigError { code: exit::FAILURE, message: m })?;
+    let listener = TcpListener::bind(cfg.listen).await.map_err(|e| ConfigError {
+        code: exit::LISTEN,
+        message: match e.kind() {
+            std::io::ErrorKind::AddrInUse => format!(
+                "cannot listen on {}: the address is already in use (is another connector running?); choose another with --listen",
+                cfg.listen
+            ),
+            _ => format!("cannot listen on {}: {e}", cfg.listen),
+        },
+    })?;
+    let addr = listener.local_addr().map_err(|e| ConfigError { code: exit::LISTEN, message: e.to_string() })?;
+    if cfg.api_key.is_none() {
+        tracing::warn!(
+            "no system API key configured: /health, /ws and /files/uploads are open to anyone who can reach {addr}"
+        );
+    }
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let app = Arc::new(App {
+        hub: hub.clone(),
+        cfg: ServerConfig {
+            api_key: cfg.api_key,
+            max_message_bytes: cfg.max_message_bytes,
+            outbound_queue: 256,
+            drain_timeout: cfg.drain_timeout,
+            max_connections: 1024,
+        },
+        shutdown: shutdown_rx.clone(),
+        tasks: Tracker::default(),
+    });
+    tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));
+    tokio::spawn(hub.clone().watch_devices(shutdown_rx.clone()));
+    let done = tokio::spawn(server::serve(listener, app));
+    tracing::info!(%addr, card = crate::protocol::CONNECTOR_CARD_ID, version = crate::build_info::BUILD.version, "connector listening");
+    Ok(Running { addr, hub, shutdown: shutdown_tx, done })
+}
+
+/// Resolves when SIGTERM or SIGINT arrives.
+pub async fn signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+        tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,150 @@
+//! Packet type → handler. The order of checks is the protocol's: envelope (§7), hello first (§6), channel
+//! ownership (§8.18), then the packet's own rules.
+
+use serde_json::{json, Map, Value};
+
+use super::session::Session;
+use crate::channels::to_value;
+use crate::protocol::errors::{ErrorCode, ProtoError};
+use crate::protocol::packet::obj;
+use crate::protocol::{self as proto, Packet};
+
+/// Requests xAgent sends; each must carry a `request_id` ("请求和 ack 必填", §7).
+const REQUESTS: &[&str] = &[
+    "connector.hello",
+    "channel.open",
+    "channel.close",
+    "auth.start",
+    "auth.status",
+    "auth.cancel",
+    "auth.logout",
+    "connection.descriptor.get",
+    "tool.invoke",
+    "ping",
+];
+
+pub async fn on_text(session: &mut Session, text: &str) {
+    let pkt = match Packet::parse(text) {
+        Ok(p) => p,
+        Err(f) => {
+            tracing::debug!(error = %f.error, "invalid packet");
+            session.send(Packet::error_reply(f.request_id, f.packet_id, f.connector_channel_id, &f.error)).await;
+            return;
+        }
+    };
+    if REQUESTS.contains(&pkt.kind.as_str()) && pkt.request_id.as_deref().is_none_or(str::is_empty) {
+        let err = ProtoError::new(
+            ErrorCode::InvalidPacket,
+            format!("{} is a request and needs a non-empty request_id", pkt.kind),
+        );
+        return session.send_error(&pkt, err).await;
+    }
+    match pkt.kind.as_str() {
+        // ping is connection-level: answered before and after hello ("pong 应带回同一个 request_id", §8.22).
+        "ping" => session.send(pkt.ack("pong", pkt.connector_channel_id.as_deref(), Map::new())).await,
+        "pong" | "error" => tracing::debug!(kind = %pkt.kind, "peer notice"),
+        "connector.hello" => hello(session, &pkt).await,
+        k if REQUESTS.contains(&k) && !session.hello_done => {
+            // "connector.hello.ack 之前不能发送用户级 packet" (§6).
+            session
+                .send_error(
+                    &pkt,
+                    ProtoError::new(ErrorCode::HelloRequired, format!("{k} before connector.hello completed")),
+                )
+                .await
+        }
+        "channel.open" => channel_open(session, &pkt).await,
+        "tool.invoke" => super::tool::invoke(session, pkt).await,
+        "channel.close"
+        | "auth.start"
+        | "auth.status"
+        | "auth.cancel"
+        | "auth.logout"
+        | "connection.descriptor.get" => {
+            let channel = match session.app.hub.check_channel(session.socket, pkt.connector_channel_id.as_deref()) {
+                Ok(c) => c,
+                Err(e) => return session.send_error(&pkt, e).await,
+            };
+            channel_request(session, &pkt, &channel).await
+        }
+        other => {
+            let err = ProtoError::new(
+                ErrorCode::UnsupportedPacket,
+                format!("packet type {other:?} is not supported by this connector"),
+            );
+            session.send_error(&pkt, err).await
+        }
+    }
+}
+
+async fn hello(session: &mut Session, pkt: &Packet) {
+    match session.app.hub.hello(session.socket, &pkt.payload()) {
+        Ok(ok) => {
+            session.hello_done = true;
+            tracing::info!(connector_id = %ok.connector_id, "hello accepted");
+            let payload = obj([
+                ("connector_card_id", json!(proto::CONNECTOR_CARD_ID)),
+                ("connector_id", json!(ok.connector_id)),
+                ("protocol_version", json!(proto::PROTOCOL_VERSION)),
+            ]);
+            session.send(pkt.ack("connector.hello.ack", None, payload)).await
+        }
+        Err(e) => {
+            tracing::warn!(code = e.code.as_str(), "hello refused");
+            session.send_error(pkt, e).await
+        }
+    }
+}
+
+async fn channel_open(session: &mut Session, pkt: &Packet) {
+    let requested = pkt.connector_channel_id.as_deref().filter(|s| !s.is_empty());
+    match session.app.hub.open_channel(session.socket, requested) {
+        Ok((id, d)) => {
+            tracing::info!(channel = %id, restored = (requested == Some(id.as_str())), "channel open");
+            // §8.4: envelope connector_channel_id, payload.connector_channel_id and the descriptor are all required.
+            let payload = obj([("connector_channel_id", json!(id)), ("connection_descriptor", to_value(&d))]);
+            session.send(pkt.ack("channel.open.ack", Some(&id), payload)).await
+        }
+        Err(e) => session.send_error(pkt, e).await,
+    }
+}
+
+async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
+    let hub = &session.app.hub;
+    let payload = pkt.payload();
+    let ch = Some(channel);
+    let reply = match pkt.kind.as_str() {
+        "channel.close" => {
+            hub.close_channel(channel);
+            tracing::info!(channel, "channel closed");
+            pkt.ack("channel.close.ack", ch, obj([("status", json!("ok"))]))
+        }
+        "connection.descriptor.get" => {
+            let d = hub.descriptor(channel);
+            pkt.ack("connection.descriptor.get.ack", ch, obj([("connection_descriptor", to_value(&d))]))
+        }
+        "auth.start" => {
+            let out = hub.auth_start(channel, &payload);
+            match out.error {
+                None => pkt.ack("auth.start.ack", ch, out.payload),
+                Some(e) => pkt.ack_error("auth.start.ack", ch, &e, Some(out.payload)),
+            }
+        }
+        "auth.status" => match hub.auth_status(channel, &payload) {
+            Ok(p) => pkt.ack("auth.status.ack", ch, p),
+            Err(e) => pkt.ack_error("auth.status.ack", ch, &e, None),
+        },
+        "auth.cancel" => pkt.ack("auth.cancel.ack", ch, hub.auth_cancel(channel, &payload)),
+        "auth.logout" => match hub.auth_logout(channel) {
+            Ok(p) => pkt.ack("auth.logout.ack", ch, p),
+            Err(e) => pkt.ack_error("auth.logout.ack", ch, &e, None),
+        },
+        _ => unreachable!("routed by on_text"),
+    };
+    session.send(reply).await
+}
+
+/// Reads a string field of a payload.
+pub fn str_field<'a>(payload: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+    payload.get(name).and_then(Value::as_str)
+}

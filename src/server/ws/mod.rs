@@ -1,0 +1,83 @@
+//! Data plane `GET /ws` (protocol §6): the upgrade, then one [`session`] per socket.
+
+mod dispatch;
+mod session;
+mod tool;
+
+use std::sync::Arc;
+
+use hyper::body::Incoming;
+use hyper::header::{
+    HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL, SEC_WEBSOCKET_VERSION,
+    UPGRADE,
+};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::WebSocketStream;
+
+use super::http::{check_api_key, error, full, Body};
+use super::App;
+use crate::protocol::SUBPROTOCOL;
+
+fn header_has_token(req: &Request<Incoming>, name: hyper::header::HeaderName, token: &str) -> bool {
+    req.headers()
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
+}
+
+/// Validates the handshake (key before upgrade, subprotocol offered) and hands the socket to a session.
+pub fn upgrade(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
+    if let Err(r) = check_api_key(&app, &req) {
+        return *r;
+    }
+    if !header_has_token(&req, UPGRADE, "websocket") || !header_has_token(&req, CONNECTION, "upgrade") {
+        return error(
+            StatusCode::UPGRADE_REQUIRED,
+            "websocket_required",
+            "GET /ws is a WebSocket endpoint; send an upgrade request",
+        );
+    }
+    if req.headers().get(SEC_WEBSOCKET_VERSION).and_then(|v| v.to_str().ok()) != Some("13") {
+        return error(StatusCode::BAD_REQUEST, "websocket_version", "only WebSocket version 13 is supported");
+    }
+    let Some(key) = req.headers().get(SEC_WEBSOCKET_KEY).map(|k| k.as_bytes().to_vec()) else {
+        return error(StatusCode::BAD_REQUEST, "websocket_key_missing", "Sec-WebSocket-Key is required");
+    };
+    // "GET /ws  Sec-WebSocket-Protocol: xagent.connector.packet.v1" (§6): a peer that does not speak it is refused.
+    if !header_has_token(&req, SEC_WEBSOCKET_PROTOCOL, SUBPROTOCOL) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "subprotocol_required",
+            &format!("offer the WebSocket subprotocol {SUBPROTOCOL} in Sec-WebSocket-Protocol"),
+        );
+    }
+    if *app.shutdown.borrow() {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the connector is shutting down");
+    }
+    let guard = app.tasks.enter();
+    let max = app.cfg.max_message_bytes;
+    tokio::spawn(async move {
+        match hyper::upgrade::on(&mut req).await {
+            Ok(upgraded) => {
+                let cfg = WebSocketConfig::default().max_message_size(Some(max)).max_frame_size(Some(max));
+                let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(cfg)).await;
+                session::run(app, ws).await;
+            }
+            Err(e) => tracing::debug!(error = %e, "websocket upgrade failed"),
+        }
+        drop(guard);
+    });
+    let mut r = Response::new(full(""));
+    *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = r.headers_mut();
+    h.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+    h.insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
+    h.insert(SEC_WEBSOCKET_ACCEPT, HeaderValue::from_str(&derive_accept_key(&key)).expect("base64 is a valid header"));
+    r
+}

@@ -1,0 +1,150 @@
+//! One WebSocket session: a reader that parses and dispatches packets, a writer that drains the socket's bounded
+//! outbound queue, and the bookkeeping that ties the socket to the hub.
+//!
+//! Backpressure: every ack, error and pong is `send().await`ed into the queue, so a slow peer slows our reading of
+//! its requests instead of losing replies. Only `tool.progress.push` uses `try_send` and may be dropped.
+
+use std::sync::Arc;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::WebSocketStream;
+use tracing::Instrument;
+
+use crate::channels::SocketId;
+use crate::protocol::errors::{ErrorCode, ProtoError};
+use crate::protocol::Packet;
+use crate::server::{App, Tracker};
+
+pub struct Session {
+    pub app: Arc<App>,
+    pub socket: SocketId,
+    pub tx: mpsc::Sender<Packet>,
+    pub hello_done: bool,
+    /// Tool calls of this session still running.
+    pub in_flight: Tracker,
+}
+
+impl Session {
+    /// Queues a packet that must not be dropped (ack, error, pong): waits for queue space.
+    pub async fn send(&self, p: Packet) {
+        let _ = self.tx.send(p).await;
+    }
+
+    pub async fn send_error(&self, req: &Packet, err: ProtoError) {
+        tracing::debug!(code = err.code.as_str(), kind = %req.kind, "error packet");
+        self.send(Packet::error_reply(
+            req.request_id.clone(),
+            Some(req.packet_id.clone()),
+            req.connector_channel_id.clone(),
+            &err,
+        ))
+        .await;
+    }
+}
+
+pub async fn run<S>(app: Arc<App>, ws: WebSocketStream<S>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, mut rx) = mpsc::channel::<Packet>(app.cfg.outbound_queue);
+    let socket = app.hub.register_socket(tx.clone());
+    let span = tracing::info_span!("ws", socket);
+    let (mut sink, mut stream) = ws.split();
+    let (close_tx, mut close_rx) = oneshot::channel::<Option<CloseFrame>>();
+
+    let writer = tokio::spawn(
+        async move {
+            let mut queue_open = true;
+            loop {
+                tokio::select! {
+                    biased;
+                    p = rx.recv(), if queue_open => match p {
+                        Some(p) => if sink.send(Message::text(p.to_json())).await.is_err() { return },
+                        // Every sender is gone; the close frame (if any) is still to come.
+                        None => queue_open = false,
+                    },
+                    frame = &mut close_rx => {
+                        // Everything queued before the close (acks of drained tools) still goes out first.
+                        while let Ok(p) = rx.try_recv() {
+                            if sink.send(Message::text(p.to_json())).await.is_err() { return }
+                        }
+                        if let Ok(Some(f)) = frame {
+                            let _ = sink.send(Message::Close(Some(f))).await;
+                        }
+                        let _ = sink.close().await;
+                        return;
+                    }
+                }
+            }
+        }
+        .instrument(span.clone()),
+    );
+
+    let mut session = Session { app: app.clone(), socket, tx, hello_done: false, in_flight: Tracker::default() };
+    tracing::info!(parent: &span, "data plane connected");
+    let close = read_loop(&mut session, &mut stream).instrument(span.clone()).await;
+    let shutting_down = *app.shutdown.borrow();
+    if shutting_down {
+        // SIGTERM: let running tool calls finish and deliver their acks, within the drain bound.
+        if tokio::time::timeout(app.cfg.drain_timeout, session.in_flight.wait()).await.is_err() {
+            tracing::warn!(parent: &span, "tool calls still running at the drain deadline");
+        }
+    }
+    app.hub.socket_closed(socket);
+    let _ = close_tx.send(close);
+    drop(session);
+    let _ = writer.await;
+    tracing::info!(parent: &span, "data plane closed");
+}
+
+/// Reads until the peer leaves, a fatal frame arrives or shutdown starts. Returns the close frame to send.
+async fn read_loop<S>(
+    session: &mut Session,
+    stream: &mut futures_util::stream::SplitStream<WebSocketStream<S>>,
+) -> Option<CloseFrame>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut shutdown = session.app.shutdown.clone();
+    loop {
+        let msg = tokio::select! {
+            _ = shutdown.changed() => {
+                return Some(CloseFrame { code: CloseCode::Away, reason: "connector shutting down".into() });
+            }
+            m = stream.next() => m,
+        };
+        match msg {
+            None => return None,
+            Some(Ok(Message::Text(text))) => super::dispatch::on_text(session, text.as_str()).await,
+            Some(Ok(Message::Binary(_))) => {
+                // "只传 WebSocket TextMessage" (§6).
+                let err = ProtoError::new(
+                    ErrorCode::InvalidPacket,
+                    "binary frames are not part of the protocol; send one JSON packet per text frame",
+                );
+                session.send(Packet::error_reply(None, None, None, &err)).await;
+            }
+            Some(Ok(Message::Close(_))) => return Some(CloseFrame { code: CloseCode::Normal, reason: "".into() }),
+            Some(Ok(_)) => {} // ping/pong frames are answered by tungstenite itself
+            Some(Err(WsError::Capacity(e))) => {
+                let limit = session.app.cfg.max_message_bytes;
+                tracing::warn!(error = %e, limit, "oversized websocket message refused");
+                let err = ProtoError::new(
+                    ErrorCode::InvalidPacket,
+                    format!("message exceeds the {limit}-byte limit of this connector"),
+                );
+                session.send(Packet::error_reply(None, None, None, &err)).await;
+                return Some(CloseFrame { code: CloseCode::Size, reason: "message too big".into() });
+            }
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "websocket read ended");
+                return None;
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! `tool.invoke` (protocol §8.18/§8.19): route by the envelope channel only, check the binding and the device,
+//! validate arguments against the tool's served schema, run the tool under its deadline, ack.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::dispatch::str_field;
+use super::session::Session;
+use crate::device::DeviceState;
+use crate::protocol::errors::{ErrorCode, ProtoError};
+use crate::protocol::packet::obj;
+use crate::protocol::Packet;
+use crate::tools::{ProgressFn, ToolCall};
+
+const ACK: &str = "tool.invoke.ack";
+
+pub async fn invoke(session: &mut Session, pkt: Packet) {
+    let hub = session.app.hub.clone();
+    // Routing errors are `type = "error"` (§7); everything after routing is a business failure on the ack.
+    let channel = match hub.check_channel(session.socket, pkt.connector_channel_id.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return session.send_error(&pkt, e).await,
+    };
+    let payload = pkt.payload();
+    let tool_id = str_field(&payload, "tool_id").unwrap_or("").to_owned();
+    let fail = |e: ProtoError| {
+        tracing::info!(tool = %tool_id, code = e.code.as_str(), "tool.invoke refused");
+        pkt.ack_error(ACK, Some(&channel), &e, Some(obj([("tool_id", json!(tool_id))])))
+    };
+    if *session.app.shutdown.borrow() {
+        return session
+            .send(fail(ProtoError::new(
+                ErrorCode::ShuttingDown,
+                "the connector is shutting down; retry after it restarts",
+            )))
+            .await;
+    }
+    let arguments = payload.get("arguments").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+    let (tool, args) = match hub.registry().prepare(&tool_id, &arguments) {
+        Ok(x) => x,
+        Err(e) => return session.send(fail(e)).await,
+    };
+    let Some(binding) = hub.binding(&channel) else {
+        let e = ProtoError::new(
+            ErrorCode::ConnectionNotAuthenticated,
+            "no device is bound to this channel; complete auth flow adb_device first",
+        );
+        return session.send(fail(e)).await;
+    };
+    match hub.backend().info(&binding).map(|d| d.state) {
+        Some(DeviceState::Online) => {}
+        Some(DeviceState::Unauthorized) => {
+            let e = ProtoError::new(
+                ErrorCode::DeviceUnauthorized,
+                "the bound device has not authorised this host: accept the USB debugging prompt on the phone",
+            );
+            return session.send(fail(e)).await;
+        }
+        _ => {
+            let e = ProtoError::new(ErrorCode::DeviceOffline, "the bound device is offline or disconnected");
+            return session.send(fail(e)).await;
+        }
+    }
+    let spec = tool.spec().clone();
+    let context = payload.get("context").and_then(Value::as_object);
+    let tool_call_id = context.and_then(|c| str_field(c, "tool_call_id")).map(str::to_owned);
+
+    let tx = session.tx.clone();
+    let progress_channel = channel.clone();
+    let progress_tool = tool_id.clone();
+    let progress: ProgressFn = Arc::new(move |message: &str, fraction: Option<f64>| {
+        let mut p = obj([("tool_id", json!(progress_tool)), ("status", json!("running")), ("message", json!(message))]);
+        if let Some(f) = fraction {
+            p.insert("progress".into(), json!(f.clamp(0.0, 1.0)));
+        }
+        // Progress is advisory (§8.20): under backpressure it is dropped, never the ack.
+        let _ = tx.try_send(Packet::push("tool.progress.push", Some(&progress_channel), p));
+    });
+    let call = ToolCall { channel_id: channel.clone(), binding: Some(binding), args, tool_call_id, progress };
+    let guard = session.in_flight.enter();
+    let tx = session.tx.clone();
+    let span = tracing::info_span!("tool", tool = %tool_id, channel = %channel);
+    tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            let started = std::time::Instant::now();
+            let result = match tokio::time::timeout(spec.deadline, tool.call(call)).await {
+                Ok(r) => r,
+                Err(_) => Err(ProtoError::new(
+                    ErrorCode::DeviceTimeout,
+                    format!("{} did not finish within its {} ms deadline", spec.id, spec.deadline.as_millis()),
+                )),
+            };
+            let ms = started.elapsed().as_millis() as u64;
+            let reply = match result {
+                Ok(result) => {
+                    tracing::info!(ms, "tool ok");
+                    pkt.ack(ACK, Some(&channel), obj([("tool_id", json!(spec.id)), ("result", result)]))
+                }
+                Err(e) => {
+                    tracing::info!(ms, code = e.code.as_str(), "tool failed");
+                    pkt.ack_error(ACK, Some(&channel), &e, Some(obj([("tool_id", json!(spec.id))])))
+                }
+            };
+            let _ = tx.send(reply).await;
+            drop(guard);
+        },
+        span,
+    ));
+}

@@ -1,0 +1,1 @@
+//! Simulated Android device speaking the real ADB transport protocol (test support and demo backend).

@@ -1,0 +1,321 @@
+//! The one place that knows SQL. SQLite (bundled) in WAL mode under the data dir; migrations are versioned in code
+//! through `PRAGMA user_version`.
+//!
+//! Calls are synchronous behind a mutex: every statement is a small indexed read/write on a local file (well under
+//! a millisecond with WAL + `synchronous=NORMAL`), so moving them to a blocking pool would cost more than it saves.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// Ordered migrations; index + 1 is the schema version they produce. Never edit a shipped entry: append.
+const MIGRATIONS: &[&str] = &[
+    // 1: connector instances (the §8.2 lease), channels, device bindings, auth sessions.
+    "CREATE TABLE instances (
+        connector_id     TEXT PRIMARY KEY,
+        profiles         TEXT NOT NULL,
+        created_ms       INTEGER NOT NULL,
+        lease_expires_ms INTEGER
+    );
+    CREATE TABLE channels (
+        channel_id   TEXT PRIMARY KEY,
+        connector_id TEXT NOT NULL REFERENCES instances(connector_id) ON DELETE CASCADE,
+        created_ms   INTEGER NOT NULL
+    );
+    CREATE INDEX channels_by_instance ON channels(connector_id);
+    CREATE TABLE bindings (
+        channel_id TEXT PRIMARY KEY REFERENCES channels(channel_id) ON DELETE CASCADE,
+        server     TEXT NOT NULL,
+        serial     TEXT NOT NULL,
+        bound_ms   INTEGER NOT NULL
+    );
+    CREATE UNIQUE INDEX bindings_device ON bindings(server, serial);
+    CREATE TABLE auth_sessions (
+        auth_session_id TEXT PRIMARY KEY,
+        channel_id      TEXT NOT NULL REFERENCES channels(channel_id) ON DELETE CASCADE,
+        flow_id         TEXT NOT NULL,
+        status          TEXT NOT NULL,
+        message         TEXT NOT NULL,
+        created_ms      INTEGER NOT NULL,
+        expires_ms      INTEGER NOT NULL
+    );",
+];
+
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceRow {
+    pub connector_id: String,
+    pub profiles: Vec<String>,
+    pub lease_expires_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelRow {
+    pub channel_id: String,
+    pub connector_id: String,
+    pub binding: Option<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthRow {
+    pub auth_session_id: String,
+    pub channel_id: String,
+    pub flow_id: String,
+    pub status: String,
+    pub message: String,
+    pub expires_ms: u64,
+}
+
+pub type Result<T> = std::result::Result<T, rusqlite::Error>;
+
+impl Store {
+    /// Opens (creating if needed) `DIR/connector.db` and brings the schema up to date.
+    pub fn open(dir: &Path) -> Result<Store> {
+        Self::init(Connection::open(dir.join("connector.db"))?)
+    }
+
+    pub fn open_in_memory() -> Result<Store> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(conn: Connection) -> Result<Store> {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let version = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
+        if version > MIGRATIONS.len() {
+            return Err(rusqlite::Error::InvalidParameterName(format!(
+                "database schema version {version} is newer than this binary understands ({}); upgrade the binary",
+                MIGRATIONS.len()
+            )));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+            let tx = conn.unchecked_transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(Store { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    fn db(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite half-written (statements are atomic), so poisoning
+        // carries no information here.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn schema_version(&self) -> Result<usize> {
+        self.db().pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).map(|v| v as usize)
+    }
+
+    // ---- instances -------------------------------------------------------------------------------------------
+
+    pub fn upsert_instance(&self, connector_id: &str, profiles: &[String], now_ms: u64) -> Result<()> {
+        let profiles = serde_json::to_string(profiles).expect("strings serialise");
+        self.db().execute(
+            "INSERT INTO instances (connector_id, profiles, created_ms, lease_expires_ms) VALUES (?1, ?2, ?3, NULL)
+             ON CONFLICT(connector_id) DO UPDATE SET profiles = excluded.profiles, lease_expires_ms = NULL",
+            params![connector_id, profiles, now_ms as i64],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_lease(&self, connector_id: &str, expires_ms: Option<u64>) -> Result<()> {
+        self.db().execute(
+            "UPDATE instances SET lease_expires_ms = ?2 WHERE connector_id = ?1",
+            params![connector_id, expires_ms.map(|v| v as i64)],
+        )?;
+        Ok(())
+    }
+
+    pub fn delete_instance(&self, connector_id: &str) -> Result<()> {
+        self.db().execute("DELETE FROM instances WHERE connector_id = ?1", params![connector_id])?;
+        Ok(())
+    }
+
+    pub fn instances(&self) -> Result<Vec<InstanceRow>> {
+        let db = self.db();
+        let mut st =
+            db.prepare("SELECT connector_id, profiles, lease_expires_ms FROM instances ORDER BY created_ms")?;
+        let rows = st.query_map([], |r| {
+            let profiles: String = r.get(1)?;
+            Ok(InstanceRow {
+                connector_id: r.get(0)?,
+                profiles: serde_json::from_str(&profiles).unwrap_or_default(),
+                lease_expires_ms: r.get::<_, Option<i64>>(2)?.map(|v| v as u64),
+            })
+        })?;
+        rows.collect()
+    }
+
+    // ---- channels and bindings -------------------------------------------------------------------------------
+
+    pub fn insert_channel(&self, channel_id: &str, connector_id: &str, now_ms: u64) -> Result<()> {
+        self.db().execute(
+            "INSERT INTO channels (channel_id, connector_id, created_ms) VALUES (?1, ?2, ?3)",
+            params![channel_id, connector_id, now_ms as i64],
+        )?;
+        Ok(())
+    }
+
+    pub fn delete_channel(&self, channel_id: &str) -> Result<()> {
+        self.db().execute("DELETE FROM channels WHERE channel_id = ?1", params![channel_id])?;
+        Ok(())
+    }
+
+    pub fn channels(&self) -> Result<Vec<ChannelRow>> {
+        let db = self.db();
+        let mut st = db.prepare(
+            "SELECT c.channel_id, c.connector_id, b.server, b.serial FROM channels c
+             LEFT JOIN bindings b ON b.channel_id = c.channel_id ORDER BY c.created_ms",
+        )?;
+        let rows = st.query_map([], |r| {
+            let server: Option<String> = r.get(2)?;
+            let serial: Option<String> = r.get(3)?;
+            Ok(ChannelRow { channel_id: r.get(0)?, connector_id: r.get(1)?, binding: server.zip(serial) })
+        })?;
+        rows.collect()
+    }
+
+    pub fn set_binding(&self, channel_id: &str, binding: Option<(&str, &str)>, now_ms: u64) -> Result<()> {
+        let db = self.db();
+        match binding {
+            Some((server, serial)) => db.execute(
+                "INSERT INTO bindings (channel_id, server, serial, bound_ms) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(channel_id) DO UPDATE SET server = excluded.server, serial = excluded.serial,
+                 bound_ms = excluded.bound_ms",
+                params![channel_id, server, serial, now_ms as i64],
+            )?,
+            None => db.execute("DELETE FROM bindings WHERE channel_id = ?1", params![channel_id])?,
+        };
+        Ok(())
+    }
+
+    // ---- auth sessions ---------------------------------------------------------------------------------------
+
+    pub fn put_auth_session(&self, row: &AuthRow, now_ms: u64) -> Result<()> {
+        self.db().execute(
+            "INSERT INTO auth_sessions (auth_session_id, channel_id, flow_id, status, message, created_ms, expires_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT(auth_session_id) DO UPDATE SET status = excluded.status, message = excluded.message",
+            params![
+                row.auth_session_id,
+                row.channel_id,
+                row.flow_id,
+                row.status,
+                row.message,
+                now_ms as i64,
+                row.expires_ms as i64
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn auth_session(&self, id: &str) -> Result<Option<AuthRow>> {
+        self.db()
+            .query_row(
+                "SELECT auth_session_id, channel_id, flow_id, status, message, expires_ms FROM auth_sessions
+                 WHERE auth_session_id = ?1",
+                params![id],
+                |r| {
+                    Ok(AuthRow {
+                        auth_session_id: r.get(0)?,
+                        channel_id: r.get(1)?,
+                        flow_id: r.get(2)?,
+                        status: r.get(3)?,
+                        message: r.get(4)?,
+                        expires_ms: r.get::<_, i64>(5)? as u64,
+                    })
+                },
+            )
+            .optional()
+    }
+
+    pub fn delete_auth_sessions_of(&self, channel_id: &str) -> Result<usize> {
+        self.db().execute("DELETE FROM auth_sessions WHERE channel_id = ?1", params![channel_id])
+    }
+
+    pub fn count(&self, table: &str) -> Result<u64> {
+        // Table names cannot be bound as parameters; only our own constants reach here.
+        assert!(["instances", "channels", "bindings", "auth_sessions"].contains(&table));
+        self.db().query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get::<_, i64>(0)).map(|n| n as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_once_and_data_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Store::open(dir.path()).unwrap();
+            assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
+            s.upsert_instance("conn_1", &["xagent.device.v1".into()], 1).unwrap();
+            s.insert_channel("cch_adb_1", "conn_1", 2).unwrap();
+            s.set_binding("cch_adb_1", Some(("127.0.0.1:5037", "emu-1")), 3).unwrap();
+            s.set_lease("conn_1", Some(99)).unwrap();
+        }
+        let s = Store::open(dir.path()).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
+        let inst = s.instances().unwrap();
+        assert_eq!(
+            inst,
+            vec![InstanceRow {
+                connector_id: "conn_1".into(),
+                profiles: vec!["xagent.device.v1".into()],
+                lease_expires_ms: Some(99)
+            }]
+        );
+        let ch = s.channels().unwrap();
+        assert_eq!(ch[0].binding, Some(("127.0.0.1:5037".into(), "emu-1".into())));
+    }
+
+    #[test]
+    fn deleting_an_instance_cascades_to_channels_bindings_and_auth_sessions() {
+        let s = Store::open_in_memory().unwrap();
+        s.upsert_instance("conn_1", &[], 1).unwrap();
+        s.insert_channel("c1", "conn_1", 1).unwrap();
+        s.set_binding("c1", Some(("srv", "ser")), 1).unwrap();
+        let row = AuthRow {
+            auth_session_id: "a1".into(),
+            channel_id: "c1".into(),
+            flow_id: "adb_device".into(),
+            status: "authenticated".into(),
+            message: String::new(),
+            expires_ms: 5,
+        };
+        s.put_auth_session(&row, 1).unwrap();
+        s.delete_instance("conn_1").unwrap();
+        for t in ["instances", "channels", "bindings", "auth_sessions"] {
+            assert_eq!(s.count(t).unwrap(), 0, "{t}");
+        }
+    }
+
+    #[test]
+    fn one_device_cannot_be_bound_twice() {
+        let s = Store::open_in_memory().unwrap();
+        s.upsert_instance("conn_1", &[], 1).unwrap();
+        s.insert_channel("c1", "conn_1", 1).unwrap();
+        s.insert_channel("c2", "conn_1", 1).unwrap();
+        s.set_binding("c1", Some(("srv", "ser")), 1).unwrap();
+        assert!(s.set_binding("c2", Some(("srv", "ser")), 1).is_err());
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Connection::open(dir.path().join("connector.db")).unwrap();
+        c.pragma_update(None, "user_version", 999).unwrap();
+        drop(c);
+        let e = Store::open(dir.path()).err().unwrap().to_string();
+        assert!(e.contains("newer than this binary"), "{e}");
+    }
+}

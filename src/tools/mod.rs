@@ -1,0 +1,121 @@
+//! The tool registry: the single source of the card's `tools`, the descriptor's tool list, argument validation and
+//! dispatch. Device tools live one family per file next to this module.
+
+pub mod schema;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::protocol::card::{self, ToolDecl};
+use crate::protocol::errors::{ErrorCode, ProtoError};
+use crate::protocol::{DEVICE_PROFILE, SKILL_NAME};
+
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Static description of one tool. `input` is written without `connector_channel_id`; the registry injects it
+/// through the one protocol helper.
+#[derive(Clone, Debug)]
+pub struct ToolSpec {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub input: Value,
+    pub output: Value,
+    /// Changes device state (needs per-device ordering and a repeated-call rule).
+    pub side_effect: bool,
+    /// Default deadline of one call.
+    pub deadline: Duration,
+}
+
+/// Progress events for long tools (§8.20); delivery is best effort, the ack is what counts.
+pub type ProgressFn = Arc<dyn Fn(&str, Option<f64>) + Send + Sync>;
+
+/// Everything a tool call gets. The device comes from the channel's binding, never from the arguments.
+pub struct ToolCall {
+    pub channel_id: String,
+    pub binding: Option<crate::channels::Binding>,
+    /// Validated arguments, `connector_channel_id` removed (tools must not consume it, §8.18).
+    pub args: Map<String, Value>,
+    pub tool_call_id: Option<String>,
+    pub progress: ProgressFn,
+}
+
+pub trait Tool: Send + Sync + 'static {
+    fn spec(&self) -> &ToolSpec;
+    fn call(&self, call: ToolCall) -> BoxFuture<Result<Value, ProtoError>>;
+}
+
+/// A looked-up tool and its validated arguments (`connector_channel_id` removed).
+pub type Prepared = (Arc<dyn Tool>, Map<String, Value>);
+
+pub struct Registry {
+    tools: Vec<(ToolSpec, Value, Arc<dyn Tool>)>,
+    by_id: HashMap<&'static str, usize>,
+}
+
+impl Registry {
+    /// Builds the registry and enforces the tool rules of §4.1/§10 once, at start-up: valid unique ids, an object
+    /// schema the argument validator fully understands.
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Registry, String> {
+        let mut reg = Registry { tools: Vec::new(), by_id: HashMap::new() };
+        for tool in tools {
+            let spec = tool.spec().clone();
+            if !card::is_valid_tool_id(spec.id) {
+                return Err(format!("tool id {:?} must match ^[A-Za-z0-9_.-]{{1,256}}$", spec.id));
+            }
+            if reg.by_id.contains_key(spec.id) {
+                return Err(format!("tool id {} is registered twice", spec.id));
+            }
+            let input = card::with_connector_channel_id(spec.input.clone());
+            schema::check_supported(&input, spec.id)?;
+            reg.by_id.insert(spec.id, reg.tools.len());
+            reg.tools.push((spec, input, tool));
+        }
+        Ok(reg)
+    }
+
+    pub fn empty() -> Registry {
+        Registry { tools: Vec::new(), by_id: HashMap::new() }
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.tools.iter().map(|(s, _, _)| s.id)
+    }
+
+    pub fn spec(&self, id: &str) -> Option<&ToolSpec> {
+        self.by_id.get(id).map(|&i| &self.tools[i].0)
+    }
+
+    /// The card's `tools`: every tool under our one profile, pointing at our main skill.
+    pub fn declarations(&self) -> Vec<ToolDecl> {
+        self.tools
+            .iter()
+            .map(|(spec, input, _)| ToolDecl {
+                tool_id: spec.id.to_owned(),
+                profile: DEVICE_PROFILE,
+                title: spec.title.to_owned(),
+                description: spec.description.to_owned(),
+                related_skill_ids: vec![SKILL_NAME],
+                input_schema: input.clone(),
+                output_schema: spec.output.clone(),
+            })
+            .collect()
+    }
+
+    /// Looks a tool up and validates `arguments` against its served input schema.
+    pub fn prepare(&self, tool_id: &str, arguments: &Value) -> Result<Prepared, ProtoError> {
+        let &i = self.by_id.get(tool_id).ok_or_else(|| {
+            ProtoError::new(ErrorCode::ToolNotFound, format!("tool `{tool_id}` is not in this connector's card"))
+        })?;
+        let (_, input, tool) = &self.tools[i];
+        schema::validate(input, arguments, "").map_err(|m| ProtoError::new(ErrorCode::InvalidArguments, m))?;
+        let mut args = arguments.as_object().cloned().unwrap_or_default();
+        args.remove("connector_channel_id");
+        Ok((tool.clone(), args))
+    }
+}
