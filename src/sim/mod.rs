@@ -1,1 +1,217 @@
 //! Simulated Android device speaking the real ADB transport protocol (test support and demo backend).
+//!
+//! `SimPhone::start` listens on a TCP port exactly like `adbd` does in `adb tcpip` mode, so the
+//! real adb server can `adb connect 127.0.0.1:PORT` to it and every client (the `adb` CLI,
+//! `adb_client`, the connector) drives it through the genuine ADB code path: the sim is never a
+//! shortcut around it.
+//!
+//! Layout:
+//! - [`transport`]: message codec, CNXN/AUTH handshake, stream multiplexing and flow control;
+//! - [`services`]: `shell:` (v1 and shell protocol v2), `exec:`, `abb_exec:`, `reboot:`...;
+//! - [`sync`]: the `sync:` file transfer protocol;
+//! - [`shell`]: a small sh-like interpreter (quoting, `;`/`&&`/`||`/`|`, redirections, `$?`);
+//! - [`commands`]: the Android tools (`input`, `screencap`, `uiautomator`, `pm`, `am`, ...);
+//! - [`ui`]: the UI model behind both `uiautomator dump` and `screencap`;
+//! - [`fs`]: the in-memory filesystem; [`device`]: the rest of the phone's state.
+//!
+//! Faults (latency, hang, offline, unauthorized, dropped connections) can be injected at runtime
+//! to test the connector's error handling against a realistic transport.
+
+pub mod commands;
+pub mod device;
+pub mod fs;
+pub mod services;
+pub mod shell;
+pub mod sync;
+pub mod transport;
+pub mod ui;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use device::Device;
+
+/// Identity and screen of the simulated phone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimConfig {
+    pub model: String,
+    pub manufacturer: String,
+    pub android_version: String,
+    pub sdk: u32,
+    pub screen_width: u32,
+    pub screen_height: u32,
+    pub density: u32,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            model: "Pixel 7 (sim)".into(),
+            manufacturer: "Google".into(),
+            android_version: "14".into(),
+            sdk: 34,
+            screen_width: 1080,
+            screen_height: 2400,
+            density: 420,
+        }
+    }
+}
+
+/// Injected misbehaviour. Exactly one fault is active at a time; `Fault::None` clears it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Fault {
+    #[default]
+    None,
+    /// Every shell/exec command is delayed by this much before it runs.
+    Latency(Duration),
+    /// Shell/exec commands are accepted (and logged) but not answered until the fault changes.
+    Hang,
+    /// Existing transports are closed and new TCP connections are closed immediately, so the adb
+    /// server first shows the device `offline` and then drops it.
+    Offline,
+    /// New transports answer CNXN with AUTH challenges forever: adb lists the device as
+    /// `unauthorized`. Existing transports are unaffected (call `drop_connections` to force the
+    /// adb server to reconnect into the unauthorized state).
+    Unauthorized,
+}
+
+/// One injected input event, as recorded in the event log.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InputEvent {
+    Tap {
+        x: i32,
+        y: i32,
+    },
+    Swipe {
+        x1: i32,
+        y1: i32,
+        x2: i32,
+        y2: i32,
+        duration_ms: u32,
+    },
+    Text(String),
+    /// Canonical key name, e.g. `KEYCODE_HOME` (numeric codes are translated).
+    Key(String),
+}
+
+/// State shared by the accept loop, every connection and every service task.
+pub(crate) struct Shared {
+    pub(crate) device: Mutex<Device>,
+    pub(crate) fault: watch::Sender<Fault>,
+    /// Bumped to make every live connection close (drop/offline/shutdown/reboot).
+    pub(crate) kill: watch::Sender<u64>,
+    pub(crate) cfg: SimConfig,
+}
+
+/// Handle to a running simulated phone; cheap to clone.
+#[derive(Clone)]
+pub struct SimPhone {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept_task: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl std::fmt::Debug for SimPhone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimPhone").field("addr", &self.addr).finish()
+    }
+}
+
+impl SimPhone {
+    /// Bind on `addr` (use 127.0.0.1:0 for an ephemeral port) and serve in background tokio tasks.
+    pub async fn start(addr: SocketAddr, cfg: SimConfig) -> std::io::Result<SimPhone> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let serial = format!("{}:{}", addr.ip(), addr.port());
+        let shared = Arc::new(Shared {
+            device: Mutex::new(Device::new(cfg.clone(), serial)),
+            fault: watch::Sender::new(Fault::None),
+            kill: watch::Sender::new(0),
+            cfg,
+        });
+        let task = tokio::spawn(accept_loop(listener, shared.clone()));
+        tracing::info!(%addr, "sim phone listening");
+        Ok(SimPhone { shared, addr, accept_task: Arc::new(Mutex::new(Some(task))) })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// "127.0.0.1:PORT": the serial adb assigns after `adb connect`.
+    pub fn serial(&self) -> String {
+        format!("{}:{}", self.addr.ip(), self.addr.port())
+    }
+
+    fn device(&self) -> std::sync::MutexGuard<'_, Device> {
+        self.shared.device.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every input event injected so far (oldest first).
+    pub fn events(&self) -> Vec<InputEvent> {
+        self.device().events.clone()
+    }
+
+    /// Every command line received over shell/exec/abb services (oldest first).
+    pub fn commands(&self) -> Vec<String> {
+        self.device().commands.clone()
+    }
+
+    /// The home screen's counter (incremented by taps on the "Increment" button).
+    pub fn counter(&self) -> u32 {
+        self.device().ui.counter
+    }
+
+    pub fn set_fault(&self, f: Fault) {
+        let offline = f == Fault::Offline;
+        self.shared.fault.send_replace(f);
+        if offline {
+            self.drop_connections();
+        }
+    }
+
+    /// Closes every live TCP connection now (the adb server will see the device go away and may
+    /// reconnect).
+    pub fn drop_connections(&self) {
+        self.shared.kill.send_modify(|k| *k += 1);
+    }
+
+    /// Stops listening and closes all connections.
+    pub async fn shutdown(self) {
+        let task = self.accept_task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = task {
+            t.abort();
+            let _ = t.await;
+        }
+        self.drop_connections();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        match listener.accept().await {
+            Ok((sock, peer)) => {
+                if *shared.fault.borrow() == Fault::Offline {
+                    tracing::debug!(%peer, "sim offline: refusing transport");
+                    drop(sock);
+                    continue;
+                }
+                tracing::debug!(%peer, "sim: adb transport connected");
+                tokio::spawn(transport::serve(sock, shared.clone()));
+            }
+            Err(e) => {
+                // E.g. EMFILE: back off instead of spinning.
+                tracing::warn!(error = %e, "sim: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod wire_tests;

@@ -47,10 +47,12 @@ pub struct Server {
 impl Server {
     pub fn start(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"));
-        cmd.args(["--log-format", "json", "serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .args(extra)
-            .env_remove("XAGENT_CONNECTOR_API_KEY")
+        cmd.args(["--log-format", "json", "serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(data_dir).args(extra);
+        if !extra.contains(&"--adb-server") {
+            // Never the machine's real adb server: port 1 refuses at once, so the backend simply sees no devices.
+            cmd.args(["--adb-server", "127.0.0.1:1"]);
+        }
+        cmd.env_remove("XAGENT_CONNECTOR_API_KEY")
             .env("RUST_LOG", "debug")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -254,7 +256,7 @@ impl Client {
     /// Next packet (text frame), schema-checked; descriptors inside are checked too.
     pub async fn recv(&mut self) -> Value {
         loop {
-            let msg = tokio::time::timeout(T, self.ws.next()).await.expect("no packet within the timeout");
+            let msg = tokio::time::timeout(T * 2, self.ws.next()).await.expect("no packet within the timeout");
             match msg {
                 Some(Ok(Message::Text(t))) => {
                     let v: Value = serde_json::from_str(t.as_str()).unwrap();
@@ -313,3 +315,4 @@ impl Client {
 pub fn error_code(v: &Value) -> &str {
     v["error"]["code"].as_str().unwrap_or("")
 }
+pub mod adb;

@@ -1,0 +1,1230 @@
+//! Builtin implementations of the Android commands the sim understands.
+//!
+//! Output strings copy the real tools' wording (including quirks such as uiautomator's
+//! "hierchary" typo) because connectors parse them; exit statuses follow toybox/mksh.
+
+use std::time::Duration;
+
+use super::device::{format_log, now_unix_secs, Device, Package};
+use super::shell::{run_script, CmdIo};
+use super::ui::{Activity, TapOutcome, HOME_PACKAGE};
+use super::InputEvent;
+
+/// Dispatches one simple command. `argv[0]` may be a full path (`/system/bin/input`).
+pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let name = argv[0].rsplit('/').next().unwrap_or("").to_string();
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    match name.as_str() {
+        "true" | ":" | "cd" | "export" | "chmod" | "chown" | "sync" => 0,
+        "false" => 1,
+        "echo" => echo(&args, io),
+        "exit" => {
+            let code = args.first().and_then(|a| a.parse::<i32>().ok()).unwrap_or(0);
+            io.exit = Some(code & 0xff);
+            code & 0xff
+        }
+        "sleep" => {
+            let secs: f64 = args.first().and_then(|a| a.trim_end_matches('s').parse().ok()).unwrap_or(-1.0);
+            if !(0.0..=1e6).contains(&secs) {
+                io.err("sleep: bad argument\n");
+                return 1;
+            }
+            io.sleep += Duration::from_secs_f64(secs);
+            0
+        }
+        "id" => {
+            io.out("uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),1028(sdcard_r),3001(net_bt_admin),3002(net_bt),3003(inet),3006(net_bw_stats),3009(readproc),3011(uhid) context=u:r:shell:s0\n");
+            0
+        }
+        "whoami" => {
+            io.out("shell\n");
+            0
+        }
+        "pwd" => {
+            io.out("/\n");
+            0
+        }
+        "date" => {
+            if args.first() == Some(&"+%s") {
+                io.out(&format!("{}\n", now_unix_secs()));
+            } else {
+                io.out(&format!(
+                    "{}\n",
+                    super::device::format_log(
+                        &super::device::LogLine {
+                            unix_ms: super::device::now_unix_ms(),
+                            pid: 0,
+                            tid: 0,
+                            prio: 'I',
+                            tag: String::new(),
+                            msg: String::new()
+                        },
+                        "time"
+                    )
+                    .split(' ')
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                ));
+            }
+            0
+        }
+        "sh" => {
+            if args.first() == Some(&"-c") {
+                let script = args.get(1).copied().unwrap_or("");
+                let r = run_script(dev, script, stdin);
+                io.out.extend_from_slice(&r.stdout);
+                io.err.extend_from_slice(&r.stderr);
+                io.sleep += r.sleep;
+                io.follow |= r.follow;
+                r.status
+            } else {
+                0
+            }
+        }
+        "getprop" => getprop(dev, &args, io),
+        "setprop" => {
+            if args.len() != 2 {
+                io.err("usage: setprop NAME VALUE\n");
+                return 1;
+            }
+            if args[0].starts_with("ro.") && dev.props.contains_key(args[0]) {
+                io.err(&format!(
+                    "Failed to set property '{}' to '{}'.\nSee dmesg for error reason.\n",
+                    args[0], args[1]
+                ));
+                return 1;
+            }
+            dev.props.insert(args[0].into(), args[1].into());
+            0
+        }
+        "wm" => wm(dev, &args, io),
+        "input" => input(dev, &args, io),
+        "screencap" => screencap(dev, &args, io),
+        "uiautomator" => uiautomator(dev, &args, io),
+        "cat" => cat(dev, &args, stdin, io),
+        "rm" => rm(dev, &args, io),
+        "ls" => ls(dev, &args, io),
+        "mkdir" => {
+            let parents = args.contains(&"-p");
+            let mut rc = 0;
+            for p in args.iter().filter(|a| !a.starts_with('-')) {
+                if let Err(e) = dev.fs.mkdir(p, parents) {
+                    if !(parents && e == super::fs::FsError::NotDir) {
+                        io.err(&format!("mkdir: '{p}': {}\n", e.message()));
+                        rc = 1;
+                    }
+                }
+            }
+            rc
+        }
+        "touch" => {
+            let mut rc = 0;
+            for p in args.iter().filter(|a| !a.starts_with('-')) {
+                if dev.fs.stat(p).is_err() {
+                    if let Err(e) = dev.fs.write(p, Vec::new(), 0o660, now_unix_secs(), false) {
+                        io.err(&format!("touch: '{p}': {}\n", e.message()));
+                        rc = 1;
+                    }
+                }
+            }
+            rc
+        }
+        "cp" | "mv" => {
+            let files: Vec<&&str> = args.iter().filter(|a| !a.starts_with('-')).collect();
+            if files.len() != 2 {
+                io.err(&format!("{name}: Need 2 arguments\n"));
+                return 1;
+            }
+            let data = match dev.fs.read(files[0]) {
+                Ok(d) => d.to_vec(),
+                Err(e) => {
+                    io.err(&format!("{name}: {}: {}\n", files[0], e.message()));
+                    return 1;
+                }
+            };
+            let mut dst = files[1].to_string();
+            if dev.fs.stat(&dst).map(|s| s.is_dir()).unwrap_or(false) {
+                dst = format!("{dst}/{}", files[0].rsplit('/').next().unwrap_or(""));
+            }
+            if let Err(e) = dev.fs.write(&dst, data, 0o660, now_unix_secs(), false) {
+                io.err(&format!("{name}: {dst}: {}\n", e.message()));
+                return 1;
+            }
+            if name == "mv" {
+                let _ = dev.fs.remove(files[0], false);
+            }
+            0
+        }
+        "grep" => grep(&args, stdin, io),
+        "head" | "tail" => head_tail(&name, &args, stdin, io),
+        "wc" => {
+            let text = String::from_utf8_lossy(stdin);
+            if args.contains(&"-l") {
+                io.out(&format!("{}\n", text.matches('\n').count()));
+            } else if args.contains(&"-c") {
+                io.out(&format!("{}\n", stdin.len()));
+            } else {
+                io.out(&format!(
+                    "{} {} {}\n",
+                    text.matches('\n').count(),
+                    text.split_whitespace().count(),
+                    stdin.len()
+                ));
+            }
+            0
+        }
+        "pm" => pm(dev, &args, stdin, io),
+        "am" => am(dev, &args, io),
+        "monkey" => monkey(dev, &args, io),
+        "dumpsys" => dumpsys(dev, &args, io),
+        "logcat" => logcat(dev, &args, io),
+        "settings" => settings(dev, &args, io),
+        "ime" => ime(dev, &args, io),
+        "svc" => 0,
+        "cmd" => {
+            let Some(service) = args.first() else {
+                io.err("cmd: No service specified; use -l to list all running services.\n");
+                return 255;
+            };
+            let tool = match *service {
+                "package" => "pm",
+                "activity" => "am",
+                "window" => "wm",
+                "input" => "input",
+                "settings" => "settings",
+                "input_method" => "ime",
+                "battery" | "statusbar" | "power" => "svc",
+                other => {
+                    io.err(&format!("cmd: Can't find service: {other}\n"));
+                    return 20;
+                }
+            };
+            let mut v = vec![tool.to_string()];
+            v.extend(args[1..].iter().map(|s| s.to_string()));
+            run(dev, &v, stdin, io)
+        }
+        _ => {
+            io.err(&format!("/system/bin/sh: {}: inaccessible or not found\n", argv[0]));
+            127
+        }
+    }
+}
+
+fn echo(args: &[&str], io: &mut CmdIo) -> i32 {
+    let mut newline = true;
+    let mut rest = args;
+    while let Some(first) = rest.first() {
+        match *first {
+            "-n" => newline = false,
+            "-e" | "-E" => {}
+            _ => break,
+        }
+        rest = &rest[1..];
+    }
+    io.out(&rest.join(" "));
+    if newline {
+        io.out("\n");
+    }
+    0
+}
+
+fn getprop(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    match args.first() {
+        None => {
+            for (k, v) in &dev.props {
+                io.out(&format!("[{k}]: [{v}]\n"));
+            }
+        }
+        Some(k) => {
+            let v = dev.props.get(*k).cloned().or_else(|| args.get(1).map(|s| s.to_string())).unwrap_or_default();
+            io.out(&format!("{v}\n"));
+        }
+    }
+    0
+}
+
+fn wm(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    match args.first() {
+        Some(&"size") => {
+            io.out(&format!("Physical size: {}x{}\n", dev.cfg.screen_width, dev.cfg.screen_height));
+            0
+        }
+        Some(&"density") => {
+            io.out(&format!("Physical density: {}\n", dev.cfg.density));
+            0
+        }
+        _ => {
+            io.err("Error: unknown command\n");
+            255
+        }
+    }
+}
+
+fn parse_coord(s: &str) -> Option<i32> {
+    let f: f64 = s.parse().ok()?;
+    f.is_finite().then_some(f.round() as i32)
+}
+
+const INPUT_SOURCES: &[&str] = &[
+    "keyboard",
+    "mouse",
+    "joystick",
+    "touchnavigation",
+    "touchpad",
+    "trackball",
+    "stylus",
+    "dpad",
+    "gesture",
+    "touchscreen",
+    "gamepad",
+];
+
+const KEYCODES: &[(u32, &str)] = &[
+    (0, "UNKNOWN"),
+    (1, "SOFT_LEFT"),
+    (2, "SOFT_RIGHT"),
+    (3, "HOME"),
+    (4, "BACK"),
+    (5, "CALL"),
+    (6, "ENDCALL"),
+    (7, "0"),
+    (8, "1"),
+    (9, "2"),
+    (10, "3"),
+    (11, "4"),
+    (12, "5"),
+    (13, "6"),
+    (14, "7"),
+    (15, "8"),
+    (16, "9"),
+    (17, "STAR"),
+    (18, "POUND"),
+    (19, "DPAD_UP"),
+    (20, "DPAD_DOWN"),
+    (21, "DPAD_LEFT"),
+    (22, "DPAD_RIGHT"),
+    (23, "DPAD_CENTER"),
+    (24, "VOLUME_UP"),
+    (25, "VOLUME_DOWN"),
+    (26, "POWER"),
+    (27, "CAMERA"),
+    (28, "CLEAR"),
+    (29, "A"),
+    (30, "B"),
+    (31, "C"),
+    (32, "D"),
+    (33, "E"),
+    (34, "F"),
+    (35, "G"),
+    (36, "H"),
+    (37, "I"),
+    (38, "J"),
+    (39, "K"),
+    (40, "L"),
+    (41, "M"),
+    (42, "N"),
+    (43, "O"),
+    (44, "P"),
+    (45, "Q"),
+    (46, "R"),
+    (47, "S"),
+    (48, "T"),
+    (49, "U"),
+    (50, "V"),
+    (51, "W"),
+    (52, "X"),
+    (53, "Y"),
+    (54, "Z"),
+    (55, "COMMA"),
+    (56, "PERIOD"),
+    (61, "TAB"),
+    (62, "SPACE"),
+    (64, "EXPLORER"),
+    (66, "ENTER"),
+    (67, "DEL"),
+    (82, "MENU"),
+    (84, "SEARCH"),
+    (85, "MEDIA_PLAY_PAUSE"),
+    (86, "MEDIA_STOP"),
+    (87, "MEDIA_NEXT"),
+    (88, "MEDIA_PREVIOUS"),
+    (92, "PAGE_UP"),
+    (93, "PAGE_DOWN"),
+    (111, "ESCAPE"),
+    (112, "FORWARD_DEL"),
+    (122, "MOVE_HOME"),
+    (123, "MOVE_END"),
+    (164, "VOLUME_MUTE"),
+    (176, "SETTINGS"),
+    (187, "APP_SWITCH"),
+    (220, "BRIGHTNESS_DOWN"),
+    (221, "BRIGHTNESS_UP"),
+    (223, "SLEEP"),
+    (224, "WAKEUP"),
+    (276, "SOFT_SLEEP"),
+    (279, "PASTE"),
+    (280, "SYSTEM_NAVIGATION_UP"),
+];
+
+/// Resolves `3`, `HOME` or `KEYCODE_HOME` to the canonical `KEYCODE_HOME` name.
+pub fn keycode_name(s: &str) -> Option<String> {
+    if let Ok(n) = s.parse::<u32>() {
+        return match KEYCODES.iter().find(|(c, _)| *c == n) {
+            Some((_, name)) => Some(format!("KEYCODE_{name}")),
+            None if n <= 320 => Some(format!("KEYCODE_{n}")),
+            None => None,
+        };
+    }
+    let bare = s.strip_prefix("KEYCODE_").unwrap_or(s);
+    KEYCODES.iter().find(|(_, name)| name.eq_ignore_ascii_case(bare)).map(|(_, name)| format!("KEYCODE_{name}"))
+}
+
+fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let mut args = args;
+    // Optional `-d DISPLAY` and input source, as in `input [-d DISPLAY] [source] command`.
+    loop {
+        match args.first() {
+            Some(&"-d") if args.len() >= 2 => args = &args[2..],
+            Some(s) if INPUT_SOURCES.contains(s) => args = &args[1..],
+            _ => break,
+        }
+    }
+    let usage = |io: &mut CmdIo, cmd: &str| {
+        io.err(&format!("Error: Invalid arguments for command: {cmd}\nUsage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]\n"));
+        1
+    };
+    let Some(cmd) = args.first().copied() else {
+        return usage(io, "");
+    };
+    let rest = &args[1..];
+    match cmd {
+        "tap" => {
+            let (Some(x), Some(y)) =
+                (rest.first().and_then(|s| parse_coord(s)), rest.get(1).and_then(|s| parse_coord(s)))
+            else {
+                return usage(io, cmd);
+            };
+            if rest.len() != 2 {
+                return usage(io, cmd);
+            }
+            dev.record_event(InputEvent::Tap { x, y });
+            dev.log('D', "InputDispatcher", &format!("Delivering touch to window: tap x={x} y={y}"));
+            match dev.ui.tap(x, y) {
+                TapOutcome::Incremented => {
+                    let n = dev.ui.counter;
+                    dev.log('I', "SimHome", &format!("Increment clicked, Count: {n}"));
+                }
+                TapOutcome::FocusedField => dev.log('I', "SimHome", "Text field focused"),
+                TapOutcome::Nothing => {}
+            }
+            0
+        }
+        "swipe" | "draganddrop" => {
+            let nums: Vec<Option<i32>> = rest.iter().map(|s| parse_coord(s)).collect();
+            if !(4..=5).contains(&nums.len()) || nums.iter().any(Option::is_none) {
+                return usage(io, cmd);
+            }
+            let n: Vec<i32> = nums.into_iter().flatten().collect();
+            let duration_ms = n.get(4).copied().unwrap_or(300).max(0) as u32;
+            dev.record_event(InputEvent::Swipe { x1: n[0], y1: n[1], x2: n[2], y2: n[3], duration_ms });
+            dev.log(
+                'D',
+                "InputDispatcher",
+                &format!("Delivering swipe ({},{})->({},{}) {duration_ms}ms", n[0], n[1], n[2], n[3]),
+            );
+            io.sleep += Duration::from_millis(u64::from(duration_ms.min(10_000)));
+            0
+        }
+        "text" => {
+            let Some(t) = rest.first() else {
+                return usage(io, cmd);
+            };
+            // Android's `input text` turns "%s" into a space (spaces cannot cross `adb shell`).
+            let text = t.replace("%s", " ");
+            dev.record_event(InputEvent::Text(text.clone()));
+            dev.log('D', "InputDispatcher", &format!("Injecting text ({} chars)", text.chars().count()));
+            dev.ui.type_text(&text);
+            0
+        }
+        "keyevent" | "press" => {
+            let codes: Vec<&str> = if cmd == "press" {
+                vec!["KEYCODE_DPAD_CENTER"]
+            } else {
+                let mut v = Vec::new();
+                let mut i = 0;
+                while i < rest.len() {
+                    match rest[i] {
+                        "--longpress" | "--doubletap" => {}
+                        "--delay" => i += 1,
+                        c => v.push(c),
+                    }
+                    i += 1;
+                }
+                v
+            };
+            if codes.is_empty() {
+                return usage(io, cmd);
+            }
+            for c in codes {
+                let Some(name) = keycode_name(c) else {
+                    io.err(&format!("Error: Unknown keycode '{c}'\n"));
+                    return 1;
+                };
+                dev.record_event(InputEvent::Key(name.clone()));
+                dev.log('D', "InputDispatcher", &format!("Injecting key {name}"));
+                dev.ui.key(&name);
+            }
+            0
+        }
+        _ => {
+            io.err(&format!("Error: Unknown command: {cmd}\n"));
+            1
+        }
+    }
+}
+
+fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let mut png = false;
+    let mut file = None;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i] {
+            "-p" => png = true,
+            "-d" => i += 1,
+            "-h" => {
+                io.err("usage: screencap [-hp] [-d display-id] [FILENAME]\n");
+                return 0;
+            }
+            f => file = Some(f.to_string()),
+        }
+        i += 1;
+    }
+    if file.as_deref().is_some_and(|f| f.ends_with(".png")) {
+        png = true;
+    }
+    let data = if png {
+        dev.ui.render_png()
+    } else {
+        // screencap.cpp: u32 width, height, pixel format (1 = RGBA_8888), dataspace
+        // (1 = sRGB), then the pixels.
+        let mut v = Vec::with_capacity(16 + (dev.ui.width * dev.ui.height * 4) as usize);
+        for n in [dev.ui.width, dev.ui.height, 1, 1] {
+            v.extend_from_slice(&n.to_le_bytes());
+        }
+        v.extend_from_slice(&dev.ui.render_rgba());
+        v
+    };
+    match file {
+        Some(f) => {
+            if let Err(e) = dev.fs.write(&f, data, 0o660, now_unix_secs(), false) {
+                io.err(&format!("Error opening file: {f} ({})\n", e.message()));
+                return 1;
+            }
+        }
+        None => io.out.extend_from_slice(&data),
+    }
+    0
+}
+
+fn uiautomator(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    if args.first() != Some(&"dump") {
+        io.err("Usage: uiautomator <subcommand> [options]\n\nAvailable subcommands:\n\nhelp: displays help message\n\nruntest: executes UI automation tests\n\ndump: creates an XML dump of current UI hierarchy\n\nevents: prints out accessibility events until terminated\n");
+        return 1;
+    }
+    let path = args[1..]
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "/sdcard/window_dump.xml".into());
+    let xml = dev.ui.dump_xml();
+    if path == "/dev/tty" || path == "/dev/stdout" {
+        io.out(&xml);
+    } else if let Err(e) = dev.fs.write(&path, xml.into_bytes(), 0o660, now_unix_secs(), false) {
+        io.err(&format!("ERROR: could not write to {path}: {}\n", e.message()));
+        return 1;
+    }
+    io.out(&format!("UI hierchary dumped to: {path}\n"));
+    0
+}
+
+fn cat(dev: &Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let files: Vec<&&str> = args.iter().filter(|a| !a.starts_with('-') || **a == "-").collect();
+    if files.is_empty() {
+        io.out.extend_from_slice(stdin);
+        return 0;
+    }
+    let mut rc = 0;
+    for f in files {
+        if *f == "-" {
+            io.out.extend_from_slice(stdin);
+            continue;
+        }
+        match dev.fs.read(f) {
+            Ok(d) => io.out.extend_from_slice(d),
+            Err(e) => {
+                io.err(&format!("cat: {f}: {}\n", e.message()));
+                rc = 1;
+            }
+        }
+    }
+    rc
+}
+
+fn rm(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let flags: String = args.iter().filter(|a| a.starts_with('-') && a.len() > 1).map(|a| &a[1..]).collect();
+    let force = flags.contains('f');
+    let recursive = flags.contains('r') || flags.contains('R');
+    let files: Vec<&&str> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    if files.is_empty() && !force {
+        io.err("rm: Need 1 argument\n");
+        return 1;
+    }
+    let mut rc = 0;
+    for f in files {
+        if let Err(e) = dev.fs.remove(f, recursive) {
+            if !(force && e == super::fs::FsError::NotFound) {
+                io.err(&format!("rm: {f}: {}\n", e.message()));
+                rc = 1;
+            }
+        }
+    }
+    rc
+}
+
+fn ls(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let flags: String = args.iter().filter(|a| a.starts_with('-')).map(|a| &a[1..]).collect();
+    let long = flags.contains('l');
+    let mut paths: Vec<&str> = args.iter().filter(|a| !a.starts_with('-')).copied().collect();
+    if paths.is_empty() {
+        paths.push("/");
+    }
+    let mut rc = 0;
+    for p in paths {
+        let entries = match dev.fs.stat(p) {
+            Ok(st) if !st.is_dir() => vec![(p.to_string(), st)],
+            Ok(_) => dev.fs.list(p).unwrap_or_default(),
+            Err(e) => {
+                io.err(&format!("ls: {p}: {}\n", e.message()));
+                rc = 1;
+                continue;
+            }
+        };
+        for (name, st) in entries {
+            if long {
+                let kind = if st.is_dir() { 'd' } else { '-' };
+                io.out(&format!("{kind}rw-rw---- 1 shell shell {:>8} 2024-01-01 00:00 {name}\n", st.size));
+            } else {
+                io.out(&format!("{name}\n"));
+            }
+        }
+    }
+    rc
+}
+
+fn grep(args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let mut invert = false;
+    let mut icase = false;
+    let mut count = false;
+    let mut pattern: Option<String> = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        if a == "-e" {
+            pattern = args.get(i + 1).map(|s| s.to_string());
+            i += 1;
+        } else if a.starts_with('-') && a.len() > 1 && pattern.is_none() {
+            invert |= a.contains('v');
+            icase |= a.contains('i');
+            count |= a.contains('c');
+        } else if pattern.is_none() {
+            pattern = Some(a.to_string());
+        }
+        i += 1;
+    }
+    let Some(pattern) = pattern else {
+        io.err("usage: grep [-civ] PATTERN\n");
+        return 2;
+    };
+    // Plain substring match; `a|b` and `a\|b` alternations are honoured since clients commonly
+    // use `grep -E 'mCurrentFocus|mFocusedApp'`.
+    let alts: Vec<String> =
+        pattern.replace("\\|", "|").split('|').map(|s| if icase { s.to_lowercase() } else { s.to_string() }).collect();
+    let text = String::from_utf8_lossy(stdin);
+    let mut n = 0;
+    for line in text.lines() {
+        let hay = if icase { line.to_lowercase() } else { line.to_string() };
+        let hit = alts.iter().any(|a| hay.contains(a.as_str()));
+        if hit != invert {
+            n += 1;
+            if !count {
+                io.out(&format!("{line}\n"));
+            }
+        }
+    }
+    if count {
+        io.out(&format!("{n}\n"));
+    }
+    if n > 0 {
+        0
+    } else {
+        1
+    }
+}
+
+fn head_tail(name: &str, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let mut n = 10usize;
+    let mut i = 0;
+    while i < args.len() {
+        if args[i] == "-n" {
+            n = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(10);
+            i += 1;
+        } else if let Some(num) = args[i].strip_prefix('-') {
+            n = num.parse().unwrap_or(10);
+        }
+        i += 1;
+    }
+    let text = String::from_utf8_lossy(stdin);
+    let lines: Vec<&str> = text.lines().collect();
+    let sel = if name == "head" { &lines[..n.min(lines.len())] } else { &lines[lines.len().saturating_sub(n)..] };
+    for l in sel {
+        io.out(&format!("{l}\n"));
+    }
+    0
+}
+
+fn is_zip(data: &[u8]) -> bool {
+    data.starts_with(b"PK\x03\x04")
+}
+
+/// Installs an APK image. The sim cannot parse the manifest, so the package name comes from the
+/// file name when it looks like one (`com.example.app.apk`), else a generated one.
+fn install_apk(dev: &mut Device, data: &[u8], file_hint: Option<&str>, io: &mut CmdIo) -> i32 {
+    if !is_zip(data) {
+        io.out("Failure [INSTALL_FAILED_INVALID_APK: Failed to parse APK: not a zip archive]\n");
+        return 1;
+    }
+    dev.installs += 1;
+    let stem = file_hint.and_then(|f| f.rsplit('/').next()).map(|f| f.trim_end_matches(".apk").to_string());
+    let pkg = match stem {
+        Some(s) if s.contains('.') && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_') => s,
+        _ => format!("com.sim.installed.app{}", dev.installs),
+    };
+    dev.packages.insert(
+        pkg.clone(),
+        Package {
+            system: false,
+            path: format!("/data/app/~~sim{}/{pkg}-1/base.apk", dev.installs),
+            launcher_activity: format!("{pkg}.MainActivity"),
+        },
+    );
+    dev.log('I', "PackageManager", &format!("Package {pkg} installed"));
+    io.out("Success\n");
+    0
+}
+
+fn pm(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let sub = args.first().copied().unwrap_or("");
+    let rest = &args[1.min(args.len())..];
+    match sub {
+        "list" if rest.first() == Some(&"packages") => {
+            let opts: String = rest[1..].iter().filter(|a| a.starts_with('-')).map(|a| &a[1..]).collect();
+            let filter = rest[1..].iter().find(|a| !a.starts_with('-')).copied().unwrap_or("");
+            for (name, p) in &dev.packages {
+                if (opts.contains('3') && p.system) || (opts.contains('s') && !p.system) || !name.contains(filter) {
+                    continue;
+                }
+                if opts.contains('f') {
+                    io.out(&format!("package:{}={name}\n", p.path));
+                } else {
+                    io.out(&format!("package:{name}\n"));
+                }
+            }
+            0
+        }
+        "path" => match rest.first().and_then(|p| dev.packages.get(*p)) {
+            Some(p) => {
+                io.out(&format!("package:{}\n", p.path));
+                0
+            }
+            None => 1,
+        },
+        "install" => {
+            let mut size: Option<usize> = None;
+            let mut path = None;
+            let mut i = 0;
+            while i < rest.len() {
+                match rest[i] {
+                    "-S" => {
+                        size = rest.get(i + 1).and_then(|s| s.parse().ok());
+                        i += 1;
+                    }
+                    "-i" | "--user" | "--install-reason" | "-p" | "--abi" => i += 1,
+                    a if a.starts_with('-') => {}
+                    a => path = Some(a.to_string()),
+                }
+                i += 1;
+            }
+            if let Some(n) = size {
+                let data = &stdin[..n.min(stdin.len())];
+                return install_apk(dev, data, None, io);
+            }
+            let Some(path) = path else {
+                io.err("Error: no package specified\n");
+                return 1;
+            };
+            let data = match dev.fs.read(&path) {
+                Ok(d) => d.to_vec(),
+                Err(_) => {
+                    io.err(&format!("Error: Can't open file: {path}\nException occurred while executing 'install':\njava.lang.IllegalArgumentException: Error: Can't open file: {path}\n"));
+                    return 1;
+                }
+            };
+            install_apk(dev, &data, Some(&path), io)
+        }
+        "uninstall" => {
+            let Some(pkg) = rest.iter().find(|a| !a.starts_with('-')) else {
+                io.err("Error: package name not specified\n");
+                return 1;
+            };
+            match dev.packages.get(*pkg) {
+                Some(p) if !p.system => {
+                    dev.packages.remove(*pkg);
+                    dev.ui.force_stop(pkg);
+                    io.out("Success\n");
+                    0
+                }
+                _ => {
+                    io.out("Failure [DELETE_FAILED_INTERNAL_ERROR]\n");
+                    1
+                }
+            }
+        }
+        "clear" => {
+            let pkg = rest.iter().find(|a| !a.starts_with('-')).copied().unwrap_or("");
+            if dev.packages.contains_key(pkg) {
+                dev.ui.force_stop(pkg);
+                if pkg == HOME_PACKAGE {
+                    dev.ui.counter = 0;
+                    dev.ui.text.clear();
+                }
+                io.out("Success\n");
+                0
+            } else {
+                io.out("Failed\n");
+                1
+            }
+        }
+        "grant" | "revoke" | "disable-user" | "enable" | "disable" => 0,
+        _ => {
+            io.err(&format!("Unknown command: {sub}\n"));
+            1
+        }
+    }
+}
+
+fn start_activity(dev: &mut Device, act: Activity) {
+    dev.log('I', "ActivityTaskManager", &format!("START u0 {{cmp={}}} from uid 2000", act.component()));
+    dev.ui.launch(act);
+}
+
+fn am(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let sub = args.first().copied().unwrap_or("");
+    let rest = &args[1.min(args.len())..];
+    match sub {
+        "start" | "start-activity" => {
+            let mut component = None;
+            let mut action = None;
+            let mut data = None;
+            let mut wait = false;
+            let mut i = 0;
+            while i < rest.len() {
+                match rest[i] {
+                    "-n" => {
+                        component = rest.get(i + 1).map(|s| s.to_string());
+                        i += 1;
+                    }
+                    "-a" => {
+                        action = rest.get(i + 1).map(|s| s.to_string());
+                        i += 1;
+                    }
+                    "-d" => {
+                        data = rest.get(i + 1).map(|s| s.to_string());
+                        i += 1;
+                    }
+                    "-W" => wait = true,
+                    "-c" | "-t" | "--user" | "-f" | "--es" | "--ei" | "--ez" => {
+                        i += if rest[i].starts_with("--e") { 2 } else { 1 };
+                    }
+                    a if !a.starts_with('-') && component.is_none() && a.contains('/') => {
+                        component = Some(a.to_string())
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            let act = if let Some(c) = &component {
+                let Some((pkg, cls)) = c.split_once('/') else {
+                    io.err(&format!("Error: Bad component name: {c}\n"));
+                    return 1;
+                };
+                let cls = if cls.starts_with('.') { format!("{pkg}{cls}") } else { cls.to_string() };
+                io.out(&format!(
+                    "Starting: Intent {{ cmp={pkg}/{} }}\n",
+                    cls.strip_prefix(pkg).filter(|s| s.starts_with('.')).unwrap_or(&cls)
+                ));
+                if !dev.packages.contains_key(pkg) {
+                    io.err(&format!("Error type 3\nError: Activity class {{{pkg}/{cls}}} does not exist.\n"));
+                    return 1;
+                }
+                Activity { package: pkg.into(), activity: cls }
+            } else if data.is_some() {
+                io.out(&format!(
+                    "Starting: Intent {{ act={} dat={} }}\n",
+                    action.as_deref().unwrap_or("android.intent.action.VIEW"),
+                    data.as_deref().unwrap_or("")
+                ));
+                Activity {
+                    package: "com.android.chrome".into(),
+                    activity: "com.google.android.apps.chrome.Main".into(),
+                }
+            } else if action.as_deref() == Some("android.intent.action.MAIN") || action.is_none() {
+                io.out("Starting: Intent { act=android.intent.action.MAIN cat=[android.intent.category.HOME] }\n");
+                Activity::home()
+            } else {
+                io.err(&format!(
+                    "Error: Activity not started, unable to resolve Intent {{ act={} }}\n",
+                    action.unwrap_or_default()
+                ));
+                return 1;
+            };
+            let comp = act.component();
+            start_activity(dev, act);
+            if wait {
+                io.out(&format!(
+                    "Status: ok\nLaunchState: COLD\nActivity: {comp}\nTotalTime: 312\nWaitTime: 318\nComplete\n"
+                ));
+            }
+            0
+        }
+        "force-stop" | "kill" => {
+            if let Some(pkg) = rest.iter().find(|a| !a.starts_with('-')) {
+                dev.ui.force_stop(pkg);
+                dev.log('I', "ActivityManager", &format!("Force stopping {pkg} appid=10123 user=0: from pid 4242"));
+            }
+            0
+        }
+        "broadcast" => {
+            io.out("Broadcasting: Intent { flg=0x400000 }\nBroadcast completed: result=0\n");
+            0
+        }
+        _ => {
+            io.err(&format!("Error: Unknown command: {sub}\n"));
+            1
+        }
+    }
+}
+
+fn monkey(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let pkg = args.iter().position(|a| *a == "-p").and_then(|i| args.get(i + 1)).copied();
+    let Some(pkg) = pkg else {
+        io.err("** Error: no package specified\n");
+        return 1;
+    };
+    let Some(p) = dev.packages.get(pkg).filter(|p| !p.launcher_activity.is_empty()).cloned() else {
+        io.err("** No activities found to run, monkey aborted.\n");
+        return 252;
+    };
+    io.out(&format!("  bash arg: -p\n  bash arg: {pkg}\n  bash arg: -c\n  bash arg: android.intent.category.LAUNCHER\n  bash arg: 1\nargs: [-p, {pkg}, -c, android.intent.category.LAUNCHER, 1]\n arg: \"-p\"\n arg: \"{pkg}\"\n data=\"{pkg}\"\n"));
+    io.out("Events injected: 1\n## Network stats: elapsed time=12ms (0ms mobile, 0ms wifi, 12ms not connected)\n");
+    start_activity(dev, Activity { package: pkg.into(), activity: p.launcher_activity });
+    0
+}
+
+fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let fg = dev.ui.foreground.component();
+    let on = dev.ui.screen_on;
+    match args.first().copied() {
+        Some("battery") => io.out(&format!(
+            "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n  Wireless powered: false\n  Dock powered: false\n  Max charging current: 500000\n  Max charging voltage: 5000000\n  Charge counter: 3100000\n  status: 2\n  health: 2\n  present: true\n  level: {}\n  scale: 100\n  voltage: 4210\n  temperature: 268\n  technology: Li-ion\n",
+            dev.battery_level
+        )),
+        Some("window") => io.out(&format!(
+            "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5f3a2b1 u0 {fg}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{a1b2c3 4242:u0a10123}}\n\n  mGlobalConfiguration={{1.0 ?mcc?mnc [en_US] ldltr sw411dp w411dp h914dp {}dpi nrml long port finger -keyb/v/h -nav/h winConfig={{ mBounds=Rect(0, 0 - {}, {}) }}}}\n  mHasPermanentDpad=false\n  mTopFocusedDisplayId=0\n  mCurrentFocus=Window{{5f3a2b1 u0 {fg}}}\n  mFocusedApp=ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n  mScreenOn={on}\n  mAwake={on}\n  mScreenOnEarly={on} mScreenOnFully={on}\n  mKeyguardDrawComplete=true mWindowManagerDrawComplete=true\n  mDreamingLockscreen=false\n  mShowingDream=false mDreamingLockscreen=false\n  isKeyguardShowing=false\n",
+            dev.cfg.density, dev.cfg.screen_width, dev.cfg.screen_height
+        )),
+        Some("activity") => io.out(&format!(
+            "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n  * Task{{9a8b7c6 #12 type=standard A=10123:{} U=0 visible=true mode=fullscreen translucent=false sz=1}}\n    * ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n\n  ResumedActivity: ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n    mResumedActivity: ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n    mFocusedApp=ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n",
+            dev.ui.foreground.package
+        )),
+        Some("power") => io.out(&format!("POWER MANAGER (dumpsys power)\n  mWakefulness={}\n  mDisplayReady=true\n  Display Power: state={}\n", if on { "Awake" } else { "Asleep" }, if on { "ON" } else { "OFF" })),
+        Some("display") => io.out(&format!("DISPLAY MANAGER (dumpsys display)\n  mDefaultDisplay: DisplayDeviceInfo{{\"Built-in Screen\": {} x {}, {} fps, density {}}}\n", dev.cfg.screen_width, dev.cfg.screen_height, 60, dev.cfg.density)),
+        Some(other) => io.out(&format!("Can't find service: {other}\n")),
+        None => io.out("Currently running services:\n  activity\n  battery\n  display\n  input_method\n  package\n  power\n  window\n"),
+    }
+    0
+}
+
+fn prio_rank(p: char) -> u8 {
+    match p.to_ascii_uppercase() {
+        'V' | '*' => 0,
+        'D' => 1,
+        'I' => 2,
+        'W' => 3,
+        'E' => 4,
+        'F' => 5,
+        'S' => 6,
+        _ => 0,
+    }
+}
+
+fn logcat(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let mut dump = false;
+    let mut count: Option<usize> = None;
+    let mut format = "threadtime".to_string();
+    let mut specs: Vec<(String, u8)> = Vec::new();
+    let mut silent_default = false;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        match a {
+            "-d" => dump = true,
+            "-c" => {
+                dev.logcat.clear();
+                return 0;
+            }
+            "-t" | "-T" | "-m" => {
+                count = args.get(i + 1).and_then(|s| s.parse().ok());
+                dump |= a == "-t" || a == "-m";
+                i += 1;
+            }
+            "-v" => {
+                if let Some(f) = args.get(i + 1) {
+                    if ["brief", "time", "tag", "raw", "threadtime"].contains(f) {
+                        format = f.to_string();
+                    }
+                }
+                i += 1;
+            }
+            "-b" | "-e" | "--pid" | "-f" => i += 1,
+            "-s" => silent_default = true,
+            _ if a.starts_with('-') => {}
+            spec => {
+                let (tag, pri) = spec.rsplit_once(':').unwrap_or((spec, "V"));
+                specs.push((tag.to_string(), prio_rank(pri.chars().next().unwrap_or('V'))));
+            }
+        }
+        i += 1;
+    }
+    let default_min =
+        specs.iter().find(|(t, _)| t == "*").map(|(_, p)| *p).unwrap_or(if silent_default { 6 } else { 0 });
+    let lines: Vec<String> = dev
+        .logcat
+        .iter()
+        .filter(|l| {
+            let min = specs.iter().find(|(t, _)| *t == l.tag).map(|(_, p)| *p).unwrap_or(default_min);
+            prio_rank(l.prio) >= min && min < 6
+        })
+        .map(|l| format_log(l, &format))
+        .collect();
+    let start = count.map(|n| lines.len().saturating_sub(n)).unwrap_or(0);
+    if format == "threadtime" || format == "brief" || format == "time" {
+        io.out("--------- beginning of main\n");
+    }
+    for l in &lines[start..] {
+        io.out(l);
+        io.out("\n");
+    }
+    io.follow = !dump;
+    0
+}
+
+fn settings(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let args: Vec<&str> = {
+        let mut v = Vec::new();
+        let mut i = 0;
+        while i < args.len() {
+            if args[i] == "--user" {
+                i += 2;
+                continue;
+            }
+            v.push(args[i]);
+            i += 1;
+        }
+        v
+    };
+    let valid_ns = |ns: &str| ["system", "secure", "global"].contains(&ns);
+    match args.as_slice() {
+        ["get", ns, key] if valid_ns(ns) => {
+            let v = dev.settings.get(&(ns.to_string(), key.to_string())).cloned().unwrap_or_else(|| "null".into());
+            io.out(&format!("{v}\n"));
+            0
+        }
+        ["put", ns, key, val, ..] if valid_ns(ns) => {
+            dev.settings.insert((ns.to_string(), key.to_string()), val.to_string());
+            0
+        }
+        ["delete", ns, key] if valid_ns(ns) => {
+            let n = dev.settings.remove(&(ns.to_string(), key.to_string())).map(|_| 1).unwrap_or(0);
+            io.out(&format!("Deleted {n} rows\n"));
+            0
+        }
+        ["list", ns] if valid_ns(ns) => {
+            for ((n, k), v) in &dev.settings {
+                if n == ns {
+                    io.out(&format!("{k}={v}\n"));
+                }
+            }
+            0
+        }
+        _ => {
+            io.err("Invalid command: settings\nusage:  settings [--user <USER_ID> | current] get namespace key\n");
+            1
+        }
+    }
+}
+
+fn ime(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let current_key = ("secure".to_string(), "default_input_method".to_string());
+    match args {
+        ["list", rest @ ..] => {
+            let short = rest.contains(&"-s");
+            for id in &dev.imes {
+                if short {
+                    io.out(&format!("{id}\n"));
+                } else {
+                    let pkg = id.split('/').next().unwrap_or("");
+                    io.out(&format!("{id}:\n  mId={id} mSettingsActivityName=null\n  mIsDefaultResId=0x0\n  Service:\n    packageName={pkg}\n"));
+                }
+            }
+            0
+        }
+        ["set", id, ..] | ["enable", id, ..] => {
+            if dev.imes.iter().any(|i| i == id) {
+                if args[0] == "set" {
+                    dev.settings.insert(current_key, id.to_string());
+                    io.out(&format!("Input method {id} selected for user #0\n"));
+                } else {
+                    io.out(&format!("Input method {id}: already enabled for user #0\n"));
+                }
+                0
+            } else {
+                io.err(&format!("Unknown input method {id} cannot be selected for user #0\n"));
+                1
+            }
+        }
+        ["reset", ..] => {
+            dev.settings.insert(current_key, dev.imes[0].clone());
+            0
+        }
+        _ => {
+            io.err(
+                "ime <command>:\n  list [-a] [-s]\n  enable [--user <USER_ID>] <ID>\n  set [--user <USER_ID>] <ID>\n",
+            );
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::shell::run_script;
+    use super::*;
+
+    fn dev() -> Device {
+        Device::new(super::super::SimConfig::default(), "127.0.0.1:5555".into())
+    }
+    fn out(d: &mut Device, s: &str) -> String {
+        String::from_utf8_lossy(&run_script(d, s, b"").stdout).into_owned()
+    }
+
+    #[test]
+    fn tap_text_and_keys_update_ui_and_event_log() {
+        let mut d = dev();
+        let (x, y) = d.ui.layout().button.center();
+        out(&mut d, &format!("input tap {x} {y}"));
+        out(&mut d, "input tap 1 1");
+        out(&mut d, "input text 'hello%sworld'");
+        out(&mut d, "input keyevent 67 KEYCODE_HOME");
+        assert_eq!(d.ui.counter, 1);
+        assert_eq!(d.ui.text, "hello worl");
+        assert_eq!(
+            d.events,
+            vec![
+                InputEvent::Tap { x, y },
+                InputEvent::Tap { x: 1, y: 1 },
+                InputEvent::Text("hello world".into()),
+                InputEvent::Key("KEYCODE_DEL".into()),
+                InputEvent::Key("KEYCODE_HOME".into()),
+            ]
+        );
+        let r = run_script(&mut d, "input tap x 1", b"");
+        assert_eq!(r.status, 1);
+    }
+
+    #[test]
+    fn foreground_app_follows_am_and_monkey() {
+        let mut d = dev();
+        assert!(out(&mut d, "dumpsys window | grep mCurrentFocus").contains("com.android.launcher3/"));
+        out(&mut d, "am start -n com.android.settings/.Settings");
+        assert!(out(&mut d, "dumpsys window")
+            .contains("mCurrentFocus=Window{5f3a2b1 u0 com.android.settings/com.android.settings.Settings}"));
+        out(&mut d, "am force-stop com.android.settings");
+        assert!(out(&mut d, "dumpsys activity activities")
+            .contains("mResumedActivity: ActivityRecord{7c8d9e0 u0 com.android.launcher3/"));
+        assert!(out(&mut d, "monkey -p com.xagent.demo -c android.intent.category.LAUNCHER 1")
+            .contains("Events injected: 1"));
+        assert_eq!(d.ui.foreground.package, "com.xagent.demo");
+        assert_eq!(out(&mut d, "pm list packages -3"), "package:com.xagent.demo\n");
+    }
+
+    #[test]
+    fn uiautomator_dump_writes_file() {
+        let mut d = dev();
+        assert_eq!(out(&mut d, "uiautomator dump"), "UI hierchary dumped to: /sdcard/window_dump.xml\n");
+        let xml = out(&mut d, "cat /sdcard/window_dump.xml");
+        assert!(xml.contains("text=\"Count: 0\""));
+        assert!(xml.contains("text=\"Increment\""));
+    }
+
+    #[test]
+    fn pm_install_checks_zip_magic() {
+        let mut d = dev();
+        d.fs.write("/data/local/tmp/com.example.app.apk", b"PK\x03\x04rest".to_vec(), 0o644, 0, false).unwrap();
+        d.fs.write("/data/local/tmp/bad.apk", b"nope".to_vec(), 0o644, 0, false).unwrap();
+        assert_eq!(out(&mut d, "pm install -r /data/local/tmp/com.example.app.apk"), "Success\n");
+        assert!(out(&mut d, "pm path com.example.app").starts_with("package:/data/app/"));
+        assert!(out(&mut d, "pm install /data/local/tmp/bad.apk").starts_with("Failure [INSTALL_FAILED_INVALID_APK"));
+        assert_eq!(out(&mut d, "pm uninstall com.example.app"), "Success\n");
+    }
+
+    #[test]
+    fn logcat_filters_and_counts() {
+        let mut d = dev();
+        out(&mut d, "input tap 540 970");
+        let all = out(&mut d, "logcat -d -v brief SimHome:I *:S");
+        assert!(all.contains("I/SimHome"), "{all}");
+        assert!(!all.contains("InputDispatcher"));
+        let last = out(&mut d, "logcat -d -t 1");
+        assert_eq!(last.lines().count(), 2);
+        out(&mut d, "logcat -c");
+        assert_eq!(out(&mut d, "logcat -d -v raw"), "");
+        let r = run_script(&mut d, "logcat", b"");
+        assert!(r.follow);
+    }
+
+    #[test]
+    fn props_settings_wm_ime() {
+        let mut d = dev();
+        assert_eq!(out(&mut d, "getprop ro.build.version.sdk"), "34\n");
+        assert_eq!(out(&mut d, "getprop ro.serialno"), "127.0.0.1:5555\n");
+        assert_eq!(out(&mut d, "wm size; wm density"), "Physical size: 1080x2400\nPhysical density: 420\n");
+        out(&mut d, "settings put system screen_brightness 42");
+        assert_eq!(out(&mut d, "settings get system screen_brightness; settings get global nope"), "42\nnull\n");
+        assert!(out(&mut d, "ime list -s").contains("LatinIME"));
+        assert_eq!(
+            out(&mut d, "ime set com.xagent.sim.ime/.SimKeyboard"),
+            "Input method com.xagent.sim.ime/.SimKeyboard selected for user #0\n"
+        );
+    }
+}

@@ -1,0 +1,235 @@
+//! Mutable state of the simulated phone (everything a shell command can observe or change).
+//!
+//! It lives behind one `std::sync::Mutex` owned by the `SimPhone` handle: commands are
+//! short and synchronous, so a plain mutex (never held across an `.await`) keeps every command
+//! atomic with respect to the others, like a single-threaded device would appear.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::fs::MemFs;
+use super::ui::Ui;
+use super::{InputEvent, SimConfig};
+
+/// Logcat ring size; old lines are dropped like the kernel log buffer does.
+const LOG_CAPACITY: usize = 2000;
+/// Bounded command/event logs so a long-running demo cannot grow without limit.
+const HISTORY_CAPACITY: usize = 100_000;
+
+#[derive(Debug, Clone)]
+pub struct Package {
+    pub system: bool,
+    pub path: String,
+    pub launcher_activity: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogLine {
+    pub unix_ms: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub prio: char,
+    pub tag: String,
+    pub msg: String,
+}
+
+pub struct Device {
+    pub cfg: SimConfig,
+    pub serial: String,
+    pub fs: MemFs,
+    pub ui: Ui,
+    pub props: BTreeMap<String, String>,
+    pub packages: BTreeMap<String, Package>,
+    pub settings: BTreeMap<(String, String), String>,
+    pub imes: Vec<String>,
+    pub logcat: VecDeque<LogLine>,
+    pub commands: Vec<String>,
+    pub events: Vec<InputEvent>,
+    pub battery_level: u32,
+    pub installs: u32,
+}
+
+pub fn now_unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+pub fn now_unix_secs() -> u32 {
+    (now_unix_ms() / 1000) as u32
+}
+
+const SYSTEM_PACKAGES: &[(&str, &str)] = &[
+    ("android", ""),
+    ("com.android.systemui", ""),
+    ("com.android.launcher3", "com.android.launcher3.uioverrides.QuickstepLauncher"),
+    ("com.android.settings", "com.android.settings.Settings"),
+    ("com.android.chrome", "com.google.android.apps.chrome.Main"),
+    ("com.android.vending", "com.android.vending.AssetBrowserActivity"),
+    ("com.google.android.calculator", "com.android.calculator2.Calculator"),
+    ("com.google.android.deskclock", "com.android.deskclock.DeskClock"),
+    ("com.android.shell", ""),
+    ("com.google.android.inputmethod.latin", ""),
+];
+
+impl Device {
+    pub fn new(cfg: SimConfig, serial: String) -> Self {
+        let boot = now_unix_secs();
+        let mut props = BTreeMap::new();
+        let device_name = cfg.model.to_lowercase().split_whitespace().next().unwrap_or("sim").to_string();
+        let p = |props: &mut BTreeMap<String, String>, k: &str, v: &str| {
+            props.insert(k.to_string(), v.to_string());
+        };
+        p(&mut props, "ro.product.model", &cfg.model);
+        p(&mut props, "ro.product.manufacturer", &cfg.manufacturer);
+        p(&mut props, "ro.product.brand", &cfg.manufacturer.to_lowercase());
+        p(&mut props, "ro.product.name", &format!("{device_name}_sim"));
+        p(&mut props, "ro.product.device", &format!("{device_name}_sim"));
+        p(&mut props, "ro.product.cpu.abi", "x86_64");
+        p(&mut props, "ro.build.version.release", &cfg.android_version);
+        p(&mut props, "ro.build.version.sdk", &cfg.sdk.to_string());
+        p(&mut props, "ro.build.type", "user");
+        p(&mut props, "ro.build.tags", "release-keys");
+        p(&mut props, "ro.build.id", "UQ1A.240105.004");
+        p(
+            &mut props,
+            "ro.build.fingerprint",
+            &format!(
+                "xagent/{device_name}_sim/{device_name}:{}/UQ1A.240105.004/1:user/release-keys",
+                cfg.android_version
+            ),
+        );
+        p(&mut props, "ro.serialno", &serial);
+        p(&mut props, "ro.boot.serialno", &serial);
+        p(&mut props, "ro.sf.lcd_density", &cfg.density.to_string());
+        p(&mut props, "ro.secure", "1");
+        p(&mut props, "ro.debuggable", "0");
+        p(&mut props, "sys.boot_completed", "1");
+        p(&mut props, "dev.bootcomplete", "1");
+        p(&mut props, "init.svc.bootanim", "stopped");
+        p(&mut props, "persist.sys.timezone", "UTC");
+        p(&mut props, "persist.sys.locale", "en-US");
+        let mut packages = BTreeMap::new();
+        for (name, act) in SYSTEM_PACKAGES {
+            let dir = if name.starts_with("com.google") || *name == "com.android.chrome" {
+                "product/app"
+            } else {
+                "system/priv-app"
+            };
+            let short = name.rsplit('.').next().unwrap_or(name);
+            packages.insert(
+                name.to_string(),
+                Package {
+                    system: true,
+                    path: format!("/{dir}/{short}/{short}.apk"),
+                    launcher_activity: act.to_string(),
+                },
+            );
+        }
+        packages.insert(
+            "com.xagent.demo".into(),
+            Package {
+                system: false,
+                path: "/data/app/~~c2ltZGVtbw==/com.xagent.demo-1/base.apk".into(),
+                launcher_activity: "com.xagent.demo.MainActivity".into(),
+            },
+        );
+        let mut settings = BTreeMap::new();
+        for (ns, k, v) in [
+            ("system", "screen_brightness", "128"),
+            ("system", "screen_off_timeout", "60000"),
+            ("global", "airplane_mode_on", "0"),
+            ("global", "adb_enabled", "1"),
+            ("global", "stay_on_while_plugged_in", "0"),
+            (
+                "secure",
+                "default_input_method",
+                "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME",
+            ),
+            ("secure", "android_id", "5a1b2c3d4e5f6071"),
+        ] {
+            settings.insert((ns.to_string(), k.to_string()), v.to_string());
+        }
+        let ui = Ui::new(cfg.screen_width, cfg.screen_height);
+        let mut d = Device {
+            fs: MemFs::new(boot),
+            ui,
+            props,
+            packages,
+            settings,
+            imes: vec![
+                "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME".into(),
+                "com.xagent.sim.ime/.SimKeyboard".into(),
+            ],
+            logcat: VecDeque::new(),
+            commands: Vec::new(),
+            events: Vec::new(),
+            battery_level: 87,
+            installs: 0,
+            cfg,
+            serial,
+        };
+        d.log('I', "ActivityManager", "System server boot completed");
+        d.log('I', "Launcher", "Displayed com.android.launcher3/.uioverrides.QuickstepLauncher");
+        d
+    }
+
+    pub fn log(&mut self, prio: char, tag: &str, msg: &str) {
+        let pid = 1000 + (tag.bytes().map(u32::from).sum::<u32>() % 8000);
+        self.logcat.push_back(LogLine {
+            unix_ms: now_unix_ms(),
+            pid,
+            tid: pid,
+            prio,
+            tag: tag.into(),
+            msg: msg.into(),
+        });
+        while self.logcat.len() > LOG_CAPACITY {
+            self.logcat.pop_front();
+        }
+    }
+
+    pub fn record_command(&mut self, cmd: &str) {
+        if self.commands.len() >= HISTORY_CAPACITY {
+            self.commands.remove(0);
+        }
+        self.commands.push(cmd.to_string());
+    }
+
+    pub fn record_event(&mut self, ev: InputEvent) {
+        if self.events.len() >= HISTORY_CAPACITY {
+            self.events.remove(0);
+        }
+        self.events.push(ev);
+    }
+}
+
+/// Formats a log line in `threadtime` format (`MM-DD HH:MM:SS.mmm  PID  TID P TAG: msg`), the
+/// logcat default since Android 7, or `brief` (`P/TAG( PID): msg`).
+pub fn format_log(l: &LogLine, format: &str) -> String {
+    let secs = (l.unix_ms / 1000) as i64;
+    let ms = l.unix_ms % 1000;
+    let (_, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let sod = secs.rem_euclid(86_400);
+    let (hh, mm, ss) = (sod / 3600, (sod % 3600) / 60, sod % 60);
+    let ts = format!("{mo:02}-{d:02} {hh:02}:{mm:02}:{ss:02}.{ms:03}");
+    match format {
+        "brief" => format!("{}/{}({:5}): {}", l.prio, l.tag, l.pid, l.msg),
+        "time" => format!("{ts} {}/{}({:5}): {}", l.prio, l.tag, l.pid, l.msg),
+        "tag" => format!("{}/{}: {}", l.prio, l.tag, l.msg),
+        "raw" => l.msg.clone(),
+        _ => format!("{ts} {:5} {:5} {} {}: {}", l.pid, l.tid, l.prio, l.tag, l.msg),
+    }
+}
+
+/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's civil-from-days).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}

@@ -1,0 +1,400 @@
+//! Device services reachable through OPEN: `shell:` (v1 and shell protocol v2), `exec:`,
+//! `sync:`, `abb_exec:`/`abb:`, `reboot:` and a few administrative ones.
+//!
+//! Shell protocol v2 (AOSP `shell_protocol.h`): every packet is `id: u8, length: u32 LE, data`;
+//! ids stdin=0, stdout=1, stderr=2, exit=3 (one byte: status), close-stdin=4, window-size=5.
+//! v1 / `exec:` are raw byte streams without an exit status: stderr is merged into the stream and
+//! the end of output is signalled only by closing the stream.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::shell::{self, ExecResult};
+use super::transport::{StreamIn, StreamOut};
+use super::{sync, Fault, Shared};
+
+pub const ID_STDIN: u8 = 0;
+pub const ID_STDOUT: u8 = 1;
+pub const ID_STDERR: u8 = 2;
+pub const ID_EXIT: u8 = 3;
+pub const ID_CLOSE_STDIN: u8 = 4;
+pub const ID_WINDOW_SIZE: u8 = 5;
+
+/// Largest data length per shell packet we emit (matches adbd's buffer size).
+const SHELL_PACKET_MAX: usize = 32 * 1024 - 5;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Service {
+    /// `shell[,args]:CMD`; `v2` when the `v2` argument is present. Empty command = interactive.
+    Shell {
+        cmd: String,
+        v2: bool,
+    },
+    Exec(String),
+    Sync,
+    /// `abb_exec:` (raw) or `abb:` (shell protocol v2); arguments are NUL separated.
+    Abb {
+        args: Vec<String>,
+        v2: bool,
+    },
+    Reboot(String),
+    /// `framebuffer:`: header + raw RGBA pixels (used by e.g. `adb_client`'s screenshot).
+    Framebuffer,
+    /// Services that print one message and close (`root:`, `tcpip:`...).
+    Message(String),
+}
+
+/// Maps an OPEN payload to a service; `None` means "unknown service" (answered with CLSE).
+pub fn parse(name: &str) -> Option<Service> {
+    if let Some(rest) = name.strip_prefix("shell") {
+        let (args, cmd) = match rest.split_once(':') {
+            Some((a, c)) => (a, c),
+            None if rest.is_empty() => ("", ""),
+            None => return None,
+        };
+        if !args.is_empty() && !args.starts_with(',') {
+            return None;
+        }
+        let v2 = args.split(',').any(|a| a == "v2");
+        return Some(Service::Shell { cmd: cmd.to_string(), v2 });
+    }
+    if let Some(cmd) = name.strip_prefix("exec:") {
+        return Some(Service::Exec(cmd.to_string()));
+    }
+    if name == "sync:" {
+        return Some(Service::Sync);
+    }
+    if name == "framebuffer:" {
+        return Some(Service::Framebuffer);
+    }
+    for (prefix, v2) in [("abb_exec:", false), ("abb:", true)] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            let args = rest.split('\0').map(str::to_string).collect();
+            return Some(Service::Abb { args, v2 });
+        }
+    }
+    if let Some(arg) = name.strip_prefix("reboot:") {
+        return Some(Service::Reboot(arg.to_string()));
+    }
+    let msg = match name.split_once(':') {
+        Some(("root", _)) => "adbd cannot run as root in production builds\n".to_string(),
+        Some(("unroot", _)) => "adbd not running as root\n".to_string(),
+        Some(("remount", _)) => "Not running as root. Try \"adb root\" first.\n".to_string(),
+        Some(("tcpip", port)) => format!("restarting in TCP mode port: {port}\n"),
+        Some(("usb", _)) => "restarting in USB mode\n".to_string(),
+        Some(("enable-verity" | "disable-verity", _)) => "verity cannot be disabled/enabled - USER build\n".to_string(),
+        _ => return None,
+    };
+    Some(Service::Message(msg))
+}
+
+/// Encodes one shell-protocol packet.
+pub fn packet(id: u8, data: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(5 + data.len());
+    v.push(id);
+    v.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+/// Encodes a command result as v2 packets: stdout, stderr, then (unless the command keeps
+/// running) exit.
+pub fn encode_v2(res: &ExecResult, with_exit: bool) -> Vec<u8> {
+    let mut v = Vec::new();
+    for (id, data) in [(ID_STDOUT, &res.stdout), (ID_STDERR, &res.stderr)] {
+        for chunk in data.chunks(SHELL_PACKET_MAX) {
+            v.extend(packet(id, chunk));
+        }
+    }
+    if with_exit {
+        v.extend(packet(ID_EXIT, &[(res.status & 0xff) as u8]));
+    }
+    v
+}
+
+/// Incremental decoder for shell v2 packets arriving split across WRTEs.
+#[derive(Default)]
+pub struct PacketReader {
+    buf: Vec<u8>,
+}
+
+impl PacketReader {
+    pub fn push(&mut self, data: &[u8]) {
+        self.buf.extend_from_slice(data);
+    }
+    /// Next complete packet, if any.
+    pub fn next_packet(&mut self) -> Option<(u8, Vec<u8>)> {
+        if self.buf.len() < 5 {
+            return None;
+        }
+        let len = u32::from_le_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]) as usize;
+        if self.buf.len() < 5 + len {
+            return None;
+        }
+        let id = self.buf[0];
+        let data = self.buf[5..5 + len].to_vec();
+        self.buf.drain(..5 + len);
+        Some((id, data))
+    }
+}
+
+/// Number of stdin bytes a streamed install (`cmd package install -S N`, `pm install -S N`) will
+/// send; the command can only run once they have arrived.
+fn stdin_needed(cmd: &str) -> Option<usize> {
+    let words = shell::split_words(cmd).ok()?;
+    if !words.iter().any(|w| w == "install") {
+        return None;
+    }
+    let i = words.iter().position(|w| w == "-S")?;
+    words.get(i + 1)?.parse().ok().filter(|n| *n <= 512 * 1024 * 1024)
+}
+
+/// Reads `n` bytes of stdin, from raw stream bytes or from v2 stdin packets.
+async fn read_stdin(input: &mut StreamIn, n: usize, v2: bool) -> Option<Vec<u8>> {
+    if !v2 {
+        return input.read_exact(n).await;
+    }
+    let mut pr = PacketReader::default();
+    let mut data = Vec::new();
+    while data.len() < n {
+        while let Some((id, d)) = pr.next_packet() {
+            match id {
+                ID_STDIN => data.extend_from_slice(&d),
+                ID_CLOSE_STDIN => return Some(data),
+                _ => {}
+            }
+        }
+        if data.len() >= n {
+            break;
+        }
+        pr.push(&input.recv().await?);
+    }
+    Some(data)
+}
+
+/// Applies the injected fault and runs a command line. `None` if the stream or connection went
+/// away while the command was held back by a `Hang`.
+async fn execute(shared: &Arc<Shared>, cmd: &str, stdin: &[u8], out: &StreamOut) -> Option<ExecResult> {
+    shared.device.lock().unwrap_or_else(|e| e.into_inner()).record_command(cmd);
+    if !apply_fault(shared, out).await {
+        return None;
+    }
+    let res = {
+        let mut dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
+        shell::run_script(&mut dev, cmd, stdin)
+    };
+    if !res.sleep.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(res.sleep) => {}
+            _ = out.connection_closed() => return None,
+        }
+    }
+    Some(res)
+}
+
+/// Waits out `Latency`/`Hang`; false if the connection died meanwhile.
+async fn apply_fault(shared: &Arc<Shared>, out: &StreamOut) -> bool {
+    let mut fault_rx = shared.fault.subscribe();
+    loop {
+        let f = fault_rx.borrow_and_update().clone();
+        match f {
+            Fault::Latency(d) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(d) => {}
+                    _ = out.connection_closed() => return false,
+                }
+                return true;
+            }
+            Fault::Hang => {
+                tokio::select! {
+                    r = fault_rx.changed() => if r.is_err() { return false },
+                    _ = out.connection_closed() => return false,
+                }
+            }
+            _ => return true,
+        }
+    }
+}
+
+pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: StreamIn, mut out: StreamOut) {
+    match service {
+        Service::Shell { cmd, v2 } if cmd.trim().is_empty() => interactive(&shared, &mut input, &mut out, v2).await,
+        Service::Shell { cmd, v2 } => run_command(&shared, &cmd, &mut input, &mut out, v2).await,
+        Service::Exec(cmd) => run_command(&shared, &cmd, &mut input, &mut out, false).await,
+        Service::Abb { args, v2 } => {
+            let cmd = std::iter::once("cmd".to_string())
+                .chain(args.iter().map(|a| shell_quote(a)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            run_command(&shared, &cmd, &mut input, &mut out, v2).await
+        }
+        Service::Sync => sync::run(&shared, &mut input, &mut out).await,
+        Service::Reboot(arg) => {
+            shared.device.lock().unwrap_or_else(|e| e.into_inner()).record_command(&format!("reboot:{arg}"));
+            drop(out);
+            // A rebooting phone drops off the bus: close every transport shortly after.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            shared.kill.send_modify(|k| *k += 1);
+        }
+        Service::Framebuffer => {
+            shared.device.lock().unwrap_or_else(|e| e.into_inner()).record_command("framebuffer:");
+            if !apply_fault(&shared, &out).await {
+                return;
+            }
+            let (w, h, px) = {
+                let dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
+                (dev.ui.width, dev.ui.height, dev.ui.render_rgba())
+            };
+            // adbd's fbinfo v2: version, bpp, colorSpace, size, width, height, then
+            // offset/length for red, blue, green, alpha.
+            let mut b = Vec::with_capacity(56 + px.len());
+            for n in [2, 32, 1, px.len() as u32, w, h, 0, 8, 16, 8, 8, 8, 24, 8] {
+                b.extend_from_slice(&u32::to_le_bytes(n));
+            }
+            b.extend_from_slice(&px);
+            let _ = out.write(&b).await;
+        }
+        Service::Message(msg) => {
+            let _ = out.write(msg.as_bytes()).await;
+        }
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+async fn run_command(shared: &Arc<Shared>, cmd: &str, input: &mut StreamIn, out: &mut StreamOut, v2: bool) {
+    let stdin = match stdin_needed(cmd) {
+        Some(n) => match read_stdin(input, n, v2).await {
+            Some(d) => d,
+            None => return,
+        },
+        None => Vec::new(),
+    };
+    let Some(res) = execute(shared, cmd, &stdin, out).await else {
+        return;
+    };
+    let bytes = if v2 {
+        encode_v2(&res, !res.follow)
+    } else {
+        let mut b = res.stdout.clone();
+        b.extend_from_slice(&res.stderr);
+        b
+    };
+    if out.write(&bytes).await.is_err() {
+        return;
+    }
+    if res.follow {
+        // e.g. `logcat` without -d: a real device keeps streaming until the client hangs up.
+        input.wait_closed().await;
+    }
+}
+
+/// Interactive shell (`adb shell` with no command): line-oriented, prompt after each command.
+async fn interactive(shared: &Arc<Shared>, input: &mut StreamIn, out: &mut StreamOut, v2: bool) {
+    let prompt = {
+        let dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
+        format!("{}:/ $ ", dev.props.get("ro.product.device").cloned().unwrap_or_default())
+    };
+    let wrap = |data: &[u8], id: u8| if v2 { packet(id, data) } else { data.to_vec() };
+    if out.write(&wrap(prompt.as_bytes(), ID_STDOUT)).await.is_err() {
+        return;
+    }
+    let mut pr = PacketReader::default();
+    let mut line = Vec::new();
+    while let Some(chunk) = input.recv().await {
+        let mut typed = Vec::new();
+        if v2 {
+            pr.push(&chunk);
+            while let Some((id, d)) = pr.next_packet() {
+                match id {
+                    ID_STDIN => typed.extend_from_slice(&d),
+                    ID_CLOSE_STDIN => typed.extend_from_slice(b"\nexit\n"),
+                    _ => {}
+                }
+            }
+        } else {
+            typed = chunk;
+        }
+        for b in typed {
+            if b != b'\n' && b != b'\r' {
+                line.push(b);
+                continue;
+            }
+            let cmd = String::from_utf8_lossy(&std::mem::take(&mut line)).into_owned();
+            if cmd.trim().is_empty() {
+                continue;
+            }
+            let Some(res) = execute(shared, &cmd, &[], out).await else {
+                return;
+            };
+            let mut bytes = if v2 { encode_v2(&res, false) } else { [res.stdout.clone(), res.stderr.clone()].concat() };
+            let exiting = cmd.trim() == "exit" || cmd.trim().starts_with("exit ");
+            if exiting {
+                if v2 {
+                    bytes.extend(packet(ID_EXIT, &[(res.status & 0xff) as u8]));
+                }
+                let _ = out.write(&bytes).await;
+                return;
+            }
+            bytes.extend(wrap(prompt.as_bytes(), ID_STDOUT));
+            if out.write(&bytes).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_service_names() {
+        assert_eq!(parse("shell:getprop"), Some(Service::Shell { cmd: "getprop".into(), v2: false }));
+        assert_eq!(parse("shell,v2,TERM=xterm,raw:ls -l"), Some(Service::Shell { cmd: "ls -l".into(), v2: true }));
+        assert_eq!(parse("shell,v2,pty:"), Some(Service::Shell { cmd: "".into(), v2: true }));
+        assert_eq!(parse("exec:screencap -p"), Some(Service::Exec("screencap -p".into())));
+        assert_eq!(parse("sync:"), Some(Service::Sync));
+        assert_eq!(
+            parse("abb_exec:package\0install\0-S\x005"),
+            Some(Service::Abb { args: vec!["package".into(), "install".into(), "-S".into(), "5".into()], v2: false })
+        );
+        assert_eq!(parse("shellfoo:x"), None);
+        assert_eq!(parse("jdwp:1"), None);
+        assert_eq!(parse("framebuffer:"), Some(Service::Framebuffer));
+    }
+
+    #[test]
+    fn v2_framing_roundtrip() {
+        let res = ExecResult { stdout: b"out".to_vec(), stderr: b"err!".to_vec(), status: 3, ..Default::default() };
+        let enc = encode_v2(&res, true);
+        assert_eq!(&enc[..8], &[1, 3, 0, 0, 0, b'o', b'u', b't']);
+        let mut pr = PacketReader::default();
+        // Feed byte by byte: packets must only appear once complete.
+        let mut got = Vec::new();
+        for b in &enc {
+            pr.push(&[*b]);
+            while let Some(p) = pr.next_packet() {
+                got.push(p);
+            }
+        }
+        assert_eq!(got, vec![(ID_STDOUT, b"out".to_vec()), (ID_STDERR, b"err!".to_vec()), (ID_EXIT, vec![3])]);
+        let big = ExecResult { stdout: vec![7; 100_000], ..Default::default() };
+        let enc = encode_v2(&big, false);
+        assert_eq!(enc.len(), 100_000 + 5 * 100_000usize.div_ceil(SHELL_PACKET_MAX));
+    }
+
+    #[test]
+    fn detects_streamed_install_size() {
+        assert_eq!(stdin_needed("cmd package 'install' -S 1234"), Some(1234));
+        assert_eq!(stdin_needed("cmd package install -r -S 9"), Some(9));
+        assert_eq!(stdin_needed("pm install /data/local/tmp/a.apk"), None);
+        assert_eq!(stdin_needed("getprop"), None);
+    }
+}

@@ -1,0 +1,479 @@
+//! The simulated phone's UI: a tiny, deterministic model that the view hierarchy dump
+//! (`uiautomator dump`) and the screenshot (`screencap`) are both derived from.
+//!
+//! Why one model for both: an agent looks at the XML and/or the pixels, acts with
+//! `input tap`, and must then see the consequence in *both* representations. The home screen
+//! therefore has a labelled "Increment" button whose taps increment a visible counter, and a text
+//! field that `input text` appends to. Layout is proportional to the configured screen so other
+//! resolutions work too.
+
+use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+use image::{ExtendedColorType, ImageEncoder};
+
+/// Package/activity of the home screen (the launcher), what `dumpsys window` reports at boot.
+pub const HOME_PACKAGE: &str = "com.android.launcher3";
+pub const HOME_ACTIVITY: &str = "com.android.launcher3.uioverrides.QuickstepLauncher";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rect {
+    pub left: i32,
+    pub top: i32,
+    pub right: i32,
+    pub bottom: i32,
+}
+
+impl Rect {
+    /// Inclusive of the top/left edge and exclusive of bottom/right, like Android's `Rect.contains`.
+    pub fn contains(&self, x: i32, y: i32) -> bool {
+        x >= self.left && x < self.right && y >= self.top && y < self.bottom
+    }
+    pub fn center(&self) -> (i32, i32) {
+        ((self.left + self.right) / 2, (self.top + self.bottom) / 2)
+    }
+    fn bounds(&self) -> String {
+        format!("[{},{}][{},{}]", self.left, self.top, self.right, self.bottom)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Activity {
+    pub package: String,
+    pub activity: String,
+}
+
+impl Activity {
+    pub fn home() -> Self {
+        Activity { package: HOME_PACKAGE.into(), activity: HOME_ACTIVITY.into() }
+    }
+    /// Fully qualified component, `pkg/full.class.Name`.
+    pub fn component(&self) -> String {
+        format!("{}/{}", self.package, self.activity)
+    }
+}
+
+/// Geometry of the home screen widgets for a given screen size.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    pub status_bar: Rect,
+    pub title: Rect,
+    pub counter: Rect,
+    pub button: Rect,
+    pub text_field: Rect,
+    pub bar_area: Rect,
+}
+
+/// What a tap hit (so the caller can log it like a real app would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TapOutcome {
+    Incremented,
+    FocusedField,
+    Nothing,
+}
+
+#[derive(Debug, Clone)]
+pub struct Ui {
+    pub width: u32,
+    pub height: u32,
+    pub counter: u32,
+    pub text: String,
+    pub text_focused: bool,
+    pub foreground: Activity,
+    /// Activities below the foreground one; `KEYCODE_BACK` pops.
+    pub back_stack: Vec<Activity>,
+    pub screen_on: bool,
+}
+
+impl Ui {
+    pub fn new(width: u32, height: u32) -> Self {
+        Ui {
+            width,
+            height,
+            counter: 0,
+            text: String::new(),
+            text_focused: false,
+            foreground: Activity::home(),
+            back_stack: Vec::new(),
+            screen_on: true,
+        }
+    }
+
+    pub fn on_home(&self) -> bool {
+        self.foreground.package == HOME_PACKAGE
+    }
+
+    pub fn layout(&self) -> Layout {
+        let w = self.width as i32;
+        let h = self.height as i32;
+        let px = |num: i32, den: i32, total: i32| total * num / den;
+        Layout {
+            status_bar: Rect { left: 0, top: 0, right: w, bottom: px(35, 1000, h) },
+            title: Rect { left: px(1, 12, w), top: px(60, 1000, h), right: px(11, 12, w), bottom: px(110, 1000, h) },
+            counter: Rect { left: px(2, 9, w), top: px(250, 1000, h), right: px(7, 9, w), bottom: px(300, 1000, h) },
+            button: Rect { left: px(5, 16, w), top: px(375, 1000, h), right: px(11, 16, w), bottom: px(440, 1000, h) },
+            text_field: Rect { left: px(1, 8, w), top: px(500, 1000, h), right: px(7, 8, w), bottom: px(560, 1000, h) },
+            bar_area: Rect {
+                left: px(1, 12, w),
+                top: px(620, 1000, h),
+                right: px(11, 12, w),
+                bottom: px(660, 1000, h),
+            },
+        }
+    }
+
+    pub fn tap(&mut self, x: i32, y: i32) -> TapOutcome {
+        if !self.screen_on || !self.on_home() {
+            return TapOutcome::Nothing;
+        }
+        let l = self.layout();
+        if l.button.contains(x, y) {
+            self.counter = self.counter.saturating_add(1);
+            self.text_focused = false;
+            TapOutcome::Incremented
+        } else if l.text_field.contains(x, y) {
+            self.text_focused = true;
+            TapOutcome::FocusedField
+        } else {
+            self.text_focused = false;
+            TapOutcome::Nothing
+        }
+    }
+
+    /// `input text`: appends to the home screen's text field (focused or not: the sim keeps the
+    /// field as the single text sink so agents need not tap first).
+    pub fn type_text(&mut self, s: &str) {
+        if self.on_home() {
+            self.text.push_str(s);
+        }
+    }
+
+    /// Applies a key event; returns true if it changed the UI.
+    pub fn key(&mut self, name: &str) -> bool {
+        match name {
+            "KEYCODE_HOME" => {
+                self.back_stack.clear();
+                self.foreground = Activity::home();
+                true
+            }
+            "KEYCODE_BACK" => {
+                if self.text_focused {
+                    self.text_focused = false;
+                } else if let Some(prev) = self.back_stack.pop() {
+                    self.foreground = prev;
+                } else if !self.on_home() {
+                    self.foreground = Activity::home();
+                }
+                true
+            }
+            "KEYCODE_DEL" => self.text.pop().is_some(),
+            "KEYCODE_POWER" => {
+                self.screen_on = !self.screen_on;
+                true
+            }
+            "KEYCODE_WAKEUP" => {
+                self.screen_on = true;
+                true
+            }
+            "KEYCODE_SLEEP" => {
+                self.screen_on = false;
+                true
+            }
+            "KEYCODE_SPACE" => {
+                self.type_text(" ");
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn launch(&mut self, act: Activity) {
+        if self.foreground != act {
+            let prev = std::mem::replace(&mut self.foreground, act);
+            self.back_stack.push(prev);
+            if self.back_stack.len() > 16 {
+                self.back_stack.remove(0);
+            }
+        }
+        self.screen_on = true;
+    }
+
+    /// `am force-stop`: removes the package from the foreground and the back stack.
+    pub fn force_stop(&mut self, package: &str) {
+        self.back_stack.retain(|a| a.package != package);
+        if self.foreground.package == package && package != HOME_PACKAGE {
+            self.foreground = self.back_stack.pop().unwrap_or_else(Activity::home);
+        }
+    }
+
+    /// The view hierarchy in the exact shape `uiautomator dump` writes (single line, same
+    /// attribute order), so parsers written against real devices work unchanged.
+    pub fn dump_xml(&self) -> String {
+        let l = self.layout();
+        let pkg = &self.foreground.package;
+        let full = Rect { left: 0, top: 0, right: self.width as i32, bottom: self.height as i32 };
+        let mut nodes = String::new();
+        let mut idx = 0;
+        let mut push = |nodes: &mut String, n: Node| {
+            nodes.push_str(&n.render(idx, pkg));
+            idx += 1;
+        };
+        if self.on_home() {
+            push(&mut nodes, Node::text("Sim Home", "com.xagent.sim:id/title", l.title));
+            push(&mut nodes, Node::text(&format!("Count: {}", self.counter), "com.xagent.sim:id/counter", l.counter));
+            let mut b = Node::text("Increment", "com.xagent.sim:id/increment", l.button);
+            b.class = "android.widget.Button";
+            b.clickable = true;
+            b.focusable = true;
+            b.desc = "Increment counter".into();
+            push(&mut nodes, b);
+            let mut t = Node::text(&self.text, "com.xagent.sim:id/input", l.text_field);
+            t.class = "android.widget.EditText";
+            t.clickable = true;
+            t.focusable = true;
+            t.focused = self.text_focused;
+            t.long_clickable = true;
+            push(&mut nodes, t);
+        } else {
+            push(&mut nodes, Node::text(pkg, "android:id/title", l.title));
+            push(&mut nodes, Node::text(&self.foreground.activity, "android:id/text1", l.counter));
+        }
+        format!(
+            "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">\
+             <node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"{}\" \
+             content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" \
+             focusable=\"false\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" \
+             selected=\"false\" bounds=\"{}\">{}</node></hierarchy>",
+            xml_escape(pkg),
+            full.bounds(),
+            nodes
+        )
+    }
+
+    /// Renders the screen as tightly packed RGBA_8888 rows (what `screencap` without `-p` emits).
+    /// No fonts: coloured blocks stand in for widgets, the counter is drawn as big seven-segment
+    /// digits and as a bar whose length grows with the counter, so pixels change on every tap.
+    pub fn render_rgba(&self) -> Vec<u8> {
+        let (w, h) = (self.width as usize, self.height as usize);
+        let mut c = Canvas { w, h, px: vec![0u8; w * h * 4] };
+        if !self.screen_on {
+            c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, [0, 0, 0, 255]);
+            return c.px;
+        }
+        let l = self.layout();
+        let bg = if self.on_home() { [236, 239, 241, 255] } else { package_color(&self.foreground.package) };
+        c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, bg);
+        c.fill(l.status_bar, [33, 33, 33, 255]);
+        c.fill(l.title, [96, 125, 139, 255]);
+        if self.on_home() {
+            c.fill(l.counter, [255, 255, 255, 255]);
+            c.digits(l.counter, self.counter, [20, 20, 20, 255]);
+            c.fill(l.button, [25, 118, 210, 255]);
+            c.fill(l.text_field, if self.text_focused { [255, 248, 225, 255] } else { [255, 255, 255, 255] });
+            // One small block per typed character.
+            let cell = (l.text_field.bottom - l.text_field.top) / 2;
+            for (i, _) in self.text.chars().enumerate() {
+                let x = l.text_field.left + 10 + i as i32 * (cell / 2 + 4);
+                if x + cell / 2 > l.text_field.right {
+                    break;
+                }
+                let top = l.text_field.top + cell / 2;
+                c.fill(Rect { left: x, top, right: x + cell / 2, bottom: top + cell }, [66, 66, 66, 255]);
+            }
+            c.fill(l.bar_area, [207, 216, 220, 255]);
+            let step = ((l.bar_area.right - l.bar_area.left) / 50).max(1);
+            let len = (self.counter.min(50) as i32) * step;
+            c.fill(Rect { right: l.bar_area.left + len, ..l.bar_area }, [67, 160, 71, 255]);
+        }
+        c.px
+    }
+
+    /// PNG of [`Ui::render_rgba`], what `screencap -p` emits. Fast compression: the sim runs in
+    /// debug builds in tests and a 1080x2400 frame must encode in well under a second.
+    pub fn render_png(&self) -> Vec<u8> {
+        let rgba = self.render_rgba();
+        let mut out = Vec::new();
+        let enc = PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::NoFilter);
+        if let Err(e) = enc.write_image(&rgba, self.width, self.height, ExtendedColorType::Rgba8) {
+            tracing::warn!(error = %e, "sim: png encoding failed");
+        }
+        out
+    }
+}
+
+fn package_color(pkg: &str) -> [u8; 4] {
+    let h = pkg.bytes().fold(2166136261u32, |a, b| (a ^ b as u32).wrapping_mul(16777619));
+    [(h & 0x7f) as u8 + 100, ((h >> 8) & 0x7f) as u8 + 100, ((h >> 16) & 0x7f) as u8 + 100, 255]
+}
+
+pub fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+struct Node {
+    text: String,
+    id: String,
+    class: &'static str,
+    desc: String,
+    clickable: bool,
+    focusable: bool,
+    focused: bool,
+    long_clickable: bool,
+    bounds: Rect,
+}
+
+impl Node {
+    fn text(text: &str, id: &str, bounds: Rect) -> Self {
+        Node {
+            text: text.into(),
+            id: id.into(),
+            class: "android.widget.TextView",
+            desc: String::new(),
+            clickable: false,
+            focusable: false,
+            focused: false,
+            long_clickable: false,
+            bounds,
+        }
+    }
+    fn render(&self, index: usize, pkg: &str) -> String {
+        format!(
+            "<node index=\"{index}\" text=\"{}\" resource-id=\"{}\" class=\"{}\" package=\"{}\" content-desc=\"{}\" \
+             checkable=\"false\" checked=\"false\" clickable=\"{}\" enabled=\"true\" focusable=\"{}\" focused=\"{}\" \
+             scrollable=\"false\" long-clickable=\"{}\" password=\"false\" selected=\"false\" bounds=\"{}\" />",
+            xml_escape(&self.text),
+            xml_escape(&self.id),
+            self.class,
+            xml_escape(pkg),
+            xml_escape(&self.desc),
+            self.clickable,
+            self.focusable,
+            self.focused,
+            self.long_clickable,
+            self.bounds.bounds()
+        )
+    }
+}
+
+struct Canvas {
+    w: usize,
+    h: usize,
+    px: Vec<u8>,
+}
+
+impl Canvas {
+    fn fill(&mut self, r: Rect, c: [u8; 4]) {
+        let x0 = r.left.clamp(0, self.w as i32) as usize;
+        let x1 = r.right.clamp(0, self.w as i32) as usize;
+        let y0 = r.top.clamp(0, self.h as i32) as usize;
+        let y1 = r.bottom.clamp(0, self.h as i32) as usize;
+        if x0 >= x1 {
+            return;
+        }
+        for y in y0..y1 {
+            let row = &mut self.px[(y * self.w + x0) * 4..(y * self.w + x1) * 4];
+            for p in row.chunks_exact_mut(4) {
+                p.copy_from_slice(&c);
+            }
+        }
+    }
+
+    /// Seven-segment digits, centred in `area`.
+    fn digits(&mut self, area: Rect, n: u32, c: [u8; 4]) {
+        // Segments: a b c d e f g as bits 0..6.
+        const SEG: [u8; 10] = [0x3f, 0x06, 0x5b, 0x4f, 0x66, 0x6d, 0x7d, 0x07, 0x7f, 0x6f];
+        let s = n.to_string();
+        let dh = (area.bottom - area.top) * 8 / 10;
+        let dw = dh / 2;
+        let t = (dh / 10).max(2);
+        let gap = t * 2;
+        let total = s.len() as i32 * (dw + gap) - gap;
+        let mut x = (area.left + area.right - total) / 2;
+        let y = (area.top + area.bottom - dh) / 2;
+        for ch in s.bytes() {
+            let m = SEG[(ch - b'0') as usize];
+            let half = y + dh / 2;
+            let segs = [
+                Rect { left: x, top: y, right: x + dw, bottom: y + t },
+                Rect { left: x + dw - t, top: y, right: x + dw, bottom: half },
+                Rect { left: x + dw - t, top: half, right: x + dw, bottom: y + dh },
+                Rect { left: x, top: y + dh - t, right: x + dw, bottom: y + dh },
+                Rect { left: x, top: half, right: x + t, bottom: y + dh },
+                Rect { left: x, top: y, right: x + t, bottom: half },
+                Rect { left: x, top: half - t / 2, right: x + dw, bottom: half + t - t / 2 },
+            ];
+            for (i, r) in segs.iter().enumerate() {
+                if m & (1 << i) != 0 {
+                    self.fill(*r, c);
+                }
+            }
+            x += dw + gap;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tap_inside_button_increments_outside_does_not() {
+        let mut ui = Ui::new(1080, 2400);
+        let b = ui.layout().button;
+        assert_eq!(ui.tap(b.right + 5, b.bottom + 5), TapOutcome::Nothing);
+        assert_eq!(ui.counter, 0);
+        let (x, y) = b.center();
+        assert_eq!(ui.tap(x, y), TapOutcome::Incremented);
+        assert_eq!(ui.counter, 1);
+        // Edges: left/top inclusive, right/bottom exclusive.
+        assert_eq!(ui.tap(b.left, b.top), TapOutcome::Incremented);
+        assert_eq!(ui.tap(b.right, b.bottom), TapOutcome::Nothing);
+        assert_eq!(ui.counter, 2);
+        assert!(ui.dump_xml().contains("text=\"Count: 2\""));
+    }
+
+    #[test]
+    fn taps_do_nothing_when_other_app_in_front() {
+        let mut ui = Ui::new(1080, 2400);
+        ui.launch(Activity {
+            package: "com.android.settings".into(),
+            activity: "com.android.settings.Settings".into(),
+        });
+        let (x, y) = ui.layout().button.center();
+        assert_eq!(ui.tap(x, y), TapOutcome::Nothing);
+        assert!(ui.key("KEYCODE_BACK"));
+        assert!(ui.on_home());
+    }
+
+    #[test]
+    fn xml_has_bounds_and_escapes_text() {
+        let mut ui = Ui::new(1080, 2400);
+        ui.type_text("a<b&\"c\"");
+        let xml = ui.dump_xml();
+        assert!(xml.contains("bounds=\"[337,900][742,1056]\""), "{xml}");
+        assert!(xml.contains("text=\"a&lt;b&amp;&quot;c&quot;\""));
+        assert!(xml.starts_with("<?xml"));
+        assert!(xml.ends_with("</hierarchy>"));
+    }
+
+    #[test]
+    fn pixels_depend_on_counter() {
+        let mut ui = Ui::new(108, 240);
+        let a = ui.render_rgba();
+        ui.counter = 7;
+        let b = ui.render_rgba();
+        assert_eq!(a.len(), 108 * 240 * 4);
+        assert_ne!(a, b);
+        let png = ui.render_png();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    }
+}

@@ -1,0 +1,298 @@
+//! Loopback tests that speak the raw ADB wire protocol to the sim (no adb binary needed), so the
+//! transport, flow control, shell v2 and sync behaviour are pinned independently of the adb
+//! version installed on the machine.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use super::services::{PacketReader, ID_EXIT, ID_STDOUT};
+use super::transport::*;
+use super::{Fault, SimConfig, SimPhone};
+
+const T: Duration = Duration::from_secs(10);
+
+struct Host {
+    sock: TcpStream,
+}
+
+impl Host {
+    async fn raw(addr: SocketAddr) -> Host {
+        Host { sock: TcpStream::connect(addr).await.expect("connect") }
+    }
+
+    async fn connect(addr: SocketAddr, maxdata: u32) -> (Host, String) {
+        let mut h = Host::raw(addr).await;
+        h.send(A_CNXN, A_VERSION, maxdata, b"host::features=shell_v2,cmd,stat_v2\0").await;
+        let m = h.recv().await.expect("CNXN reply");
+        assert_eq!(m.command, A_CNXN);
+        assert_eq!(m.arg0, A_VERSION);
+        assert_eq!(m.arg1, MAX_PAYLOAD);
+        (h, String::from_utf8_lossy(&m.data).into_owned())
+    }
+
+    async fn send(&mut self, cmd: u32, a0: u32, a1: u32, data: &[u8]) {
+        self.sock.write_all(&Message::new(cmd, a0, a1, data.to_vec()).encode()).await.expect("send");
+    }
+
+    /// Next message, `None` on EOF/reset.
+    async fn recv(&mut self) -> Option<Message> {
+        tokio::time::timeout(T, read_message(&mut self.sock)).await.expect("recv timed out").ok().flatten()
+    }
+
+    async fn open(&mut self, local: u32, service: &str) -> u32 {
+        let mut name = service.as_bytes().to_vec();
+        name.push(0);
+        self.send(A_OPEN, local, 0, &name).await;
+        let m = self.recv().await.expect("OPEN reply");
+        assert_eq!((m.command, m.arg1), (A_OKAY, local), "service {service} refused");
+        m.arg0
+    }
+
+    /// Collects a stream's data until CLSE, acknowledging every WRTE.
+    async fn read_to_close(&mut self, local: u32, remote: u32) -> Vec<u8> {
+        let mut data = Vec::new();
+        loop {
+            let m = self.recv().await.expect("stream data");
+            assert_eq!(m.arg1, local);
+            match m.command {
+                A_WRTE => {
+                    assert_eq!(m.arg0, remote);
+                    data.extend_from_slice(&m.data);
+                    self.send(A_OKAY, local, remote, &[]).await;
+                }
+                A_CLSE => return data,
+                other => panic!("unexpected {other:#x}"),
+            }
+        }
+    }
+}
+
+async fn sim() -> SimPhone {
+    SimPhone::start("127.0.0.1:0".parse().unwrap(), SimConfig::default()).await.unwrap()
+}
+
+fn v2_packets(data: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut pr = PacketReader::default();
+    pr.push(data);
+    std::iter::from_fn(|| pr.next_packet()).collect()
+}
+
+#[tokio::test]
+async fn handshake_banner_and_shell_v2() {
+    let sim = sim().await;
+    let (mut h, banner) = Host::connect(sim.addr(), 1024 * 1024).await;
+    assert!(banner.starts_with("device::ro.product.name="), "{banner}");
+    assert!(banner.contains(";ro.product.model=Pixel 7 (sim);"));
+    assert!(banner.contains("features=shell_v2,cmd,stat_v2,ls_v2"));
+    assert!(!banner.contains("delayed_ack"));
+    let remote = h.open(1, "shell,v2,raw:echo hi; exit 7").await;
+    let data = h.read_to_close(1, remote).await;
+    assert_eq!(v2_packets(&data), vec![(ID_STDOUT, b"hi\n".to_vec()), (ID_EXIT, vec![7])]);
+    // v1: raw bytes, stderr merged, no exit status.
+    let remote = h.open(2, "shell:nope").await;
+    assert_eq!(h.read_to_close(2, remote).await, b"/system/bin/sh: nope: inaccessible or not found\n");
+    assert_eq!(sim.commands(), vec!["echo hi; exit 7", "nope"]);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn unknown_service_is_refused_with_clse() {
+    let sim = sim().await;
+    let (mut h, _) = Host::connect(sim.addr(), 4096).await;
+    h.send(A_OPEN, 5, 0, b"jdwp:123\0").await;
+    let m = h.recv().await.unwrap();
+    assert_eq!((m.command, m.arg0, m.arg1), (A_CLSE, 0, 5));
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn waits_for_okay_before_next_wrte() {
+    let sim = sim().await;
+    let (mut h, _) = Host::connect(sim.addr(), 4096).await;
+    let remote = h.open(1, "exec:screencap").await;
+    let first = h.recv().await.unwrap();
+    assert_eq!(first.command, A_WRTE);
+    assert_eq!(first.data.len(), 4096, "peer's smaller maxdata must be respected");
+    // Without our OKAY nothing more may arrive.
+    let more = tokio::time::timeout(Duration::from_millis(300), read_message(&mut h.sock)).await;
+    assert!(more.is_err(), "sim sent a WRTE before receiving OKAY");
+    h.send(A_OKAY, 1, remote, &[]).await;
+    let mut total = first.data.len();
+    let mut header = first.data[..16].to_vec();
+    loop {
+        let m = h.recv().await.unwrap();
+        match m.command {
+            A_WRTE => {
+                total += m.data.len();
+                h.send(A_OKAY, 1, remote, &[]).await;
+            }
+            A_CLSE => break,
+            c => panic!("unexpected {c:#x}"),
+        }
+    }
+    assert_eq!(total, 16 + 1080 * 2400 * 4);
+    header.truncate(16);
+    assert_eq!(&header[..12], &[0x38, 4, 0, 0, 0x60, 9, 0, 0, 1, 0, 0, 0]);
+    sim.shutdown().await;
+}
+
+fn sync_req(id: &[u8; 4], arg: &[u8]) -> Vec<u8> {
+    let mut v = id.to_vec();
+    v.extend_from_slice(&(arg.len() as u32).to_le_bytes());
+    v.extend_from_slice(arg);
+    v
+}
+
+#[tokio::test]
+async fn sync_send_stat_recv_list() {
+    let sim = sim().await;
+    let (mut h, _) = Host::connect(sim.addr(), 256 * 1024).await;
+    let remote = h.open(1, "sync:").await;
+    let content: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+    let mut req = sync_req(b"SEND", b"/sdcard/new/dir/f.bin,33188");
+    for chunk in content.chunks(64 * 1024) {
+        req.extend(sync_req(b"DATA", chunk));
+    }
+    req.extend_from_slice(b"DONE");
+    req.extend_from_slice(&1_700_000_000u32.to_le_bytes());
+    req.extend(sync_req(b"STAT", b"/sdcard/new/dir/f.bin"));
+    req.extend(sync_req(b"STA2", b"/sdcard/missing"));
+    req.extend(sync_req(b"RECV", b"/sdcard/new/dir/f.bin"));
+    req.extend(sync_req(b"LIST", b"/sdcard/new/dir"));
+    req.extend(sync_req(b"QUIT", b""));
+    // Split at awkward boundaries: requests are a byte stream, not message aligned.
+    for (i, chunk) in req.chunks(7000).enumerate() {
+        h.send(A_WRTE, 1, remote, chunk).await;
+        let ack = h.recv().await.unwrap();
+        assert_eq!((ack.command, ack.arg0, ack.arg1), (A_OKAY, remote, 1), "chunk {i}");
+    }
+    let resp = h.read_to_close(1, remote).await;
+    let mut r = &resp[..];
+    let mut take = |n: usize| {
+        let (a, b) = r.split_at(n);
+        r = b;
+        a.to_vec()
+    };
+    assert_eq!(take(8), b"OKAY\0\0\0\0");
+    let st = take(16);
+    assert_eq!(&st[..4], b"STAT");
+    assert_eq!(u32::from_le_bytes(st[4..8].try_into().unwrap()), 0o100644);
+    assert_eq!(u32::from_le_bytes(st[8..12].try_into().unwrap()), 100_000);
+    assert_eq!(u32::from_le_bytes(st[12..16].try_into().unwrap()), 1_700_000_000);
+    let st2 = take(72);
+    assert_eq!(&st2[..4], b"STA2");
+    assert_eq!(u32::from_le_bytes(st2[4..8].try_into().unwrap()), 2, "ENOENT");
+    let mut got = Vec::new();
+    loop {
+        let hdr = take(8);
+        let n = u32::from_le_bytes(hdr[4..8].try_into().unwrap()) as usize;
+        match &hdr[..4] {
+            b"DATA" => {
+                assert!(n <= 64 * 1024);
+                got.extend(take(n));
+            }
+            b"DONE" => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(got, content);
+    let dent = take(20);
+    assert_eq!(&dent[..4], b"DENT");
+    assert_eq!(take(5), b"f.bin");
+    assert_eq!(&take(20)[..4], b"DONE");
+    assert!(r.is_empty());
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_peer_is_disconnected_without_harm() {
+    let sim = sim().await;
+    let mut h = Host::raw(sim.addr()).await;
+    h.sock.write_all(&[0xAB; 24]).await.unwrap();
+    assert!(h.recv().await.is_none(), "bad magic must close the connection");
+    // Oversized payload claim.
+    let mut h = Host::raw(sim.addr()).await;
+    let mut m = Message::new(A_CNXN, A_VERSION, 4096, vec![]).encode();
+    m[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+    h.sock.write_all(&m).await.unwrap();
+    assert!(h.recv().await.is_none());
+    // Messages for unknown streams and before CNXN are ignored; the sim keeps working.
+    let mut h = Host::raw(sim.addr()).await;
+    h.send(A_WRTE, 9, 9, b"x").await;
+    h.send(A_OPEN, 1, 0, b"shell:id\0").await;
+    h.send(A_CNXN, A_VERSION, 4096, b"host::\0").await;
+    assert_eq!(h.recv().await.unwrap().command, A_CNXN);
+    h.send(A_OKAY, 3, 4, &[]).await;
+    h.send(A_CLSE, 3, 4, &[]).await;
+    let remote = h.open(2, "shell:echo ok").await;
+    assert_eq!(h.read_to_close(2, remote).await, b"ok\n");
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn unauthorized_fault_loops_on_auth() {
+    let sim = sim().await;
+    sim.set_fault(Fault::Unauthorized);
+    let mut h = Host::raw(sim.addr()).await;
+    h.send(A_CNXN, A_VERSION, 4096, b"host::\0").await;
+    for _ in 0..3 {
+        let m = h.recv().await.unwrap();
+        assert_eq!((m.command, m.arg0, m.data.len()), (A_AUTH, AUTH_TOKEN, 20));
+        h.send(A_AUTH, AUTH_SIGNATURE, 0, &[1; 256]).await;
+    }
+    let _token = h.recv().await.unwrap();
+    h.send(A_AUTH, AUTH_RSAPUBLICKEY, 0, b"QAAAA... user@host\0").await;
+    let none = tokio::time::timeout(Duration::from_millis(200), read_message(&mut h.sock)).await;
+    assert!(none.is_err(), "public key must leave the device waiting for the user");
+    // "User accepts": the next AUTH completes the handshake.
+    sim.set_fault(Fault::None);
+    h.send(A_AUTH, AUTH_RSAPUBLICKEY, 0, b"QAAAA... user@host\0").await;
+    assert_eq!(h.recv().await.unwrap().command, A_CNXN);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn hang_then_drop_connections() {
+    let sim = sim().await;
+    let (mut h, _) = Host::connect(sim.addr(), 4096).await;
+    sim.set_fault(Fault::Hang);
+    let _remote = h.open(1, "shell,v2,raw:echo never").await;
+    let waited = tokio::time::timeout(Duration::from_millis(300), read_message(&mut h.sock)).await;
+    assert!(waited.is_err(), "hung command answered");
+    assert_eq!(sim.commands(), vec!["echo never"]);
+    sim.drop_connections();
+    assert!(h.recv().await.is_none(), "connection must be closed");
+    // Offline: new connections are closed immediately.
+    sim.set_fault(Fault::Offline);
+    let mut h = Host::raw(sim.addr()).await;
+    h.send(A_CNXN, A_VERSION, 4096, b"host::\0").await;
+    assert!(h.recv().await.is_none());
+    sim.set_fault(Fault::None);
+    let (mut h, _) = Host::connect(sim.addr(), 4096).await;
+    let remote = h.open(1, "exec:echo back").await;
+    assert_eq!(h.read_to_close(1, remote).await, b"back\n");
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn framebuffer_and_streamed_install() {
+    let sim = sim().await;
+    let (mut h, _) = Host::connect(sim.addr(), 256 * 1024).await;
+    let remote = h.open(1, "framebuffer:").await;
+    let fb = h.read_to_close(1, remote).await;
+    let word = |i: usize| u32::from_le_bytes(fb[i * 4..i * 4 + 4].try_into().unwrap());
+    assert_eq!((word(0), word(1), word(4), word(5)), (2, 32, 1080, 2400));
+    assert_eq!(fb.len(), 56 + word(3) as usize);
+    // adb_client / adb install streaming: `exec:cmd package 'install' -S N` + N bytes of APK.
+    let apk = b"PK\x03\x04 pretend apk";
+    let remote = h.open(2, &format!("exec:cmd package 'install' -S {}", apk.len())).await;
+    h.send(A_WRTE, 2, remote, &apk[..5]).await;
+    assert_eq!(h.recv().await.unwrap().command, A_OKAY);
+    h.send(A_WRTE, 2, remote, &apk[5..]).await;
+    assert_eq!(h.recv().await.unwrap().command, A_OKAY);
+    assert_eq!(h.read_to_close(2, remote).await, b"Success\n");
+    sim.shutdown().await;
+}
