@@ -171,6 +171,27 @@ pub fn prepare_data_dir(dir: &std::path::Path) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Resolves `HOST:PORT` adb server addresses to IPv4 socket addresses (the adb client library speaks IPv4).
+pub fn resolve_adb_servers(list: &[String]) -> Result<Vec<std::net::SocketAddrV4>, ConfigError> {
+    use std::net::ToSocketAddrs;
+    let mut out = Vec::new();
+    for s in list {
+        let err = |why: String| ConfigError { code: exit::CONFIG, message: format!("--adb-server {s:?}: {why}") };
+        let addrs = s.to_socket_addrs().map_err(|e| err(format!("{e} (expected HOST:PORT, e.g. 127.0.0.1:5037)")))?;
+        let v4 = addrs
+            .filter_map(|a| match a {
+                SocketAddr::V4(v4) => Some(v4),
+                SocketAddr::V6(_) => None,
+            })
+            .next()
+            .ok_or_else(|| err("no IPv4 address (adb servers are reached over IPv4)".into()))?;
+        if !out.contains(&v4) {
+            out.push(v4);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +205,17 @@ mod tests {
         assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
         assert!(parse_duration("1d").unwrap_err().contains("unknown unit"));
         assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn adb_servers_resolve_to_ipv4() {
+        let v =
+            resolve_adb_servers(&["127.0.0.1:5037".into(), "localhost:5038".into(), "127.0.0.1:5037".into()]).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].port(), 5037);
+        let e = resolve_adb_servers(&["nonsense".into()]).unwrap_err();
+        assert_eq!(e.code, exit::CONFIG);
+        assert!(e.message.contains("HOST:PORT"), "{}", e.message);
     }
 
     #[test]

@@ -1,11 +1,10 @@
 //! `xagent-adb-connector`: parses the command line and hands over to the library. No logic of its own.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Parser;
 use xagent_adb_connector::cli::{self, Cli, Command, LogFormat};
-use xagent_adb_connector::device::NoDevices;
+use xagent_adb_connector::device::adb::AdbBackend;
 use xagent_adb_connector::run::{self, ServeConfig};
 use xagent_adb_connector::tools::Registry;
 
@@ -32,9 +31,10 @@ fn main() -> ExitCode {
                 Ok(k) => k,
                 Err(e) => return fail(e),
             };
+            let adb = AdbBackend::new(Vec::new());
             let card = xagent_adb_connector::channels::Hub::build_card(
-                &Registry::empty(),
-                &NoDevices::default(),
+                &Registry::device_tools(&adb),
+                adb.as_ref(),
                 api_key.is_some(),
             );
             println!("{}", serde_json::to_string_pretty(&card).expect("card serialises"));
@@ -43,6 +43,10 @@ fn main() -> ExitCode {
         Command::Serve(args) => {
             let api_key = match cli::resolve_api_key(&args.key) {
                 Ok(k) => k,
+                Err(e) => return fail(e),
+            };
+            let servers = match cli::resolve_adb_servers(&args.adb_servers) {
+                Ok(s) => s,
                 Err(e) => return fail(e),
             };
             let cfg = ServeConfig {
@@ -56,7 +60,9 @@ fn main() -> ExitCode {
             };
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
             rt.block_on(async move {
-                let running = match run::start(cfg, Registry::empty(), Arc::new(NoDevices::default())).await {
+                let adb = AdbBackend::new(servers);
+                let registry = Registry::device_tools(&adb);
+                let running = match run::start(cfg, registry, adb).await {
                     Ok(r) => r,
                     Err(e) => return fail(e),
                 };

@@ -100,6 +100,7 @@ pub async fn start(cfg: ServeConfig, registry: Registry, backend: Arc<dyn Backen
         shutdown: shutdown_rx.clone(),
         tasks: Tracker::default(),
     });
+    hub.backend().clone().start(shutdown_rx.clone());
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));
     tokio::spawn(hub.clone().watch_devices(shutdown_rx.clone()));
     let done = tokio::spawn(server::serve(listener, app));

@@ -243,10 +243,20 @@ async fn channels_descriptor_auth_and_tool_routing() {
     assert_eq!((a["type"].as_str(), error_code(&a)), (Some("tool.invoke.ack"), "tool_not_found"));
     assert_eq!(a["payload"]["tool_id"], "android_nope");
 
-    // Without a device backend the auth flow is not offered: a clear error, not silence.
+    // No adb server answers here, so there is nothing to bind: a clear failure, not silence.
     let a = c.request("auth.start", Some(&ch), json!({"flow_id": "adb_device", "input": {}})).await;
-    assert_eq!((a["type"].as_str(), error_code(&a)), (Some("auth.start.ack"), "auth_flow_not_found"));
+    assert_eq!((a["type"].as_str(), error_code(&a)), (Some("auth.start.ack"), "device_not_found"));
     assert_eq!(a["payload"]["status"], "failed");
+    let a = c.request("auth.start", Some(&ch), json!({"flow_id": "qr_login"})).await;
+    assert_eq!(error_code(&a), "auth_flow_not_found");
+    let a = c
+        .request(
+            "tool.invoke",
+            Some(&ch),
+            json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": 1, "y": 1}}),
+        )
+        .await;
+    assert_eq!(error_code(&a), "connection_not_authenticated");
     let a = c.request("auth.status", Some(&ch), json!({"auth_session_id": "auth_x"})).await;
     assert_eq!(error_code(&a), "auth_session_not_found");
     let a = c.request("auth.cancel", Some(&ch), json!({"auth_session_id": "auth_x"})).await;

@@ -1,6 +1,10 @@
 //! The device side as the connector core sees it: a [`Backend`] that knows which devices exist, in which state,
 //! and tells when that changes. Only this module tree talks ADB.
 
+pub mod adb;
+pub mod host;
+pub mod shell;
+
 use std::fmt;
 
 use tokio::sync::broadcast;
@@ -54,12 +58,14 @@ pub struct DeviceInfo {
 pub trait Backend: Send + Sync + 'static {
     /// The card's `auth_flows` (device binding).
     fn auth_flows(&self) -> Vec<AuthFlow>;
-    /// Current snapshot of all known devices that the operator allows binding.
+    /// Current snapshot of all known devices (the channel layer applies the operator's allowlist).
     fn devices(&self) -> Vec<DeviceInfo>;
     /// Every state change of a device is announced here.
     fn subscribe(&self) -> broadcast::Receiver<DeviceKey>;
     /// A channel released the device (logout, lease expiry): stop per-device work that only it needed.
     fn released(&self, _key: &DeviceKey) {}
+    /// Starts background work (device tracking) that runs until `shutdown` flips.
+    fn start(self: std::sync::Arc<Self>, _shutdown: tokio::sync::watch::Receiver<bool>) {}
 
     fn info(&self, key: &DeviceKey) -> Option<DeviceInfo> {
         self.devices().into_iter().find(|d| &d.key == key)

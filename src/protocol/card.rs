@@ -274,3 +274,63 @@ mod tests {
         assert!(!is_valid_skill_name("connector_device"));
     }
 }
+
+#[cfg(test)]
+mod cross_rules {
+    //! Every §4.1 cross-rule, each broken on purpose on the production card.
+    use super::*;
+    use crate::channels::Hub;
+    use crate::device::adb::AdbBackend;
+    use crate::protocol::SKILL_NAME;
+    use crate::tools::Registry;
+
+    fn card() -> Card {
+        let adb = AdbBackend::new(Vec::new());
+        Hub::build_card(&Registry::device_tools(&adb), adb.as_ref(), true)
+    }
+
+    fn broken(f: impl FnOnce(&mut Card), needle: &str) {
+        let mut c = card();
+        f(&mut c);
+        let errs = validate(&c, SKILL_NAME);
+        assert!(errs.iter().any(|e| e.contains(needle)), "expected a violation mentioning {needle:?}, got {errs:?}");
+    }
+
+    #[test]
+    fn the_production_card_is_valid() {
+        let c = card();
+        assert_eq!(validate(&c, SKILL_NAME), Vec::<String>::new());
+        assert!(c.tools.len() >= 10);
+        assert!(c.tools.iter().all(|t| t.related_skill_ids == vec![SKILL_NAME] && t.profile == "xagent.device.v1"));
+    }
+
+    #[test]
+    fn each_rule_is_enforced() {
+        broken(|c| c.connector_card_id = "", "connector_card_id is required");
+        broken(|c| c.connector.name = "", "connector.name");
+        broken(|c| c.supports.target_types.clear(), "target_types must not be empty");
+        broken(|c| c.supports.target_types = vec!["phone"], "unknown type phone");
+        broken(|c| c.supports.profiles.clear(), "profiles must not be empty");
+        broken(|c| c.supports.profiles.push("xagent.im.v2"), "profile xagent.im.v2 shares no target type");
+        broken(|c| c.supports.profiles.push("acme.custom"), "not a standard profile");
+        broken(|c| c.supports.targets[0].target_type = "im", "supports.targets has target_type im");
+        broken(|c| c.tools[0].tool_id = "bad id".into(), "must match");
+        broken(|c| c.tools[1].tool_id = c.tools[0].tool_id.clone(), "declared twice");
+        broken(|c| c.tools[0].profile = "xagent.im.v2", "is not in supports.profiles");
+        broken(|c| c.tools[0].related_skill_ids = vec!["android-device-control"], "related skill");
+        broken(|c| c.tools[0].input_schema["type"] = json!("array"), "object schema");
+        broken(
+            |c| c.tools[0].input_schema["properties"]["connector_channel_id"]["type"] = json!("integer"),
+            "must be a string",
+        );
+        broken(|c| c.tools[0].input_schema["required"] = json!([]), "required must contain connector_channel_id");
+        broken(
+            |c| c.tools[0].input_schema["properties"]["connector_card_id"] = json!({"type": "string"}),
+            "connector_card_id",
+        );
+        broken(|c| c.tools[0].output_schema = json!(true), "output_schema");
+        broken(|c| c.auth_flows.push(c.auth_flows[0].clone()), "auth flow adb_device is declared twice");
+        broken(|c| c.auth_flows[0].target_type = "im", "target_type im not in");
+        broken(|c| c.auth_flows[0].fields.clear(), "form flow needs at least one field");
+    }
+}

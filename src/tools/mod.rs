@@ -1,7 +1,13 @@
 //! The tool registry: the single source of the card's `tools`, the descriptor's tool list, argument validation and
 //! dispatch. Device tools live one family per file next to this module.
 
+pub mod apps;
+pub mod device;
+pub mod input;
+pub mod logcat;
 pub mod schema;
+pub mod status;
+pub mod ui;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -77,6 +83,16 @@ impl Registry {
             reg.tools.push((spec, input, tool));
         }
         Ok(reg)
+    }
+
+    /// The production registry: every device tool, one family per file.
+    pub fn device_tools(adb: &Arc<crate::device::adb::AdbBackend>) -> Registry {
+        let mut tools = status::tools(adb);
+        tools.extend(input::tools(adb));
+        tools.extend(ui::tools(adb));
+        tools.extend(apps::tools(adb));
+        tools.extend(logcat::tools(adb));
+        Registry::new(tools).expect("the built-in tool registry is valid (checked by tests)")
     }
 
     pub fn empty() -> Registry {

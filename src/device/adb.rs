@@ -1,0 +1,381 @@
+//! The ADB backend: follows every configured adb server's device list (track-devices plus a 1 s poll), and runs device operations through
+//! `adb_client` on blocking threads under a deadline, in order per device for side effects.
+//!
+//! Ordering: each device has a FIFO async mutex. A side-effecting operation holds it *until its blocking call
+//! returns*, even past its own deadline: if a device hangs, later side effects queue behind the stuck one (and time
+//! out themselves) instead of overtaking it, and the device recovers by itself once the call returns. Observations
+//! take no lock. `adb_client` sockets have no read timeout, so a hung call parks one blocking-pool thread until the
+//! adb server drops the stream; the caller is answered `device_timeout` at the deadline regardless.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, SocketAddrV4};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use adb_client::server_device::ADBServerDevice;
+use adb_client::{ADBDeviceExt, RustADBError};
+use tokio::sync::{broadcast, watch};
+
+use super::host;
+use super::shell::{split_exit_marker, with_exit_marker};
+use super::{Backend, DeviceInfo, DeviceKey, DeviceState};
+use crate::protocol::card::{AuthField, AuthFlow};
+use crate::protocol::errors::{ErrorCode, ProtoError};
+
+/// Output of one shell command.
+#[derive(Clone, Debug)]
+pub struct ShellOut {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+pub struct AdbBackend {
+    servers: Vec<SocketAddrV4>,
+    devices: Mutex<HashMap<DeviceKey, DeviceInfo>>,
+    changes: broadcast::Sender<DeviceKey>,
+    locks: Mutex<HashMap<DeviceKey, Arc<tokio::sync::Mutex<()>>>>,
+    screen: Mutex<HashMap<DeviceKey, (u32, u32)>>,
+    reachable: Mutex<HashMap<SocketAddrV4, bool>>,
+}
+
+fn state_of(adb_state: &str) -> DeviceState {
+    match adb_state {
+        "device" => DeviceState::Online,
+        "unauthorized" | "authorizing" => DeviceState::Unauthorized,
+        _ => DeviceState::Offline,
+    }
+}
+
+/// Maps an `adb_client` failure to a stable code. Messages come from the adb server, never carry secrets.
+pub fn map_adb_error(e: RustADBError) -> ProtoError {
+    let text = e.to_string();
+    let lower = text.to_lowercase();
+    let code = if lower.contains("unauthorized") {
+        ErrorCode::DeviceUnauthorized
+    } else if lower.contains("offline") || lower.contains("not found") || lower.contains("no devices") {
+        ErrorCode::DeviceOffline
+    } else if matches!(e, RustADBError::IOError(ref io) if io.kind() == std::io::ErrorKind::ConnectionRefused) {
+        return ProtoError::new(ErrorCode::DeviceOffline, "the adb server is not reachable");
+    } else {
+        ErrorCode::ToolInvokeFailed
+    };
+    ProtoError::new(code, format!("adb: {text}"))
+}
+
+impl AdbBackend {
+    pub fn new(servers: Vec<SocketAddrV4>) -> Arc<AdbBackend> {
+        Arc::new(AdbBackend {
+            servers,
+            devices: Mutex::new(HashMap::new()),
+            changes: broadcast::channel(256).0,
+            locks: Mutex::new(HashMap::new()),
+            screen: Mutex::new(HashMap::new()),
+            reachable: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn servers(&self) -> &[SocketAddrV4] {
+        &self.servers
+    }
+
+    /// Starts one tracker per adb server; they run until `shutdown`.
+    pub fn spawn_trackers(self: &Arc<Self>, shutdown: watch::Receiver<bool>) {
+        for &server in &self.servers {
+            tokio::spawn(self.clone().track(server, shutdown.clone()));
+        }
+    }
+
+    /// Follows `host:track-devices-l` of one server; reconnects with backoff when the server goes away, in which
+    /// case all of its devices are reported gone until it is back.
+    async fn track(self: Arc<Self>, server: SocketAddrV4, mut shutdown: watch::Receiver<bool>) {
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            match host::Tracker::open(SocketAddr::V4(server)).await {
+                Ok(mut t) => {
+                    backoff = Duration::from_millis(200);
+                    self.set_reachable(server, true);
+                    // track-devices misses some transitions (adb 29 does not announce offline → unauthorized),
+                    // so a once-a-second `devices-l` poll reconciles the list as well.
+                    let mut poll = tokio::time::interval(Duration::from_secs(1));
+                    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    loop {
+                        tokio::select! {
+                            _ = shutdown.changed() => return,
+                            r = t.next() => match r {
+                                Ok(list) => self.apply(server, list),
+                                Err(e) => {
+                                    tracing::warn!(%server, error = %e, "adb server device tracking interrupted");
+                                    break;
+                                }
+                            },
+                            _ = poll.tick() => match host::devices(SocketAddr::V4(server)).await {
+                                Ok(list) => self.apply(server, list),
+                                Err(e) => {
+                                    tracing::warn!(%server, error = %e, "adb server stopped answering");
+                                    break;
+                                }
+                            },
+                        }
+                    }
+                }
+                Err(e) => {
+                    if self.set_reachable(server, false) {
+                        tracing::warn!(%server, error = %e, "adb server unreachable; retrying");
+                    }
+                }
+            }
+            self.apply(server, Vec::new());
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// Records reachability; returns true when it changed to unreachable (log once per outage).
+    fn set_reachable(&self, server: SocketAddrV4, up: bool) -> bool {
+        let prev = self.reachable.lock().unwrap_or_else(|e| e.into_inner()).insert(server, up);
+        if up && prev == Some(false) {
+            tracing::info!(%server, "adb server reachable again");
+        }
+        !up && prev != Some(false)
+    }
+
+    pub fn is_reachable(&self, server: SocketAddrV4) -> bool {
+        self.reachable.lock().unwrap_or_else(|e| e.into_inner()).get(&server).copied().unwrap_or(false)
+    }
+
+    /// Replaces the device list of `server` and announces every device whose state or presence changed.
+    fn apply(&self, server: SocketAddrV4, list: Vec<host::ListedDevice>) {
+        let server_s = server.to_string();
+        let mut changed = Vec::new();
+        {
+            let mut map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+            let mut seen = Vec::new();
+            for d in list {
+                let key = DeviceKey { server: server_s.clone(), serial: d.serial };
+                let state = state_of(&d.state);
+                let model = d.model.filter(|m| !m.is_empty()).unwrap_or_else(|| "Android device".into());
+                let info = DeviceInfo { key: key.clone(), state, model };
+                if map.get(&key) != Some(&info) {
+                    changed.push(key.clone());
+                    map.insert(key.clone(), info);
+                }
+                seen.push(key);
+            }
+            let gone: Vec<DeviceKey> =
+                map.keys().filter(|k| k.server == server_s && !seen.contains(k)).cloned().collect();
+            for k in gone {
+                map.remove(&k);
+                changed.push(k);
+            }
+        }
+        for key in changed {
+            self.screen.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+            let state = self.info(&key).map_or("gone", |d| d.state.as_str());
+            tracing::info!(device = %key, state, "device state changed");
+            let _ = self.changes.send(key);
+        }
+    }
+
+    fn lock_for(&self, key: &DeviceKey) -> Arc<tokio::sync::Mutex<()>> {
+        self.locks.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default().clone()
+    }
+
+    fn server_addr(key: &DeviceKey) -> Result<SocketAddrV4, ProtoError> {
+        key.server.parse().map_err(|_| ProtoError::new(ErrorCode::Internal, "binding names an unknown adb server"))
+    }
+
+    /// Runs `op` against the device on a blocking thread within `deadline`. `ordered` operations (side effects)
+    /// run one at a time per device, in arrival order.
+    pub async fn run<T, F>(&self, key: &DeviceKey, ordered: bool, deadline: Duration, op: F) -> Result<T, ProtoError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut ADBServerDevice) -> Result<T, RustADBError> + Send + 'static,
+    {
+        let started = Instant::now();
+        let server = Self::server_addr(key)?;
+        let guard = if ordered {
+            match tokio::time::timeout(deadline, self.lock_for(key).lock_owned()).await {
+                Ok(g) => Some(g),
+                Err(_) => {
+                    return Err(ProtoError::new(
+                        ErrorCode::DeviceTimeout,
+                        format!("the device's previous command is still running after {} ms", deadline.as_millis()),
+                    ))
+                }
+            }
+        } else {
+            None
+        };
+        let serial = key.serial.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let _order = guard; // released when the device call really returns
+            let mut dev = ADBServerDevice::new(serial, Some(server));
+            op(&mut dev)
+        });
+        match tokio::time::timeout(deadline.saturating_sub(started.elapsed()), task).await {
+            Err(_) => Err(ProtoError::new(
+                ErrorCode::DeviceTimeout,
+                format!("the device did not answer within {} ms", deadline.as_millis()),
+            )),
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "device operation panicked");
+                Err(ProtoError::new(ErrorCode::Internal, "the device operation failed unexpectedly"))
+            }
+            Ok(Ok(r)) => r.map_err(map_adb_error),
+        }
+    }
+
+    /// Runs one shell command and returns its output and exit status (recovered through an exit marker).
+    pub async fn shell(
+        &self,
+        key: &DeviceKey,
+        cmd: &str,
+        ordered: bool,
+        deadline: Duration,
+    ) -> Result<ShellOut, ProtoError> {
+        let full = with_exit_marker(cmd);
+        let (out, err) = self
+            .run(key, ordered, deadline, move |dev| {
+                let (mut out, mut err) = (Vec::new(), Vec::new());
+                dev.shell_command(&full, Some(&mut out), Some(&mut err))?;
+                Ok((out, err))
+            })
+            .await?;
+        let (stdout, code) = split_exit_marker(&out).ok_or_else(|| {
+            ProtoError::new(ErrorCode::ToolInvokeFailed, "the device closed the shell before the command finished")
+        })?;
+        Ok(ShellOut {
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&err).into_owned(),
+            code,
+        })
+    }
+
+    /// Like [`AdbBackend::shell`] but a non-zero exit is an error carrying the command's own message.
+    pub async fn shell_ok(
+        &self,
+        key: &DeviceKey,
+        cmd: &str,
+        ordered: bool,
+        deadline: Duration,
+    ) -> Result<String, ProtoError> {
+        let out = self.shell(key, cmd, ordered, deadline).await?;
+        if out.code != 0 {
+            let msg = if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() };
+            let msg: String = msg.chars().take(300).collect();
+            return Err(ProtoError::new(
+                ErrorCode::ToolInvokeFailed,
+                format!("device command failed (exit {}): {msg}", out.code),
+            ));
+        }
+        Ok(out.stdout)
+    }
+
+    /// The device's screen size in pixels (`wm size`; an override wins), cached until the device changes state.
+    pub async fn screen_size(&self, key: &DeviceKey) -> Result<(u32, u32), ProtoError> {
+        if let Some(s) = self.screen.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+            return Ok(*s);
+        }
+        let out = self.shell_ok(key, "wm size", false, Duration::from_secs(5)).await?;
+        let size = parse_wm_size(&out)
+            .ok_or_else(|| ProtoError::new(ErrorCode::ToolInvokeFailed, "could not read the screen size (wm size)"))?;
+        self.screen.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), size);
+        Ok(size)
+    }
+}
+
+/// `Physical size: 1080x2400` / `Override size: 720x1600` → the size in effect.
+pub fn parse_wm_size(text: &str) -> Option<(u32, u32)> {
+    let find = |prefix: &str| {
+        text.lines().find_map(|l| l.trim().strip_prefix(prefix)).and_then(|v| {
+            let (w, h) = v.trim().split_once('x')?;
+            Some((w.trim().parse().ok()?, h.trim().parse().ok()?))
+        })
+    };
+    find("Override size:").or_else(|| find("Physical size:"))
+}
+
+impl Backend for AdbBackend {
+    fn auth_flows(&self) -> Vec<AuthFlow> {
+        vec![AuthFlow {
+            id: "adb_device",
+            target_type: "device",
+            kind: "form",
+            title: "绑定 Android 设备",
+            description: Some(
+                "Bind one Android phone attached to this connector's adb server(s). Leave the serial empty to take \
+                 any free online phone.",
+            ),
+            fields: vec![AuthField {
+                name: "serial",
+                label: "设备序列号 (可选)",
+                input_type: "text",
+                required: false,
+                placeholder: Some("as printed by `adb devices`, e.g. R58N123ABC"),
+                help_text: Some("Empty: bind any free, online, authorised device."),
+            }],
+        }]
+    }
+
+    fn devices(&self) -> Vec<DeviceInfo> {
+        let mut v: Vec<DeviceInfo> = self.devices.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        v.sort_by(|a, b| a.key.cmp(&b.key));
+        v
+    }
+
+    fn info(&self, key: &DeviceKey) -> Option<DeviceInfo> {
+        self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<DeviceKey> {
+        self.changes.subscribe()
+    }
+
+    fn start(self: Arc<Self>, shutdown: watch::Receiver<bool>) {
+        self.spawn_trackers(shutdown);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wm_size_prefers_override() {
+        assert_eq!(parse_wm_size("Physical size: 1080x2400\n"), Some((1080, 2400)));
+        assert_eq!(parse_wm_size("Physical size: 1080x2400\nOverride size: 720x1600\n"), Some((720, 1600)));
+        assert_eq!(parse_wm_size("garbage"), None);
+    }
+
+    #[test]
+    fn adb_states_map_to_device_states() {
+        assert_eq!(state_of("device"), DeviceState::Online);
+        assert_eq!(state_of("unauthorized"), DeviceState::Unauthorized);
+        assert_eq!(state_of("offline"), DeviceState::Offline);
+        assert_eq!(state_of("recovery"), DeviceState::Offline);
+    }
+
+    #[test]
+    fn apply_announces_changes_only() {
+        let b = AdbBackend::new(vec!["127.0.0.1:5037".parse().unwrap()]);
+        let mut rx = b.subscribe();
+        let server: SocketAddrV4 = "127.0.0.1:5037".parse().unwrap();
+        let dev =
+            |s: &str, st: &str| host::ListedDevice { serial: s.into(), state: st.into(), model: Some("P".into()) };
+        b.apply(server, vec![dev("A", "device"), dev("B", "unauthorized")]);
+        assert_eq!(rx.try_recv().unwrap().serial, "A");
+        assert_eq!(rx.try_recv().unwrap().serial, "B");
+        b.apply(server, vec![dev("A", "device"), dev("B", "unauthorized")]);
+        assert!(rx.try_recv().is_err(), "no change, no announcement");
+        b.apply(server, vec![dev("B", "device")]);
+        let mut got = vec![rx.try_recv().unwrap().serial, rx.try_recv().unwrap().serial];
+        got.sort();
+        assert_eq!(got, vec!["A", "B"]);
+        assert_eq!(b.devices().len(), 1);
+        assert_eq!(b.devices()[0].state, DeviceState::Online);
+    }
+}

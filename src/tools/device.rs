@@ -1,0 +1,112 @@
+//! Shared plumbing of the device tools: a closure-backed [`Tool`], argument readers, and the checks every control
+//! tool applies (coordinates inside the screen, package names, tags).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{BoxFuture, Tool, ToolCall, ToolSpec};
+use crate::device::adb::AdbBackend;
+use crate::device::DeviceKey;
+use crate::protocol::errors::{ErrorCode, ProtoError};
+
+/// What a device tool body receives.
+pub struct Ctx {
+    pub adb: Arc<AdbBackend>,
+    pub device: DeviceKey,
+    pub args: Map<String, Value>,
+    pub spec: ToolSpec,
+    pub call: ToolCall,
+}
+
+type Body = dyn Fn(Ctx) -> BoxFuture<Result<Value, ProtoError>> + Send + Sync;
+
+/// A tool whose behaviour is an async function of [`Ctx`]; keeps each tool file to its spec and its logic.
+pub struct DeviceTool {
+    spec: ToolSpec,
+    adb: Arc<AdbBackend>,
+    body: Box<Body>,
+}
+
+pub fn tool<F, Fut>(spec: ToolSpec, adb: &Arc<AdbBackend>, body: F) -> Arc<dyn Tool>
+where
+    F: Fn(Ctx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ProtoError>> + Send + 'static,
+{
+    Arc::new(DeviceTool { spec, adb: adb.clone(), body: Box::new(move |c| Box::pin(body(c))) })
+}
+
+impl Tool for DeviceTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, call: ToolCall) -> BoxFuture<Result<Value, ProtoError>> {
+        let Some(device) = call.binding.clone() else {
+            return Box::pin(async {
+                Err(ProtoError::new(ErrorCode::ConnectionNotAuthenticated, "no device is bound to this channel"))
+            });
+        };
+        let ctx = Ctx { adb: self.adb.clone(), device, args: call.args.clone(), spec: self.spec.clone(), call };
+        (self.body)(ctx)
+    }
+}
+
+impl Ctx {
+    pub fn i64(&self, name: &str) -> Option<i64> {
+        self.args.get(name).and_then(Value::as_f64).map(|f| f as i64)
+    }
+    pub fn str(&self, name: &str) -> Option<&str> {
+        self.args.get(name).and_then(Value::as_str)
+    }
+    pub fn bool(&self, name: &str) -> Option<bool> {
+        self.args.get(name).and_then(Value::as_bool)
+    }
+
+    /// A point inside the device's screen (tool coordinates are device pixels). Returns the screen size.
+    pub async fn check_point(&self, x: i64, y: i64, what: &str) -> Result<(u32, u32), ProtoError> {
+        let (w, h) = self.adb.screen_size(&self.device).await?;
+        if x < 0 || y < 0 || x >= w as i64 || y >= h as i64 {
+            return Err(invalid(format!(
+                "{what} ({x}, {y}) is outside the screen: x must be 0..{} and y 0..{} (device pixels, {w}×{h})",
+                w - 1,
+                h - 1
+            )));
+        }
+        Ok((w, h))
+    }
+}
+
+pub fn invalid(msg: impl Into<String>) -> ProtoError {
+    ProtoError::new(ErrorCode::InvalidArguments, msg)
+}
+
+/// Java package names: `com.example.app` (segments of letters, digits, `_`; at least two; first char a letter).
+pub fn check_package(p: &str) -> Result<(), ProtoError> {
+    let ok = p.len() <= 255
+        && p.split('.').count() >= 2
+        && p.split('.').all(|seg| {
+            seg.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!("{p:?} is not an Android package name (like com.example.app)")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_names() {
+        assert!(check_package("com.android.settings").is_ok());
+        assert!(check_package("com.example.app_2").is_ok());
+        for bad in ["settings", "com.android.settings; reboot", "com..x", "1com.x", "com.x$(id)", "com.x y", ""] {
+            assert!(check_package(bad).is_err(), "{bad}");
+        }
+    }
+}

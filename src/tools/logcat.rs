@@ -1,0 +1,67 @@
+//! `android_logcat`: the tail of the device log, optionally filtered by tag and minimum priority.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::device::{invalid, tool};
+use super::{Tool, ToolSpec};
+use crate::device::adb::AdbBackend;
+
+/// Result size cap: logs are text and may be large; the agent asks for fewer lines or a tag instead.
+const MAX_BYTES: usize = 256 * 1024;
+
+pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
+    vec![tool(
+        ToolSpec {
+            id: "android_logcat",
+            title: "Read the device log",
+            description: "The last `lines` lines of logcat (default 200), optionally only one tag and/or a minimum \
+                          priority. Use it to diagnose crashes (tag AndroidRuntime, priority E).",
+            input: json!({"type": "object", "additionalProperties": false, "properties": {
+                "lines": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 200},
+                "tag": {"type": "string", "minLength": 1, "maxLength": 64, "description": "Only this log tag (letters, digits, _ . -)"},
+                "priority": {"type": "string", "enum": ["V", "D", "I", "W", "E", "F"], "default": "V", "description": "Minimum priority"}}}),
+            output: json!({"type": "object", "required": ["lines", "count", "truncated"], "properties": {
+                "lines": {"type": "array", "items": {"type": "string"}}, "count": {"type": "integer"}, "truncated": {"type": "boolean"}}}),
+            side_effect: false,
+            deadline: Duration::from_secs(20),
+        },
+        adb,
+        |c| async move {
+            let n = c.i64("lines").unwrap_or(200);
+            let pri = c.str("priority").unwrap_or("V").to_owned();
+            if !["V", "D", "I", "W", "E", "F"].contains(&pri.as_str()) {
+                return Err(invalid("argument `priority` must be one of V, D, I, W, E, F"));
+            }
+            let filter = match c.str("tag") {
+                Some(tag) => {
+                    if !tag.chars().all(|ch| ch.is_ascii_alphanumeric() || "_.-".contains(ch)) {
+                        return Err(invalid("argument `tag` may contain only letters, digits, `_`, `.` and `-`"));
+                    }
+                    format!("{tag}:{pri} *:S")
+                }
+                None => format!("*:{pri}"),
+            };
+            let out = c
+                .adb
+                .shell_ok(&c.device, &format!("logcat -d -v threadtime -t {n} {filter}"), false, c.spec.deadline)
+                .await?;
+            let mut total = 0;
+            let mut lines = Vec::new();
+            let mut truncated = false;
+            // Keep the newest lines when over the cap.
+            for l in out.lines().rev().filter(|l| !l.starts_with("--------- beginning of")) {
+                total += l.len() + 1;
+                if total > MAX_BYTES {
+                    truncated = true;
+                    break;
+                }
+                lines.push(l);
+            }
+            lines.reverse();
+            Ok(json!({"count": lines.len(), "truncated": truncated, "lines": lines}))
+        },
+    )]
+}

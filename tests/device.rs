@@ -1,0 +1,243 @@
+//! The whole path: real connector binary → real adb server (Debian `adb`) → simulated phone speaking the ADB
+//! transport protocol, all on loopback. Effects are asserted on the phone's own event log.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::adb::*;
+use common::*;
+use serde_json::{json, Value};
+use xagent_adb_connector::sim::{Fault, InputEvent, SimPhone};
+
+struct Rig {
+    adb: Arc<AdbServer>,
+    sim: SimPhone,
+    serial: String,
+    _srv: Server,
+    c: Client,
+    ch: String,
+    _dir: tempfile::TempDir,
+}
+
+/// adb server + sim + connector; hello, open, bind (pool semantics: no serial given).
+async fn rig() -> Rig {
+    let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("127.0.0.1:{}", adb.port);
+    let srv = Server::start(dir.path(), &["--adb-server", &server], &[]);
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let (ch, _) = c.open(None).await;
+    // The tracker needs a moment to see the device after start-up.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let a = c.request("auth.start", Some(&ch), json!({"flow_id": "adb_device"})).await;
+        if a["payload"]["status"] == "authenticated" {
+            let d = &a["payload"]["connection_descriptor"];
+            assert_eq!(d["connection"]["status"], "connected");
+            assert!(d["tools"].as_array().unwrap().iter().all(|t| t["status"] == "available"));
+            break;
+        }
+        assert!(Instant::now() < deadline, "never bound: {a}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Rig { adb, sim, serial, _srv: srv, c, ch, _dir: dir }
+}
+
+impl Rig {
+    async fn invoke(&mut self, tool: &str, args: Value) -> Value {
+        let mut a = args;
+        a["connector_channel_id"] = json!(self.ch);
+        let ch = self.ch.clone();
+        let ack = self.c.request("tool.invoke", Some(&ch), json!({"tool_id": tool, "arguments": a})).await;
+        assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
+        ack
+    }
+
+    async fn ok(&mut self, tool: &str, args: Value) -> Value {
+        let ack = self.invoke(tool, args).await;
+        assert!(ack.get("error").is_none(), "{tool} failed: {ack}");
+        ack["payload"]["result"].clone()
+    }
+
+    /// Waits for the next descriptor push of this channel.
+    async fn push(&mut self) -> Value {
+        loop {
+            let v = self.c.recv().await;
+            if v["type"] == "connection.descriptor.push" {
+                assert_eq!(v["connector_channel_id"], json!(self.ch));
+                return v["payload"]["connection_descriptor"].clone();
+            }
+        }
+    }
+}
+
+fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(90), f)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_act_verify_through_the_real_adb_server() {
+    bounded(async {
+        let mut r = rig().await;
+        let status = r.ok("android_device_status", json!({})).await;
+        assert_eq!((status["screen_width"].as_u64(), status["screen_height"].as_u64()), (Some(1080), Some(2400)));
+        assert_eq!(status["android_version"], "14");
+        assert_eq!(status["foreground_package"], "com.android.launcher3");
+
+        // Observe: find the button, act: tap its centre, verify: the counter reads 1 in the UI tree.
+        let ui = r.ok("android_ui_dump", json!({})).await;
+        let button =
+            ui["elements"].as_array().unwrap().iter().find(|e| e["text"] == "Increment").expect("button").clone();
+        assert_eq!(button["clickable"], true);
+        let (x, y) = (button["center"][0].as_i64().unwrap(), button["center"][1].as_i64().unwrap());
+        let tap = r.ok("android_tap", json!({"x": x, "y": y})).await;
+        assert_eq!(tap, json!({"x": x, "y": y, "screen_width": 1080, "screen_height": 2400}));
+        assert_eq!(r.sim.counter(), 1);
+        let wait = r.ok("android_ui_wait", json!({"text": "Count: 1", "timeout_ms": 3000})).await;
+        assert_eq!(wait["found"], true);
+        let wait = r.ok("android_ui_wait", json!({"text": "Count: 9", "timeout_ms": 500})).await;
+        assert_eq!(wait["found"], false, "timing out is an answer, not an error");
+
+        r.ok("android_swipe", json!({"x1": 500, "y1": 1800, "x2": 500, "y2": 600, "duration_ms": 50})).await;
+        let typed = r.ok("android_text", json!({"text": "it's 50%s off", "submit": true})).await;
+        assert_eq!(typed, json!({"typed_chars": 13, "submitted": true}));
+        r.ok("android_key", json!({"key": "BACK"})).await;
+        let events = r.sim.events();
+        assert_eq!(
+            events,
+            vec![
+                InputEvent::Tap { x: x as i32, y: y as i32 },
+                InputEvent::Swipe { x1: 500, y1: 1800, x2: 500, y2: 600, duration_ms: 50 },
+                InputEvent::Text("it's 50%".into()),
+                InputEvent::Text("s off".into()),
+                InputEvent::Key("KEYCODE_ENTER".into()),
+                InputEvent::Key("KEYCODE_BACK".into()),
+            ],
+            "each action reached the phone exactly once, in order, text exactly as given"
+        );
+
+        let apps = r.ok("android_app_list", json!({"include_system": true})).await;
+        assert!(apps["packages"].as_array().unwrap().contains(&json!("com.android.settings")));
+        r.ok("android_app_launch", json!({"package": "com.android.settings"})).await;
+        let status = r.ok("android_device_status", json!({})).await;
+        assert_eq!(status["foreground_package"], "com.android.settings");
+        r.ok("android_app_stop", json!({"package": "com.android.settings"})).await;
+        let a = r.invoke("android_app_launch", json!({"package": "com.example.missing"})).await;
+        assert_eq!(error_code(&a), "tool_invoke_failed");
+        assert!(a["error"]["message"].as_str().unwrap().contains("com.example.missing"));
+
+        let log = r.ok("android_logcat", json!({"lines": 50})).await;
+        assert!(log["count"].as_u64().unwrap() > 0);
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_are_range_checked_and_injection_is_neutralised() {
+    bounded(async {
+        let mut r = rig().await;
+        let a = r.invoke("android_tap", json!({"x": 1080, "y": 10})).await;
+        assert_eq!(error_code(&a), "invalid_arguments");
+        assert!(a["error"]["message"].as_str().unwrap().contains("1080×2400"), "{a}");
+        for pkg in ["com.android.settings; reboot", "com.x$(reboot)", "com.x`id`", "x"] {
+            let a = r.invoke("android_app_launch", json!({"package": pkg})).await;
+            assert_eq!(error_code(&a), "invalid_arguments", "{pkg}");
+        }
+        let a = r.invoke("android_logcat", json!({"tag": "x;reboot"})).await;
+        assert_eq!(error_code(&a), "invalid_arguments");
+        let a = r.invoke("android_text", json!({"text": "你好"})).await;
+        assert_eq!(error_code(&a), "invalid_arguments");
+        // Shell metacharacters in text are typed literally, never executed.
+        let evil = "a'; reboot; echo '$(id)`id`|&>";
+        r.ok("android_text", json!({"text": evil})).await;
+        assert_eq!(r.sim.events(), vec![InputEvent::Text(evil.into())]);
+        let ran: Vec<String> = r.sim.commands().into_iter().filter(|c| c.contains("reboot")).collect();
+        assert!(ran.iter().all(|c| c.starts_with("input text ")), "reboot only ever appeared quoted: {ran:?}");
+        assert!(r.sim.commands().iter().all(|c| !c.starts_with("reboot") && c != "id"));
+        assert_eq!(r.ok("android_device_status", json!({})).await["model"], "Pixel 7 (sim)");
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_and_back_pushes_descriptors_and_gates_tools() {
+    bounded(async {
+        let mut r = rig().await;
+        r.sim.set_fault(Fault::Offline);
+        let d = r.push().await;
+        assert_eq!(d["connection"]["status"], "offline");
+        assert!(d["tools"].as_array().unwrap().iter().all(|t| t["status"] == "unavailable"));
+        let a = r.invoke("android_tap", json!({"x": 1, "y": 1})).await;
+        assert_eq!(error_code(&a), "device_offline");
+
+        r.sim.set_fault(Fault::None);
+        let (adb, serial) = (r.adb.clone(), r.serial.clone());
+        tokio::task::spawn_blocking(move || adb.connect(&serial)).await.unwrap();
+        let d = loop {
+            let d = r.push().await;
+            if d["connection"]["status"] == "connected" {
+                break d;
+            }
+        };
+        assert!(d["tools"].as_array().unwrap().iter().all(|t| t["status"] == "available"));
+        r.ok("android_tap", json!({"x": 10, "y": 10})).await;
+        assert_eq!(r.sim.events(), vec![InputEvent::Tap { x: 10, y: 10 }], "binding intact after the outage");
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_device_times_out_and_the_worker_recovers() {
+    bounded(async {
+        let mut r = rig().await;
+        r.ok("android_device_status", json!({})).await; // caches the screen size
+        r.sim.set_fault(Fault::Hang);
+        let t0 = Instant::now();
+        let a = r.invoke("android_tap", json!({"x": 5, "y": 5})).await;
+        assert_eq!(error_code(&a), "device_timeout");
+        let took = t0.elapsed();
+        assert!(took < Duration::from_secs(12), "answered at the 10 s deadline, took {took:?}");
+        r.sim.set_fault(Fault::None);
+        // The stuck call completes once the device answers again; the next one runs in order after it.
+        let res = r.ok("android_tap", json!({"x": 6, "y": 6})).await;
+        assert_eq!(res["x"], 6);
+        let taps: Vec<InputEvent> = r.sim.events();
+        assert_eq!(taps.last(), Some(&InputEvent::Tap { x: 6, y: 6 }));
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthorized_device_is_reported_and_refused() {
+    bounded(async {
+        let mut r = rig().await;
+        r.sim.set_fault(Fault::Unauthorized);
+        r.sim.drop_connections();
+        let (adb, serial) = (r.adb.clone(), r.serial.clone());
+        tokio::task::spawn_blocking(move || {
+            let _ = adb.adb(&["disconnect", &serial]);
+            let _ = adb.adb(&["connect", &serial]);
+            adb.wait_state(&serial, "unauthorized");
+        })
+        .await
+        .unwrap();
+        let d = loop {
+            let d = r.push().await;
+            if d["tools"][0]["reason"].as_str().is_some_and(|s| s.contains("unauthorized")) {
+                break d;
+            }
+        };
+        assert_eq!(d["connection"]["status"], "offline");
+        let a = r.invoke("android_tap", json!({"x": 1, "y": 1})).await;
+        assert_eq!(error_code(&a), "device_unauthorized");
+    })
+    .await
+    .expect("test timed out");
+}
