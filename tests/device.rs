@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::adb::*;
 use common::*;
 use serde_json::{json, Value};
-use xagent_adb_connector::sim::{Fault, InputEvent, SimPhone};
+use xagent_adb_connector::sim::{Fault, InputEvent, SimConfig, SimPhone};
 
 struct Rig {
     adb: Arc<AdbServer>,
@@ -23,7 +23,11 @@ struct Rig {
 
 /// adb server + sim + connector; hello, open, bind (pool semantics: no serial given).
 async fn rig() -> Rig {
-    let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+    rig_with(SimConfig::default()).await
+}
+
+async fn rig_with(cfg: SimConfig) -> Rig {
+    let (adb, sim, serial) = setup_with(cfg).await.expect("adb is required (apt-get install adb)");
     let dir = tempfile::tempdir().unwrap();
     let server = format!("127.0.0.1:{}", adb.port);
     let srv = Server::start(dir.path(), &["--adb-server", &server], &[]);
@@ -47,6 +51,13 @@ async fn rig() -> Rig {
 }
 
 impl Rig {
+    /// Changes the phone's state behind the connector's back, as a person or another tool would.
+    async fn sim_shell(&self, cmd: &str) {
+        let (adb, serial, cmd) = (self.adb.clone(), self.serial.clone(), cmd.to_owned());
+        let out = blocking(move || adb.adb(&["-s", &serial, "shell", &cmd])).await;
+        assert_eq!(out.status, Some(0), "{}", out.stderr);
+    }
+
     async fn invoke(&mut self, tool: &str, args: Value) -> Value {
         let mut a = args;
         a["connector_channel_id"] = json!(self.ch);
@@ -98,13 +109,18 @@ async fn observe_act_verify_through_the_real_adb_server() {
         assert_eq!(r.sim.counter(), 1);
         let wait = r.ok("android_ui_wait", json!({"text": "Count: 1", "timeout_ms": 3000})).await;
         assert_eq!(wait["found"], true);
-        let wait = r.ok("android_ui_wait", json!({"text": "Count: 9", "timeout_ms": 500})).await;
-        assert_eq!(wait["found"], false, "timing out is an answer, not an error");
+        let wait = r.invoke("android_ui_wait", json!({"text": "Count: 9", "timeout_ms": 500})).await;
+        assert_eq!(error_code(&wait), "ui_wait_timeout");
+        assert!(wait["error"]["message"].as_str().unwrap().contains("text=\"Count: 9\""), "{wait}");
+        let gone = r.ok("android_ui_wait", json!({"text": "Count: 0", "gone": true, "timeout_ms": 500})).await;
+        assert_eq!(gone["found"], true);
 
         r.ok("android_swipe", json!({"x1": 500, "y1": 1800, "x2": 500, "y2": 600, "duration_ms": 50})).await;
-        let typed = r.ok("android_text", json!({"text": "it's 50%s off", "submit": true})).await;
-        assert_eq!(typed, json!({"typed_chars": 13, "submitted": true}));
+        let typed = r.ok("android_input_text", json!({"text": "it's 50%s off", "submit": true})).await;
+        assert_eq!(typed, json!({"typed_chars": 13, "submitted": true, "method": "input_text"}));
         r.ok("android_key", json!({"key": "BACK"})).await;
+        r.ok("android_long_press", json!({"x": 300, "y": 400, "duration_ms": 900})).await;
+        r.ok("android_key", json!({"key": "POWER", "long_press": true})).await;
         let events = r.sim.events();
         assert_eq!(
             events,
@@ -115,6 +131,8 @@ async fn observe_act_verify_through_the_real_adb_server() {
                 InputEvent::Text("s off".into()),
                 InputEvent::Key("KEYCODE_ENTER".into()),
                 InputEvent::Key("KEYCODE_BACK".into()),
+                InputEvent::Swipe { x1: 300, y1: 400, x2: 300, y2: 400, duration_ms: 900 },
+                InputEvent::Key("KEYCODE_POWER".into()),
             ],
             "each action reached the phone exactly once, in order, text exactly as given"
         );
@@ -125,6 +143,19 @@ async fn observe_act_verify_through_the_real_adb_server() {
         let status = r.ok("android_device_status", json!({})).await;
         assert_eq!(status["foreground_package"], "com.android.settings");
         r.ok("android_app_stop", json!({"package": "com.android.settings"})).await;
+        r.ok("android_app_launch", json!({"package": "com.android.settings", "activity": ".Settings"})).await;
+        assert_eq!(
+            r.ok("android_device_status", json!({})).await["foreground_activity"],
+            "com.android.settings.Settings"
+        );
+        r.ok("android_open_url", json!({"url": "https://example.com/a?q=1&b=2"})).await;
+        assert_eq!(r.ok("android_device_status", json!({})).await["foreground_package"], "com.android.chrome");
+        assert!(
+            r.sim.commands().iter().any(|c| c.contains("-d 'https://example.com/a?q=1&b=2'")),
+            "the URL went quoted"
+        );
+        let a = r.invoke("android_open_url", json!({"url": "javascript:alert(1)"})).await;
+        assert_eq!(error_code(&a), "invalid_arguments");
         let a = r.invoke("android_app_launch", json!({"package": "com.example.missing"})).await;
         assert_eq!(error_code(&a), "tool_invoke_failed");
         assert!(a["error"]["message"].as_str().unwrap().contains("com.example.missing"));
@@ -143,17 +174,30 @@ async fn arguments_are_range_checked_and_injection_is_neutralised() {
         let a = r.invoke("android_tap", json!({"x": 1080, "y": 10})).await;
         assert_eq!(error_code(&a), "invalid_arguments");
         assert!(a["error"]["message"].as_str().unwrap().contains("1080×2400"), "{a}");
+        // Rotated a quarter turn, the same point is on screen and (500, 2000) is not.
+        r.sim_shell("settings put system user_rotation 1").await;
+        r.ok("android_tap", json!({"x": 2000, "y": 500})).await;
+        let a = r.invoke("android_tap", json!({"x": 500, "y": 2000})).await;
+        assert!(a["error"]["message"].as_str().unwrap().contains("2400×1080"), "{a}");
+        let st = r.ok("android_device_status", json!({})).await;
+        assert_eq!((st["orientation"].as_str(), st["screen_width"].as_u64()), (Some("landscape"), Some(2400)));
+        r.sim_shell("settings put system user_rotation 0").await;
+        r.sim.clear_events();
         for pkg in ["com.android.settings; reboot", "com.x$(reboot)", "com.x`id`", "x"] {
             let a = r.invoke("android_app_launch", json!({"package": pkg})).await;
             assert_eq!(error_code(&a), "invalid_arguments", "{pkg}");
         }
         let a = r.invoke("android_logcat", json!({"tag": "x;reboot"})).await;
         assert_eq!(error_code(&a), "invalid_arguments");
-        let a = r.invoke("android_text", json!({"text": "你好"})).await;
+        // Non-ASCII without the ADB Keyboard IME: a clear, specific error.
+        let a = r.invoke("android_input_text", json!({"text": "你好"})).await;
+        assert_eq!(error_code(&a), "unsupported_text");
+        assert!(a["error"]["message"].as_str().unwrap().contains("ADB Keyboard"));
+        let a = r.invoke("android_input_text", json!({"text": "a\u{7}b"})).await;
         assert_eq!(error_code(&a), "invalid_arguments");
         // Shell metacharacters in text are typed literally, never executed.
         let evil = "a'; reboot; echo '$(id)`id`|&>";
-        r.ok("android_text", json!({"text": evil})).await;
+        r.ok("android_input_text", json!({"text": evil})).await;
         assert_eq!(r.sim.events(), vec![InputEvent::Text(evil.into())]);
         let ran: Vec<String> = r.sim.commands().into_iter().filter(|c| c.contains("reboot")).collect();
         assert!(ran.iter().all(|c| c.starts_with("input text ")), "reboot only ever appeared quoted: {ran:?}");
@@ -237,6 +281,134 @@ async fn unauthorized_device_is_reported_and_refused() {
         assert_eq!(d["connection"]["status"], "offline");
         let a = r.invoke("android_tap", json!({"x": 1, "y": 1})).await;
         assert_eq!(error_code(&a), "device_unauthorized");
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_ascii_text_goes_through_the_adb_keyboard_ime() {
+    bounded(async {
+        let mut r = rig_with(SimConfig { adb_keyboard: true, ..SimConfig::default() }).await;
+        let typed = r.ok("android_input_text", json!({"text": "你好, wörld 👋 'quoted' $(id)"})).await;
+        assert_eq!(typed["method"], "adb_keyboard");
+        assert_eq!(r.sim.events(), vec![InputEvent::Text("你好, wörld 👋 'quoted' $(id)".into())]);
+        // The previous IME is restored afterwards.
+        let ime = r.sim.commands().into_iter().filter(|c| c.contains("ime set")).collect::<Vec<_>>();
+        assert!(ime.last().unwrap().contains("LatinIME"), "{ime:?}");
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binding_an_unauthorised_phone_is_pending_until_the_prompt_is_accepted() {
+    bounded(async {
+        let adb = blocking(AdbServer::start).await.expect("adb");
+        let adb = Arc::new(adb);
+        let sim = start_sim().await;
+        sim.set_fault(Fault::Unauthorized);
+        let serial = sim.serial();
+        let (a, s) = (adb.clone(), serial.clone());
+        blocking(move || {
+            let _ = a.adb(&["connect", &s]);
+            a.wait_state(&s, "unauthorized");
+        })
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let server = format!("127.0.0.1:{}", adb.port);
+        let srv = Server::start(dir.path(), &["--adb-server", &server], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let (ch, _) = c.open(None).await;
+        let start = loop {
+            let a =
+                c.request("auth.start", Some(&ch), json!({"flow_id": "adb_device", "input": {"serial": serial}})).await;
+            if a["payload"]["status"] == "pending" {
+                break a;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert!(start["payload"]["message"].as_str().unwrap().contains("Allow USB debugging"));
+        let sid = start["payload"]["auth_session_id"].clone();
+        let st = c.request("auth.status", Some(&ch), json!({"flow_id": "adb_device", "auth_session_id": sid})).await;
+        assert_eq!(st["payload"]["status"], "pending");
+        let d = c.request("connection.descriptor.get", Some(&ch), json!({})).await;
+        assert_eq!(d["payload"]["connection_descriptor"]["connection"]["status"], "authenticating");
+
+        // The person taps "Allow": the device comes online and the next poll binds it.
+        sim.set_fault(Fault::None);
+        sim.drop_connections();
+        let (a, s) = (adb.clone(), serial.clone());
+        blocking(move || {
+            let _ = a.adb(&["disconnect", &s]);
+            a.connect(&s);
+            a.wait_state(&s, "device");
+        })
+        .await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let done = loop {
+            let st =
+                c.request("auth.status", Some(&ch), json!({"flow_id": "adb_device", "auth_session_id": sid})).await;
+            if st["payload"]["status"] == "authenticated" {
+                break st;
+            }
+            assert_eq!(st["payload"]["status"], "pending", "{st}");
+            assert!(Instant::now() < deadline, "never authenticated");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        };
+        assert_eq!(done["payload"]["connection_descriptor"]["connection"]["status"], "connected");
+        let name = done["payload"]["connection_descriptor"]["target"]["display_name"].as_str().unwrap().to_owned();
+        assert!(name.starts_with("Pixel 7") && name.contains("***"), "model + masked serial: {name}");
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn side_effects_run_once_per_tool_call_id() {
+    bounded(async {
+        let mut r = rig().await;
+        let ch = r.ch.clone();
+        let tap = |call: &str, x: i64| {
+            json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": x, "y": 20},
+                   "context": {"session_id": "s", "tool_call_id": call}})
+        };
+        // A repeat while the first runs waits for it; both get the same ack; the phone sees one tap.
+        let (_, r1) = r.c.send("tool.invoke", Some(&ch), tap("call_a", 11)).await;
+        let (_, r2) = r.c.send("tool.invoke", Some(&ch), tap("call_a", 11)).await;
+        let mut acks = Vec::new();
+        while acks.len() < 2 {
+            let v = r.c.recv().await;
+            if v["request_id"] == json!(r1) || v["request_id"] == json!(r2) {
+                acks.push(v);
+            }
+        }
+        assert_eq!(acks[0]["payload"]["result"], acks[1]["payload"]["result"]);
+        assert_ne!(acks[0]["request_id"], acks[1]["request_id"], "each ack answers its own request");
+        // A repeat afterwards replays without touching the phone; the same id with other arguments is refused.
+        let again = r.c.request("tool.invoke", Some(&ch), tap("call_a", 11)).await;
+        assert_eq!(again["payload"]["result"]["x"], 11);
+        let other = r.c.request("tool.invoke", Some(&ch), tap("call_a", 99)).await;
+        assert_eq!(error_code(&other), "invalid_arguments");
+        // Another call id is another call.
+        r.c.request("tool.invoke", Some(&ch), tap("call_b", 12)).await;
+        // Observations are never recorded (each reads fresh state).
+        assert_eq!(r.sim.events(), vec![InputEvent::Tap { x: 11, y: 20 }, InputEvent::Tap { x: 12, y: 20 }]);
+
+        // After the socket drops and xAgent reconnects, a retry of a finished call gets its recorded ack.
+        let cid = {
+            let d = r.c.request("connection.descriptor.get", Some(&ch), json!({})).await;
+            d["payload"]["connection_descriptor"]["connection"]["connector_id"].as_str().unwrap().to_owned()
+        };
+        let addr = r._srv.addr;
+        let mut c2 = ws(addr, None).await;
+        drop(std::mem::replace(&mut r.c, ws(addr, None).await));
+        c2.hello(Some(&cid)).await;
+        assert_eq!(c2.open(Some(&ch)).await.0, ch);
+        let replay = c2.request("tool.invoke", Some(&ch), tap("call_b", 12)).await;
+        assert_eq!(replay["payload"]["result"]["x"], 12);
+        assert_eq!(r.sim.events().len(), 2, "still exactly two taps");
     })
     .await
     .expect("test timed out");

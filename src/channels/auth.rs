@@ -1,19 +1,24 @@
 //! Device binding as the card's auth flow (`auth.start|status|cancel|logout`, protocol §8.7–§8.14).
 //!
-//! Binding completes synchronously: `auth.start` either binds a device (status `authenticated`, with the
-//! descriptor) or fails with a reason. Sessions are still recorded so `auth.status` and `auth.cancel` answer
-//! consistently afterwards, across restarts.
+//! `auth.start` binds at once when the device is online (`authenticated`, with a `connected` descriptor). A device
+//! that has not yet accepted this host's RSA key gives a `pending` session: the person accepts the USB debugging
+//! prompt on the phone, and `auth.status` binds as soon as the adb server reports the device online. Everything
+//! else fails with a reason and a stable code. Sessions are persisted so `auth.status`/`auth.cancel` answer
+//! consistently across restarts.
 
 use serde_json::{json, Map, Value};
 
-use super::{internal, to_value, Hub};
+use super::{internal, mask_serial, to_value, Hub};
 use crate::device::{DeviceKey, DeviceState};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::{ids, now_ms};
 use crate::store::AuthRow;
 
-/// How long a finished auth session stays queryable.
+/// How long a pending session waits for approval; finished sessions stay queryable an hour beyond this
+/// (`Hub::run_leases` prunes them).
 const SESSION_TTL_MS: u64 = 10 * 60 * 1000;
+/// Suggested `auth.status` polling interval while pending.
+const POLL_INTERVAL_MS: u64 = 2000;
 
 /// The result of an auth packet: an ack payload, and an error to put beside it when the operation failed.
 pub struct AuthOutcome {
@@ -26,30 +31,57 @@ fn valid_serial(s: &str) -> bool {
     !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-[]%".contains(&b))
 }
 
+/// What `pick_device` found.
+enum Pick {
+    Online(DeviceKey),
+    /// Present, free and allowed, but waiting for the person to accept the RSA prompt.
+    NeedsApproval(DeviceKey),
+}
+
+const APPROVE_MESSAGE: &str =
+    "Unlock the phone and accept the \"Allow USB debugging?\" prompt for this computer; then poll auth.status";
+
 impl Hub {
     fn flow_known(&self, flow_id: &str) -> bool {
         self.card.auth_flows.iter().any(|f| f.id == flow_id)
     }
 
+    fn auth_payload(&self, channel_id: &str, row: &AuthRow, status: &str) -> Map<String, Value> {
+        let mut p = Map::new();
+        p.insert("connector_channel_id".into(), json!(channel_id));
+        p.insert("flow_id".into(), json!(row.flow_id));
+        p.insert("auth_session_id".into(), json!(row.auth_session_id));
+        p.insert("status".into(), json!(status));
+        p.insert("message".into(), json!(row.message));
+        p.insert("expires_at".into(), json!(row.expires_ms));
+        match status {
+            "pending" => {
+                p.insert("poll_interval_millis".into(), json!(POLL_INTERVAL_MS));
+            }
+            "authenticated" => {
+                p.insert("connection_descriptor".into(), to_value(&self.descriptor(channel_id)));
+            }
+            _ => {}
+        }
+        p
+    }
+
+    fn save_session(&self, row: &AuthRow) -> Result<(), ProtoError> {
+        self.store.put_auth_session(row, now_ms()).map_err(internal)
+    }
+
     /// `auth.start`: bind the requested device, or any free online one (pool semantics).
     pub fn auth_start(&self, channel_id: &str, payload: &Map<String, Value>) -> AuthOutcome {
-        let flow_id = payload.get("flow_id").and_then(Value::as_str).unwrap_or("");
-        let base = |status: &str, session: Option<&str>| {
+        let flow_id = payload.get("flow_id").and_then(Value::as_str).unwrap_or("").to_owned();
+        let fail = |code: ErrorCode, msg: String| {
             let mut p = Map::new();
             p.insert("connector_channel_id".into(), json!(channel_id));
             p.insert("flow_id".into(), json!(flow_id));
-            if let Some(s) = session {
-                p.insert("auth_session_id".into(), json!(s));
-            }
-            p.insert("status".into(), json!(status));
-            p
-        };
-        let fail = |code: ErrorCode, msg: String| {
-            let mut p = base("failed", None);
+            p.insert("status".into(), json!("failed"));
             p.insert("message".into(), json!(msg));
             AuthOutcome { payload: p, error: Some(ProtoError::new(code, msg)) }
         };
-        if !self.flow_known(flow_id) {
+        if !self.flow_known(&flow_id) {
             let known: Vec<&str> = self.card.auth_flows.iter().map(|f| f.id).collect();
             return fail(
                 ErrorCode::AuthFlowNotFound,
@@ -84,48 +116,64 @@ impl Hub {
         };
 
         // "如果该 channel 已有可复用登录态，Connector 可以直接返回 authenticated 和 connection_descriptor."
-        let existing = self.binding(channel_id);
-        let key = match existing {
-            Some(k) if serial.as_deref().is_none_or(|s| s == k.serial) => k,
+        let pick = match self.binding(channel_id) {
+            Some(k) if serial.as_deref().is_none_or(|s| s == k.serial) => Pick::Online(k),
             Some(k) => {
                 return fail(
                     ErrorCode::DeviceBusy,
                     format!(
                         "this channel is already bound to another device ({}); auth.logout first",
-                        super::mask_serial(&k.serial)
+                        mask_serial(&k.serial)
                     ),
                 )
             }
             None => match self.pick_device(serial.as_deref()) {
-                Ok(k) => k,
+                Ok(p) => p,
                 Err(e) => return fail(e.code, e.message),
             },
         };
-        if let Err(e) = self.bind(channel_id, &key) {
+        let mut row = AuthRow {
+            auth_session_id: ids::auth_session_id(),
+            channel_id: channel_id.to_owned(),
+            flow_id: flow_id.clone(),
+            status: String::new(),
+            message: String::new(),
+            expires_ms: now_ms() + SESSION_TTL_MS,
+            device: None,
+        };
+        match pick {
+            Pick::Online(key) => {
+                if let Err(e) = self.bind(channel_id, &key) {
+                    return fail(e.code, e.message);
+                }
+                row.status = "authenticated".into();
+                row.message = "device bound".into();
+                tracing::info!(channel = %channel_id, device = %key, "device bound");
+            }
+            Pick::NeedsApproval(key) => {
+                row.status = "pending".into();
+                row.message = APPROVE_MESSAGE.into();
+                row.device = Some((key.server.clone(), key.serial.clone()));
+                self.set_pending(channel_id, Some(row.auth_session_id.clone()));
+                tracing::info!(channel = %channel_id, device = %key, "binding waits for the USB debugging prompt");
+            }
+        }
+        if let Err(e) = self.save_session(&row) {
             return fail(e.code, e.message);
         }
-        let session = ids::auth_session_id();
-        let row = AuthRow {
-            auth_session_id: session.clone(),
-            channel_id: channel_id.to_owned(),
-            flow_id: flow_id.to_owned(),
-            status: "authenticated".into(),
-            message: "device bound".into(),
-            expires_ms: now_ms() + SESSION_TTL_MS,
-        };
-        if let Err(e) = self.store.put_auth_session(&row, now_ms()) {
-            return fail(ErrorCode::Internal, internal(e).message);
-        }
-        tracing::info!(channel = %channel_id, device = %key, "device bound");
-        let mut p = base("authenticated", Some(&session));
-        p.insert("expires_at".into(), json!(row.expires_ms));
-        p.insert("message".into(), json!("device bound"));
-        p.insert("connection_descriptor".into(), to_value(&self.descriptor(channel_id)));
-        AuthOutcome { payload: p, error: None }
+        AuthOutcome { payload: self.auth_payload(channel_id, &row, &row.status.clone()), error: None }
     }
 
-    /// Chooses a device: the named serial, or the first online allowed device no channel holds.
-    fn pick_device(&self, serial: Option<&str>) -> Result<DeviceKey, ProtoError> {
+    fn set_pending(&self, channel_id: &str, session: Option<String>) {
+        if let Some(ch) = self.lock().channels.get_mut(channel_id) {
+            ch.pending_auth = session;
+        }
+        self.push_descriptor(channel_id);
+    }
+
+    /// Chooses a device: the named serial, or the first online allowed device no channel holds, or failing that
+    /// the first free allowed device that awaits the person's approval.
+    fn pick_device(&self, serial: Option<&str>) -> Result<Pick, ProtoError> {
         let allowed = |s: &str| self.cfg.allow_serials.is_empty() || self.cfg.allow_serials.iter().any(|a| a == s);
         let held: std::collections::HashSet<DeviceKey> =
             self.lock().channels.values().filter_map(|c| c.binding.clone()).collect();
@@ -135,31 +183,38 @@ impl Hub {
                 if !allowed(s) {
                     return Err(ProtoError::new(
                         ErrorCode::PermissionDenied,
-                        "the operator's allowlist does not include this device",
+                        "the operator's allowlist (--allow-serial) does not include this device",
                     ));
                 }
                 let d = devices.iter().find(|d| d.key.serial == s).ok_or_else(|| {
-                    ProtoError::new(ErrorCode::DeviceNotFound, "no adb server lists a device with this serial")
+                    ProtoError::new(
+                        ErrorCode::DeviceNotFound,
+                        "no adb server lists a device with this serial (see `adb devices`)",
+                    )
                 })?;
                 if held.contains(&d.key) {
                     return Err(ProtoError::new(ErrorCode::DeviceBusy, "the device is bound to another channel"));
                 }
                 match d.state {
-                    DeviceState::Online => Ok(d.key.clone()),
-                    DeviceState::Unauthorized => Err(ProtoError::new(
-                        ErrorCode::DeviceUnauthorized,
-                        "the device has not authorised this host: accept the USB debugging prompt on the phone",
-                    )),
-                    _ => Err(ProtoError::new(ErrorCode::DeviceOffline, "the device is offline")),
+                    DeviceState::Online => Ok(Pick::Online(d.key.clone())),
+                    DeviceState::Unauthorized => Ok(Pick::NeedsApproval(d.key.clone())),
+                    _ => {
+                        Err(ProtoError::new(ErrorCode::DeviceOffline, "the device is offline; reconnect it and retry"))
+                    }
                 }
             }
-            None => devices
-                .iter()
-                .find(|d| d.state == DeviceState::Online && allowed(&d.key.serial) && !held.contains(&d.key))
-                .map(|d| d.key.clone())
-                .ok_or_else(|| {
-                    ProtoError::new(ErrorCode::DeviceNotFound, "no free online device is available to bind")
-                }),
+            None => {
+                let free = |st: DeviceState| {
+                    devices.iter().find(|d| d.state == st && allowed(&d.key.serial) && !held.contains(&d.key))
+                };
+                if let Some(d) = free(DeviceState::Online) {
+                    return Ok(Pick::Online(d.key.clone()));
+                }
+                if let Some(d) = free(DeviceState::Unauthorized) {
+                    return Ok(Pick::NeedsApproval(d.key.clone()));
+                }
+                Err(ProtoError::new(ErrorCode::DeviceNotFound, "no free online device is available to bind"))
+            }
         }
     }
 
@@ -171,6 +226,7 @@ impl Hub {
         self.store.set_binding(channel_id, Some((&key.server, &key.serial)), now_ms()).map_err(internal)?;
         if let Some(ch) = inner.channels.get_mut(channel_id) {
             ch.binding = Some(key.clone());
+            ch.pending_auth = None;
         }
         Ok(())
     }
@@ -186,49 +242,79 @@ impl Hub {
         }
     }
 
-    /// `auth.status` (§8.9/§8.10).
+    /// `auth.status` (§8.9/§8.10). A pending session re-checks its device and binds it once it is online.
     pub fn auth_status(
         &self,
         channel_id: &str,
         payload: &Map<String, Value>,
     ) -> Result<Map<String, Value>, ProtoError> {
-        let row = self.session_of(channel_id, payload)?;
+        let mut row = self.session_of(channel_id, payload)?;
+        if row.status == "pending" {
+            self.advance_pending(channel_id, &mut row)?;
+        }
         let bound = self.binding(channel_id).is_some();
         let status = if row.status == "authenticated" && !bound { "unauthenticated" } else { row.status.as_str() };
-        let mut p = Map::new();
-        p.insert("connector_channel_id".into(), json!(channel_id));
-        p.insert("flow_id".into(), json!(row.flow_id));
-        p.insert("auth_session_id".into(), json!(row.auth_session_id));
-        p.insert("status".into(), json!(status));
-        p.insert("message".into(), json!(row.message));
-        p.insert("expires_at".into(), json!(row.expires_ms));
-        if status == "authenticated" {
-            p.insert("connection_descriptor".into(), to_value(&self.descriptor(channel_id)));
-        }
-        Ok(p)
+        Ok(self.auth_payload(channel_id, &row, status))
     }
 
-    /// `auth.cancel` (§8.11/§8.12): binding is synchronous, so there is never a pending session to cancel; a known
-    /// session answers `ignored` with the current descriptor, an unknown one `not_found`.
+    fn advance_pending(&self, channel_id: &str, row: &mut AuthRow) -> Result<(), ProtoError> {
+        let key = row.device.clone().map(|(server, serial)| DeviceKey { server, serial });
+        let state = key.as_ref().and_then(|k| self.backend.info(k)).map(|d| d.state);
+        if now_ms() >= row.expires_ms {
+            row.status = "expired".into();
+            row.message = "the USB debugging prompt was not accepted in time; start again".into();
+            self.set_pending(channel_id, None);
+        } else if let (Some(key), Some(DeviceState::Online)) = (&key, state) {
+            match self.bind(channel_id, key) {
+                Ok(()) => {
+                    row.status = "authenticated".into();
+                    row.message = "device bound".into();
+                    tracing::info!(channel = %channel_id, device = %key, "device approved and bound");
+                    self.push_descriptor(channel_id);
+                }
+                Err(e) => {
+                    row.status = "failed".into();
+                    row.message = e.message;
+                    self.set_pending(channel_id, None);
+                }
+            }
+        } else {
+            row.message = match state {
+                Some(DeviceState::Unauthorized) => APPROVE_MESSAGE.into(),
+                _ => "the device is disconnected; reconnect it and accept the USB debugging prompt".into(),
+            };
+        }
+        self.save_session(row)
+    }
+
+    /// `auth.cancel` (§8.11/§8.12): a pending session is cancelled; a finished one answers `ignored` with the
+    /// current descriptor; an unknown one `not_found`.
     pub fn auth_cancel(&self, channel_id: &str, payload: &Map<String, Value>) -> Map<String, Value> {
         let id = payload.get("auth_session_id").and_then(Value::as_str).unwrap_or("");
+        let bound = self.binding(channel_id).is_some();
+        let auth_status = if bound { "authenticated" } else { "unauthenticated" };
         let mut p = Map::new();
         p.insert("connector_channel_id".into(), json!(channel_id));
         p.insert("auth_session_id".into(), json!(id));
+        p.insert("auth_status".into(), json!(auth_status));
         match self.session_of(channel_id, payload) {
+            Ok(mut row) if row.status == "pending" => {
+                row.status = "canceled".into();
+                row.message = "binding cancelled".into();
+                if let Err(e) = self.save_session(&row) {
+                    tracing::warn!(error = %e, "could not record the cancellation");
+                }
+                self.set_pending(channel_id, None);
+                p.insert("status".into(), json!("canceled"));
+                p.insert("message".into(), json!("binding cancelled"));
+            }
             Ok(_) => {
-                let bound = self.binding(channel_id).is_some();
                 p.insert("status".into(), json!("ignored"));
-                p.insert("auth_status".into(), json!(if bound { "authenticated" } else { "unauthenticated" }));
-                p.insert("message".into(), json!("binding already completed; nothing to cancel"));
+                p.insert("message".into(), json!("this session already finished; nothing to cancel"));
                 p.insert("connection_descriptor".into(), to_value(&self.descriptor(channel_id)));
             }
             Err(_) => {
                 p.insert("status".into(), json!("not_found"));
-                p.insert(
-                    "auth_status".into(),
-                    json!(if self.binding(channel_id).is_some() { "authenticated" } else { "unauthenticated" }),
-                );
                 p.insert("message".into(), json!("no such auth session on this channel"));
             }
         }
@@ -242,6 +328,7 @@ impl Hub {
         self.store.delete_auth_sessions_of(channel_id).map_err(internal)?;
         if let Some(ch) = self.lock().channels.get_mut(channel_id) {
             ch.binding = None;
+            ch.pending_auth = None;
         }
         if let Some(k) = key {
             self.backend.released(&k);

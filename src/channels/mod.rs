@@ -56,6 +56,8 @@ struct Channel {
     connector_id: String,
     open_on: Option<SocketId>,
     binding: Option<Binding>,
+    /// An auth session waiting for the person to approve the device (descriptor: `authenticating`).
+    pending_auth: Option<String>,
 }
 
 struct Socket {
@@ -73,6 +75,7 @@ struct Inner {
 
 pub struct Hub {
     store: Store,
+    calls: crate::idempotency::Calls,
     registry: Arc<Registry>,
     backend: Arc<dyn Backend>,
     cfg: HubConfig,
@@ -119,9 +122,13 @@ impl Hub {
         }
         for row in store.channels().map_err(|e| e.to_string())? {
             let binding = row.binding.map(|(server, serial)| DeviceKey { server, serial });
-            inner.channels.insert(row.channel_id, Channel { connector_id: row.connector_id, open_on: None, binding });
+            inner.channels.insert(
+                row.channel_id,
+                Channel { connector_id: row.connector_id, open_on: None, binding, pending_auth: None },
+            );
         }
         Ok(Arc::new(Hub {
+            calls: crate::idempotency::Calls::new(store.clone()),
             store,
             registry,
             backend,
@@ -172,6 +179,11 @@ impl Hub {
 
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
+    }
+
+    /// Idempotency records of side-effecting tool calls.
+    pub fn calls(&self) -> &crate::idempotency::Calls {
+        &self.calls
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
@@ -329,7 +341,9 @@ impl Hub {
             None => {
                 let id = ids::channel_id();
                 self.store.insert_channel(&id, &connector_id, now_ms()).map_err(internal)?;
-                inner.channels.insert(id.clone(), Channel { connector_id, open_on: None, binding: None });
+                inner
+                    .channels
+                    .insert(id.clone(), Channel { connector_id, open_on: None, binding: None, pending_auth: None });
                 id
             }
         };
@@ -383,6 +397,18 @@ impl Hub {
         Ok(id.to_owned())
     }
 
+    /// Whether `channel_id` is a channel of this connector (open or waiting for its instance to reconnect); used by
+    /// the transfer plane to bind uploads.
+    pub fn channel_exists(&self, channel_id: &str) -> bool {
+        self.lock().channels.contains_key(channel_id)
+    }
+
+    /// Whether the operator's allowlist (today's, which may be narrower than when the binding was made) admits
+    /// this device.
+    pub fn device_allowed(&self, key: &DeviceKey) -> bool {
+        self.cfg.allow_serials.is_empty() || self.cfg.allow_serials.contains(&key.serial)
+    }
+
     pub fn binding(&self, channel_id: &str) -> Option<Binding> {
         self.lock().channels.get(channel_id).and_then(|c| c.binding.clone())
     }
@@ -397,7 +423,14 @@ impl Hub {
         let ch = inner.channels.get(channel_id)?;
         let profiles = inner.instances.get(&ch.connector_id).map(|i| i.profiles.clone()).unwrap_or_default();
         let info = ch.binding.as_ref().map(|b| (b, self.backend.info(b)));
+        let named = |model: &str, serial: &str| format!("{model} ({})", mask_serial(serial));
         let (status, reason, display_name, hint) = match &info {
+            None if ch.pending_auth.is_some() => (
+                ConnStatus::Authenticating,
+                Some("waiting for the USB debugging prompt to be accepted on the phone".to_owned()),
+                "Android 设备 (等待授权)".to_owned(),
+                None,
+            ),
             None => (
                 ConnStatus::Created,
                 Some("no device bound: run auth flow adb_device".to_owned()),
@@ -405,22 +438,26 @@ impl Hub {
                 None,
             ),
             Some((b, Some(d))) if d.state == DeviceState::Online => {
-                (ConnStatus::Connected, None, d.model.clone(), Some(mask_serial(&b.serial)))
+                (ConnStatus::Connected, None, named(&d.model, &b.serial), Some(mask_serial(&b.serial)))
             }
             Some((b, d)) => {
                 let state = d.as_ref().map_or(DeviceState::Gone, |d| d.state);
-                let model = d.as_ref().map_or_else(|| "Android device".to_owned(), |d| d.model.clone());
+                let model = d.as_ref().map_or("Android device", |d| d.model.as_str());
                 let why = match state {
                     DeviceState::Unauthorized => "device_unauthorized: accept the USB debugging prompt on the phone",
                     DeviceState::Offline => "device_offline: the adb server reports the device offline",
                     _ => "device_offline: the device is not connected to any adb server",
                 };
-                (ConnStatus::Offline, Some(why.to_owned()), model, Some(mask_serial(&b.serial)))
+                (ConnStatus::Offline, Some(why.to_owned()), named(model, &b.serial), Some(mask_serial(&b.serial)))
             }
         };
+        let unauthorized =
+            info.as_ref().and_then(|(_, d)| d.as_ref()).is_some_and(|d| d.state == DeviceState::Unauthorized);
         let (avail, perm) = match status {
             ConnStatus::Connected => (ToolAvail::Available, Permission::Granted),
-            ConnStatus::Created => (ToolAvail::Unavailable, Permission::Unknown),
+            // The phone withdrew this host's authorisation: it must be approved again on the phone.
+            _ if unauthorized => (ToolAvail::RequiresReauth, Permission::RequiresReauth),
+            ConnStatus::Created | ConnStatus::Authenticating => (ToolAvail::Unavailable, Permission::Unknown),
             _ => (ToolAvail::Unavailable, Permission::Granted),
         };
         Some(Descriptor {
@@ -464,10 +501,15 @@ impl Hub {
             Some(channel_id),
             obj([("connection_descriptor", to_value(&d))]),
         );
-        // Descriptor pushes are state, not noise: they wait for queue space instead of being dropped.
-        tokio::spawn(async move {
-            let _ = tx.send(pkt).await;
-        });
+        // Descriptor pushes are state, not noise: when the queue is full they wait for space instead of being
+        // dropped (on a task, so the caller never blocks on a slow peer).
+        if let Err(mpsc::error::TrySendError::Full(pkt)) = tx.try_send(pkt) {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = tx.send(pkt).await;
+                });
+            }
+        }
     }
 
     /// A device changed state: correct the descriptor of every channel bound to it, at once (profile: "push it,
@@ -552,16 +594,43 @@ impl Hub {
     pub async fn run_leases(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
         loop {
             self.expire_leases(now_ms());
+            self.calls.prune();
+            if let Err(e) = self.store.prune_auth_sessions(now_ms().saturating_sub(3_600_000)) {
+                tracing::warn!(error = %e, "could not prune old auth sessions");
+            }
+            // Wake at least every 10 minutes for the idempotency retention.
             let wait = match self.next_lease_deadline() {
                 Some(t) => Duration::from_millis(t.saturating_sub(now_ms())),
-                None => Duration::from_secs(3600),
-            };
+                None => Duration::from_secs(600),
+            }
+            .min(Duration::from_secs(600));
             tokio::select! {
                 _ = shutdown.changed() => return,
                 _ = self.lease_changed.notified() => {}
                 _ = tokio::time::sleep(wait) => {}
             }
         }
+    }
+
+    /// Channels by descriptor status, for metrics (every status, zeros included, in a fixed order).
+    pub fn status_counts(&self) -> Vec<(&'static str, u64)> {
+        let inner = self.lock();
+        let mut counts: Vec<(&'static str, u64)> =
+            ["created", "authenticating", "connected", "offline"].iter().map(|s| (*s, 0)).collect();
+        for id in inner.channels.keys() {
+            if let Some(d) = self.descriptor_locked(&inner, id) {
+                let name = match d.connection.status {
+                    ConnStatus::Created => "created",
+                    ConnStatus::Authenticating => "authenticating",
+                    ConnStatus::Connected => "connected",
+                    _ => "offline",
+                };
+                if let Some(c) = counts.iter_mut().find(|(n, _)| *n == name) {
+                    c.1 += 1;
+                }
+            }
+        }
+        counts
     }
 
     /// Counts for `/health` and operators.

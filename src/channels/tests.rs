@@ -167,7 +167,31 @@ fn binding_pool_serial_allowlist_and_exclusivity() {
 
     let code = |o: AuthOutcome| o.error.map(|e| e.code);
     assert_eq!(code(start(&c1, json!({"serial": "CCC333"}))), Some(ErrorCode::PermissionDenied));
-    assert_eq!(code(start(&c1, json!({"serial": "BBB222"}))), Some(ErrorCode::DeviceUnauthorized));
+    // An unauthorised device gives a pending session that binds once the person accepts the prompt.
+    let pending = start(&c1, json!({"serial": "BBB222"}));
+    assert!(pending.error.is_none());
+    assert_eq!(pending.payload["status"], "pending");
+    assert_eq!(pending.payload["poll_interval_millis"], 2000);
+    assert!(pending.payload["message"].as_str().unwrap().contains("Allow USB debugging"));
+    assert_eq!(hub.descriptor(&c1).unwrap().connection.status, ConnStatus::Authenticating);
+    let sid = obj([("auth_session_id", pending.payload["auth_session_id"].clone())]);
+    assert_eq!(hub.auth_status(&c1, &sid).unwrap()["status"], "pending");
+    let cancel = hub.auth_cancel(&c1, &sid);
+    assert_eq!(
+        (cancel["status"].as_str(), cancel["auth_status"].as_str()),
+        (Some("canceled"), Some("unauthenticated"))
+    );
+    assert_eq!(hub.auth_status(&c1, &sid).unwrap()["status"], "canceled");
+    assert_eq!(hub.descriptor(&c1).unwrap().connection.status, ConnStatus::Created);
+    let pending = start(&c1, json!({"serial": "BBB222"}));
+    let sid = obj([("auth_session_id", pending.payload["auth_session_id"].clone())]);
+    backend.devices.lock().unwrap()[1].state = DeviceState::Online; // the person tapped "Allow"
+    let st = hub.auth_status(&c1, &sid).unwrap();
+    assert_eq!(st["status"], "authenticated");
+    assert_eq!(st["connection_descriptor"]["connection"]["status"], "connected");
+    assert_eq!(hub.binding(&c1).unwrap().serial, "BBB222");
+    hub.auth_logout(&c1).unwrap();
+    backend.devices.lock().unwrap()[1].state = DeviceState::Unauthorized;
     assert_eq!(code(start(&c1, json!({"serial": "ZZZ999"}))), Some(ErrorCode::DeviceNotFound));
     // Not on the allowlist: refused before looking, so existence is not revealed.
     assert_eq!(code(start(&c1, json!({"serial": "YYY000"}))), Some(ErrorCode::PermissionDenied));
@@ -181,8 +205,11 @@ fn binding_pool_serial_allowlist_and_exclusivity() {
     assert_eq!(ok.payload["status"], "authenticated");
     assert_eq!(ok.payload["connection_descriptor"]["connection"]["status"], "connected");
     assert_eq!(hub.binding(&c1).unwrap().serial, "AAA111");
-    // Exclusive: the second channel finds nothing free, and cannot take AAA111 by name.
-    assert_eq!(code(start(&c2, json!({}))), Some(ErrorCode::DeviceNotFound));
+    // Exclusive: the second channel finds no free online device (only the unauthorised one, which it waits
+    // for), and cannot take AAA111 by name.
+    let p2 = start(&c2, json!({}));
+    assert_eq!(p2.payload["status"], "pending");
+    hub.auth_cancel(&c2, &obj([("auth_session_id", p2.payload["auth_session_id"].clone())]));
     assert_eq!(code(start(&c2, json!({"serial": "AAA111"}))), Some(ErrorCode::DeviceBusy));
     // Re-running auth.start on a bound channel reuses the binding.
     let again = start(&c1, json!({"serial": "AAA111"}));
@@ -200,8 +227,11 @@ fn binding_pool_serial_allowlist_and_exclusivity() {
 
     let out = hub.auth_logout(&c1).unwrap();
     assert_eq!(out["connection_descriptor"]["connection"]["status"], "created");
-    assert_eq!(backend.released.lock().unwrap().len(), 1);
-    assert!(start(&c2, json!({})).error.is_none(), "the released device is free again");
+    // Two logouts so far (BBB222 earlier in this test, AAA111 now), each releasing its device.
+    assert_eq!(backend.released.lock().unwrap().len(), 2);
+    let again = start(&c2, json!({}));
+    assert_eq!(again.payload["status"], "authenticated", "the released device is free again");
+    assert_eq!(hub.binding(&c2).unwrap().serial, "AAA111");
 }
 
 #[test]
@@ -215,6 +245,7 @@ fn descriptor_follows_device_state() {
     let d = hub.descriptor(&c).unwrap();
     assert_eq!(d.connection.status, ConnStatus::Connected);
     assert!(d.target.account_hint.as_deref().is_some_and(|h| !h.contains("AAA111")), "serials are masked");
+    assert_eq!(d.target.display_name, "Pixel (***)", "model + masked serial");
     backend.devices.lock().unwrap()[0].state = DeviceState::Offline;
     assert_eq!(hub.descriptor(&c).unwrap().connection.status, ConnStatus::Offline);
     backend.devices.lock().unwrap().clear();

@@ -37,6 +37,11 @@ pub struct AdbBackend {
     locks: Mutex<HashMap<DeviceKey, Arc<tokio::sync::Mutex<()>>>>,
     screen: Mutex<HashMap<DeviceKey, (u32, u32)>>,
     reachable: Mutex<HashMap<SocketAddrV4, bool>>,
+    /// Devices verified reachable since they last came online, with `ro.product.model` as the phone reports it
+    /// (the adb server's `model:` is sanitised: `Pixel_7__sim_`). A device the adb server lists as `device` counts
+    /// as online only once it is in here: a shell round trip proved it answers.
+    verified: Mutex<HashMap<DeviceKey, String>>,
+    verifying: Mutex<std::collections::HashSet<DeviceKey>>,
 }
 
 fn state_of(adb_state: &str) -> DeviceState {
@@ -72,6 +77,8 @@ impl AdbBackend {
             locks: Mutex::new(HashMap::new()),
             screen: Mutex::new(HashMap::new()),
             reachable: Mutex::new(HashMap::new()),
+            verified: Mutex::new(HashMap::new()),
+            verifying: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -148,16 +155,29 @@ impl AdbBackend {
     }
 
     /// Replaces the device list of `server` and announces every device whose state or presence changed.
-    fn apply(&self, server: SocketAddrV4, list: Vec<host::ListedDevice>) {
+    fn apply(self: &Arc<Self>, server: SocketAddrV4, list: Vec<host::ListedDevice>) {
         let server_s = server.to_string();
         let mut changed = Vec::new();
+        let mut to_verify = Vec::new();
         {
             let mut map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+            let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
             let mut seen = Vec::new();
             for d in list {
                 let key = DeviceKey { server: server_s.clone(), serial: d.serial };
-                let state = state_of(&d.state);
-                let model = d.model.filter(|m| !m.is_empty()).unwrap_or_else(|| "Android device".into());
+                let mut state = state_of(&d.state);
+                if state != DeviceState::Online {
+                    verified.remove(&key); // verify again when it comes back
+                } else if !verified.contains_key(&key) {
+                    // Listed as `device` but not yet proven to answer: not usable until verified.
+                    state = DeviceState::Offline;
+                    to_verify.push(key.clone());
+                }
+                let model = verified
+                    .get(&key)
+                    .cloned()
+                    .or(d.model.filter(|m| !m.is_empty()))
+                    .unwrap_or_else(|| "Android device".into());
                 let info = DeviceInfo { key: key.clone(), state, model };
                 if map.get(&key) != Some(&info) {
                     changed.push(key.clone());
@@ -169,6 +189,7 @@ impl AdbBackend {
                 map.keys().filter(|k| k.server == server_s && !seen.contains(k)).cloned().collect();
             for k in gone {
                 map.remove(&k);
+                verified.remove(&k);
                 changed.push(k);
             }
         }
@@ -177,6 +198,50 @@ impl AdbBackend {
             let state = self.info(&key).map_or("gone", |d| d.state.as_str());
             tracing::info!(device = %key, state, "device state changed");
             let _ = self.changes.send(key);
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            for key in to_verify {
+                if self.verifying.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone()) {
+                    rt.spawn(self.clone().verify(key));
+                }
+            }
+        }
+    }
+
+    /// Proves a newly listed device answers (one `getprop`), learns its model name, then reports it online. A
+    /// device that does not answer stays offline and is tried again on the next poll.
+    async fn verify(self: Arc<Self>, key: DeviceKey) {
+        let probe = self.shell_ok(&key, "getprop ro.product.model", false, Duration::from_secs(5)).await;
+        self.verifying.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+        let model = match probe {
+            Ok(out) if !out.trim().is_empty() => out.trim().to_owned(),
+            Ok(_) => "Android device".to_owned(),
+            Err(e) => {
+                tracing::warn!(device = %key, error = %e, "device listed online but not answering; will retry");
+                return;
+            }
+        };
+        self.mark_verified(&key, model);
+    }
+
+    /// Records a device as verified reachable and, if the adb server still lists it as `device`, online.
+    fn mark_verified(&self, key: &DeviceKey, model: String) {
+        self.verified.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), model.clone());
+        let changed = {
+            let mut map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+            match map.get_mut(key) {
+                // Only a device still pending verification flips: one that went away meanwhile stays as it is.
+                Some(d) if d.state == DeviceState::Offline => {
+                    d.state = DeviceState::Online;
+                    d.model = model;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if changed {
+            tracing::info!(device = %key, state = "online", verified = true, "device state changed");
+            let _ = self.changes.send(key.clone());
         }
     }
 
@@ -288,6 +353,27 @@ impl AdbBackend {
     }
 }
 
+impl AdbBackend {
+    /// The display's current rotation in quarter turns (0–3) from the touch mapper (`dumpsys input`).
+    pub async fn rotation(&self, key: &DeviceKey) -> Result<u8, ProtoError> {
+        let out = self.shell_ok(key, "dumpsys input | grep SurfaceOrientation", false, Duration::from_secs(5)).await?;
+        Ok(parse_rotation(&out).unwrap_or(0))
+    }
+
+    /// The screen size in the current orientation: the natural size, swapped when rotated a quarter turn.
+    pub async fn display_size(&self, key: &DeviceKey) -> Result<(u32, u32), ProtoError> {
+        let (w, h) = self.screen_size(key).await?;
+        Ok(if self.rotation(key).await? % 2 == 1 { (h, w) } else { (w, h) })
+    }
+}
+
+/// `SurfaceOrientation: 1` → 1.
+pub fn parse_rotation(text: &str) -> Option<u8> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("SurfaceOrientation:")?.trim().parse::<u8>().ok())
+        .filter(|r| *r < 4)
+}
+
 /// `Physical size: 1080x2400` / `Override size: 720x1600` → the size in effect.
 pub fn parse_wm_size(text: &str) -> Option<(u32, u32)> {
     let find = |prefix: &str| {
@@ -352,6 +438,13 @@ mod tests {
     }
 
     #[test]
+    fn rotation_parses() {
+        assert_eq!(parse_rotation("      SurfaceOrientation: 1\n"), Some(1));
+        assert_eq!(parse_rotation("nothing"), None);
+        assert_eq!(parse_rotation("SurfaceOrientation: 9"), None);
+    }
+
+    #[test]
     fn adb_states_map_to_device_states() {
         assert_eq!(state_of("device"), DeviceState::Online);
         assert_eq!(state_of("unauthorized"), DeviceState::Unauthorized);
@@ -360,15 +453,21 @@ mod tests {
     }
 
     #[test]
-    fn apply_announces_changes_only() {
+    fn apply_announces_changes_and_online_needs_verification() {
         let b = AdbBackend::new(vec!["127.0.0.1:5037".parse().unwrap()]);
         let mut rx = b.subscribe();
         let server: SocketAddrV4 = "127.0.0.1:5037".parse().unwrap();
+        let key = |s: &str| DeviceKey { server: server.to_string(), serial: s.into() };
         let dev =
             |s: &str, st: &str| host::ListedDevice { serial: s.into(), state: st.into(), model: Some("P".into()) };
         b.apply(server, vec![dev("A", "device"), dev("B", "unauthorized")]);
         assert_eq!(rx.try_recv().unwrap().serial, "A");
         assert_eq!(rx.try_recv().unwrap().serial, "B");
+        assert_eq!(b.info(&key("A")).unwrap().state, DeviceState::Offline, "listed, not yet verified");
+        b.mark_verified(&key("A"), "Pixel 7 (sim)".into());
+        assert_eq!(rx.try_recv().unwrap().serial, "A");
+        assert_eq!(b.info(&key("A")).unwrap().state, DeviceState::Online);
+        assert_eq!(b.info(&key("A")).unwrap().model, "Pixel 7 (sim)");
         b.apply(server, vec![dev("A", "device"), dev("B", "unauthorized")]);
         assert!(rx.try_recv().is_err(), "no change, no announcement");
         b.apply(server, vec![dev("B", "device")]);
@@ -376,6 +475,8 @@ mod tests {
         got.sort();
         assert_eq!(got, vec!["A", "B"]);
         assert_eq!(b.devices().len(), 1);
-        assert_eq!(b.devices()[0].state, DeviceState::Online);
+        // A returns later: verified again before it counts as online.
+        b.apply(server, vec![dev("A", "device"), dev("B", "device")]);
+        assert_eq!(b.info(&key("A")).unwrap().state, DeviceState::Offline);
     }
 }

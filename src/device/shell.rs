@@ -68,6 +68,25 @@ pub fn input_text_chunks(text: &str) -> Vec<String> {
     chunks
 }
 
+/// Standard base64 with padding (for the ADB Keyboard's `ADB_INPUT_B64` broadcast, whose alphabet needs no
+/// shell quoting beyond what [`quote`] adds anyway).
+pub fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +110,16 @@ mod tests {
         let (out, code) = split_exit_marker(b"no-newline__XAGENT_EXIT__1\n").unwrap();
         assert_eq!((out.as_slice(), code), (&b"no-newline"[..], 1));
         assert!(split_exit_marker(b"cut off").is_none());
+    }
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (plain, enc) in
+            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("foobar", "Zm9vYmFy")]
+        {
+            assert_eq!(base64(plain.as_bytes()), enc);
+        }
+        assert_eq!(base64("你好".as_bytes()), "5L2g5aW9");
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub enum ErrorCode {
     DeviceUnauthorized,
     DeviceTimeout,
     PermissionDenied,
+    /// Text the device cannot type (non-ASCII without the ADB Keyboard IME).
+    UnsupportedText,
+    /// `android_ui_wait` saw no matching element within its timeout.
+    UiWaitTimeout,
     /// The server is shutting down and takes no new work.
     ShuttingDown,
     /// An internal fault (store, I/O); never carries secrets.
@@ -72,9 +76,52 @@ impl ErrorCode {
             Self::DeviceUnauthorized => "device_unauthorized",
             Self::DeviceTimeout => "device_timeout",
             Self::PermissionDenied => "permission_denied",
+            Self::UnsupportedText => "unsupported_text",
+            Self::UiWaitTimeout => "ui_wait_timeout",
             Self::ShuttingDown => "shutting_down",
             Self::Internal => "internal_error",
         }
+    }
+}
+
+impl ErrorCode {
+    /// Every code, for reverse lookup.
+    pub const ALL: &'static [ErrorCode] = &[
+        Self::InvalidPacket,
+        Self::HelloRequired,
+        Self::ConnectorCardIdMismatch,
+        Self::ConnectorIdMismatch,
+        Self::ChannelNotOpen,
+        Self::ConnectorChannelIdRequired,
+        Self::ConnectorChannelNotOwned,
+        Self::ConnectorChannelConnectorMismatch,
+        Self::ConnectorChannelUnavailable,
+        Self::ConnectionNotFound,
+        Self::ConnectionNotAuthenticated,
+        Self::AuthSessionNotFound,
+        Self::ToolInvokeFailed,
+        Self::UnsupportedPacket,
+        Self::ProtocolVersionUnsupported,
+        Self::ProfileNotSupported,
+        Self::ToolNotFound,
+        Self::InvalidArguments,
+        Self::AuthFlowNotFound,
+        Self::AuthInputInvalid,
+        Self::DeviceNotFound,
+        Self::DeviceBusy,
+        Self::DeviceOffline,
+        Self::DeviceUnauthorized,
+        Self::DeviceTimeout,
+        Self::PermissionDenied,
+        Self::UnsupportedText,
+        Self::UiWaitTimeout,
+        Self::ShuttingDown,
+        Self::Internal,
+    ];
+
+    /// The code with this wire name; unknown names become `tool_invoke_failed`.
+    pub fn from_wire(name: &str) -> ErrorCode {
+        Self::ALL.iter().copied().find(|c| c.as_str() == name).unwrap_or(Self::ToolInvokeFailed)
     }
 }
 
@@ -109,5 +156,9 @@ mod tests {
             assert!(c.as_str().chars().all(|ch| ch.is_ascii_lowercase() || ch == '_'), "{c:?}");
         }
         assert_eq!(ErrorCode::ConnectorChannelConnectorMismatch.as_str(), "connector_channel_connector_mismatch");
+        for &c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_wire(c.as_str()), c, "round trip of {c:?}");
+        }
+        assert_eq!(ErrorCode::from_wire("nope"), ErrorCode::ToolInvokeFailed);
     }
 }

@@ -693,6 +693,13 @@ fn head_tail(name: &str, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
     0
 }
 
+fn min_sdk_marker(data: &[u8]) -> Option<u32> {
+    const KEY: &[u8] = b"minSdkVersion=";
+    let at = data.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let digits: String = data[at..].iter().take_while(|b| b.is_ascii_digit()).map(|&b| b as char).collect();
+    digits.parse().ok()
+}
+
 fn is_zip(data: &[u8]) -> bool {
     data.starts_with(b"PK\x03\x04")
 }
@@ -702,6 +709,17 @@ fn is_zip(data: &[u8]) -> bool {
 fn install_apk(dev: &mut Device, data: &[u8], file_hint: Option<&str>, io: &mut CmdIo) -> i32 {
     if !is_zip(data) {
         io.out("Failure [INSTALL_FAILED_INVALID_APK: Failed to parse APK: not a zip archive]\n");
+        return 1;
+    }
+    // Real manifests are binary XML; the sim reads a plain-text `minSdkVersion=N` marker instead, so tests can
+    // provoke the installer's own refusal (`INSTALL_FAILED_OLDER_SDK`).
+    if let Some(min_sdk) = min_sdk_marker(data).filter(|&n| n > dev.cfg.sdk) {
+        io.out(&format!(
+            "Failure [INSTALL_FAILED_OLDER_SDK: Failed parse during installPackageLI: /data/app/vmdl{}.tmp/base.apk \
+             (at Binary XML file line #7): Requires newer sdk version #{min_sdk} (current version is #{})]\n",
+            dev.installs + 1,
+            dev.cfg.sdk
+        ));
         return 1;
     }
     dev.installs += 1;
@@ -916,6 +934,7 @@ fn am(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         }
         "broadcast" => {
             io.out("Broadcasting: Intent { flg=0x400000 }\nBroadcast completed: result=0\n");
+            adb_keyboard_broadcast(dev, rest);
             0
         }
         _ => {
@@ -923,6 +942,51 @@ fn am(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
             1
         }
     }
+}
+
+/// The ADB Keyboard IME types what it receives in `ADB_INPUT_TEXT` / `ADB_INPUT_B64` broadcasts, but only while
+/// it is the active input method (as on a real phone).
+fn adb_keyboard_broadcast(dev: &mut Device, args: &[&str]) {
+    let active = dev.settings.get(&("secure".to_string(), "default_input_method".to_string()));
+    if active.map(String::as_str) != Some(crate::sim::device::ADB_KEYBOARD) {
+        return;
+    }
+    let action = args.iter().position(|a| *a == "-a").and_then(|i| args.get(i + 1)).copied();
+    let msg = args
+        .iter()
+        .position(|a| *a == "--es")
+        .and_then(|i| (args.get(i + 1) == Some(&"msg")).then(|| args.get(i + 2)).flatten());
+    let text = match (action, msg) {
+        (Some("ADB_INPUT_TEXT"), Some(m)) => Some(m.to_string()),
+        (Some("ADB_INPUT_B64"), Some(m)) => decode_base64(m).and_then(|b| String::from_utf8(b).ok()),
+        _ => None,
+    };
+    if let Some(text) = text {
+        dev.record_event(InputEvent::Text(text.clone()));
+        dev.ui.type_text(&text);
+    }
+}
+
+/// Standard base64 (with or without padding); `None` on any invalid character.
+fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let (mut out, mut acc, mut bits) = (Vec::new(), 0u32, 0);
+    for &c in s.trim_end_matches('=').as_bytes() {
+        acc = (acc << 6) | u32::from(val(c)?);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
 }
 
 fn monkey(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
@@ -949,6 +1013,11 @@ fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
             "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n  Wireless powered: false\n  Dock powered: false\n  Max charging current: 500000\n  Max charging voltage: 5000000\n  Charge counter: 3100000\n  status: 2\n  health: 2\n  present: true\n  level: {}\n  scale: 100\n  voltage: 4210\n  temperature: 268\n  technology: Li-ion\n",
             dev.battery_level
         )),
+        Some("input") => {
+            // Rotation follows `settings put system user_rotation N` (auto-rotate is off on the sim).
+            let rot = dev.settings.get(&("system".to_string(), "user_rotation".to_string())).and_then(|v| v.parse::<u8>().ok()).unwrap_or(0) % 4;
+            io.out(&format!("INPUT MANAGER (dumpsys input)\n\nInput Reader State:\n  Device 4: sec_touchscreen\n    Touch Input Mapper (mode - DIRECT):\n      Viewport INTERNAL: displayId=0, orientation={rot}\n      SurfaceOrientation: {rot}\n"))
+        }
         Some("window") => io.out(&format!(
             "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5f3a2b1 u0 {fg}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{a1b2c3 4242:u0a10123}}\n\n  mGlobalConfiguration={{1.0 ?mcc?mnc [en_US] ldltr sw411dp w411dp h914dp {}dpi nrml long port finger -keyb/v/h -nav/h winConfig={{ mBounds=Rect(0, 0 - {}, {}) }}}}\n  mHasPermanentDpad=false\n  mTopFocusedDisplayId=0\n  mCurrentFocus=Window{{5f3a2b1 u0 {fg}}}\n  mFocusedApp=ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n  mScreenOn={on}\n  mAwake={on}\n  mScreenOnEarly={on} mScreenOnFully={on}\n  mKeyguardDrawComplete=true mWindowManagerDrawComplete=true\n  mDreamingLockscreen=false\n  mShowingDream=false mDreamingLockscreen=false\n  isKeyguardShowing=false\n",
             dev.cfg.density, dev.cfg.screen_width, dev.cfg.screen_height
@@ -1196,6 +1265,8 @@ mod tests {
         assert!(out(&mut d, "pm path com.example.app").starts_with("package:/data/app/"));
         assert!(out(&mut d, "pm install /data/local/tmp/bad.apk").starts_with("Failure [INSTALL_FAILED_INVALID_APK"));
         assert_eq!(out(&mut d, "pm uninstall com.example.app"), "Success\n");
+        d.fs.write("/data/local/tmp/new.apk", b"PK\x03\x04 minSdkVersion=99 ".to_vec(), 0o644, 0, false).unwrap();
+        assert!(out(&mut d, "pm install /data/local/tmp/new.apk").starts_with("Failure [INSTALL_FAILED_OLDER_SDK"));
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub fn now_unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// Component id of the ADB Keyboard IME.
+pub const ADB_KEYBOARD: &str = "com.android.adbkeyboard/.AdbIME";
+
 pub fn now_unix_secs() -> u32 {
     (now_unix_ms() / 1000) as u32
 }
@@ -149,16 +152,20 @@ impl Device {
             settings.insert((ns.to_string(), k.to_string()), v.to_string());
         }
         let ui = Ui::new(cfg.screen_width, cfg.screen_height);
+        let mut imes: Vec<String> = vec![
+            "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME".into(),
+            "com.xagent.sim.ime/.SimKeyboard".into(),
+        ];
+        if cfg.adb_keyboard {
+            imes.push(ADB_KEYBOARD.into());
+        }
         let mut d = Device {
             fs: MemFs::new(boot),
             ui,
             props,
             packages,
             settings,
-            imes: vec![
-                "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME".into(),
-                "com.xagent.sim.ime/.SimKeyboard".into(),
-            ],
+            imes,
             logcat: VecDeque::new(),
             commands: Vec::new(),
             events: Vec::new(),

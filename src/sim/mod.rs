@@ -46,6 +46,9 @@ pub struct SimConfig {
     pub screen_width: u32,
     pub screen_height: u32,
     pub density: u32,
+    /// Whether the ADB Keyboard IME (`com.android.adbkeyboard/.AdbIME`) is installed: the usual way to type
+    /// non-ASCII text over adb (`am broadcast -a ADB_INPUT_B64 --es msg <base64>` while it is the active IME).
+    pub adb_keyboard: bool,
 }
 
 impl Default for SimConfig {
@@ -58,6 +61,7 @@ impl Default for SimConfig {
             screen_width: 1080,
             screen_height: 2400,
             density: 420,
+            adb_keyboard: false,
         }
     }
 }
@@ -157,6 +161,11 @@ impl SimPhone {
         self.device().events.clone()
     }
 
+    /// Forgets the recorded input events (a test's "from here on").
+    pub fn clear_events(&self) {
+        self.device().events.clear();
+    }
+
     /// Every command line received over shell/exec/abb services (oldest first).
     pub fn commands(&self) -> Vec<String> {
         self.device().commands.clone()
@@ -165,6 +174,26 @@ impl SimPhone {
     /// The home screen's counter (incremented by taps on the "Increment" button).
     pub fn counter(&self) -> u32 {
         self.device().ui.counter
+    }
+
+    /// Appends one line to the phone's logcat buffer, as an app calling `android.util.Log` would.
+    pub fn log(&self, priority: char, tag: &str, message: &str) {
+        self.device().log(priority, tag, message);
+    }
+
+    /// A file of the phone's filesystem (`None` when missing or a directory).
+    pub fn read_file(&self, path: &str) -> Option<Vec<u8>> {
+        self.device().fs.read(path).ok().map(<[u8]>::to_vec)
+    }
+
+    /// Creates or replaces a file (parents are created), as an app writing to storage would.
+    pub fn write_file(&self, path: &str, data: &[u8]) -> bool {
+        self.device().fs.write(path, data.to_vec(), 0o660, device::now_unix_secs(), true).is_ok()
+    }
+
+    /// Installed package names (system and user), sorted.
+    pub fn packages(&self) -> Vec<String> {
+        self.device().packages.keys().cloned().collect()
     }
 
     pub fn set_fault(&self, f: Fault) {

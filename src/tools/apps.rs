@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::device::{check_package, tool};
+use super::device::{check_package, invalid, tool};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::shell::quote;
@@ -15,15 +15,35 @@ fn package_schema() -> serde_json::Value {
     json!({"type": "string", "minLength": 3, "maxLength": 255, "description": "Android package name, e.g. com.android.settings (see android_app_list)"})
 }
 
+/// Activity class names: a Java class name, optionally relative to the package (`.Main`).
+fn check_activity(a: &str) -> Result<(), ProtoError> {
+    let body = a.strip_prefix('.').unwrap_or(a);
+    let ok = !body.is_empty()
+        && body.split('.').all(|seg| {
+            seg.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "{a:?} is not an activity class name (like .MainActivity or com.example.app.MainActivity)"
+        )))
+    }
+}
+
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
     vec![
         tool(
             ToolSpec {
                 id: "android_app_launch",
                 title: "Launch an app",
-                description: "Start an installed app by package name (its launcher activity), or bring it to the \
-                              front if it is running. Repeating the call is harmless.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["package"], "properties": {"package": package_schema()}}),
+                description: "Start an installed app by package name (its launcher activity, or `activity` when \
+                              given), or bring it to the front if it is running. Repeating the call is harmless.",
+                input: json!({"type": "object", "additionalProperties": false, "required": ["package"], "properties": {
+                    "package": package_schema(),
+                    "activity": {"type": "string", "minLength": 2, "maxLength": 255,
+                                 "description": "Activity class, full (com.example.app.MainActivity) or relative (.MainActivity)"}}}),
                 output: json!({"type": "object", "required": ["package", "launched"], "properties": {
                     "package": {"type": "string"}, "launched": {"type": "boolean"}}}),
                 side_effect: true,
@@ -33,10 +53,20 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             |c| async move {
                 let pkg = c.str("package").unwrap_or("").to_owned();
                 check_package(&pkg)?;
-                let cmd = format!("monkey -p {} -c android.intent.category.LAUNCHER 1", quote(&pkg));
+                let cmd = match c.str("activity") {
+                    Some(act) => {
+                        check_activity(act)?;
+                        format!("am start -n {}", quote(&format!("{pkg}/{act}")))
+                    }
+                    None => format!("monkey -p {} -c android.intent.category.LAUNCHER 1", quote(&pkg)),
+                };
                 let out = c.adb.shell(&c.device, &cmd, true, c.spec.deadline).await?;
                 let text = format!("{}{}", out.stdout, out.stderr);
-                if out.code != 0 || text.contains("No activities found") || text.contains("aborted") {
+                if out.code != 0
+                    || text.contains("No activities found")
+                    || text.contains("aborted")
+                    || text.contains("Error")
+                {
                     return Err(ProtoError::new(
                         ErrorCode::ToolInvokeFailed,
                         format!("{pkg} could not be launched: is it installed and does it have a launcher activity? (see android_app_list)"),
@@ -87,4 +117,80 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             },
         ),
     ]
+}
+
+/// Opt-in app tools (operator policy `enabled_risky_tools`): they destroy user data.
+pub fn risky_tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
+    let pkg_input = || json!({"type": "object", "additionalProperties": false, "required": ["package"], "properties": {"package": package_schema()}});
+    vec![
+        tool(
+            ToolSpec {
+                id: "android_app_uninstall",
+                title: "Uninstall an app",
+                description: "Uninstall an app and delete its data. Enabled by the operator only. A repeat with the \
+                              same tool_call_id answers from the record; a new call on an absent app fails.",
+                input: pkg_input(),
+                output: json!({"type": "object", "required": ["package", "uninstalled"], "properties": {
+                    "package": {"type": "string"}, "uninstalled": {"type": "boolean"}}}),
+                side_effect: true,
+                deadline: Duration::from_secs(60),
+            },
+            adb,
+            |c| async move {
+                let pkg = c.str("package").unwrap_or("").to_owned();
+                check_package(&pkg)?;
+                let out =
+                    c.adb.shell(&c.device, &format!("pm uninstall {}", quote(&pkg)), true, c.spec.deadline).await?;
+                if out.code != 0 || !out.stdout.contains("Success") {
+                    let why = format!("{}{}", out.stdout, out.stderr);
+                    return Err(ProtoError::new(
+                        ErrorCode::ToolInvokeFailed,
+                        format!("pm uninstall {pkg}: {}", why.trim()),
+                    ));
+                }
+                Ok(json!({"package": pkg, "uninstalled": true}))
+            },
+        ),
+        tool(
+            ToolSpec {
+                id: "android_app_clear_data",
+                title: "Clear an app's data",
+                description: "Delete all data of an app (pm clear): accounts, settings, caches. Enabled by the \
+                              operator only.",
+                input: pkg_input(),
+                output: json!({"type": "object", "required": ["package", "cleared"], "properties": {
+                    "package": {"type": "string"}, "cleared": {"type": "boolean"}}}),
+                side_effect: true,
+                deadline: Duration::from_secs(60),
+            },
+            adb,
+            |c| async move {
+                let pkg = c.str("package").unwrap_or("").to_owned();
+                check_package(&pkg)?;
+                let out = c.adb.shell(&c.device, &format!("pm clear {}", quote(&pkg)), true, c.spec.deadline).await?;
+                if out.code != 0 || !out.stdout.contains("Success") {
+                    let why = format!("{}{}", out.stdout, out.stderr);
+                    return Err(ProtoError::new(
+                        ErrorCode::ToolInvokeFailed,
+                        format!("pm clear {pkg}: {}", why.trim()),
+                    ));
+                }
+                Ok(json!({"package": pkg, "cleared": true}))
+            },
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_activity;
+
+    #[test]
+    fn activity_names() {
+        assert!(check_activity(".Settings").is_ok());
+        assert!(check_activity("com.android.settings.Settings$Wifi").is_ok());
+        for bad in ["", ".", "a;b", ".Main X", "com..Main", "$(id)"] {
+            assert!(check_activity(bad).is_err(), "{bad}");
+        }
+    }
 }

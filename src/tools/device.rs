@@ -2,18 +2,21 @@
 //! tool applies (coordinates inside the screen, package names, tags).
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
 use super::{BoxFuture, Tool, ToolCall, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::DeviceKey;
+use crate::files::FileCache;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// What a device tool body receives.
 pub struct Ctx {
     pub adb: Arc<AdbBackend>,
+    /// The transfer plane's cache: where screenshots, pulled files and large logs go, and uploads come from.
+    pub files: Arc<FileCache>,
     pub device: DeviceKey,
     pub args: Map<String, Value>,
     pub spec: ToolSpec,
@@ -26,6 +29,9 @@ type Body = dyn Fn(Ctx) -> BoxFuture<Result<Value, ProtoError>> + Send + Sync;
 pub struct DeviceTool {
     spec: ToolSpec,
     adb: Arc<AdbBackend>,
+    /// Attached once when the registry joins the running server ([`Tool::attach_files`]); the family constructors
+    /// only take the backend, so the card can be built (`card` command, tests) without a cache on disk.
+    files: OnceLock<Arc<FileCache>>,
     body: Box<Body>,
 }
 
@@ -34,12 +40,16 @@ where
     F: Fn(Ctx) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, ProtoError>> + Send + 'static,
 {
-    Arc::new(DeviceTool { spec, adb: adb.clone(), body: Box::new(move |c| Box::pin(body(c))) })
+    Arc::new(DeviceTool { spec, adb: adb.clone(), files: OnceLock::new(), body: Box::new(move |c| Box::pin(body(c))) })
 }
 
 impl Tool for DeviceTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn attach_files(&self, files: &Arc<FileCache>) {
+        let _ = self.files.set(files.clone());
     }
 
     fn call(&self, call: ToolCall) -> BoxFuture<Result<Value, ProtoError>> {
@@ -48,7 +58,12 @@ impl Tool for DeviceTool {
                 Err(ProtoError::new(ErrorCode::ConnectionNotAuthenticated, "no device is bound to this channel"))
             });
         };
-        let ctx = Ctx { adb: self.adb.clone(), device, args: call.args.clone(), spec: self.spec.clone(), call };
+        let Some(files) = self.files.get().cloned() else {
+            return Box::pin(async {
+                Err(ProtoError::new(ErrorCode::Internal, "the tool registry was started without a file cache"))
+            });
+        };
+        let ctx = Ctx { adb: self.adb.clone(), files, device, args: call.args.clone(), spec: self.spec.clone(), call };
         (self.body)(ctx)
     }
 }
@@ -66,10 +81,16 @@ impl Ctx {
 
     /// A point inside the device's screen (tool coordinates are device pixels). Returns the screen size.
     pub async fn check_point(&self, x: i64, y: i64, what: &str) -> Result<(u32, u32), ProtoError> {
-        let (w, h) = self.adb.screen_size(&self.device).await?;
-        if x < 0 || y < 0 || x >= w as i64 || y >= h as i64 {
+        let (nw, nh) = self.adb.screen_size(&self.device).await?;
+        let inside = |w: u32, h: u32| x >= 0 && y >= 0 && x < w as i64 && y < h as i64;
+        // `wm size` is the natural (portrait) size. A point valid in both orientations needs no more; one valid
+        // only when rotated asks the device for its current rotation (rare, so the common path stays free).
+        let (w, h) =
+            if inside(nw, nh) && inside(nh, nw) { (nw, nh) } else { self.adb.display_size(&self.device).await? };
+        if !inside(w, h) {
             return Err(invalid(format!(
-                "{what} ({x}, {y}) is outside the screen: x must be 0..{} and y 0..{} (device pixels, {w}×{h})",
+                "{what} ({x}, {y}) is outside the screen: x must be 0..{} and y 0..{} (device pixels, {w}×{h} in \
+                 the current orientation)",
                 w - 1,
                 h - 1
             )));

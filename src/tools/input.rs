@@ -1,15 +1,19 @@
-//! Control tools: `android_tap`, `android_swipe`, `android_text`, `android_key`. All are side effects: they run in
-//! order per device and validate ranges before touching it.
+//! Control tools: `android_tap`, `android_long_press`, `android_swipe`, `android_input_text`, `android_key`,
+//! `android_open_url`. All are side effects: they run in order per device and validate ranges before touching it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::device::{invalid, tool};
+use super::device::{invalid, tool, Ctx};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
-use crate::device::shell::{input_text_chunks, quote};
+use crate::device::shell::{base64, input_text_chunks, quote};
+use crate::protocol::errors::{ErrorCode, ProtoError};
+
+/// The ADB Keyboard IME (<https://github.com/senzhk/ADBKeyBoard>): the standard way to type non-ASCII over adb.
+pub const ADB_KEYBOARD: &str = "com.android.adbkeyboard/.AdbIME";
 
 /// Key names accepted by `android_key` (the `KEYCODE_` prefix is added).
 pub const KEYS: &[&str] = &[
@@ -115,37 +119,68 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
         ),
         tool(
             ToolSpec {
-                id: "android_text",
+                id: "android_long_press",
+                title: "Long-press the screen",
+                description: "Press and hold at (x, y) for duration_ms (default 800) — opens context menus, starts \
+                              drag mode. Coordinates as for android_tap.",
+                input: json!({"type": "object", "additionalProperties": false, "required": ["x", "y"], "properties": {
+                    "x": point_schema("Horizontal position"), "y": point_schema("Vertical position"),
+                    "duration_ms": {"type": "integer", "minimum": 400, "maximum": 10000, "default": 800,
+                                    "description": "How long to hold, in milliseconds"}}}),
+                output: json!({"type": "object", "required": ["x", "y", "duration_ms"], "properties": {
+                    "x": {"type": "integer"}, "y": {"type": "integer"}, "duration_ms": {"type": "integer"},
+                    "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"}}}),
+                side_effect: true,
+                deadline: Duration::from_secs(20),
+            },
+            adb,
+            |c| async move {
+                let (x, y) = (c.i64("x").unwrap_or(0), c.i64("y").unwrap_or(0));
+                let ms = c.i64("duration_ms").unwrap_or(800);
+                let (w, h) = c.check_point(x, y, "press point").await?;
+                // A swipe that does not move is how `input` expresses a long press on every Android version.
+                c.adb.shell_ok(&c.device, &format!("input swipe {x} {y} {x} {y} {ms}"), true, c.spec.deadline).await?;
+                let mut r = screen_result(w, h);
+                r["x"] = json!(x);
+                r["y"] = json!(y);
+                r["duration_ms"] = json!(ms);
+                Ok(r)
+            },
+        ),
+        tool(
+            ToolSpec {
+                id: "android_input_text",
                 title: "Type text",
-                description: "Type text into the focused input field (tap the field first). Printable ASCII only, \
-                              up to 1000 characters; set submit=true to press ENTER afterwards. The typed text is \
-                              never logged.",
+                description: "Type text into the focused input field (tap the field first). Up to 1000 characters. \
+                              ASCII is typed with `input text`; other text (CJK, emoji, accents) needs the ADB \
+                              Keyboard IME installed on the phone (error unsupported_text otherwise). Set \
+                              submit=true to press ENTER afterwards. The text is never logged.",
                 input: json!({"type": "object", "additionalProperties": false, "required": ["text"], "properties": {
-                    "text": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Text to type (printable ASCII)"},
+                    "text": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Text to type"},
                     "submit": {"type": "boolean", "default": false, "description": "Press ENTER after typing"}}}),
-                output: json!({"type": "object", "required": ["typed_chars"], "properties": {
-                    "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"}}}),
+                output: json!({"type": "object", "required": ["typed_chars", "method"], "properties": {
+                    "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"},
+                    "method": {"type": "string", "enum": ["input_text", "adb_keyboard"]}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(30),
             },
             adb,
             |c| async move {
                 let text = c.str("text").unwrap_or("").to_owned();
-                if let Some(bad) = text.chars().find(|ch| !(' '..='~').contains(ch)) {
+                if let Some(bad) = text.chars().find(|ch| ch.is_control()) {
                     return Err(invalid(format!(
-                        "argument `text` contains {:?} (U+{:04X}); android_text types printable ASCII only \
-                         (`input text` cannot enter other characters)",
-                        bad, bad as u32
+                        "argument `text` contains the control character U+{:04X}; send ENTER with submit=true or \
+                         android_key instead",
+                        bad as u32
                     )));
                 }
                 let submit = c.bool("submit").unwrap_or(false);
-                let mut cmd: Vec<String> =
-                    input_text_chunks(&text).iter().map(|t| format!("input text {}", quote(t))).collect();
+                let method =
+                    if text.is_ascii() { type_ascii(&c, &text).await? } else { type_unicode(&c, &text).await? };
                 if submit {
-                    cmd.push("input keyevent KEYCODE_ENTER".into());
+                    c.adb.shell_ok(&c.device, "input keyevent KEYCODE_ENTER", true, c.spec.deadline).await?;
                 }
-                c.adb.shell_ok(&c.device, &cmd.join(" && "), true, c.spec.deadline).await?;
-                Ok(json!({"typed_chars": text.chars().count(), "submitted": submit}))
+                Ok(json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method}))
             },
         ),
         tool(
@@ -155,8 +190,10 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 description: "Press one hardware/navigation key: HOME, BACK, ENTER, DEL (backspace), APP_SWITCH, \
                               DPAD_*, VOLUME_*, POWER, WAKEUP, ...",
                 input: json!({"type": "object", "additionalProperties": false, "required": ["key"], "properties": {
-                    "key": {"type": "string", "enum": KEYS, "description": "Key name without the KEYCODE_ prefix"}}}),
-                output: json!({"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}}}),
+                    "key": {"type": "string", "enum": KEYS, "description": "Key name without the KEYCODE_ prefix"},
+                    "long_press": {"type": "boolean", "default": false, "description": "Hold the key (e.g. POWER menu)"}}}),
+                output: json!({"type": "object", "required": ["key"], "properties": {
+                    "key": {"type": "string"}, "long_press": {"type": "boolean"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(10),
             },
@@ -167,9 +204,105 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 if !KEYS.contains(&key.as_str()) {
                     return Err(invalid(format!("unknown key {key:?}")));
                 }
-                c.adb.shell_ok(&c.device, &format!("input keyevent KEYCODE_{key}"), true, c.spec.deadline).await?;
-                Ok(json!({"key": key}))
+                let long = c.bool("long_press").unwrap_or(false);
+                let flag = if long { "--longpress " } else { "" };
+                c.adb
+                    .shell_ok(&c.device, &format!("input keyevent {flag}KEYCODE_{key}"), true, c.spec.deadline)
+                    .await?;
+                Ok(json!({"key": key, "long_press": long}))
+            },
+        ),
+        tool(
+            ToolSpec {
+                id: "android_open_url",
+                title: "Open a web link",
+                description: "Open an http(s) URL with the phone's default handler (usually the browser). Other \
+                              schemes (intent:, file:, javascript:, tel:, ...) are refused.",
+                input: json!({"type": "object", "additionalProperties": false, "required": ["url"], "properties": {
+                    "url": {"type": "string", "minLength": 8, "maxLength": 2048, "description": "An http:// or https:// URL"}}}),
+                output: json!({"type": "object", "required": ["url", "opened"], "properties": {
+                    "url": {"type": "string"}, "opened": {"type": "boolean"}}}),
+                side_effect: true,
+                deadline: Duration::from_secs(20),
+            },
+            adb,
+            |c| async move {
+                let url = c.str("url").unwrap_or("").to_owned();
+                check_url(&url)?;
+                let cmd = format!("am start -a android.intent.action.VIEW -d {}", quote(&url));
+                c.adb.shell_ok(&c.device, &cmd, true, c.spec.deadline).await?;
+                Ok(json!({"url": url, "opened": true}))
             },
         ),
     ]
+}
+
+/// ASCII goes through `input text`, chunked so that `%s` and spaces survive (see `input_text_chunks`).
+async fn type_ascii(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
+    let cmd: Vec<String> = input_text_chunks(text).iter().map(|t| format!("input text {}", quote(t))).collect();
+    c.adb.shell_ok(&c.device, &cmd.join(" && "), true, c.spec.deadline).await?;
+    Ok("input_text")
+}
+
+/// Non-ASCII needs the ADB Keyboard IME: switch to it, send the text base64-encoded, switch back.
+async fn type_unicode(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
+    let d = c.spec.deadline;
+    let imes = c.adb.shell_ok(&c.device, "ime list -s", false, d).await?;
+    if !imes.lines().any(|l| l.trim() == ADB_KEYBOARD) {
+        return Err(ProtoError::new(
+            ErrorCode::UnsupportedText,
+            "this text has non-ASCII characters, which `input text` cannot type; install and enable the ADB \
+             Keyboard IME (com.android.adbkeyboard) on the phone, or type ASCII only",
+        ));
+    }
+    let previous = c.adb.shell_ok(&c.device, "settings get secure default_input_method", false, d).await?;
+    let previous = previous.trim().to_owned();
+    let mut script = format!(
+        "ime set {ADB_KEYBOARD} >/dev/null && am broadcast -a ADB_INPUT_B64 --es msg {} >/dev/null",
+        quote(&base64(text.as_bytes()))
+    );
+    if !previous.is_empty() && previous != "null" && previous != ADB_KEYBOARD {
+        script.push_str(&format!("; ime set {} >/dev/null", quote(&previous)));
+    }
+    c.adb.shell_ok(&c.device, &script, true, d).await?;
+    Ok("adb_keyboard")
+}
+
+/// http(s) only, a host, no whitespace or control characters; everything else is refused before any shell.
+pub fn check_url(url: &str) -> Result<(), ProtoError> {
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
+    let ok = host.is_some_and(|h| !h.is_empty() && !h.contains('@')) && url.chars().all(|ch| ch.is_ascii_graphic());
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "argument `url` must be an http:// or https:// URL with a host and no spaces or credentials, got {:?}",
+            url.chars().take(80).collect::<String>()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert!(check_url("https://example.com/a?b=c#d").is_ok());
+        assert!(check_url("http://10.0.0.1:8080").is_ok());
+        for bad in [
+            "ftp://x.com",
+            "javascript:alert(1)",
+            "intent://x#Intent;end",
+            "https://",
+            "https://a b.com",
+            "https://user:pw@x.com",
+            "file:///sdcard/x",
+            "https://x.com/\n",
+            "HTTPS://x.com",
+        ] {
+            assert!(check_url(bad).is_err(), "{bad}");
+        }
+    }
 }

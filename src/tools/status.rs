@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::device::tool;
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
+use crate::device::Backend;
 
 /// `key: value` / `key=value` lines of `dumpsys battery`.
 fn battery(text: &str) -> Value {
@@ -38,12 +39,14 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             id: "android_device_status",
             title: "Phone status",
             description: "Model, manufacturer, Android version, screen size and density (the coordinate space of \
-                          every tap), battery, and the app in the foreground.",
+                          every tap), orientation, battery, the app in the foreground, and the adb state.",
             input: json!({"type": "object", "additionalProperties": false, "properties": {}}),
             output: json!({"type": "object", "required": ["model", "android_version", "screen_width", "screen_height"], "properties": {
                 "model": {"type": "string"}, "manufacturer": {"type": "string"}, "android_version": {"type": "string"},
-                "sdk": {"type": "integer"}, "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"},
-                "density": {"type": "integer"}, "battery": {"type": "object"},
+                "sdk": {"type": ["integer", "null"]}, "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"},
+                "density": {"type": ["integer", "null"]}, "orientation": {"type": "string", "enum": ["portrait", "landscape"]},
+                "rotation": {"type": ["integer", "null"], "description": "0-3 quarter turns from natural, when known; screen_width/height are already in this orientation"},
+                "battery": {"type": "object"}, "adb_state": {"type": "string"},
                 "foreground_package": {"type": "string"}, "foreground_activity": {"type": "string"}}}),
             side_effect: false,
             deadline: Duration::from_secs(15),
@@ -66,7 +69,16 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 .shell_ok(&c.device, "dumpsys window windows | grep -E 'mCurrentFocus|mFocusedApp'", false, d)
                 .await
                 .unwrap_or_default();
+            // `wm size` is the natural (unrotated) size; the touch mapper knows the current rotation.
+            let rotation = c.adb.rotation(&c.device).await.ok();
+            let orientation = match rotation {
+                Some(1 | 3) => "landscape",
+                _ => "portrait",
+            };
+            let (w, h) = if rotation.is_some_and(|r| r % 2 == 1) { (h, w) } else { (w, h) };
+            let adb_state = c.adb.info(&c.device).map_or("gone", |d| d.state.as_str());
             let mut r = json!({
+                "orientation": orientation, "rotation": rotation, "adb_state": adb_state,
                 "model": model.unwrap_or(""), "manufacturer": manufacturer.unwrap_or(""),
                 "android_version": release.unwrap_or(""), "sdk": sdk.and_then(|s| s.parse::<i64>().ok()),
                 "screen_width": w, "screen_height": h, "density": density, "battery": battery(&bat),

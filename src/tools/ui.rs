@@ -18,6 +18,8 @@ const DUMP_PATH: &str = "/sdcard/xagent_window_dump.xml";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Element {
+    /// Position in document order (stable for one dump; use it to refer to an element in the same dump).
+    pub index: usize,
     pub text: String,
     pub resource_id: String,
     pub class: String,
@@ -27,6 +29,10 @@ pub struct Element {
     pub enabled: bool,
     pub focused: bool,
     pub checked: bool,
+    pub scrollable: bool,
+    pub focusable: bool,
+    /// A password field: its text is never returned (defence in depth; Android usually masks it already).
+    pub password: bool,
     pub bounds: [i32; 4],
 }
 
@@ -35,22 +41,37 @@ impl Element {
         [(self.bounds[0] + self.bounds[2]) / 2, (self.bounds[1] + self.bounds[3]) / 2]
     }
 
+    fn is_interactive(&self) -> bool {
+        self.enabled && (self.clickable || self.scrollable || self.focusable)
+    }
+
     fn is_interesting(&self) -> bool {
-        !self.text.is_empty() || !self.content_desc.is_empty() || !self.resource_id.is_empty() || self.clickable
+        !self.text.is_empty() || !self.content_desc.is_empty() || !self.resource_id.is_empty() || self.is_interactive()
     }
 
     pub fn to_json(&self) -> Value {
         let mut v = json!({
+            "index": self.index,
             "class": self.class.rsplit('.').next().unwrap_or(&self.class),
+            "package": self.package,
             "bounds": self.bounds,
             "center": self.center(),
         });
-        for (k, s) in [("text", &self.text), ("resource_id", &self.resource_id), ("content_desc", &self.content_desc)] {
+        let text = if self.password { &String::new() } else { &self.text };
+        if self.password {
+            v["password"] = json!(true);
+        }
+        for (k, s) in [("text", text), ("resource_id", &self.resource_id), ("content_desc", &self.content_desc)] {
             if !s.is_empty() {
                 v[k] = json!(s);
             }
         }
-        for (k, b) in [("clickable", self.clickable), ("focused", self.focused), ("checked", self.checked)] {
+        for (k, b) in [
+            ("clickable", self.clickable),
+            ("focused", self.focused),
+            ("checked", self.checked),
+            ("scrollable", self.scrollable),
+        ] {
             if b {
                 v[k] = json!(true);
             }
@@ -125,6 +146,7 @@ pub fn parse_dump(xml: &str) -> Result<Vec<Element>, String> {
         let attrs = &rest[..end];
         rest = &rest[end..];
         let mut e = Element {
+            index: out.len(),
             text: String::new(),
             resource_id: String::new(),
             class: String::new(),
@@ -134,6 +156,9 @@ pub fn parse_dump(xml: &str) -> Result<Vec<Element>, String> {
             enabled: true,
             focused: false,
             checked: false,
+            scrollable: false,
+            focusable: false,
+            password: false,
             bounds: [0; 4],
         };
         let mut a = attrs;
@@ -152,6 +177,9 @@ pub fn parse_dump(xml: &str) -> Result<Vec<Element>, String> {
                 "enabled" => e.enabled = value == "true",
                 "focused" => e.focused = value == "true",
                 "checked" => e.checked = value == "true",
+                "scrollable" => e.scrollable = value == "true",
+                "focusable" => e.focusable = value == "true",
+                "password" => e.password = value == "true",
                 "bounds" => e.bounds = parse_bounds(&value).ok_or_else(|| format!("bad bounds {value:?}"))?,
                 _ => {}
             }
@@ -175,10 +203,31 @@ fn tag_end(s: &str) -> Option<usize> {
     None
 }
 
+/// Dumps and parses the hierarchy, retrying the transient failures uiautomator is known for ("could not get idle
+/// state" while an animation runs, "null root node" between windows) a few times before giving up.
 async fn dump(c: &Ctx, deadline: Duration) -> Result<Vec<Element>, ProtoError> {
     let cmd = format!("uiautomator dump {DUMP_PATH} >/dev/null && cat {DUMP_PATH} && rm -f {DUMP_PATH}");
-    let xml = c.adb.shell_ok(&c.device, &cmd, false, deadline).await?;
-    parse_dump(&xml).map_err(|m| ProtoError::new(ErrorCode::ToolInvokeFailed, format!("uiautomator: {m}")))
+    let started = Instant::now();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let left = deadline.saturating_sub(started.elapsed());
+        let out = c.adb.shell(&c.device, &cmd, false, left).await?;
+        let text = format!("{}{}", out.stdout, out.stderr);
+        if out.code == 0 {
+            match parse_dump(&out.stdout) {
+                Ok(els) => return Ok(els),
+                Err(m) if attempt >= 3 => {
+                    return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("uiautomator: {m}")))
+                }
+                Err(_) => {}
+            }
+        } else if attempt >= 3 || !(text.contains("idle state") || text.contains("null root node")) {
+            let msg: String = text.trim().chars().take(300).collect();
+            return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("uiautomator dump failed: {msg}")));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }
 
 fn matches(e: &Element, text: Option<&str>, id: Option<&str>, desc: Option<&str>) -> bool {
@@ -188,10 +237,12 @@ fn matches(e: &Element, text: Option<&str>, id: Option<&str>, desc: Option<&str>
 }
 
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
-    let element_schema = json!({"type": "object", "required": ["class", "bounds", "center"], "properties": {
+    let element_schema = json!({"type": "object", "required": ["index", "class", "bounds", "center"], "properties": {
+        "index": {"type": "integer"}, "package": {"type": "string"},
         "text": {"type": "string"}, "resource_id": {"type": "string"}, "content_desc": {"type": "string"},
         "class": {"type": "string"}, "clickable": {"type": "boolean"}, "enabled": {"type": "boolean"},
-        "focused": {"type": "boolean"}, "checked": {"type": "boolean"},
+        "focused": {"type": "boolean"}, "checked": {"type": "boolean"}, "scrollable": {"type": "boolean"},
+        "password": {"type": "boolean"},
         "bounds": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4},
         "center": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}});
     vec![
@@ -203,7 +254,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                               bounds and centre in device pixels) of the foreground app. Prefer this to a screenshot \
                               whenever text is enough; tap an element at its `center`.",
                 input: json!({"type": "object", "additionalProperties": false, "properties": {
-                    "clickable_only": {"type": "boolean", "default": false, "description": "Only elements that accept taps"},
+                    "only_interactive": {"type": "boolean", "default": false,
+                                         "description": "Only enabled elements that can be tapped, scrolled or focused"},
                     "max_elements": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 300,
                                      "description": "Cap on the number of elements returned"}}}),
                 output: json!({"type": "object", "required": ["elements", "count", "truncated"], "properties": {
@@ -215,11 +267,11 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             adb,
             |c| async move {
                 let all = dump(&c, c.spec.deadline).await?;
-                let clickable_only = c.bool("clickable_only").unwrap_or(false);
+                let only_interactive = c.bool("only_interactive").unwrap_or(false);
                 let max = c.i64("max_elements").unwrap_or(300) as usize;
                 let package = all.first().map(|e| e.package.clone()).unwrap_or_default();
                 let picked: Vec<&Element> =
-                    all.iter().filter(|e| e.is_interesting() && (!clickable_only || e.clickable)).collect();
+                    all.iter().filter(|e| e.is_interesting() && (!only_interactive || e.is_interactive())).collect();
                 let truncated = picked.len() > max;
                 let elements: Vec<Value> = picked.iter().take(max).map(|e| e.to_json()).collect();
                 Ok(json!({"package": package, "count": elements.len(), "truncated": truncated, "elements": elements}))
@@ -231,7 +283,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 title: "Wait for a UI element",
                 description: "Wait until an element matching text (substring), resource_id or content_desc is on \
                               screen (or, with gone=true, is no longer), polling the UI tree. Use this instead of \
-                              sleeping after an action. Returns found=false on timeout (not an error).",
+                              sleeping after an action. Fails with ui_wait_timeout when nothing matched in \
+                              timeout_ms (default 5000, at most 30000).",
                 input: json!({"type": "object", "additionalProperties": false, "properties": {
                     "text": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Substring of the element text"},
                     "resource_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Full id (pkg:id/name) or just name"},
@@ -261,7 +314,18 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                             return Ok(json!({"found": true, "waited_ms": waited, "element": e.to_json()}))
                         }
                         (None, true) => return Ok(json!({"found": true, "waited_ms": waited})),
-                        _ if started.elapsed() >= timeout => return Ok(json!({"found": false, "waited_ms": waited})),
+                        _ if started.elapsed() >= timeout => {
+                            let what = [("text", text), ("resource_id", id), ("content_desc", desc)]
+                                .iter()
+                                .filter_map(|(k, v)| v.map(|v| format!("{k}={v:?}")))
+                                .collect::<Vec<_>>()
+                                .join(", ");
+                            let state = if gone { "still on screen" } else { "not on screen" };
+                            return Err(ProtoError::new(
+                                ErrorCode::UiWaitTimeout,
+                                format!("element {what} {state} after {waited} ms; observe again (android_ui_dump) before retrying"),
+                            ));
+                        }
                         _ => tokio::time::sleep(Duration::from_millis(400)).await,
                     }
                 }
@@ -285,12 +349,24 @@ mod tests {
         assert!(els[2].clickable);
         assert_eq!(els[2].center(), [539, 978]);
         assert!(!els[0].is_interesting());
+        assert_eq!(els[2].index, 2);
         let j = els[2].to_json();
         assert_eq!(j["class"], "Button");
+        assert_eq!(j["package"], "com.android.launcher3");
         assert_eq!(j["center"], json!([539, 978]));
         assert!(matches(&els[2], None, Some("button"), None));
         assert!(matches(&els[1], Some("Count: 3"), None, None));
         assert!(!matches(&els[1], Some("Count: 4"), None, None));
+    }
+
+    #[test]
+    fn password_fields_never_return_their_text() {
+        let xml = r#"<hierarchy><node index="0" text="hunter2" resource-id="pw" class="android.widget.EditText" package="p" content-desc="" clickable="true" enabled="true" password="true" bounds="[0,0][10,10]" /></hierarchy>"#;
+        let e = &parse_dump(xml).unwrap()[0];
+        assert!(e.password);
+        let j = e.to_json();
+        assert!(j.get("text").is_none() && j["password"] == true, "{j}");
+        assert!(!j.to_string().contains("hunter2"));
     }
 
     #[test]

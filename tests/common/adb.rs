@@ -150,8 +150,12 @@ impl Drop for AdbServer {
 }
 
 pub async fn start_sim() -> SimPhone {
+    start_sim_with(SimConfig::default()).await
+}
+
+pub async fn start_sim_with(cfg: SimConfig) -> SimPhone {
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    SimPhone::start(addr, SimConfig::default()).await.expect("sim start")
+    SimPhone::start(addr, cfg).await.expect("sim start")
 }
 
 /// Runs blocking adb interactions off the async runtime (the sim serves on it).
@@ -161,9 +165,14 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
 
 /// Starts an adb server and a sim, connects them, waits for `device`. `None` = skipped.
 pub async fn setup() -> Option<(std::sync::Arc<AdbServer>, SimPhone, String)> {
+    setup_with(SimConfig::default()).await
+}
+
+/// [`setup`] with a custom simulated phone.
+pub async fn setup_with(cfg: SimConfig) -> Option<(std::sync::Arc<AdbServer>, SimPhone, String)> {
     let adb = blocking(AdbServer::start).await?;
     let adb = std::sync::Arc::new(adb);
-    let sim = start_sim().await;
+    let sim = start_sim_with(cfg).await;
     let serial = sim.serial();
     let (a, s) = (adb.clone(), serial.clone());
     blocking(move || {
