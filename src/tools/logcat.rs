@@ -8,9 +8,14 @@ use serde_json::json;
 use super::device::{invalid, tool};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
+use crate::files::{self, NewFile};
+use crate::protocol::errors::{ErrorCode, ProtoError};
 
-/// Result size cap: logs are text and may be large; the agent asks for fewer lines or a tag instead.
-const MAX_BYTES: usize = 256 * 1024;
+/// Largest log text returned inline in the ack; beyond it the whole text becomes a text file ref, so a big log
+/// never bloats a WebSocket message (the profile keeps bulk data on the transfer plane).
+pub const INLINE_MAX_BYTES: usize = 64 * 1024;
+/// Largest log text kept at all (5000 lines of logcat are typically well under 1 MiB).
+const FILE_MAX_BYTES: usize = 16 << 20;
 
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
     vec![tool(
@@ -18,13 +23,17 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             id: "android_logcat",
             title: "Read the device log",
             description: "The last `lines` lines of logcat (default 200), optionally only one tag and/or a minimum \
-                          priority. Use it to diagnose crashes (tag AndroidRuntime, priority E).",
+                          priority. Use it to diagnose crashes (tag AndroidRuntime, priority E). Up to 64 KiB of \
+                          text comes back inline as `lines`; a larger log comes back as a text file in `files` \
+                          (one-time download URL) instead.",
             input: json!({"type": "object", "additionalProperties": false, "properties": {
                 "lines": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 200},
                 "tag": {"type": "string", "minLength": 1, "maxLength": 64, "description": "Only this log tag (letters, digits, _ . -)"},
                 "priority": {"type": "string", "enum": ["V", "D", "I", "W", "E", "F"], "default": "V", "description": "Minimum priority"}}}),
-            output: json!({"type": "object", "required": ["lines", "count", "truncated"], "properties": {
-                "lines": {"type": "array", "items": {"type": "string"}}, "count": {"type": "integer"}, "truncated": {"type": "boolean"}}}),
+            output: json!({"type": "object", "required": ["count", "truncated"], "properties": {
+                "lines": {"type": "array", "items": {"type": "string"}, "description": "The log, when it is at most 64 KiB"},
+                "files": {"type": "array", "items": files::file_item_schema(), "description": "The log as a text file, when larger"},
+                "count": {"type": "integer"}, "truncated": {"type": "boolean"}}}),
             side_effect: false,
             deadline: Duration::from_secs(20),
         },
@@ -54,14 +63,30 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             // Keep the newest lines when over the cap.
             for l in out.lines().rev().filter(|l| !l.starts_with("--------- beginning of")) {
                 total += l.len() + 1;
-                if total > MAX_BYTES {
+                if total > FILE_MAX_BYTES {
                     truncated = true;
                     break;
                 }
                 lines.push(l);
             }
             lines.reverse();
-            Ok(json!({"count": lines.len(), "truncated": truncated, "lines": lines}))
+            if total <= INLINE_MAX_BYTES {
+                return Ok(json!({"count": lines.len(), "truncated": truncated, "lines": lines}));
+            }
+            let mut text = lines.join("\n");
+            text.push('\n');
+            let meta = NewFile {
+                channel_id: c.call.channel_id.clone(),
+                filename: format!("logcat-{}.txt", crate::protocol::now_ms()),
+                mime: "text/plain; charset=utf-8".into(),
+            };
+            let count = lines.len();
+            let cache = c.files.clone();
+            let row = tokio::task::spawn_blocking(move || cache.store_bytes(text.as_bytes(), meta))
+                .await
+                .map_err(|_| ProtoError::new(ErrorCode::Internal, "storing the log failed unexpectedly"))?
+                .map_err(|e| e.into_proto("the log"))?;
+            Ok(json!({"count": count, "truncated": truncated, "files": [files::describe(&row)]}))
         },
     )]
 }

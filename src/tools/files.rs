@@ -1,0 +1,323 @@
+//! File tools of the transfer plane: `android_app_install` (an uploaded APK), `android_file_pull` (device → file
+//! ref) and `android_file_push` (file ref → device). File bytes move between the cache and the device through the
+//! adb sync protocol, streamed from/to disk; they never travel on the WebSocket or in arguments.
+//!
+//! Device paths are confined to shared storage and the shell's scratch dir ([`ALLOWED_PREFIXES`]) and must be
+//! plain absolute paths: no `..`/`.` segments, `//`, backslashes, NUL or control characters. The sync protocol does
+//! not involve a shell; the one shell command here (`pm install`, `rm`) only sees paths we generated, quoted anyway.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::device::{invalid, tool};
+use super::{ProgressFn, Tool, ToolSpec};
+use crate::device::adb::AdbBackend;
+use crate::device::shell::{quote, split_exit_marker, with_exit_marker};
+use crate::files::{self, NewFile};
+use crate::protocol::errors::{ErrorCode, ProtoError};
+use crate::protocol::ids;
+
+/// Where `android_file_pull`/`android_file_push` may read and write.
+pub const ALLOWED_PREFIXES: &[&str] = &["/sdcard/", "/data/local/tmp/"];
+/// Largest file `android_file_pull` fetches.
+pub const PULL_MAX_BYTES: u64 = 64 << 20;
+const MAX_PATH: usize = 1024;
+
+/// Checks a device path against the rules in the module docs.
+pub fn check_device_path(p: &str) -> Result<(), ProtoError> {
+    let allowed = ALLOWED_PREFIXES.join(" or ");
+    if !p.starts_with('/') {
+        return Err(invalid(format!("path {p:?} must be absolute, under {allowed}")));
+    }
+    if p.len() > MAX_PATH || p.chars().any(|c| c.is_control() || c == '\\') || p.contains("//") {
+        return Err(invalid(format!(
+            "path {p:?} is not a plain path (no backslashes, control characters or empty segments)"
+        )));
+    }
+    if p.split('/').any(|seg| seg == ".." || seg == ".") {
+        return Err(invalid(format!("path {p:?} must not contain `.` or `..` segments")));
+    }
+    if !ALLOWED_PREFIXES.iter().any(|pre| p.starts_with(pre)) {
+        return Err(invalid(format!("path {p:?} is outside the allowed locations ({allowed})")));
+    }
+    if p.ends_with('/') {
+        return Err(invalid(format!("path {p:?} names a directory; give a file path")));
+    }
+    Ok(())
+}
+
+/// A reader that reports how far the transfer got (at most every 5 %), for `tool.progress.push`.
+struct ProgressReader<R> {
+    inner: R,
+    done: u64,
+    total: u64,
+    next_report: u64,
+    progress: ProgressFn,
+    /// Share of the whole tool the transfer represents (the rest is the install).
+    weight: f64,
+}
+
+impl<R: Read> Read for ProgressReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.done += n as u64;
+        if self.done >= self.next_report || (n == 0 && self.done == self.total) {
+            let frac = if self.total == 0 { 1.0 } else { self.done as f64 / self.total as f64 };
+            let mib = |b: u64| b as f64 / f64::from(1 << 20);
+            (self.progress)(
+                &format!("copying to the device: {:.1} of {:.1} MiB", mib(self.done), mib(self.total)),
+                Some(frac * self.weight),
+            );
+            self.next_report = self.done + (self.total / 20).max(256 * 1024);
+        }
+        Ok(n)
+    }
+}
+
+/// `Failure [INSTALL_FAILED_…: detail]` (or any last line) out of `pm install` output.
+fn install_failure(output: &str) -> String {
+    let text = output.trim();
+    let reason = text
+        .find("Failure [")
+        .map(|i| {
+            let rest = &text[i + "Failure [".len()..];
+            rest.split(']').next().unwrap_or(rest)
+        })
+        .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("pm install printed nothing");
+    reason.chars().take(400).collect()
+}
+
+fn file_ref_arg(c: &super::device::Ctx) -> Result<String, ProtoError> {
+    c.str("file_ref").map(str::to_owned).ok_or_else(|| invalid("argument `file_ref` is required"))
+}
+
+pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
+    let file_ref_schema = json!({"type": "string", "minLength": 1, "maxLength": 64,
+        "description": "A file_ref from POST /files/uploads (or another tool's result) of this channel"});
+    let path_schema = json!({"type": "string", "minLength": 2, "maxLength": 1024,
+        "description": "Absolute device path under /sdcard/ or /data/local/tmp/"});
+    vec![
+        tool(
+            ToolSpec {
+                id: "android_app_install",
+                title: "Install an app",
+                description: "Install (or update, keeping data) an APK that was uploaded to this channel. Reports \
+                              progress while copying; on failure the error carries the installer's reason (e.g. \
+                              INSTALL_FAILED_VERSION_DOWNGRADE). Installing the same APK twice is harmless.",
+                input: json!({"type": "object", "additionalProperties": false, "required": ["file_ref"], "properties": {
+                    "file_ref": file_ref_schema}}),
+                output: json!({"type": "object", "required": ["installed", "byte_size"], "properties": {
+                    "installed": {"type": "boolean"}, "byte_size": {"type": "integer"}, "filename": {"type": "string"}}}),
+                side_effect: true,
+                deadline: Duration::from_secs(300),
+            },
+            adb,
+            |c| async move {
+                let file_ref = file_ref_arg(&c)?;
+                let row = c.files.for_channel(&file_ref, &c.call.channel_id)?;
+                let local = c.files.path(&row);
+                let mut magic = [0u8; 4];
+                let is_zip = std::fs::File::open(&local).and_then(|mut f| f.read_exact(&mut magic)).is_ok()
+                    && &magic == b"PK\x03\x04";
+                if !is_zip {
+                    return Err(invalid(format!(
+                        "file_ref {file_ref} ({}) is not an APK (not a zip archive)",
+                        row.filename
+                    )));
+                }
+                let file = std::fs::File::open(&local)
+                    .map_err(|e| ProtoError::new(ErrorCode::Internal, format!("cannot read the cached APK: {e}")))?;
+                let remote = format!("/data/local/tmp/xagent-install-{}.apk", ids::random_hex(8));
+                let progress = c.call.progress.clone();
+                let total = row.byte_size;
+                progress("copying the APK to the device", Some(0.0));
+                // One ordered device operation: no other side effect on this device runs between the copy, the
+                // install and the clean-up.
+                let output = c
+                    .adb
+                    .run(&c.device, true, c.spec.deadline, move |dev| {
+                        let mut reader = ProgressReader {
+                            inner: std::io::BufReader::with_capacity(256 * 1024, file),
+                            done: 0,
+                            total,
+                            next_report: 0,
+                            progress: progress.clone(),
+                            weight: 0.8,
+                        };
+                        adb_client::ADBDeviceExt::push(dev, &mut reader, &remote)?;
+                        progress("installing", Some(0.85));
+                        let (mut out, mut err) = (Vec::new(), Vec::new());
+                        let cmd = with_exit_marker(&format!("pm install -r {}", quote(&remote)));
+                        let installed =
+                            adb_client::ADBDeviceExt::shell_command(dev, &cmd, Some(&mut out), Some(&mut err));
+                        // Always clean up, even when the install failed.
+                        let _ = adb_client::ADBDeviceExt::shell_command(
+                            dev,
+                            &format!("rm -f {}", quote(&remote)),
+                            None,
+                            None,
+                        );
+                        installed.map(|_| (out, err))
+                    })
+                    .await?;
+                let (out, err) = output;
+                let (stdout, code) = split_exit_marker(&out).ok_or_else(|| {
+                    ProtoError::new(ErrorCode::ToolInvokeFailed, "the device closed the shell during the install")
+                })?;
+                let text = String::from_utf8_lossy(&stdout);
+                if code != 0 || !text.contains("Success") {
+                    // Older `pm` versions print the failure on stderr.
+                    let all = format!("{text}\n{}", String::from_utf8_lossy(&err));
+                    return Err(ProtoError::new(
+                        ErrorCode::ToolInvokeFailed,
+                        format!("install failed: {}", install_failure(&all)),
+                    ));
+                }
+                (c.call.progress)("installed", Some(1.0));
+                Ok(json!({"installed": true, "byte_size": row.byte_size, "filename": row.filename}))
+            },
+        ),
+        tool(
+            ToolSpec {
+                id: "android_file_pull",
+                title: "Fetch a file from the phone",
+                description: "Copy one file (up to 64 MiB) from the phone's shared storage (/sdcard/...) or \
+                              /data/local/tmp/ into a file reference with a one-time download URL.",
+                input: json!({"type": "object", "additionalProperties": false, "required": ["path"], "properties": {
+                    "path": path_schema.clone()}}),
+                output: json!({"type": "object", "required": ["files", "path", "byte_size"], "properties": {
+                    "files": {"type": "array", "items": files::file_item_schema()},
+                    "path": {"type": "string"}, "byte_size": {"type": "integer"}}}),
+                side_effect: false,
+                deadline: Duration::from_secs(120),
+            },
+            adb,
+            |c| async move {
+                let path = c.str("path").unwrap_or("").to_owned();
+                check_device_path(&path)?;
+                let writer = c.files.writer(PULL_MAX_BYTES).map_err(|e| e.into_proto("the file"))?;
+                let cap = writer.cap();
+                let remote = path.clone();
+                let pulled = c
+                    .adb
+                    .run(&c.device, false, c.spec.deadline, move |dev| {
+                        let st = adb_client::ADBDeviceExt::stat(dev, &remote)?;
+                        const S_IFMT: u32 = 0o170_000;
+                        if st.file_perm & S_IFMT != 0o100_000 {
+                            let what = if st.file_perm == 0 { "does not exist" } else { "is not a regular file" };
+                            return Ok(Err(invalid(format!("{remote} {what} on the device"))));
+                        }
+                        if u64::from(st.file_size) > cap {
+                            return Ok(Err(invalid(format!(
+                                "{remote} is {} bytes; android_file_pull fetches at most {cap} bytes",
+                                st.file_size
+                            ))));
+                        }
+                        let mut writer = writer;
+                        match adb_client::ADBDeviceExt::pull(dev, &remote, &mut writer) {
+                            Ok(()) => Ok(Ok(writer)),
+                            Err(_) if writer.overflowed() => {
+                                Ok(Err(invalid(format!("{remote} grew past {cap} bytes while being read"))))
+                            }
+                            Err(e) => Err(e),
+                        }
+                    })
+                    .await??;
+                let name = files::sanitize_filename(&path, "device-file");
+                let meta = NewFile {
+                    channel_id: c.call.channel_id.clone(),
+                    mime: files::guess_mime(&name).to_owned(),
+                    filename: name,
+                };
+                let cache = c.files.clone();
+                let row = tokio::task::spawn_blocking(move || cache.commit_sync(pulled, meta))
+                    .await
+                    .map_err(|_| ProtoError::new(ErrorCode::Internal, "storing the file failed unexpectedly"))?
+                    .map_err(|e| e.into_proto("the file"))?;
+                Ok(json!({"files": [files::describe(&row)], "path": path, "byte_size": row.byte_size}))
+            },
+        ),
+        tool(
+            ToolSpec {
+                id: "android_file_push",
+                title: "Put a file on the phone",
+                description: "Copy a file uploaded to this channel onto the phone at `path` (under /sdcard/ or \
+                              /data/local/tmp/), replacing any file there. Repeating the call writes the same bytes \
+                              again.",
+                input: json!({"type": "object", "additionalProperties": false, "required": ["file_ref", "path"], "properties": {
+                    "file_ref": file_ref_schema, "path": path_schema}}),
+                output: json!({"type": "object", "required": ["path", "byte_size"], "properties": {
+                    "path": {"type": "string"}, "byte_size": {"type": "integer"}}}),
+                side_effect: true,
+                deadline: Duration::from_secs(300),
+            },
+            adb,
+            |c| async move {
+                let path = c.str("path").unwrap_or("").to_owned();
+                check_device_path(&path)?;
+                let file_ref = file_ref_arg(&c)?;
+                let row = c.files.for_channel(&file_ref, &c.call.channel_id)?;
+                let file = std::fs::File::open(c.files.path(&row))
+                    .map_err(|e| ProtoError::new(ErrorCode::Internal, format!("cannot read the cached file: {e}")))?;
+                let remote = path.clone();
+                let progress = c.call.progress.clone();
+                let total = row.byte_size;
+                c.adb
+                    .run(&c.device, true, c.spec.deadline, move |dev| {
+                        let mut reader = ProgressReader {
+                            inner: std::io::BufReader::with_capacity(256 * 1024, file),
+                            done: 0,
+                            total,
+                            next_report: 0,
+                            progress,
+                            weight: 1.0,
+                        };
+                        adb_client::ADBDeviceExt::push(dev, &mut reader, &remote)
+                    })
+                    .await?;
+                Ok(json!({"path": path, "byte_size": row.byte_size}))
+            },
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_paths_are_confined() {
+        for ok in ["/sdcard/a.txt", "/sdcard/Download/x y.png", "/data/local/tmp/t.apk", "/sdcard/.hidden"] {
+            assert!(check_device_path(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "sdcard/a.txt",
+            "/sdcard/../data/system/x",
+            "/sdcard/./a",
+            "/sdcard//a",
+            "/sdcard/a\0b",
+            "/sdcard\\a",
+            "/data/data/com.x/db",
+            "/sdcard/",
+            "/sdcardx/a",
+            "/system/bin/sh",
+            "/sdcard/a\nb",
+        ] {
+            assert!(check_device_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn installer_failures_are_extracted() {
+        assert_eq!(
+            install_failure("Performing Streamed Install\nFailure [INSTALL_FAILED_INVALID_APK: not a zip]\n"),
+            "INSTALL_FAILED_INVALID_APK: not a zip"
+        );
+        assert_eq!(install_failure("Error: Can't open file: /x\n"), "Error: Can't open file: /x");
+        assert_eq!(install_failure(""), "pm install printed nothing");
+    }
+}
