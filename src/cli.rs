@@ -56,7 +56,63 @@ pub enum Command {
     /// Run the connector: control plane, data plane (WebSocket) and transfer plane on one port.
     Serve(ServeArgs),
     /// Print the Connector Card JSON that GET /connector-card.json serves, and exit.
-    Card(KeyArgs),
+    Card(CardArgs),
+    /// List every device the adb server(s) see, with its state and the channel that holds it.
+    Devices(DevicesArgs),
+    /// Check adb servers, devices, data dir, key, port and clock; print a fix for each problem.
+    Doctor(ServeArgs),
+    /// Try it without a phone: simulated phones + a private adb server + the connector, and a scripted session.
+    Demo(DemoArgs),
+    /// Run simulated Android phones (ADB transport protocol) for `adb connect`, until Ctrl-C.
+    Sim(SimArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CardArgs {
+    #[command(flatten)]
+    pub key: KeyArgs,
+    /// Operator policy (JSON) deciding which tools the card declares.
+    #[arg(long, value_name = "FILE", env = "XAGENT_ADB_POLICY")]
+    pub policy: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DevicesArgs {
+    /// adb server(s) to ask, HOST:PORT.
+    #[arg(
+        long = "adb-server",
+        value_name = "HOST:PORT",
+        default_value = "127.0.0.1:5037",
+        env = "XAGENT_ADB_SERVER",
+        value_delimiter = ','
+    )]
+    pub adb_servers: Vec<String>,
+    /// The connector's data dir, to show which channel holds each device.
+    #[arg(long, value_name = "DIR", default_value = "./data", env = "XAGENT_ADB_DATA_DIR")]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Address for the connector.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8790")]
+    pub listen: SocketAddr,
+    /// How many simulated phones.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub phones: u16,
+    /// State of the demo (its own, apart from a real installation's).
+    #[arg(long, value_name = "DIR", default_value = "./data-demo")]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SimArgs {
+    /// Address of the first phone; the others take the following ports.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:5555")]
+    pub listen: SocketAddr,
+    /// How many phones.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub count: u16,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -104,6 +160,89 @@ pub struct ServeArgs {
     /// How long running tool calls may take to finish after SIGTERM/Ctrl-C.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, env = "XAGENT_ADB_DRAIN_TIMEOUT")]
     pub drain_timeout: Duration,
+
+    /// How long a cached file (screenshot, pulled file, upload) and its one-time download URL stay valid.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, env = "XAGENT_ADB_FILE_TTL")]
+    pub file_ttl: Duration,
+
+    /// File cache capacity in bytes; storing beyond it evicts the oldest files first.
+    #[arg(long, value_name = "BYTES", default_value_t = 512 << 20, env = "XAGENT_ADB_CACHE_MAX_BYTES")]
+    pub cache_max_bytes: u64,
+
+    /// File cache capacity in files; storing beyond it evicts the oldest files first.
+    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..), env = "XAGENT_ADB_CACHE_MAX_FILES")]
+    pub cache_max_files: u64,
+
+    /// Largest file accepted by POST /files/uploads, in bytes (larger ones get 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20, env = "XAGENT_ADB_UPLOAD_MAX_BYTES")]
+    pub upload_max_bytes: u64,
+
+    /// Operator policy (JSON): allowed serials, disabled tools, opt-in risky tools (see README).
+    #[arg(long, value_name = "FILE", env = "XAGENT_ADB_POLICY")]
+    pub policy: Option<PathBuf>,
+}
+
+/// A validated `serve` configuration.
+pub struct Resolved {
+    pub serve: crate::run::ServeConfig,
+    pub transfer: crate::run::TransferConfig,
+    pub adb_servers: Vec<std::net::SocketAddrV4>,
+    pub policy: crate::policy::Policy,
+}
+
+/// Turns `serve` flags into a checked configuration (key, adb servers, policy, allowlist).
+pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
+    let api_key = resolve_api_key(&args.key)?;
+    let adb_servers = resolve_adb_servers(&args.adb_servers)?;
+    let policy = load_policy(args.policy.as_deref())?;
+    if !policy.allow_serials.is_empty() && !args.allow_serials.is_empty() {
+        return Err(ConfigError {
+            code: exit::CONFIG,
+            message: "serials are allowed both by --allow-serial and by the policy file; keep the list in one place"
+                .into(),
+        });
+    }
+    let allow_serials =
+        if args.allow_serials.is_empty() { policy.allow_serials.clone() } else { args.allow_serials.clone() };
+    Ok(Resolved {
+        serve: crate::run::ServeConfig {
+            listen: args.listen,
+            data_dir: Some(args.data_dir.clone()),
+            api_key,
+            allow_serials,
+            lease_grace: args.lease_grace,
+            max_message_bytes: args.max_message_bytes,
+            drain_timeout: args.drain_timeout,
+        },
+        transfer: crate::run::TransferConfig {
+            cache: crate::files::Limits {
+                ttl: args.file_ttl,
+                max_bytes: args.cache_max_bytes,
+                max_files: args.cache_max_files,
+            },
+            upload_max_bytes: args.upload_max_bytes,
+        },
+        adb_servers,
+        policy,
+    })
+}
+
+/// Loads `--policy` (or the default policy) and checks its tool names against this binary's tools.
+pub fn load_policy(path: Option<&std::path::Path>) -> Result<crate::policy::Policy, ConfigError> {
+    let policy = match path {
+        Some(p) => crate::policy::Policy::load(p).map_err(|message| ConfigError { code: exit::CONFIG, message })?,
+        None => crate::policy::Policy::default(),
+    };
+    let adb = crate::device::adb::AdbBackend::new(Vec::new());
+    let everything = crate::policy::Policy {
+        enabled_risky_tools: crate::policy::RISKY_TOOLS.iter().map(|s| s.to_string()).collect(),
+        shell_allow_prefixes: vec!["true".into()],
+        ..Default::default()
+    };
+    let all = crate::tools::Registry::device_tools_with(&adb, &std::sync::Arc::new(everything));
+    let ids: Vec<&str> = all.ids().collect();
+    policy.check_tool_names(&ids).map_err(|m| ConfigError { code: exit::CONFIG, message: format!("policy: {m}") })?;
+    Ok(policy)
 }
 
 /// Parses `500ms`, `90s`, `15m`, `1h` (a bare number is seconds).
@@ -227,6 +366,12 @@ mod tests {
         let Command::Serve(s) = cli.command else { panic!() };
         assert_eq!(s.adb_servers, vec!["a:1", "b:2"]);
         assert_eq!(s.lease_grace, Duration::from_secs(2));
+        assert_eq!((s.file_ttl, s.cache_max_bytes, s.cache_max_files), (Duration::from_secs(600), 512 << 20, 2000));
+        assert_eq!(s.upload_max_bytes, 256 << 20);
+        let cli = Cli::try_parse_from(["x", "serve", "--file-ttl", "1s", "--cache-max-files", "2"]).unwrap();
+        let Command::Serve(s) = cli.command else { panic!() };
+        assert_eq!((s.file_ttl, s.cache_max_files), (Duration::from_secs(1), 2));
+        assert!(Cli::try_parse_from(["x", "serve", "--cache-max-files", "0"]).is_err());
         assert!(Cli::try_parse_from(["x", "serve", "--api-key", "k"]).is_err(), "the key is never a flag value");
     }
 

@@ -1,11 +1,13 @@
 //! `xagent-adb-connector`: parses the command line and hands over to the library. No logic of its own.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 use xagent_adb_connector::cli::{self, Cli, Command, LogFormat};
 use xagent_adb_connector::device::adb::AdbBackend;
-use xagent_adb_connector::run::{self, ServeConfig};
+use xagent_adb_connector::ops;
+use xagent_adb_connector::run;
 use xagent_adb_connector::tools::Registry;
 
 fn init_logging(format: LogFormat) {
@@ -22,60 +24,72 @@ fn fail(e: cli::ConfigError) -> ExitCode {
     ExitCode::from(e.code as u8)
 }
 
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+}
+
+/// Serves until SIGTERM/Ctrl-C, then drains.
+async fn serve_until_signal(running: run::Running) -> ExitCode {
+    let trigger = running.trigger();
+    tokio::spawn(async move {
+        run::signal().await;
+        tracing::info!("shutdown requested; draining");
+        let _ = trigger.send(true);
+    });
+    running.wait().await;
+    tracing::info!("stopped");
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
     match cli.command {
-        Command::Card(key) => {
-            let api_key = match cli::resolve_api_key(&key) {
-                Ok(k) => k,
-                Err(e) => return fail(e),
+        Command::Card(args) => {
+            let (api_key, policy) = match (cli::resolve_api_key(&args.key), cli::load_policy(args.policy.as_deref())) {
+                (Ok(k), Ok(p)) => (k, p),
+                (Err(e), _) | (_, Err(e)) => return fail(e),
             };
             let adb = AdbBackend::new(Vec::new());
-            let card = xagent_adb_connector::channels::Hub::build_card(
-                &Registry::device_tools(&adb),
-                adb.as_ref(),
-                api_key.is_some(),
-            );
+            let registry = Registry::device_tools_with(&adb, &Arc::new(policy));
+            let card = xagent_adb_connector::channels::Hub::build_card(&registry, adb.as_ref(), api_key.is_some());
             println!("{}", serde_json::to_string_pretty(&card).expect("card serialises"));
             ExitCode::SUCCESS
         }
         Command::Serve(args) => {
-            let api_key = match cli::resolve_api_key(&args.key) {
-                Ok(k) => k,
+            let resolved = match cli::resolve_serve(&args) {
+                Ok(r) => r,
                 Err(e) => return fail(e),
             };
+            runtime().block_on(async move {
+                match run::start_adb(resolved).await {
+                    Ok(running) => serve_until_signal(running).await,
+                    Err(e) => fail(e),
+                }
+            })
+        }
+        Command::Devices(args) => {
             let servers = match cli::resolve_adb_servers(&args.adb_servers) {
                 Ok(s) => s,
                 Err(e) => return fail(e),
             };
-            let cfg = ServeConfig {
-                listen: args.listen,
-                data_dir: Some(args.data_dir),
-                api_key,
-                allow_serials: args.allow_serials,
-                lease_grace: args.lease_grace,
-                max_message_bytes: args.max_message_bytes,
-                drain_timeout: args.drain_timeout,
-            };
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-            rt.block_on(async move {
-                let adb = AdbBackend::new(servers);
-                let registry = Registry::device_tools(&adb);
-                let running = match run::start(cfg, registry, adb).await {
-                    Ok(r) => r,
-                    Err(e) => return fail(e),
-                };
-                let trigger = running.trigger();
-                tokio::spawn(async move {
-                    run::signal().await;
-                    tracing::info!("shutdown requested; draining");
-                    let _ = trigger.send(true);
-                });
-                running.wait().await;
-                tracing::info!("stopped");
-                ExitCode::SUCCESS
-            })
+            ExitCode::from(runtime().block_on(ops::devices::run(&servers, &args.data_dir)) as u8)
         }
+        Command::Doctor(args) => {
+            let resolved = match cli::resolve_serve(&args) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            let input = ops::doctor::DoctorInput {
+                servers: &resolved.adb_servers,
+                data_dir: &args.data_dir,
+                listen: args.listen,
+                api_key: resolved.serve.api_key.as_deref(),
+                key_file: args.key.api_key_file.as_deref(),
+            };
+            ExitCode::from(runtime().block_on(ops::doctor::run(input)) as u8)
+        }
+        Command::Demo(args) => ExitCode::from(runtime().block_on(ops::demo::run(args)) as u8),
+        Command::Sim(args) => ExitCode::from(runtime().block_on(ops::demo::run_sims(args)) as u8),
     }
 }

@@ -43,3 +43,26 @@ pub fn health(app: &App) -> Response<Body> {
     });
     json_response(StatusCode::OK, body.to_string())
 }
+
+/// `GET /metrics`: Prometheus text format (behind the API key like `/health`).
+pub fn metrics(app: &App) -> Response<Body> {
+    use crate::device::DeviceState;
+    let devices = app.hub.backend().devices();
+    let count = |st: DeviceState| devices.iter().filter(|d| d.state == st).count() as u64;
+    let (cache_files, cache_bytes) = app.files.totals();
+    let gauges = crate::metrics::Gauges {
+        devices_by_state: vec![
+            ("online", count(DeviceState::Online)),
+            ("offline", count(DeviceState::Offline)),
+            ("unauthorized", count(DeviceState::Unauthorized)),
+        ],
+        channels_by_status: app.hub.status_counts(),
+        cache_bytes,
+        cache_files,
+        in_flight_tools: app.tools_in_flight.live() as u64,
+    };
+    let mut r = Response::new(full(app.metrics.render(&gauges)));
+    *r.status_mut() = StatusCode::OK;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    r
+}

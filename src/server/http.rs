@@ -10,7 +10,7 @@ use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
-use super::{control, ws, App};
+use super::{control, transfer, ws, App};
 
 pub type Body = BoxBody<Bytes, std::io::Error>;
 
@@ -82,8 +82,18 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
             Ok(()) => control::health(&app),
             Err(r) => *r,
         },
+        "/metrics" if get => match check_api_key(&app, &req) {
+            Ok(()) => control::metrics(&app),
+            Err(r) => *r,
+        },
         "/ws" if method == Method::GET => ws::upgrade(app.clone(), req),
-        "/connector-card.json" | "/skill.md" | "/health" => method_not_allowed("GET, HEAD"),
+        "/files/uploads" if method == Method::POST => transfer::upload(&app, req).await,
+        "/files/uploads" => method_not_allowed("POST"),
+        p if p.starts_with("/files/refs/") => match &p["/files/refs/".len()..] {
+            file_ref if get => transfer::download(&app, &req, file_ref).await,
+            _ => method_not_allowed("GET, HEAD"),
+        },
+        "/connector-card.json" | "/skill.md" | "/health" | "/metrics" => method_not_allowed("GET, HEAD"),
         "/ws" => method_not_allowed("GET"),
         _ => error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint at {path}")),
     };

@@ -7,6 +7,7 @@
 
 pub mod control;
 pub mod http;
+pub mod transfer;
 pub mod ws;
 
 use std::net::SocketAddr;
@@ -21,6 +22,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify, Semaphore};
 
 use crate::channels::Hub;
+use crate::files::FileCache;
 
 /// Runtime settings of the HTTP/WS server.
 pub struct ServerConfig {
@@ -33,14 +35,22 @@ pub struct ServerConfig {
     /// How long in-flight tool calls may run after SIGTERM before the sockets close anyway.
     pub drain_timeout: Duration,
     pub max_connections: usize,
+    /// Largest accepted upload (`POST /files/uploads`), in bytes of file content.
+    pub upload_max_bytes: u64,
 }
 
 pub struct App {
     pub hub: Arc<Hub>,
+    /// The transfer plane's file cache (uploads, screenshots, pulled files).
+    pub files: Arc<FileCache>,
     pub cfg: ServerConfig,
     pub shutdown: watch::Receiver<bool>,
     /// Counts live connection tasks and WebSocket sessions (upgraded sockets outlive their HTTP connection task).
     pub tasks: Tracker,
+    /// Counters and histograms for `GET /metrics`.
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// Tool calls running now, across sessions.
+    pub tools_in_flight: Tracker,
 }
 
 /// Counts live tasks so shutdown can wait for them.

@@ -4,6 +4,9 @@
 //! Calls are synchronous behind a mutex: every statement is a small indexed read/write on a local file (well under
 //! a millisecond with WAL + `synchronous=NORMAL`), so moving them to a blocking pool would cost more than it saves.
 
+pub mod calls;
+pub mod files;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -40,6 +43,38 @@ const MIGRATIONS: &[&str] = &[
         created_ms      INTEGER NOT NULL,
         expires_ms      INTEGER NOT NULL
     );",
+    // 2: an auth session waiting for a device to be authorised remembers which device it waits for.
+    "ALTER TABLE auth_sessions ADD COLUMN device_server TEXT;
+    ALTER TABLE auth_sessions ADD COLUMN device_serial TEXT;",
+    // 3: the transfer-plane file cache index (files live under DATA_DIR/files/, named by `path`).
+    "CREATE TABLE files (
+        file_ref    TEXT PRIMARY KEY,
+        token       TEXT NOT NULL UNIQUE,
+        channel_id  TEXT NOT NULL,
+        filename    TEXT NOT NULL,
+        mime        TEXT NOT NULL,
+        byte_size   INTEGER NOT NULL,
+        sha256      TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        expires_ms  INTEGER NOT NULL,
+        consumed_ms INTEGER,
+        path        TEXT NOT NULL
+    );
+    CREATE INDEX files_by_age ON files(created_ms);
+    CREATE INDEX files_by_expiry ON files(expires_ms);",
+    // 4: idempotency records of side-effecting tool calls (per channel + tool + tool_call_id).
+    "CREATE TABLE tool_calls (
+        channel_id   TEXT NOT NULL REFERENCES channels(channel_id) ON DELETE CASCADE,
+        tool_id      TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        args_sha256  TEXT NOT NULL,
+        state        TEXT NOT NULL,
+        outcome      TEXT,
+        created_ms   INTEGER NOT NULL,
+        finished_ms  INTEGER,
+        PRIMARY KEY (channel_id, tool_id, tool_call_id)
+    );
+    CREATE INDEX tool_calls_by_age ON tool_calls(created_ms);",
 ];
 
 #[derive(Clone)]
@@ -69,6 +104,8 @@ pub struct AuthRow {
     pub status: String,
     pub message: String,
     pub expires_ms: u64,
+    /// The device a `pending` session waits for (server, serial).
+    pub device: Option<(String, String)>,
 }
 
 pub type Result<T> = std::result::Result<T, rusqlite::Error>;
@@ -77,6 +114,11 @@ impl Store {
     /// Opens (creating if needed) `DIR/connector.db` and brings the schema up to date.
     pub fn open(dir: &Path) -> Result<Store> {
         Self::init(Connection::open(dir.join("connector.db"))?)
+    }
+
+    /// Opens the state of `dir` only if it already exists (read-side commands must not create a database).
+    pub fn open_existing(dir: &Path) -> Option<Store> {
+        dir.join("connector.db").exists().then(|| Self::open(dir).ok()).flatten()
     }
 
     pub fn open_in_memory() -> Result<Store> {
@@ -201,8 +243,9 @@ impl Store {
 
     pub fn put_auth_session(&self, row: &AuthRow, now_ms: u64) -> Result<()> {
         self.db().execute(
-            "INSERT INTO auth_sessions (auth_session_id, channel_id, flow_id, status, message, created_ms, expires_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO auth_sessions (auth_session_id, channel_id, flow_id, status, message, created_ms, expires_ms,
+                                        device_server, device_serial)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT(auth_session_id) DO UPDATE SET status = excluded.status, message = excluded.message",
             params![
                 row.auth_session_id,
@@ -211,7 +254,9 @@ impl Store {
                 row.status,
                 row.message,
                 now_ms as i64,
-                row.expires_ms as i64
+                row.expires_ms as i64,
+                row.device.as_ref().map(|d| d.0.as_str()),
+                row.device.as_ref().map(|d| d.1.as_str()),
             ],
         )?;
         Ok(())
@@ -220,8 +265,8 @@ impl Store {
     pub fn auth_session(&self, id: &str) -> Result<Option<AuthRow>> {
         self.db()
             .query_row(
-                "SELECT auth_session_id, channel_id, flow_id, status, message, expires_ms FROM auth_sessions
-                 WHERE auth_session_id = ?1",
+                "SELECT auth_session_id, channel_id, flow_id, status, message, expires_ms, device_server, device_serial
+                 FROM auth_sessions WHERE auth_session_id = ?1",
                 params![id],
                 |r| {
                     Ok(AuthRow {
@@ -231,10 +276,16 @@ impl Store {
                         status: r.get(3)?,
                         message: r.get(4)?,
                         expires_ms: r.get::<_, i64>(5)? as u64,
+                        device: r.get::<_, Option<String>>(6)?.zip(r.get::<_, Option<String>>(7)?),
                     })
                 },
             )
             .optional()
+    }
+
+    /// Removes auth sessions that expired before `before_ms` (finished ones stay queryable until then).
+    pub fn prune_auth_sessions(&self, before_ms: u64) -> Result<usize> {
+        self.db().execute("DELETE FROM auth_sessions WHERE expires_ms < ?1", params![before_ms as i64])
     }
 
     pub fn delete_auth_sessions_of(&self, channel_id: &str) -> Result<usize> {
@@ -291,6 +342,7 @@ mod tests {
             status: "authenticated".into(),
             message: String::new(),
             expires_ms: 5,
+            device: None,
         };
         s.put_auth_session(&row, 1).unwrap();
         s.delete_instance("conn_1").unwrap();

@@ -3,9 +3,12 @@
 
 pub mod apps;
 pub mod device;
+pub mod files;
 pub mod input;
 pub mod logcat;
 pub mod schema;
+pub mod screen;
+pub mod shell;
 pub mod status;
 pub mod ui;
 
@@ -54,6 +57,9 @@ pub struct ToolCall {
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> &ToolSpec;
     fn call(&self, call: ToolCall) -> BoxFuture<Result<Value, ProtoError>>;
+    /// Hands the tool the transfer plane's cache when the server starts; tools that produce or consume files keep
+    /// it, others ignore it.
+    fn attach_files(&self, _files: &Arc<crate::files::FileCache>) {}
 }
 
 /// A looked-up tool and its validated arguments (`connector_channel_id` removed).
@@ -87,12 +93,33 @@ impl Registry {
 
     /// The production registry: every device tool, one family per file.
     pub fn device_tools(adb: &Arc<crate::device::adb::AdbBackend>) -> Registry {
+        Self::device_tools_with(adb, &Arc::new(crate::policy::Policy::default()))
+    }
+
+    /// The registry under an operator policy: risky tools only when enabled, disabled tools left out (the card
+    /// must not declare a tool that would fail).
+    pub fn device_tools_with(
+        adb: &Arc<crate::device::adb::AdbBackend>,
+        policy: &Arc<crate::policy::Policy>,
+    ) -> Registry {
         let mut tools = status::tools(adb);
         tools.extend(input::tools(adb));
         tools.extend(ui::tools(adb));
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));
+        tools.extend(screen::tools(adb));
+        tools.extend(files::tools(adb));
+        tools.extend(apps::risky_tools(adb));
+        tools.extend(shell::tools(adb, policy));
+        tools.retain(|t| policy.tool_enabled(t.spec().id));
         Registry::new(tools).expect("the built-in tool registry is valid (checked by tests)")
+    }
+
+    /// Gives every tool the file cache (see [`Tool::attach_files`]); `run::start` calls it once.
+    pub fn attach_files(&self, files: &Arc<crate::files::FileCache>) {
+        for (_, _, tool) in &self.tools {
+            tool.attach_files(files);
+        }
     }
 
     pub fn empty() -> Registry {

@@ -4,6 +4,7 @@
 //! Backpressure: every ack, error and pong is `send().await`ed into the queue, so a slow peer slows our reading of
 //! its requests instead of losing replies. Only `tool.progress.push` uses `try_send` and may be dropped.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures_util::{SinkExt, StreamExt};
@@ -53,6 +54,11 @@ where
 {
     let (tx, mut rx) = mpsc::channel::<Packet>(app.cfg.outbound_queue);
     let socket = app.hub.register_socket(tx.clone());
+    let metrics = app.metrics.clone();
+    metrics.ws_connections.fetch_add(1, Ordering::Relaxed);
+    metrics.ws_connections_total.fetch_add(1, Ordering::Relaxed);
+    let writer_metrics = metrics.clone();
+    let capacity = app.cfg.outbound_queue;
     let span = tracing::info_span!("ws", socket);
     let (mut sink, mut stream) = ws.split();
     let (close_tx, mut close_rx) = oneshot::channel::<Option<CloseFrame>>();
@@ -64,7 +70,12 @@ where
                 tokio::select! {
                     biased;
                     p = rx.recv(), if queue_open => match p {
-                        Some(p) => if sink.send(Message::text(p.to_json())).await.is_err() { return },
+                        Some(p) => {
+                            let depth = (capacity - rx.capacity() + 1) as u64;
+                            writer_metrics.queue_depth_max.fetch_max(depth, Ordering::Relaxed);
+                            writer_metrics.packets_out.fetch_add(1, Ordering::Relaxed);
+                            if sink.send(Message::text(p.to_json())).await.is_err() { return }
+                        }
                         // Every sender is gone; the close frame (if any) is still to come.
                         None => queue_open = false,
                     },
@@ -99,6 +110,7 @@ where
     let _ = close_tx.send(close);
     drop(session);
     let _ = writer.await;
+    metrics.ws_connections.fetch_sub(1, Ordering::Relaxed);
     tracing::info!(parent: &span, "data plane closed");
 }
 
@@ -120,7 +132,10 @@ where
         };
         match msg {
             None => return None,
-            Some(Ok(Message::Text(text))) => super::dispatch::on_text(session, text.as_str()).await,
+            Some(Ok(Message::Text(text))) => {
+                session.app.metrics.packets_in.fetch_add(1, Ordering::Relaxed);
+                super::dispatch::on_text(session, text.as_str()).await
+            }
             Some(Ok(Message::Binary(_))) => {
                 // "只传 WebSocket TextMessage" (§6).
                 let err = ProtoError::new(

@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use super::dispatch::str_field;
 use super::session::Session;
 use crate::device::DeviceState;
+use crate::idempotency::{args_digest, Begin, CallKey, Calls};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::packet::obj;
 use crate::protocol::Packet;
@@ -48,6 +49,13 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         );
         return session.send(fail(e)).await;
     };
+    if !hub.device_allowed(&binding) {
+        let e = ProtoError::new(
+            ErrorCode::PermissionDenied,
+            "the operator's allowlist no longer includes the bound device",
+        );
+        return session.send(fail(e)).await;
+    }
     match hub.backend().info(&binding).map(|d| d.state) {
         Some(DeviceState::Online) => {}
         Some(DeviceState::Unauthorized) => {
@@ -77,21 +85,53 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         // Progress is advisory (§8.20): under backpressure it is dropped, never the ack.
         let _ = tx.try_send(Packet::push("tool.progress.push", Some(&progress_channel), p));
     });
+    // Repeated-call semantics (see crate::idempotency): only side effects with a tool_call_id are recorded.
+    let key = tool_call_id.clone().filter(|_| spec.side_effect).map(|call_id| CallKey {
+        channel: channel.clone(),
+        tool: tool_id.clone(),
+        call_id,
+    });
+    let begin = match &key {
+        Some(k) => match hub.calls().begin(k, &args_digest(&args)) {
+            Ok(b) => b,
+            Err(e) => return session.send(fail(e)).await,
+        },
+        None => Begin::Run,
+    };
     let call = ToolCall { channel_id: channel.clone(), binding: Some(binding), args, tool_call_id, progress };
-    let guard = session.in_flight.enter();
+    let guard = (session.in_flight.enter(), session.app.tools_in_flight.enter());
+    let metrics = session.app.metrics.clone();
     let tx = session.tx.clone();
     let span = tracing::info_span!("tool", tool = %tool_id, channel = %channel);
     tokio::spawn(tracing::Instrument::instrument(
         async move {
             let started = std::time::Instant::now();
-            let result = match tokio::time::timeout(spec.deadline, tool.call(call)).await {
-                Ok(r) => r,
-                Err(_) => Err(ProtoError::new(
-                    ErrorCode::DeviceTimeout,
-                    format!("{} did not finish within its {} ms deadline", spec.id, spec.deadline.as_millis()),
-                )),
+            let result = match begin {
+                Begin::Replay(o) => {
+                    tracing::info!("repeated tool_call_id: answering with the recorded outcome");
+                    o
+                }
+                Begin::Wait(rx) => {
+                    tracing::info!("repeated tool_call_id while running: waiting for the first call");
+                    Calls::wait(rx).await
+                }
+                Begin::Run => {
+                    let r = match tokio::time::timeout(spec.deadline, tool.call(call)).await {
+                        Ok(r) => r,
+                        Err(_) => Err(ProtoError::new(
+                            ErrorCode::DeviceTimeout,
+                            format!("{} did not finish within its {} ms deadline", spec.id, spec.deadline.as_millis()),
+                        )),
+                    };
+                    if let Some(k) = &key {
+                        hub.calls().finish(k, &r);
+                    }
+                    r
+                }
             };
             let ms = started.elapsed().as_millis() as u64;
+            let code = result.as_ref().err().map_or("ok", |e| e.code.as_str());
+            metrics.tool_finished(spec.id, code, started.elapsed());
             let reply = match result {
                 Ok(result) => {
                     tracing::info!(ms, "tool ok");

@@ -1,0 +1,206 @@
+//! Operational metrics in the Prometheus text format (`GET /metrics`, behind the API key).
+//!
+//! Hand-written instead of a client crate: a handful of counters, gauges read at scrape time and one histogram
+//! family, rendered in ~100 lines. Label values are tool ids and fixed state names only — never serials, channel
+//! ids or anything from a request — so cardinality is bounded by the registry.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Latency buckets (seconds) of tool calls: taps take milliseconds, screenshots and UI dumps up to seconds.
+const BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+#[derive(Default)]
+struct Histogram {
+    counts: [u64; 12],
+    sum: f64,
+    count: u64,
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    /// (tool, result code or "ok") → calls.
+    calls: Mutex<BTreeMap<(String, String), u64>>,
+    latency: Mutex<BTreeMap<String, Histogram>>,
+    pub ws_connections: AtomicI64,
+    pub ws_connections_total: AtomicU64,
+    pub packets_in: AtomicU64,
+    pub packets_out: AtomicU64,
+    pub progress_dropped: AtomicU64,
+    pub screenshot_bytes: AtomicU64,
+    pub queue_depth_max: AtomicU64,
+}
+
+/// Point-in-time values read from other components at scrape time.
+#[derive(Default)]
+pub struct Gauges {
+    pub devices_by_state: Vec<(&'static str, u64)>,
+    pub channels_by_status: Vec<(&'static str, u64)>,
+    pub cache_bytes: u64,
+    pub cache_files: u64,
+    pub in_flight_tools: u64,
+}
+
+impl Metrics {
+    pub fn tool_finished(&self, tool: &str, result: &str, took: Duration) {
+        *self
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry((tool.to_owned(), result.to_owned()))
+            .or_default() += 1;
+        let mut lat = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+        let h = lat.entry(tool.to_owned()).or_default();
+        let s = took.as_secs_f64();
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if s <= *b {
+                h.counts[i] += 1;
+            }
+        }
+        h.sum += s;
+        h.count += 1;
+    }
+
+    pub fn render(&self, g: &Gauges) -> String {
+        let mut out = String::with_capacity(4096);
+        let block = |out: &mut String, name: &str, kind: &str, help: &str, body: String| {
+            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{body}");
+        };
+        let mut body = String::new();
+        for (state, n) in &g.devices_by_state {
+            let _ = writeln!(body, "xagent_devices{{state=\"{state}\"}} {n}");
+        }
+        block(&mut out, "xagent_devices", "gauge", "Devices known to the adb servers, by state.", body);
+        let mut body = String::new();
+        for (status, n) in &g.channels_by_status {
+            let _ = writeln!(body, "xagent_channels{{status=\"{status}\"}} {n}");
+        }
+        block(&mut out, "xagent_channels", "gauge", "Channels by descriptor status.", body);
+        let mut body = String::new();
+        for ((tool, result), n) in self.calls.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = writeln!(body, "xagent_tool_calls_total{{tool=\"{tool}\",result=\"{result}\"}} {n}");
+        }
+        block(
+            &mut out,
+            "xagent_tool_calls_total",
+            "counter",
+            "Tool calls by tool and result (ok or error code).",
+            body,
+        );
+        let mut body = String::new();
+        for (tool, h) in self.latency.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            for (i, b) in BUCKETS.iter().enumerate() {
+                let _ =
+                    writeln!(body, "xagent_tool_latency_seconds_bucket{{tool=\"{tool}\",le=\"{b}\"}} {}", h.counts[i]);
+            }
+            let _ = writeln!(body, "xagent_tool_latency_seconds_bucket{{tool=\"{tool}\",le=\"+Inf\"}} {}", h.count);
+            let _ = writeln!(body, "xagent_tool_latency_seconds_sum{{tool=\"{tool}\"}} {}", h.sum);
+            let _ = writeln!(body, "xagent_tool_latency_seconds_count{{tool=\"{tool}\"}} {}", h.count);
+        }
+        block(&mut out, "xagent_tool_latency_seconds", "histogram", "Tool call latency, arrival to ack.", body);
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let scalars: [(&str, &str, &str, String); 9] = [
+            (
+                "xagent_ws_connections",
+                "gauge",
+                "Open data-plane WebSocket connections.",
+                self.ws_connections.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "xagent_ws_connections_total",
+                "counter",
+                "Data-plane WebSocket connections accepted.",
+                ld(&self.ws_connections_total).to_string(),
+            ),
+            (
+                "xagent_packets_received_total",
+                "counter",
+                "Packets received on the data plane.",
+                ld(&self.packets_in).to_string(),
+            ),
+            (
+                "xagent_packets_sent_total",
+                "counter",
+                "Packets sent on the data plane.",
+                ld(&self.packets_out).to_string(),
+            ),
+            (
+                "xagent_progress_dropped_total",
+                "counter",
+                "tool.progress.push packets dropped under backpressure.",
+                ld(&self.progress_dropped).to_string(),
+            ),
+            (
+                "xagent_screenshot_bytes_total",
+                "counter",
+                "Bytes of screenshots produced.",
+                ld(&self.screenshot_bytes).to_string(),
+            ),
+            (
+                "xagent_outbound_queue_depth_max",
+                "gauge",
+                "Deepest outbound queue seen on any socket.",
+                ld(&self.queue_depth_max).to_string(),
+            ),
+            ("xagent_file_cache_bytes", "gauge", "Bytes held by the file cache.", g.cache_bytes.to_string()),
+            ("xagent_file_cache_files", "gauge", "Files held by the file cache.", g.cache_files.to_string()),
+        ];
+        for (name, kind, help, v) in scalars {
+            block(&mut out, name, kind, help, format!("{name} {v}\n"));
+        }
+        block(
+            &mut out,
+            "xagent_tools_in_flight",
+            "gauge",
+            "Tool calls running now.",
+            format!("xagent_tools_in_flight {}\n", g.in_flight_tools),
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_histograms_and_gauges() {
+        let m = Metrics::default();
+        m.tool_finished("android_tap", "ok", Duration::from_millis(7));
+        m.tool_finished("android_tap", "ok", Duration::from_millis(300));
+        m.tool_finished("android_tap", "device_timeout", Duration::from_secs(10));
+        m.ws_connections.fetch_add(2, Ordering::Relaxed);
+        let g = Gauges {
+            devices_by_state: vec![("online", 3), ("offline", 1)],
+            channels_by_status: vec![("connected", 2)],
+            cache_bytes: 1234,
+            cache_files: 2,
+            in_flight_tools: 1,
+        };
+        let text = m.render(&g);
+        for needle in [
+            "xagent_tool_calls_total{tool=\"android_tap\",result=\"ok\"} 2",
+            "xagent_tool_calls_total{tool=\"android_tap\",result=\"device_timeout\"} 1",
+            "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.01\"} 1",
+            "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.5\"} 2",
+            "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"+Inf\"} 3",
+            "xagent_tool_latency_seconds_count{tool=\"android_tap\"} 3",
+            "xagent_devices{state=\"online\"} 3",
+            "xagent_channels{status=\"connected\"} 2",
+            "xagent_ws_connections 2",
+            "xagent_file_cache_bytes 1234",
+            "# TYPE xagent_tool_latency_seconds histogram",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+        }
+        // Every sample line belongs to a declared family.
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap();
+            let base = name.trim_end_matches("_bucket").trim_end_matches("_sum").trim_end_matches("_count");
+            assert!(text.contains(&format!("# TYPE {base} ")) || text.contains(&format!("# TYPE {name} ")), "{line}");
+        }
+    }
+}

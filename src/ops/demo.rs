@@ -1,0 +1,239 @@
+//! `xagent-adb-connector demo`: simulated phones + a private adb server + the connector, all on loopback, then a
+//! scripted xAgent session that drives a phone through the real WebSocket — so a newcomer sees the whole path work
+//! without a phone. It keeps serving until Ctrl-C, for poking at it with curl or a WebSocket client.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::adb_process::{adb_version, AdbProcess};
+use crate::device::host;
+use crate::sim::{SimConfig, SimPhone};
+
+pub struct DemoArgs {
+    pub listen: SocketAddr,
+    pub phones: usize,
+    pub data_dir: PathBuf,
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Everything the demo started; dropping it stops the adb server (the phones and connector stop with the runtime).
+pub struct Demo {
+    pub adb: AdbProcess,
+    pub phones: Vec<SimPhone>,
+    pub adb_server: std::net::SocketAddrV4,
+}
+
+/// Starts the phones and the private adb server and waits until the server lists every phone online.
+pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, String> {
+    let version = adb_version().ok_or(
+        "the demo drives the phones through a real adb server, and no `adb` is on PATH: install it with \
+         `apt-get install -y adb` (Debian/Ubuntu/Raspberry Pi OS)",
+    )?;
+    let mut phones = Vec::new();
+    for i in 0..n.max(1) {
+        let cfg = SimConfig { model: format!("Pixel 7 (sim {})", i + 1), ..SimConfig::default() };
+        phones.push(SimPhone::start("127.0.0.1:0".parse().expect("literal"), cfg).await.map_err(|e| e.to_string())?);
+    }
+    let port = free_port().map_err(|e| e.to_string())?;
+    let home = data_dir.join("adb-home");
+    let serials: Vec<String> = phones.iter().map(SimPhone::serial).collect();
+    let adb = tokio::task::spawn_blocking(move || -> Result<AdbProcess, String> {
+        let adb = AdbProcess::start(port, &home)?;
+        for s in &serials {
+            let (_, out) = adb.run(&["connect", s])?;
+            if !out.contains("connected to") {
+                return Err(format!("adb connect {s}: {}", out.trim()));
+            }
+        }
+        Ok(adb)
+    })
+    .await
+    .map_err(|e| e.to_string())??;
+    let server: std::net::SocketAddrV4 = format!("127.0.0.1:{port}").parse().expect("literal");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let online =
+            host::devices(SocketAddr::V4(server)).await.map(|l| l.iter().filter(|d| d.state == "device").count());
+        if online.as_ref().is_ok_and(|&n| n == phones.len()) {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the simulated phones did not come online in the adb server ({online:?})"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("  {version}; private adb server on {server} with {} simulated phone(s)", phones.len());
+    Ok(Demo { adb, phones, adb_server: server })
+}
+
+/// A scripted xAgent session: hello → channel.open → auth.start → ui_dump → tap → ui_wait. Prints each step.
+pub async fn tour(addr: SocketAddr) -> Result<(), String> {
+    let mut req = format!("ws://{addr}/ws").into_client_request().map_err(|e| e.to_string())?;
+    req.headers_mut().insert("Sec-WebSocket-Protocol", crate::protocol::SUBPROTOCOL.parse().expect("valid header"));
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.map_err(|e| format!("websocket: {e}"))?;
+    let mut n = 0;
+    let mut call = |kind: &str, channel: Option<&str>, payload: Value| {
+        n += 1;
+        let mut p = json!({"schema": crate::protocol::PACKET_SCHEMA, "packet_id": format!("pkt_demo_{n}"),
+                           "request_id": format!("req_demo_{n}"), "type": kind, "payload": payload});
+        if let Some(c) = channel {
+            p["connector_channel_id"] = json!(c);
+        }
+        (p, format!("req_demo_{n}"))
+    };
+    async fn exchange(
+        ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+        (p, rid): (Value, String),
+    ) -> Result<Value, String> {
+        ws.send(Message::text(p.to_string())).await.map_err(|e| e.to_string())?;
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
+                .await
+                .map_err(|_| "no answer within 30 s".to_owned())?
+                .ok_or("connection closed")?
+                .map_err(|e| e.to_string())?;
+            if let Message::Text(t) = msg {
+                let v: Value = serde_json::from_str(t.as_str()).map_err(|e| e.to_string())?;
+                if v["request_id"] == json!(rid) {
+                    if let Some(err) = v.get("error") {
+                        return Err(format!("{} failed: {err}", v["type"]));
+                    }
+                    return Ok(v);
+                }
+            }
+        }
+    }
+    let hello = json!({"connector_card_id": "device.adb", "protocol_version": "3.0", "supported_profiles": ["xagent.device.v1"]});
+    let ack = exchange(&mut ws, call("connector.hello", None, hello)).await?;
+    println!("  → connector.hello            connector_id {}", ack["payload"]["connector_id"].as_str().unwrap_or("?"));
+    let ack = exchange(&mut ws, call("channel.open", None, json!({}))).await?;
+    let ch = ack["connector_channel_id"].as_str().unwrap_or_default().to_owned();
+    println!(
+        "  → channel.open               {ch} (status {})",
+        ack["payload"]["connection_descriptor"]["connection"]["status"]
+    );
+    let ack = exchange(&mut ws, call("auth.start", Some(&ch), json!({"flow_id": "adb_device"}))).await?;
+    let d = &ack["payload"]["connection_descriptor"];
+    println!(
+        "  → auth.start adb_device      bound {} (status {})",
+        d["target"]["display_name"], d["connection"]["status"]
+    );
+    let invoke = |tool: &str, args: Value| {
+        let mut a = args;
+        a["connector_channel_id"] = json!(ch);
+        json!({"tool_id": tool, "arguments": a})
+    };
+    let ack =
+        exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_dump", json!({"only_interactive": true}))))
+            .await?;
+    let elements = ack["payload"]["result"]["elements"].as_array().cloned().unwrap_or_default();
+    let button = elements.iter().find(|e| e["text"] == "Increment").ok_or("no Increment button in the UI dump")?;
+    println!(
+        "  → android_ui_dump            {} interactive element(s); \"Increment\" at {}",
+        elements.len(),
+        button["center"]
+    );
+    let (x, y) = (button["center"][0].clone(), button["center"][1].clone());
+    exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_tap", json!({"x": x, "y": y})))).await?;
+    println!("  → android_tap                ({x}, {y})");
+    let ack = exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_wait", json!({"text": "Count: 1"}))))
+        .await?;
+    println!("  → android_ui_wait \"Count: 1\"  found after {} ms", ack["payload"]["result"]["waited_ms"]);
+    let _ = exchange(&mut ws, call("auth.logout", Some(&ch), json!({}))).await?;
+    let _ = ws.close(None).await;
+    Ok(())
+}
+
+/// `demo`: phones + adb server + connector + the scripted tour, then serve until Ctrl-C.
+pub async fn run(args: crate::cli::DemoArgs) -> i32 {
+    println!("xagent-adb-connector demo — everything on loopback, no phone needed\n");
+    let demo = match start_phones(args.phones as usize, &args.data_dir).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::cli::exit::CONFIG;
+        }
+    };
+    let resolved = crate::cli::Resolved {
+        serve: crate::run::ServeConfig {
+            listen: args.listen,
+            data_dir: Some(args.data_dir.clone()),
+            api_key: None,
+            allow_serials: Vec::new(),
+            lease_grace: Duration::from_secs(3600),
+            max_message_bytes: 1 << 20,
+            drain_timeout: Duration::from_secs(10),
+        },
+        transfer: crate::run::TransferConfig::default(),
+        adb_servers: vec![demo.adb_server],
+        policy: crate::policy::Policy::default(),
+    };
+    let running = match crate::run::start_adb(resolved).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            return e.code;
+        }
+    };
+    let addr = running.addr;
+    // The tracker needs a moment to verify the phones.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while running.hub.backend().devices().iter().filter(|d| d.state == crate::device::DeviceState::Online).count()
+        < demo.phones.len()
+    {
+        if Instant::now() > deadline {
+            eprintln!("error: the connector did not see the simulated phones online");
+            return crate::cli::exit::FAILURE;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("  connector on http://{addr}\n\nA scripted xAgent session over the real WebSocket:");
+    if let Err(e) = tour(addr).await {
+        eprintln!("error: the tour failed: {e}");
+        return crate::cli::exit::FAILURE;
+    }
+    println!(
+        "\nNow try it yourself (Ctrl-C to stop):\n  curl -s http://{addr}/connector-card.json | head -40\n  curl -s \
+         http://{addr}/health\n  curl -s http://{addr}/skill.md\n  websocat -H 'Sec-WebSocket-Protocol: \
+         xagent.connector.packet.v1' ws://{addr}/ws   # then paste packets from device-profile/examples/session.jsonl\n"
+    );
+    let trigger = running.trigger();
+    tokio::spawn(async move {
+        crate::run::signal().await;
+        let _ = trigger.send(true);
+    });
+    running.wait().await;
+    drop(demo);
+    0
+}
+
+/// `sim`: simulated phones on consecutive ports until Ctrl-C.
+pub async fn run_sims(args: crate::cli::SimArgs) -> i32 {
+    let mut phones = Vec::new();
+    for i in 0..args.count {
+        let mut addr = args.listen;
+        addr.set_port(args.listen.port().saturating_add(i));
+        let cfg = SimConfig { model: format!("Pixel 7 (sim {})", i + 1), ..SimConfig::default() };
+        match SimPhone::start(addr, cfg).await {
+            Ok(p) => {
+                println!("simulated phone {} listening on {} — `adb connect {}`", i + 1, p.addr(), p.serial());
+                phones.push(p);
+            }
+            Err(e) => {
+                eprintln!("error: cannot listen on {addr}: {e}");
+                return crate::cli::exit::LISTEN;
+            }
+        }
+    }
+    crate::run::signal().await;
+    0
+}

@@ -1,0 +1,9 @@
+//! Operator commands beside `serve`: `devices`, `doctor`, `demo` and `sim`. Each prints for a person and returns
+//! an exit code; none of them holds protocol logic.
+
+pub mod demo;
+pub mod devices;
+pub mod doctor;
+
+/// A private adb server for the demo and the simulated phones it connects to.
+pub mod adb_process;

@@ -1,0 +1,72 @@
+//! SQL of the idempotency records (`tool_calls`, migration 4). See `crate::idempotency`.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{Result, Store};
+
+/// What is recorded about one side-effecting call: its state and the hash of its arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallRecord {
+    pub args_sha256: String,
+    pub state: CallState,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallState {
+    /// Started and not finished: if no live task owns it, the process died during the call.
+    Running,
+    /// Finished; the JSON outcome to answer repeats with.
+    Done(String),
+}
+
+impl Store {
+    pub fn call_record(&self, channel: &str, tool: &str, call_id: &str) -> Result<Option<CallRecord>> {
+        self.db()
+            .query_row(
+                "SELECT state, outcome, args_sha256 FROM tool_calls
+                 WHERE channel_id = ?1 AND tool_id = ?2 AND tool_call_id = ?3",
+                params![channel, tool, call_id],
+                |r| {
+                    let state: String = r.get(0)?;
+                    let outcome: Option<String> = r.get(1)?;
+                    let state = match (state.as_str(), outcome) {
+                        ("done", Some(o)) => CallState::Done(o),
+                        _ => CallState::Running,
+                    };
+                    Ok(CallRecord { args_sha256: r.get(2)?, state })
+                },
+            )
+            .optional()
+    }
+
+    /// Records the start of a call. Fails if a record exists (the caller checked first, under its own lock).
+    pub fn call_started(&self, channel: &str, tool: &str, call_id: &str, args_sha256: &str, now_ms: u64) -> Result<()> {
+        self.db().execute(
+            "INSERT INTO tool_calls (channel_id, tool_id, tool_call_id, args_sha256, state, created_ms)
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
+            params![channel, tool, call_id, args_sha256, now_ms as i64],
+        )?;
+        Ok(())
+    }
+
+    pub fn call_finished(&self, channel: &str, tool: &str, call_id: &str, outcome: &str, now_ms: u64) -> Result<()> {
+        self.db().execute(
+            "UPDATE tool_calls SET state = 'done', outcome = ?4, finished_ms = ?5
+             WHERE channel_id = ?1 AND tool_id = ?2 AND tool_call_id = ?3",
+            params![channel, tool, call_id, outcome, now_ms as i64],
+        )?;
+        Ok(())
+    }
+
+    /// Drops finished records older than `before_ms` and, beyond `keep`, the oldest ones. Returns rows removed.
+    pub fn prune_calls(&self, before_ms: u64, keep: u64) -> Result<usize> {
+        let db = self.db();
+        let mut n =
+            db.execute("DELETE FROM tool_calls WHERE state = 'done' AND created_ms < ?1", params![before_ms as i64])?;
+        n += db.execute(
+            "DELETE FROM tool_calls WHERE rowid IN (SELECT rowid FROM tool_calls ORDER BY created_ms DESC LIMIT -1 OFFSET ?1)",
+            params![keep as i64],
+        )?;
+        Ok(n)
+    }
+}

@@ -1,0 +1,60 @@
+//! `android_shell` (opt-in, operator policy): runs one allowlisted command. Absent from the card unless the policy
+//! enables it; even then every command outside `shell_allow_prefixes`, or with any shell syntax, is refused before
+//! it reaches the device.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::device::tool;
+use super::{Tool, ToolSpec};
+use crate::device::adb::AdbBackend;
+use crate::policy::Policy;
+use crate::protocol::errors::{ErrorCode, ProtoError};
+
+/// Output cap: shell output is returned inline.
+const MAX_OUTPUT: usize = 64 * 1024;
+
+pub fn tools(adb: &Arc<AdbBackend>, policy: &Arc<Policy>) -> Vec<Arc<dyn Tool>> {
+    let policy = policy.clone();
+    vec![tool(
+        ToolSpec {
+            id: "android_shell",
+            title: "Run an allowed shell command",
+            description: "Run one shell command on the phone from the operator's allowlist (plain words only: no \
+                          pipes, redirections, quotes or chaining). Anything else is refused with \
+                          permission_denied. Returns stdout, stderr and the exit code.",
+            input: json!({"type": "object", "additionalProperties": false, "required": ["command"], "properties": {
+                "command": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "The command line"}}}),
+            output: json!({"type": "object", "required": ["exit_code", "stdout", "stderr"], "properties": {
+                "exit_code": {"type": "integer"}, "stdout": {"type": "string"}, "stderr": {"type": "string"},
+                "truncated": {"type": "boolean"}}}),
+            // Unknown commands may change state: treat as a side effect (ordered, idempotent per tool_call_id).
+            side_effect: true,
+            deadline: Duration::from_secs(30),
+        },
+        adb,
+        move |c| {
+            let policy = policy.clone();
+            async move {
+                let command = c.str("command").unwrap_or("").trim().to_owned();
+                policy.shell_allows(&command).map_err(|m| ProtoError::new(ErrorCode::PermissionDenied, m))?;
+                let out = c.adb.shell(&c.device, &command, true, c.spec.deadline).await?;
+                let cut = |s: String| -> (String, bool) {
+                    if s.len() <= MAX_OUTPUT {
+                        return (s, false);
+                    }
+                    let mut end = MAX_OUTPUT;
+                    while !s.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    (s[..end].to_owned(), true)
+                };
+                let (stdout, t1) = cut(out.stdout);
+                let (stderr, t2) = cut(out.stderr);
+                Ok(json!({"exit_code": out.code, "stdout": stdout, "stderr": stderr, "truncated": t1 || t2}))
+            }
+        },
+    )]
+}

@@ -1,0 +1,217 @@
+//! Operator commands through the real binary: `demo`, `devices`, `doctor`, `sim`, and `GET /metrics`.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::adb::*;
+use common::*;
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_xagent-adb-connector");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn demo_drives_a_simulated_phone_end_to_end_and_stops_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .args(["demo", "--listen", &format!("127.0.0.1:{port}"), "--phones", "2", "--data-dir"])
+        .arg(dir.path().join("demo"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut lines = Vec::new();
+    while !lines.iter().any(|l: &String| l.contains("Now try it yourself")) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) => lines.push(l),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the demo did not finish its tour: {lines:#?}");
+            }
+        }
+    }
+    let text = lines.join("\n");
+    for needle in ["2 simulated phone(s)", "auth.start adb_device", "\"Increment\" at", "android_tap", "found after"] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    // It keeps serving for the newcomer to poke at.
+    let card = std::process::Command::new("curl").args(["-sf", &format!("http://127.0.0.1:{port}/health")]).output();
+    if let Ok(out) = card {
+        if out.status.success() {
+            assert!(String::from_utf8_lossy(&out.stdout).contains("\"devices_online\":2"));
+        }
+    }
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "the demo did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_and_doctor_report_what_the_adb_server_sees() {
+    let (adb, sim, serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("127.0.0.1:{}", adb.port);
+    let data = dir.path().join("data");
+    let (s2, d2) = (server.clone(), data.clone());
+    let out = blocking(move || {
+        Command::new(BIN).args(["devices", "--adb-server", &s2, "--data-dir"]).arg(&d2).output().unwrap()
+    })
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{text}");
+    assert!(text.lines().any(|l| l.contains(&serial) && l.contains("device")), "{text}");
+
+    let port = free_port();
+    let (s2, d2) = (server.clone(), data.clone());
+    let out = blocking(move || {
+        Command::new(BIN)
+            .args(["doctor", "--adb-server", &s2, "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .arg(&d2)
+            .env_remove("XAGENT_CONNECTOR_API_KEY")
+            .output()
+            .unwrap()
+    })
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("device {serial} online")), "{text}");
+    assert!(text.contains("warn  no system API key"), "{text}");
+
+    // An unreachable adb server and an unauthorized phone are failures with a fix each.
+    sim.set_fault(xagent_adb_connector::sim::Fault::Unauthorized);
+    sim.drop_connections();
+    let (a, s) = (adb.clone(), serial.clone());
+    blocking(move || {
+        let _ = a.adb(&["disconnect", &s]);
+        let _ = a.adb(&["connect", &s]);
+        a.wait_state(&s, "unauthorized");
+    })
+    .await;
+    let d2 = data.clone();
+    let out = blocking(move || {
+        Command::new(BIN)
+            .args([
+                "doctor",
+                "--adb-server",
+                &server,
+                "--adb-server",
+                "127.0.0.1:1",
+                "--listen",
+                "127.0.0.1:0",
+                "--data-dir",
+            ])
+            .arg(&d2)
+            .output()
+            .unwrap()
+    })
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("is unauthorized") && text.contains("Allow USB debugging"), "{text}");
+    assert!(text.contains("FAIL  adb server 127.0.0.1:1"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_behind_the_key_and_count_tool_calls() {
+    let (adb, _sim, _serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let kf = dir.path().join("key");
+    std::fs::write(&kf, "k-123").unwrap();
+    let srv = Server::start(
+        &dir.path().join("data"),
+        &["--adb-server", &format!("127.0.0.1:{}", adb.port), "--api-key-file", kf.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(get(srv.addr, "/metrics").await.status, 401);
+    let mut c = ws(srv.addr, Some("k-123")).await;
+    c.hello(None).await;
+    let (ch, _) = c.open(None).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.request("auth.start", Some(&ch), json!({"flow_id": "adb_device"})).await["payload"]["status"]
+        != "authenticated"
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (x, y) in [(1, 1), (5000, 1)] {
+        c.request(
+            "tool.invoke",
+            Some(&ch),
+            json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": x, "y": y}}),
+        )
+        .await;
+    }
+    let m = http(srv.addr, "GET", "/metrics", &[("Authorization", "Bearer k-123")], b"").await;
+    assert_eq!(m.status, 200);
+    assert!(m.header("content-type").unwrap().starts_with("text/plain"));
+    let text = m.text();
+    for needle in [
+        "xagent_tool_calls_total{tool=\"android_tap\",result=\"ok\"} 1",
+        "xagent_tool_calls_total{tool=\"android_tap\",result=\"invalid_arguments\"} 1",
+        "xagent_tool_latency_seconds_count{tool=\"android_tap\"} 2",
+        "xagent_devices{state=\"online\"} 1",
+        "xagent_channels{status=\"connected\"} 1",
+        "xagent_ws_connections 1",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+}
+
+#[test]
+fn sim_command_serves_phones_on_consecutive_ports() {
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .args(["sim", "--listen", &format!("127.0.0.1:{port}"), "--count", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains(&format!("adb connect 127.0.0.1:{port}")), "{line}");
+    // It speaks ADB: a CNXN gets a CNXN back.
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let banner = b"host::\0";
+    let mut msg = Vec::new();
+    for v in [
+        0x4e584e43u32,
+        0x01000001,
+        256 * 1024,
+        banner.len() as u32,
+        banner.iter().map(|&b| b as u32).sum(),
+        !0x4e584e43u32,
+    ] {
+        msg.extend_from_slice(&v.to_le_bytes());
+    }
+    msg.extend_from_slice(banner);
+    s.write_all(&msg).unwrap();
+    let mut head = [0u8; 24];
+    s.read_exact(&mut head).unwrap();
+    assert_eq!(&head[..4], b"CNXN");
+    let _ = child.kill();
+    let _ = child.wait();
+}
