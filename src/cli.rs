@@ -76,9 +76,10 @@ pub struct CardArgs {
     pub policy: Option<PathBuf>,
 }
 
+/// The adb servers to use (shared by `serve`, `doctor` and `devices`).
 #[derive(Args, Debug, Clone)]
-pub struct DevicesArgs {
-    /// adb server(s) to ask, HOST:PORT.
+pub struct AdbServerArgs {
+    /// adb server to use, HOST:PORT; repeat to front the adb servers of several boxes.
     #[arg(
         long = "adb-server",
         value_name = "HOST:PORT",
@@ -87,6 +88,12 @@ pub struct DevicesArgs {
         value_delimiter = ','
     )]
     pub adb_servers: Vec<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DevicesArgs {
+    #[command(flatten)]
+    pub adb: AdbServerArgs,
     /// The connector's data dir, to show which channel holds each device.
     #[arg(long, value_name = "DIR", default_value = "./data", env = "XAGENT_ADB_DATA_DIR")]
     pub data_dir: PathBuf,
@@ -135,15 +142,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub key: KeyArgs,
 
-    /// adb server to use, HOST:PORT; repeat to front the adb servers of several boxes.
-    #[arg(
-        long = "adb-server",
-        value_name = "HOST:PORT",
-        default_value = "127.0.0.1:5037",
-        env = "XAGENT_ADB_SERVER",
-        value_delimiter = ','
-    )]
-    pub adb_servers: Vec<String>,
+    #[command(flatten)]
+    pub adb: AdbServerArgs,
 
     /// Only devices with these serials may be bound (repeatable; default: any).
     #[arg(long = "allow-serial", value_name = "SERIAL", env = "XAGENT_ADB_ALLOW_SERIALS", value_delimiter = ',')]
@@ -193,7 +193,7 @@ pub struct Resolved {
 /// Turns `serve` flags into a checked configuration (key, adb servers, policy, allowlist).
 pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     let api_key = resolve_api_key(&args.key)?;
-    let adb_servers = resolve_adb_servers(&args.adb_servers)?;
+    let adb_servers = resolve_adb_servers(&args.adb.adb_servers)?;
     let policy = load_policy(args.policy.as_deref())?;
     if !policy.allow_serials.is_empty() && !args.allow_serials.is_empty() {
         return Err(ConfigError {
@@ -364,7 +364,7 @@ mod tests {
             Cli::try_parse_from(["x", "serve", "--adb-server", "a:1", "--adb-server", "b:2", "--lease-grace", "2s"])
                 .unwrap();
         let Command::Serve(s) = cli.command else { panic!() };
-        assert_eq!(s.adb_servers, vec!["a:1", "b:2"]);
+        assert_eq!(s.adb.adb_servers, vec!["a:1", "b:2"]);
         assert_eq!(s.lease_grace, Duration::from_secs(2));
         assert_eq!((s.file_ttl, s.cache_max_bytes, s.cache_max_files), (Duration::from_secs(600), 512 << 20, 2000));
         assert_eq!(s.upload_max_bytes, 256 << 20);

@@ -69,7 +69,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Devices(args) => {
-            let servers = match cli::resolve_adb_servers(&args.adb_servers) {
+            let servers = match cli::resolve_adb_servers(&args.adb.adb_servers) {
                 Ok(s) => s,
                 Err(e) => return fail(e),
             };

@@ -121,64 +121,60 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
 
 /// Opt-in app tools (operator policy `enabled_risky_tools`): they destroy user data.
 pub fn risky_tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
-    let pkg_input = || json!({"type": "object", "additionalProperties": false, "required": ["package"], "properties": {"package": package_schema()}});
     vec![
-        tool(
-            ToolSpec {
-                id: "android_app_uninstall",
-                title: "Uninstall an app",
-                description: "Uninstall an app and delete its data. Enabled by the operator only. A repeat with the \
-                              same tool_call_id answers from the record; a new call on an absent app fails.",
-                input: pkg_input(),
-                output: json!({"type": "object", "required": ["package", "uninstalled"], "properties": {
-                    "package": {"type": "string"}, "uninstalled": {"type": "boolean"}}}),
-                side_effect: true,
-                deadline: Duration::from_secs(60),
-            },
+        pm_tool(
             adb,
-            |c| async move {
-                let pkg = c.str("package").unwrap_or("").to_owned();
-                check_package(&pkg)?;
-                let out =
-                    c.adb.shell(&c.device, &format!("pm uninstall {}", quote(&pkg)), true, c.spec.deadline).await?;
-                if out.code != 0 || !out.stdout.contains("Success") {
-                    let why = format!("{}{}", out.stdout, out.stderr);
-                    return Err(ProtoError::new(
-                        ErrorCode::ToolInvokeFailed,
-                        format!("pm uninstall {pkg}: {}", why.trim()),
-                    ));
-                }
-                Ok(json!({"package": pkg, "uninstalled": true}))
-            },
+            "android_app_uninstall",
+            "Uninstall an app",
+            "Uninstall an app and delete its data. Enabled by the operator only. A repeat with the same \
+             tool_call_id answers from the record; a new call on an absent app fails.",
+            "uninstall",
+            "uninstalled",
         ),
-        tool(
-            ToolSpec {
-                id: "android_app_clear_data",
-                title: "Clear an app's data",
-                description: "Delete all data of an app (pm clear): accounts, settings, caches. Enabled by the \
-                              operator only.",
-                input: pkg_input(),
-                output: json!({"type": "object", "required": ["package", "cleared"], "properties": {
-                    "package": {"type": "string"}, "cleared": {"type": "boolean"}}}),
-                side_effect: true,
-                deadline: Duration::from_secs(60),
-            },
+        pm_tool(
             adb,
-            |c| async move {
-                let pkg = c.str("package").unwrap_or("").to_owned();
-                check_package(&pkg)?;
-                let out = c.adb.shell(&c.device, &format!("pm clear {}", quote(&pkg)), true, c.spec.deadline).await?;
-                if out.code != 0 || !out.stdout.contains("Success") {
-                    let why = format!("{}{}", out.stdout, out.stderr);
-                    return Err(ProtoError::new(
-                        ErrorCode::ToolInvokeFailed,
-                        format!("pm clear {pkg}: {}", why.trim()),
-                    ));
-                }
-                Ok(json!({"package": pkg, "cleared": true}))
-            },
+            "android_app_clear_data",
+            "Clear an app's data",
+            "Delete all data of an app (pm clear): accounts, settings, caches. Enabled by the operator only.",
+            "clear",
+            "cleared",
         ),
     ]
+}
+
+/// A destructive `pm <verb> PACKAGE` tool answering `{package, <done>: true}`, or pm's own failure text.
+fn pm_tool(
+    adb: &Arc<AdbBackend>,
+    id: &'static str,
+    title: &'static str,
+    description: &'static str,
+    verb: &'static str,
+    done: &'static str,
+) -> Arc<dyn Tool> {
+    tool(
+        ToolSpec {
+            id,
+            title,
+            description,
+            input: json!({"type": "object", "additionalProperties": false, "required": ["package"],
+                          "properties": {"package": package_schema()}}),
+            output: json!({"type": "object", "required": ["package", done], "properties": {
+                "package": {"type": "string"}, done: {"type": "boolean"}}}),
+            side_effect: true,
+            deadline: Duration::from_secs(60),
+        },
+        adb,
+        move |c| async move {
+            let pkg = c.str("package").unwrap_or("").to_owned();
+            check_package(&pkg)?;
+            let out = c.adb.shell(&c.device, &format!("pm {verb} {}", quote(&pkg)), true, c.spec.deadline).await?;
+            if out.code != 0 || !out.stdout.contains("Success") {
+                let why = format!("{}{}", out.stdout, out.stderr);
+                return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("pm {verb} {pkg}: {}", why.trim())));
+            }
+            Ok(json!({"package": pkg, done: true}))
+        },
+    )
 }
 
 #[cfg(test)]
