@@ -30,7 +30,8 @@ pub struct Metrics {
     pub packets_in: AtomicU64,
     pub packets_out: AtomicU64,
     pub progress_dropped: AtomicU64,
-    pub screenshot_bytes: AtomicU64,
+    /// tool → bytes of files its results produced (screenshots, pulled files, large logs).
+    file_bytes: Mutex<BTreeMap<String, u64>>,
     pub queue_depth_max: AtomicU64,
 }
 
@@ -64,6 +65,16 @@ impl Metrics {
         h.count += 1;
     }
 
+    pub fn files_produced(&self, tool: &str, bytes: u64) {
+        *self.file_bytes.lock().unwrap_or_else(|e| e.into_inner()).entry(tool.to_owned()).or_default() += bytes;
+    }
+
+    /// A call refused before its tool ran (validation, binding, device state, policy): counted, not timed.
+    pub fn tool_refused(&self, tool: &str, code: &str) {
+        *self.calls.lock().unwrap_or_else(|e| e.into_inner()).entry((tool.to_owned(), code.to_owned())).or_default() +=
+            1;
+    }
+
     pub fn render(&self, g: &Gauges) -> String {
         let mut out = String::with_capacity(4096);
         let block = |out: &mut String, name: &str, kind: &str, help: &str, body: String| {
@@ -87,7 +98,7 @@ impl Metrics {
             &mut out,
             "xagent_tool_calls_total",
             "counter",
-            "Tool calls by tool and result (ok or error code).",
+            "Tool calls by tool and result (ok or error code), refusals before the run included.",
             body,
         );
         let mut body = String::new();
@@ -100,9 +111,26 @@ impl Metrics {
             let _ = writeln!(body, "xagent_tool_latency_seconds_sum{{tool=\"{tool}\"}} {}", h.sum);
             let _ = writeln!(body, "xagent_tool_latency_seconds_count{{tool=\"{tool}\"}} {}", h.count);
         }
-        block(&mut out, "xagent_tool_latency_seconds", "histogram", "Tool call latency, arrival to ack.", body);
+        block(
+            &mut out,
+            "xagent_tool_latency_seconds",
+            "histogram",
+            "Tool call latency, from the start of the tool run (after the gates) to the ack.",
+            body,
+        );
+        let mut body = String::new();
+        for (tool, n) in self.file_bytes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = writeln!(body, "xagent_file_bytes_produced_total{{tool=\"{tool}\"}} {n}");
+        }
+        block(
+            &mut out,
+            "xagent_file_bytes_produced_total",
+            "counter",
+            "Bytes of files produced by tools (screenshots: tool=android_screenshot).",
+            body,
+        );
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let scalars: [(&str, &str, &str, String); 9] = [
+        let scalars: [(&str, &str, &str, String); 8] = [
             (
                 "xagent_ws_connections",
                 "gauge",
@@ -132,12 +160,6 @@ impl Metrics {
                 "counter",
                 "tool.progress.push packets dropped under backpressure.",
                 ld(&self.progress_dropped).to_string(),
-            ),
-            (
-                "xagent_screenshot_bytes_total",
-                "counter",
-                "Bytes of screenshots produced.",
-                ld(&self.screenshot_bytes).to_string(),
             ),
             (
                 "xagent_outbound_queue_depth_max",
@@ -173,6 +195,8 @@ mod tests {
         m.tool_finished("android_tap", "ok", Duration::from_millis(300));
         m.tool_finished("android_tap", "device_timeout", Duration::from_secs(10));
         m.ws_connections.fetch_add(2, Ordering::Relaxed);
+        m.files_produced("android_screenshot", 1000);
+        m.files_produced("android_screenshot", 234);
         let g = Gauges {
             devices_by_state: vec![("online", 3), ("offline", 1)],
             channels_by_status: vec![("connected", 2)],
@@ -192,6 +216,7 @@ mod tests {
             "xagent_channels{status=\"connected\"} 2",
             "xagent_ws_connections 2",
             "xagent_file_cache_bytes 1234",
+            "xagent_file_bytes_produced_total{tool=\"android_screenshot\"} 1234",
             "# TYPE xagent_tool_latency_seconds histogram",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");

@@ -82,7 +82,11 @@ impl Policy {
     pub fn shell_allows(&self, command: &str) -> Result<(), String> {
         let cmd = command.trim();
         if has_shell_syntax(cmd) {
-            return Err("the command contains shell syntax (; & | $ ` < > ( ) \\ quotes or newlines), which android_shell never runs".into());
+            return Err(
+                "the command contains shell syntax (any of ; & | $ ` < > ( ) \\ \" ' * ? { } [ ] ~ # ! or a control \
+                 character), which android_shell never runs"
+                    .into(),
+            );
         }
         if self.shell_allow_prefixes.iter().any(|p| cmd == p.trim() || cmd.starts_with(p.as_str())) {
             Ok(())

@@ -105,7 +105,7 @@ async fn observe_act_verify_through_the_real_adb_server() {
         assert_eq!(button["clickable"], true);
         let (x, y) = (button["center"][0].as_i64().unwrap(), button["center"][1].as_i64().unwrap());
         let tap = r.ok("android_tap", json!({"x": x, "y": y})).await;
-        assert_eq!(tap, json!({"x": x, "y": y, "screen_width": 1080, "screen_height": 2400}));
+        assert_eq!(tap, json!({"x": x, "y": y}));
         assert_eq!(r.sim.counter(), 1);
         let wait = r.ok("android_ui_wait", json!({"text": "Count: 1", "timeout_ms": 3000})).await;
         assert_eq!(wait["found"], true);
@@ -279,6 +279,11 @@ async fn unauthorized_device_is_reported_and_refused() {
             }
         };
         assert_eq!(d["connection"]["status"], "offline");
+        assert!(
+            d["tools"].as_array().unwrap().iter().all(|t| t["status"] == "requires_reauth"
+                && t["target_permission_state"] == "requires_reauth"),
+            "the phone withdrew this host's authorisation: {d}"
+        );
         let a = r.invoke("android_tap", json!({"x": 1, "y": 1})).await;
         assert_eq!(error_code(&a), "device_unauthorized");
     })

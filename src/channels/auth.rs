@@ -117,6 +117,13 @@ impl Hub {
 
         // "如果该 channel 已有可复用登录态，Connector 可以直接返回 authenticated 和 connection_descriptor."
         let pick = match self.binding(channel_id) {
+            Some(k) if !self.device_allowed(&k) => {
+                return fail(
+                    ErrorCode::PermissionDenied,
+                    "the operator's allowlist no longer includes the device bound to this channel; auth.logout it"
+                        .into(),
+                )
+            }
             Some(k) if serial.as_deref().is_none_or(|s| s == k.serial) => Pick::Online(k),
             Some(k) => {
                 return fail(
@@ -263,6 +270,10 @@ impl Hub {
         if now_ms() >= row.expires_ms {
             row.status = "expired".into();
             row.message = "the USB debugging prompt was not accepted in time; start again".into();
+            self.set_pending(channel_id, None);
+        } else if key.as_ref().is_some_and(|k| !self.device_allowed(k)) {
+            row.status = "failed".into();
+            row.message = "the operator's allowlist no longer includes this device".into();
             self.set_pending(channel_id, None);
         } else if let (Some(key), Some(DeviceState::Online)) = (&key, state) {
             match self.bind(channel_id, key) {

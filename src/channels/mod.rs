@@ -437,6 +437,11 @@ impl Hub {
                 "未绑定 Android 设备".to_owned(),
                 None,
             ),
+            Some((b, d)) if !self.device_allowed(b) => {
+                let model = d.as_ref().map_or("Android device", |d| d.model.as_str());
+                let why = "permission_denied: the operator's allowlist no longer includes this device";
+                (ConnStatus::Offline, Some(why.to_owned()), named(model, &b.serial), Some(mask_serial(&b.serial)))
+            }
             Some((b, Some(d))) if d.state == DeviceState::Online => {
                 (ConnStatus::Connected, None, named(&d.model, &b.serial), Some(mask_serial(&b.serial)))
             }
@@ -445,7 +450,9 @@ impl Hub {
                 let model = d.as_ref().map_or("Android device", |d| d.model.as_str());
                 let why = match state {
                     DeviceState::Unauthorized => "device_unauthorized: accept the USB debugging prompt on the phone",
-                    DeviceState::Offline => "device_offline: the adb server reports the device offline",
+                    DeviceState::Offline => {
+                        "device_offline: the adb server reports the device offline, or it has not answered a probe yet"
+                    }
                     _ => "device_offline: the device is not connected to any adb server",
                 };
                 (ConnStatus::Offline, Some(why.to_owned()), named(model, &b.serial), Some(mask_serial(&b.serial)))

@@ -315,3 +315,28 @@ fn restart_restores_channels_and_bindings_and_starts_a_lease() {
     drop(hub);
     assert_eq!(hub2.expire_leases(now_ms() + 61_000), vec![id]);
 }
+
+#[test]
+fn a_narrower_allowlist_after_restart_takes_the_device_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = FakeBackend::new(&[("AAA111", DeviceState::Online)]);
+    let (id, ch) = {
+        let hub = hub_with(Store::open(dir.path()).unwrap(), backend.clone(), Duration::from_secs(60), &[]);
+        let s = socket(&hub);
+        let id = hub.hello(s, &hello_payload(None)).unwrap().connector_id;
+        let (c, _) = hub.open_channel(s, None).unwrap();
+        assert!(hub.auth_start(&c, &obj([("flow_id", json!("adb_device"))])).error.is_none());
+        (id, c)
+    };
+    let hub = hub_with(Store::open(dir.path()).unwrap(), backend, Duration::from_secs(60), &["OTHER1"]);
+    let s = socket(&hub);
+    hub.hello(s, &hello_payload(Some(&id))).unwrap();
+    let (c, d) = hub.open_channel(s, Some(&ch)).unwrap();
+    assert_eq!(c, ch);
+    let key = hub.binding(&c).unwrap();
+    assert!(!hub.device_allowed(&key));
+    assert_eq!(d.connection.status, ConnStatus::Offline);
+    assert!(d.tools.iter().all(|t| t.reason.as_deref().is_some_and(|r| r.starts_with("permission_denied"))));
+    let again = hub.auth_start(&c, &obj([("flow_id", json!("adb_device"))]));
+    assert_eq!(again.error.map(|e| e.code), Some(ErrorCode::PermissionDenied));
+}

@@ -355,9 +355,10 @@ impl AdbBackend {
 
 impl AdbBackend {
     /// The display's current rotation in quarter turns (0–3) from the touch mapper (`dumpsys input`).
+    /// A device whose touch mapper prints no `SurfaceOrientation` (grep exits 1) counts as unrotated.
     pub async fn rotation(&self, key: &DeviceKey) -> Result<u8, ProtoError> {
-        let out = self.shell_ok(key, "dumpsys input | grep SurfaceOrientation", false, Duration::from_secs(5)).await?;
-        Ok(parse_rotation(&out).unwrap_or(0))
+        let out = self.shell(key, "dumpsys input | grep SurfaceOrientation", false, Duration::from_secs(5)).await?;
+        Ok(parse_rotation(&out.stdout).unwrap_or(0))
     }
 
     /// The screen size in the current orientation: the natural size, swapped when rotated a quarter turn.

@@ -64,7 +64,8 @@ impl Store {
         let mut n =
             db.execute("DELETE FROM tool_calls WHERE state = 'done' AND created_ms < ?1", params![before_ms as i64])?;
         n += db.execute(
-            "DELETE FROM tool_calls WHERE rowid IN (SELECT rowid FROM tool_calls ORDER BY created_ms DESC LIMIT -1 OFFSET ?1)",
+            "DELETE FROM tool_calls WHERE rowid IN (SELECT rowid FROM tool_calls WHERE state = 'done'
+             ORDER BY created_ms DESC LIMIT -1 OFFSET ?1)",
             params![keep as i64],
         )?;
         Ok(n)

@@ -352,6 +352,28 @@ mod tests {
     }
 
     #[test]
+    fn expired_auth_sessions_are_pruned() {
+        let s = Store::open_in_memory().unwrap();
+        s.upsert_instance("conn_1", &[], 1).unwrap();
+        s.insert_channel("c1", "conn_1", 1).unwrap();
+        for (id, expires) in [("old", 100), ("new", 10_000)] {
+            let row = AuthRow {
+                auth_session_id: id.into(),
+                channel_id: "c1".into(),
+                flow_id: "adb_device".into(),
+                status: "authenticated".into(),
+                message: String::new(),
+                expires_ms: expires,
+                device: None,
+            };
+            s.put_auth_session(&row, 1).unwrap();
+        }
+        assert_eq!(s.prune_auth_sessions(5_000).unwrap(), 1);
+        assert!(s.auth_session("old").unwrap().is_none());
+        assert!(s.auth_session("new").unwrap().is_some());
+    }
+
+    #[test]
     fn one_device_cannot_be_bound_twice() {
         let s = Store::open_in_memory().unwrap();
         s.upsert_instance("conn_1", &[], 1).unwrap();

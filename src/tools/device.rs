@@ -80,7 +80,7 @@ impl Ctx {
     }
 
     /// A point inside the device's screen (tool coordinates are device pixels). Returns the screen size.
-    pub async fn check_point(&self, x: i64, y: i64, what: &str) -> Result<(u32, u32), ProtoError> {
+    pub async fn check_point(&self, x: i64, y: i64, what: &str) -> Result<(), ProtoError> {
         let (nw, nh) = self.adb.screen_size(&self.device).await?;
         let inside = |w: u32, h: u32| x >= 0 && y >= 0 && x < w as i64 && y < h as i64;
         // `wm size` is the natural (portrait) size. A point valid in both orientations needs no more; one valid
@@ -95,7 +95,7 @@ impl Ctx {
                 h - 1
             )));
         }
-        Ok((w, h))
+        Ok(())
     }
 }
 

@@ -54,10 +54,6 @@ fn point_schema(desc: &str) -> Value {
     json!({"type": "integer", "minimum": 0, "maximum": 100000, "description": format!("{desc}; {COORD}")})
 }
 
-fn screen_result(w: u32, h: u32) -> Value {
-    json!({"screen_width": w, "screen_height": h})
-}
-
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
     vec![
         tool(
@@ -68,21 +64,17 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                               android_ui_dump element's `center`; verify the effect with a new observation.",
                 input: json!({"type": "object", "additionalProperties": false, "required": ["x", "y"], "properties": {
                     "x": point_schema("Horizontal position"), "y": point_schema("Vertical position")}}),
-                output: json!({"type": "object", "required": ["x", "y", "screen_width", "screen_height"], "properties": {
-                    "x": {"type": "integer"}, "y": {"type": "integer"},
-                    "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"}}}),
+                output: json!({"type": "object", "required": ["x", "y"], "properties": {
+                    "x": {"type": "integer"}, "y": {"type": "integer"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(10),
             },
             adb,
             |c| async move {
                 let (x, y) = (c.i64("x").unwrap_or(0), c.i64("y").unwrap_or(0));
-                let (w, h) = c.check_point(x, y, "tap point").await?;
+                c.check_point(x, y, "tap point").await?;
                 c.adb.shell_ok(&c.device, &format!("input tap {x} {y}"), true, c.spec.deadline).await?;
-                let mut r = screen_result(w, h);
-                r["x"] = json!(x);
-                r["y"] = json!(y);
-                Ok(r)
+                Ok(json!({"x": x, "y": y}))
             },
         ),
         tool(
@@ -98,7 +90,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "duration_ms": {"type": "integer", "minimum": 0, "maximum": 10000, "default": 300,
                                     "description": "Gesture duration in milliseconds"}}}),
                 output: json!({"type": "object", "required": ["duration_ms"], "properties": {
-                    "duration_ms": {"type": "integer"}, "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"}}}),
+                    "duration_ms": {"type": "integer"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },
@@ -107,14 +99,12 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 let p = |n| c.i64(n).unwrap_or(0);
                 let (x1, y1, x2, y2) = (p("x1"), p("y1"), p("x2"), p("y2"));
                 let ms = c.i64("duration_ms").unwrap_or(300);
-                let (w, h) = c.check_point(x1, y1, "swipe start").await?;
+                c.check_point(x1, y1, "swipe start").await?;
                 c.check_point(x2, y2, "swipe end").await?;
                 c.adb
                     .shell_ok(&c.device, &format!("input swipe {x1} {y1} {x2} {y2} {ms}"), true, c.spec.deadline)
                     .await?;
-                let mut r = screen_result(w, h);
-                r["duration_ms"] = json!(ms);
-                Ok(r)
+                Ok(json!({"duration_ms": ms}))
             },
         ),
         tool(
@@ -128,8 +118,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "duration_ms": {"type": "integer", "minimum": 400, "maximum": 10000, "default": 800,
                                     "description": "How long to hold, in milliseconds"}}}),
                 output: json!({"type": "object", "required": ["x", "y", "duration_ms"], "properties": {
-                    "x": {"type": "integer"}, "y": {"type": "integer"}, "duration_ms": {"type": "integer"},
-                    "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"}}}),
+                    "x": {"type": "integer"}, "y": {"type": "integer"}, "duration_ms": {"type": "integer"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },
@@ -137,14 +126,10 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             |c| async move {
                 let (x, y) = (c.i64("x").unwrap_or(0), c.i64("y").unwrap_or(0));
                 let ms = c.i64("duration_ms").unwrap_or(800);
-                let (w, h) = c.check_point(x, y, "press point").await?;
+                c.check_point(x, y, "press point").await?;
                 // A swipe that does not move is how `input` expresses a long press on every Android version.
                 c.adb.shell_ok(&c.device, &format!("input swipe {x} {y} {x} {y} {ms}"), true, c.spec.deadline).await?;
-                let mut r = screen_result(w, h);
-                r["x"] = json!(x);
-                r["y"] = json!(y);
-                r["duration_ms"] = json!(ms);
-                Ok(r)
+                Ok(json!({"x": x, "y": y, "duration_ms": ms}))
             },
         ),
         tool(

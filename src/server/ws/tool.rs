@@ -25,8 +25,12 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     };
     let payload = pkt.payload();
     let tool_id = str_field(&payload, "tool_id").unwrap_or("").to_owned();
+    let metrics = session.app.metrics.clone();
     let fail = |e: ProtoError| {
         tracing::info!(tool = %tool_id, code = e.code.as_str(), "tool.invoke refused");
+        // Label values are bounded: unknown tool ids are counted under one name.
+        let label = if hub.registry().spec(&tool_id).is_some() { tool_id.as_str() } else { "unknown" };
+        metrics.tool_refused(label, e.code.as_str());
         pkt.ack_error(ACK, Some(&channel), &e, Some(obj([("tool_id", json!(tool_id))])))
     };
     if *session.app.shutdown.borrow() {
@@ -77,13 +81,16 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     let tx = session.tx.clone();
     let progress_channel = channel.clone();
     let progress_tool = tool_id.clone();
+    let progress_metrics = session.app.metrics.clone();
     let progress: ProgressFn = Arc::new(move |message: &str, fraction: Option<f64>| {
         let mut p = obj([("tool_id", json!(progress_tool)), ("status", json!("running")), ("message", json!(message))]);
         if let Some(f) = fraction {
             p.insert("progress".into(), json!(f.clamp(0.0, 1.0)));
         }
         // Progress is advisory (§8.20): under backpressure it is dropped, never the ack.
-        let _ = tx.try_send(Packet::push("tool.progress.push", Some(&progress_channel), p));
+        if tx.try_send(Packet::push("tool.progress.push", Some(&progress_channel), p)).is_err() {
+            progress_metrics.progress_dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     });
     // Repeated-call semantics (see crate::idempotency): only side effects with a tool_call_id are recorded.
     let key = tool_call_id.clone().filter(|_| spec.side_effect).map(|call_id| CallKey {
@@ -100,7 +107,6 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     };
     let call = ToolCall { channel_id: channel.clone(), binding: Some(binding), args, tool_call_id, progress };
     let guard = (session.in_flight.enter(), session.app.tools_in_flight.enter());
-    let metrics = session.app.metrics.clone();
     let tx = session.tx.clone();
     let span = tracing::info_span!("tool", tool = %tool_id, channel = %channel);
     tokio::spawn(tracing::Instrument::instrument(
@@ -132,6 +138,18 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
             let ms = started.elapsed().as_millis() as u64;
             let code = result.as_ref().err().map_or("ok", |e| e.code.as_str());
             metrics.tool_finished(spec.id, code, started.elapsed());
+            if let Ok(Value::Object(r)) = &result {
+                let bytes: u64 = r
+                    .get("files")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|f| f.get("byte_size").and_then(Value::as_u64))
+                    .sum();
+                if bytes > 0 {
+                    metrics.files_produced(spec.id, bytes);
+                }
+            }
             let reply = match result {
                 Ok(result) => {
                     tracing::info!(ms, "tool ok");
