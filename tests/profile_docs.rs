@@ -5,7 +5,11 @@
 //! - `device-profile/examples/session.jsonl`: a real packet transcript recorded against the real binary, a private
 //!   adb server and the simulated phone, normalised so it is deterministic, and compared line by line;
 //! - `skills/connector-device-adb/SKILL.md` and `device-profile/README.md`: the skill's header name, and every tool id
-//!   they mention exists (and the README mentions every tool).
+//!   they mention exists (and the README mentions every tool, risky opt-in tools included, marks exactly those as
+//!   opt-in in its catalog, and names every error code).
+//!
+//! Schemas and checks cover *every* tool this binary can declare: the default tools and the risky ones an operator
+//! policy may enable (`src/policy.rs` `RISKY_TOOLS`).
 //!
 //! Regenerate the generated files with `UPDATE_PROFILE=1 cargo test --test profile_docs`.
 
@@ -19,7 +23,9 @@ use common::adb::*;
 use common::*;
 use serde_json::{json, Map, Value};
 use xagent_adb_connector::device::adb::AdbBackend;
+use xagent_adb_connector::policy::{Policy, RISKY_TOOLS};
 use xagent_adb_connector::protocol::card::ToolDecl;
+use xagent_adb_connector::protocol::errors::ErrorCode;
 use xagent_adb_connector::tools::Registry;
 
 const REGEN: &str = "UPDATE_PROFILE=1 cargo test --test profile_docs";
@@ -44,16 +50,33 @@ fn updating() -> bool {
     std::env::var("UPDATE_PROFILE").is_ok_and(|v| v == "1")
 }
 
-/// The production registry, built exactly as `src/main.rs` builds it.
+/// The production registry under a policy that enables every risky tool (as `src/main.rs` builds it with such a
+/// `--policy`): every tool this binary can declare. Tool schemas do not depend on the policy's contents.
 fn registry() -> Registry {
+    let adb = AdbBackend::new(Vec::new());
+    let everything = Policy {
+        enabled_risky_tools: RISKY_TOOLS.iter().map(|s| s.to_string()).collect(),
+        shell_allow_prefixes: vec!["getprop ".into()],
+        ..Default::default()
+    };
+    Registry::device_tools_with(&adb, &std::sync::Arc::new(everything))
+}
+
+/// The registry without a policy file: what the default card declares.
+fn default_registry() -> Registry {
     let adb = AdbBackend::new(Vec::new());
     Registry::device_tools(&adb)
 }
 
-/// The card's `tools[]`: input schemas as served (with `connector_channel_id` injected), output schemas.
+/// The card's `tools[]` with every risky tool enabled: input schemas as served (with `connector_channel_id`
+/// injected), output schemas.
 fn declarations() -> Vec<ToolDecl> {
     let decls = registry().declarations();
     assert!(!decls.is_empty(), "the production registry has no tools");
+    let ids: BTreeSet<&str> = decls.iter().map(|t| t.tool_id.as_str()).collect();
+    for risky in RISKY_TOOLS {
+        assert!(ids.contains(risky), "risky tool {risky} missing from the all-enabled registry");
+    }
     decls
 }
 
@@ -253,6 +276,12 @@ fn docs_name_only_real_tools_and_the_readme_covers_all() {
         }
         let id = id.trim_matches('`');
         let spec = reg.spec(id).unwrap_or_else(|| panic!("README catalog row for unknown tool {id}"));
+        let kind = cells.get(2).copied().unwrap_or("");
+        assert_eq!(
+            kind.contains("opt-in"),
+            RISKY_TOOLS.contains(&id),
+            "README: the catalog row of {id} must say `opt-in` exactly when it is a risky tool (policy.rs RISKY_TOOLS)"
+        );
         assert_eq!(*side == "yes", spec.side_effect, "README: side effect of {id}");
         assert_eq!(
             deadline.trim_end_matches(" s").parse::<u64>().ok(),
@@ -267,6 +296,17 @@ fn docs_name_only_real_tools_and_the_readme_covers_all() {
     let mentioned: BTreeSet<String> = android_ids(&readme).into_iter().collect();
     let missing: Vec<&String> = tools.iter().filter(|t| !mentioned.contains(*t)).collect();
     assert!(missing.is_empty(), "device-profile/README.md does not document these tools: {missing:?}");
+
+    // Risky tools are exactly the ones the default card leaves out.
+    let default_ids: BTreeSet<String> = default_registry().ids().map(str::to_owned).collect();
+    let opt_in: BTreeSet<String> = tools.difference(&default_ids).cloned().collect();
+    let risky: BTreeSet<String> = RISKY_TOOLS.iter().map(|s| s.to_string()).collect();
+    assert_eq!(opt_in, risky, "tools absent from the default card vs policy.rs RISKY_TOOLS");
+
+    // Every stable error code is in the README.
+    let undocumented: Vec<&str> =
+        ErrorCode::ALL.iter().map(|c| c.as_str()).filter(|c| !readme.contains(&format!("`{c}`"))).collect();
+    assert!(undocumented.is_empty(), "device-profile/README.md does not name these error codes: {undocumented:?}");
 }
 
 // ---- transcript -------------------------------------------------------------------------------------------------
