@@ -65,6 +65,28 @@ pub enum Command {
     Demo(DemoArgs),
     /// Run simulated Android phones (ADB transport protocol) for `adb connect`, until Ctrl-C.
     Sim(SimArgs),
+    /// The audit log of device actions: `verify` the hash chain, or `tail` recent records.
+    Audit(AuditArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    pub action: AuditAction,
+    /// The connector's data dir.
+    #[arg(long, value_name = "DIR", default_value = "./data", env = "XAGENT_ADB_DATA_DIR", global = true)]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum AuditAction {
+    /// Check the whole chain; exit 1 naming the first tampered record.
+    Verify,
+    /// Print the last N records (seq, time ms, channel, tool_call_id, device, tool, result, redacted arguments).
+    Tail {
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: u64,
+    },
 }
 
 #[derive(Args, Debug, Clone)]

@@ -1,6 +1,7 @@
 //! xAgent ADB Connector: an xAgent Connector Protocol 3.0 server for Android devices (`device.adb`).
 //! See `ARCHITECTURE.md` for the map.
 
+pub mod audit;
 pub mod build_info;
 pub mod channels;
 pub mod cli;

@@ -91,5 +91,9 @@ fn main() -> ExitCode {
         }
         Command::Demo(args) => ExitCode::from(runtime().block_on(ops::demo::run(args)) as u8),
         Command::Sim(args) => ExitCode::from(runtime().block_on(ops::demo::run_sims(args)) as u8),
+        Command::Audit(args) => ExitCode::from(match args.action {
+            cli::AuditAction::Verify => ops::audit::verify(&args.data_dir),
+            cli::AuditAction::Tail { lines } => ops::audit::tail(&args.data_dir, lines),
+        } as u8),
     }
 }

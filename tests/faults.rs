@@ -257,3 +257,71 @@ async fn no_secret_or_typed_text_appears_anywhere() {
     .await
     .expect("timed out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_actions_are_audited_in_a_tamper_evident_chain() {
+    bounded(async {
+        let (adb, _sim, _serial) = setup().await.expect("adb");
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let srv = Server::start(&data, &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let ch = bind(&mut c, None).await;
+        tap(&mut c, &ch, 4, 4).await;
+        let typed = json!({"tool_id": "android_input_text", "arguments": {"connector_channel_id": ch, "text": "s3cret-pin"},
+                           "context": {"tool_call_id": "call_txt"}});
+        c.request("tool.invoke", Some(&ch), typed).await;
+        let bin = env!("CARGO_BIN_EXE_xagent-adb-connector");
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new(bin).args(args).arg("--data-dir").arg(&data).output().unwrap();
+            (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+        };
+        let (code, tail) = run(&["audit", "tail"]);
+        assert_eq!(code, Some(0));
+        assert!(tail.contains("android_tap") && tail.contains("android_input_text") && tail.contains("call_txt"), "{tail}");
+        assert!(!tail.contains("s3cret-pin") && tail.contains("\"chars\":10"), "typed text is redacted: {tail}");
+        let (code, out) = run(&["audit", "verify"]);
+        assert_eq!(code, Some(0), "{out}");
+        // Someone edits the first record: verify names it.
+        let db = rusqlite::Connection::open(data.join("connector.db")).unwrap();
+        db.execute("UPDATE audit SET result = 'ok', tool_id = 'android_key' WHERE seq = 1", []).unwrap();
+        drop(db);
+        let (code, out) = run(&["audit", "verify"]);
+        assert_eq!(code, Some(1), "{out}");
+        assert!(out.contains("record 1"), "{out}");
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_per_channel_are_bounded() {
+    bounded(async {
+        let (adb, _sim, _serial) = setup().await.expect("adb");
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let ch = bind(&mut c, None).await;
+        let wait = json!({"tool_id": "android_ui_wait", "arguments": {"connector_channel_id": ch, "text": "never there", "timeout_ms": 2000}});
+        let mut ids = Vec::new();
+        for _ in 0..17 {
+            ids.push(c.send("tool.invoke", Some(&ch), wait.clone()).await.1);
+        }
+        let mut codes = Vec::new();
+        while codes.len() < 17 {
+            let v = c.recv().await;
+            if v["type"] == "tool.invoke.ack" {
+                codes.push(error_code(&v).to_owned());
+            }
+        }
+        assert_eq!(codes.iter().filter(|c| *c == "rate_limited").count(), 1, "{codes:?}");
+        assert_eq!(codes.iter().filter(|c| *c == "ui_wait_timeout").count(), 16, "{codes:?}");
+        // Slots are released: the next call runs.
+        let ok = c.request("tool.invoke", Some(&ch), json!({"tool_id": "android_device_status", "arguments": {"connector_channel_id": ch}})).await;
+        assert!(ok.get("error").is_none(), "{ok}");
+    })
+    .await
+    .expect("timed out");
+}

@@ -181,6 +181,31 @@ impl Hub {
         &self.registry
     }
 
+    /// Appends a device action to the audit log (the channel's connector instance is filled in here).
+    pub fn audit(
+        &self,
+        channel_id: &str,
+        tool_call_id: Option<&str>,
+        tool_id: &str,
+        device: &DeviceKey,
+        args: &Map<String, Value>,
+        result: &str,
+    ) {
+        let connector_id = self.lock().channels.get(channel_id).map(|c| c.connector_id.clone()).unwrap_or_default();
+        crate::audit::record(
+            &self.store,
+            crate::audit::Action {
+                connector_id: &connector_id,
+                channel_id,
+                tool_call_id,
+                tool_id,
+                device: &device.to_string(),
+                args,
+                result,
+            },
+        );
+    }
+
     /// Idempotency records of side-effecting tool calls.
     pub fn calls(&self) -> &crate::idempotency::Calls {
         &self.calls

@@ -1,6 +1,7 @@
-//! Operator commands beside `serve`: `devices`, `doctor`, `demo` and `sim`. Each prints for a person and returns
+//! Operator commands beside `serve`: `devices`, `doctor`, `demo`, `sim` and `audit`. Each prints for a person and returns
 //! an exit code; none of them holds protocol logic.
 
+pub mod audit;
 pub mod demo;
 pub mod devices;
 pub mod doctor;

@@ -41,6 +41,8 @@ pub enum ErrorCode {
     UnsupportedText,
     /// `android_ui_wait` saw no matching element within its timeout.
     UiWaitTimeout,
+    /// Too many tool calls running on one channel.
+    RateLimited,
     /// The server is shutting down and takes no new work.
     ShuttingDown,
     /// An internal fault (store, I/O); never carries secrets.
@@ -78,6 +80,7 @@ impl ErrorCode {
             Self::PermissionDenied => "permission_denied",
             Self::UnsupportedText => "unsupported_text",
             Self::UiWaitTimeout => "ui_wait_timeout",
+            Self::RateLimited => "rate_limited",
             Self::ShuttingDown => "shutting_down",
             Self::Internal => "internal_error",
         }
@@ -115,6 +118,7 @@ impl ErrorCode {
         Self::PermissionDenied,
         Self::UnsupportedText,
         Self::UiWaitTimeout,
+        Self::RateLimited,
         Self::ShuttingDown,
         Self::Internal,
     ];

@@ -4,6 +4,7 @@
 //! Calls are synchronous behind a mutex: every statement is a small indexed read/write on a local file (well under
 //! a millisecond with WAL + `synchronous=NORMAL`), so moving them to a blocking pool would cost more than it saves.
 
+pub mod audit;
 pub mod calls;
 pub mod files;
 
@@ -75,6 +76,20 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (channel_id, tool_id, tool_call_id)
     );
     CREATE INDEX tool_calls_by_age ON tool_calls(created_ms);",
+    // 5: the audit log: every device action, chained by SHA-256 so that an edited or deleted row is detectable.
+    "CREATE TABLE audit (
+        seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+        time_ms      INTEGER NOT NULL,
+        connector_id TEXT NOT NULL,
+        channel_id   TEXT NOT NULL,
+        tool_call_id TEXT,
+        tool_id      TEXT NOT NULL,
+        device       TEXT NOT NULL,
+        arguments    TEXT NOT NULL,
+        result       TEXT NOT NULL,
+        prev_hash    TEXT NOT NULL,
+        hash         TEXT NOT NULL
+    );",
 ];
 
 #[derive(Clone)]

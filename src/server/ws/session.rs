@@ -28,9 +28,40 @@ pub struct Session {
     pub hello_done: bool,
     /// Tool calls of this session still running.
     pub in_flight: Tracker,
+    /// Running tool calls per channel (see `tool::MAX_CONCURRENT_PER_CHANNEL`).
+    pub per_channel: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+}
+
+/// One running call's place in its channel's budget; released on drop.
+pub struct ChannelSlot {
+    map: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    channel: String,
+}
+
+impl Drop for ChannelSlot {
+    fn drop(&mut self) {
+        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&self.channel) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.channel);
+            }
+        }
+    }
 }
 
 impl Session {
+    /// Takes a slot in `channel`'s concurrency budget, or `None` when it is full.
+    pub fn channel_slot(&self, channel: &str) -> Option<ChannelSlot> {
+        let mut m = self.per_channel.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(channel.to_owned()).or_default();
+        if *n >= super::tool::MAX_CONCURRENT_PER_CHANNEL {
+            return None;
+        }
+        *n += 1;
+        Some(ChannelSlot { map: self.per_channel.clone(), channel: channel.to_owned() })
+    }
+
     /// Queues a packet that must not be dropped (ack, error, pong): waits for queue space.
     pub async fn send(&self, p: Packet) {
         let _ = self.tx.send(p).await;
@@ -96,7 +127,14 @@ where
         .instrument(span.clone()),
     );
 
-    let mut session = Session { app: app.clone(), socket, tx, hello_done: false, in_flight: Tracker::default() };
+    let mut session = Session {
+        app: app.clone(),
+        socket,
+        tx,
+        hello_done: false,
+        in_flight: Tracker::default(),
+        per_channel: Arc::default(),
+    };
     tracing::info!(parent: &span, "data plane connected");
     let close = read_loop(&mut session, &mut stream).instrument(span.clone()).await;
     let shutting_down = *app.shutdown.borrow();

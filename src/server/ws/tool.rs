@@ -16,6 +16,10 @@ use crate::tools::{ProgressFn, ToolCall};
 
 const ACK: &str = "tool.invoke.ack";
 
+/// Tool calls one channel may have running at once (side effects queue per device anyway; this bounds memory
+/// and keeps one agent from monopolising the blocking pool).
+pub const MAX_CONCURRENT_PER_CHANNEL: usize = 16;
+
 pub async fn invoke(session: &mut Session, pkt: Packet) {
     let hub = session.app.hub.clone();
     // Routing errors are `type = "error"` (§7); everything after routing is a business failure on the ack.
@@ -105,6 +109,17 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         },
         None => Begin::Run,
     };
+    // Bounded concurrency per channel: a runaway agent cannot queue unbounded work on one phone.
+    let Some(slot) = session.channel_slot(&channel) else {
+        let e = ProtoError::new(
+            ErrorCode::RateLimited,
+            format!("this channel already has {MAX_CONCURRENT_PER_CHANNEL} tool calls running; wait for their acks"),
+        );
+        return session.send(fail(e)).await;
+    };
+    let audit_args = args.clone();
+    let audit_call_id = tool_call_id.clone();
+    let audit_device = binding.clone();
     let call = ToolCall { channel_id: channel.clone(), binding: Some(binding), args, tool_call_id, progress };
     let guard = (session.in_flight.enter(), session.app.tools_in_flight.enter());
     let tx = session.tx.clone();
@@ -132,6 +147,9 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     if let Some(k) = &key {
                         hub.calls().finish(k, &r);
                     }
+                    // Only calls that ran are device actions; replays and waits are not audited again.
+                    let outcome = r.as_ref().err().map_or("ok", |e| e.code.as_str());
+                    hub.audit(&channel, audit_call_id.as_deref(), spec.id, &audit_device, &audit_args, outcome);
                     r
                 }
             };
@@ -161,7 +179,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                 }
             };
             let _ = tx.send(reply).await;
-            drop(guard);
+            drop((guard, slot));
         },
         span,
     ));
