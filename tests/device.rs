@@ -280,8 +280,11 @@ async fn unauthorized_device_is_reported_and_refused() {
         };
         assert_eq!(d["connection"]["status"], "offline");
         assert!(
-            d["tools"].as_array().unwrap().iter().all(|t| t["status"] == "requires_reauth"
-                && t["target_permission_state"] == "requires_reauth"),
+            d["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["status"] == "requires_reauth" && t["target_permission_state"] == "requires_reauth"),
             "the phone withdrew this host's authorisation: {d}"
         );
         let a = r.invoke("android_tap", json!({"x": 1, "y": 1})).await;
