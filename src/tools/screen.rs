@@ -173,7 +173,7 @@ pub async fn capture(
 /// For screenshots (downscale only, factor ~2) this is as sharp as bilinear (50 dB PSNR against `image`'s
 /// Triangle filter in `BENCHMARKS.md`) at a sixth of the cost: integer arithmetic, two separable passes, and no
 /// float image the size of the source (Triangle allocated 22 MB per 1080×2400 frame and took ~100 ms of the
-/// ~200 ms screenshot).
+/// ~200 ms screenshot); this streams with a few KiB of working memory.
 pub fn area_downscale(src: &RgbImage, nw: u32, nh: u32) -> RgbImage {
     /// For each output index: the first source index and the weights (sum = 4096) of the sources it covers.
     fn taps(n_in: u32, n_out: u32) -> Vec<(usize, Vec<u32>)> {
@@ -199,31 +199,30 @@ pub fn area_downscale(src: &RgbImage, nw: u32, nh: u32) -> RgbImage {
     let (nw_u, nh_u) = (nw.max(1) as usize, nh.max(1) as usize);
     let (tx, ty) = (taps(w as u32, nw_u as u32), taps(h as u32, nh_u as u32));
     let raw = src.as_raw();
-    // Horizontal pass: every source row to nw pixels, values scaled by 4096.
-    let mut rows = vec![0u32; nw_u * 3 * h];
-    for y in 0..h {
-        let row = &raw[y * w * 3..(y + 1) * w * 3];
-        let out = &mut rows[y * nw_u * 3..(y + 1) * nw_u * 3];
-        for (ox, (first, ws)) in tx.iter().enumerate() {
-            let mut acc = [0u32; 3];
-            for (k, wt) in ws.iter().enumerate() {
-                let p = &row[(first + k) * 3..(first + k) * 3 + 3];
-                for c in 0..3 {
-                    acc[c] += u32::from(p[c]) * wt;
-                }
-            }
-            out[ox * 3..ox * 3 + 3].copy_from_slice(&acc);
-        }
-    }
-    // Vertical pass; 255 × 4096 × 4096 fits in u64 only, so accumulate wide and round once.
-    let mut out = vec![0u8; nw_u * nh_u * 3];
+    // Streams row by row: one horizontally reduced source row and one accumulator row at a time, so the working
+    // memory is a few KiB instead of an intermediate image (source rows on an output-row boundary are reduced
+    // twice, a few percent more work).
+    let mut hrow = vec![0u32; nw_u * 3];
     let mut acc = vec![0u64; nw_u * 3];
-    for (oy, (first, ws)) in ty.iter().enumerate() {
+    let mut out = vec![0u8; nw_u * nh_u * 3];
+    for (oy, (first_y, wys)) in ty.iter().enumerate() {
         acc.iter_mut().for_each(|a| *a = 0);
-        for (k, wt) in ws.iter().enumerate() {
-            let row = &rows[(first + k) * nw_u * 3..(first + k + 1) * nw_u * 3];
-            for (a, v) in acc.iter_mut().zip(row) {
-                *a += u64::from(*v) * u64::from(*wt);
+        for (ky, wy) in wys.iter().enumerate() {
+            let y = first_y + ky;
+            let row = &raw[y * w * 3..(y + 1) * w * 3];
+            for (ox, (first_x, wxs)) in tx.iter().enumerate() {
+                let mut px = [0u32; 3];
+                for (kx, wx) in wxs.iter().enumerate() {
+                    let p = &row[(first_x + kx) * 3..(first_x + kx) * 3 + 3];
+                    for c in 0..3 {
+                        px[c] += u32::from(p[c]) * wx;
+                    }
+                }
+                hrow[ox * 3..ox * 3 + 3].copy_from_slice(&px);
+            }
+            // 255 × 4096 × 4096 needs more than 32 bits: accumulate wide, round once.
+            for (a, v) in acc.iter_mut().zip(&hrow) {
+                *a += u64::from(*v) * u64::from(*wy);
             }
         }
         for (d, a) in out[oy * nw_u * 3..(oy + 1) * nw_u * 3].iter_mut().zip(&acc) {
