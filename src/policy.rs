@@ -88,7 +88,13 @@ impl Policy {
                     .into(),
             );
         }
-        if self.shell_allow_prefixes.iter().any(|p| cmd == p.trim() || cmd.starts_with(p.as_str())) {
+        // A prefix matches whole words: `dumpsys battery` admits `dumpsys battery --checkin`, not
+        // `dumpsys batterystats --reset` (a prefix ending in a space already marks its word boundary).
+        let matches = |p: &String| {
+            cmd == p.trim()
+                || cmd.strip_prefix(p.as_str()).is_some_and(|rest| p.ends_with(' ') || rest.starts_with([' ', '\t']))
+        };
+        if self.shell_allow_prefixes.iter().any(matches) {
             Ok(())
         } else {
             Err(format!(
@@ -143,6 +149,7 @@ mod tests {
         .unwrap();
         assert!(p.tool_enabled("android_shell"));
         assert!(p.shell_allows("dumpsys battery").is_ok());
+        assert!(p.shell_allows("dumpsys battery --checkin").is_ok());
         assert!(p.shell_allows("getprop ro.product.model").is_ok());
         for bad in [
             "reboot",
@@ -154,6 +161,7 @@ mod tests {
             "getprop x > /sdcard/y",
             "getprop x\nreboot",
             "dumpsys batteryx; id",
+            "dumpsys batterystats --reset",
             "getprop 'a'",
         ] {
             assert!(p.shell_allows(bad).is_err(), "{bad}");

@@ -99,8 +99,11 @@ impl Packet {
         let connector_channel_id = opt_string(obj, "connector_channel_id")?;
         let time = match obj.get("time") {
             None | Some(Value::Null) => None,
+            // JSON Schema's "integer" includes integral floats (`5.0`, `1e3`), which some senders write.
             Some(v) => Some(
-                v.as_u64().ok_or_else(|| invalid("envelope field `time` must be a non-negative integer (Unix ms)"))?,
+                v.as_u64()
+                    .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19).map(|f| f as u64))
+                    .ok_or_else(|| invalid("envelope field `time` must be a non-negative integer (Unix ms)"))?,
             ),
         };
         let payload = match obj.get("payload") {
@@ -247,6 +250,7 @@ mod tests {
             (r#"{"schema":"xagent.connector.packet/v1","packet_id":"","type":"ping"}"#, "`packet_id`"),
             (r#"{"schema":"xagent.connector.packet/v1","packet_id":"p"}"#, "`type`"),
             (r#"{"schema":"xagent.connector.packet/v1","packet_id":"p","type":"ping","time":-1}"#, "`time`"),
+            (r#"{"schema":"xagent.connector.packet/v1","packet_id":"p","type":"ping","time":1.5}"#, "`time`"),
             (r#"{"schema":"xagent.connector.packet/v1","packet_id":"p","type":"ping","payload":[]}"#, "`payload`"),
             (r#"{"schema":"xagent.connector.packet/v1","packet_id":"p","type":"ping","request_id":5}"#, "`request_id`"),
             (r#"{"schema":"xagent.connector.packet/v1","packet_id":"p","type":"ping","error":{}}"#, "`error.code`"),
