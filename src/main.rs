@@ -48,7 +48,19 @@ async fn serve_until_signal(running: run::Running) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// glibc keeps freed large buffers in per-thread arenas once its dynamic mmap threshold has grown: screenshots
+/// (10 MB frames) decoded on many blocking threads then pinned ~35 MB per arena — 370 MB peak RSS at 64 phones in
+/// `BENCHMARKS.md`. A fixed 1 MiB threshold serves every large buffer by mmap, returned to the OS on free.
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters; called once before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = Cli::parse();
     init_logging(cli.log_format);
     match cli.command {
