@@ -4,7 +4,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::adb::*;
 use common::*;
@@ -13,20 +13,6 @@ use xagent_adb_connector::sim::{InputEvent, SimPhone};
 
 fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
     tokio::time::timeout(Duration::from_secs(120), f)
-}
-
-async fn bind(c: &mut Client, serial: Option<&str>) -> String {
-    let (ch, _) = c.open(None).await;
-    let input = serial.map_or(json!({}), |s| json!({"serial": s}));
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let a = c.request("auth.start", Some(&ch), json!({"flow_id": "adb_device", "input": input})).await;
-        if a["payload"]["status"] == "authenticated" {
-            return ch;
-        }
-        assert!(Instant::now() < deadline, "never bound: {a}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 async fn tap(c: &mut Client, ch: &str, x: i64, y: i64) -> Value {
@@ -58,7 +44,7 @@ async fn adb_server_killed_and_restarted_is_followed() {
         let srv = Server::start(dir.path(), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
         let mut c = ws(srv.addr, None).await;
         c.hello(None).await;
-        let ch = bind(&mut c, None).await;
+        let ch = c.bind(None).await;
 
         let a = adb.clone();
         blocking(move || a.adb(&["kill-server"])).await;
@@ -97,8 +83,8 @@ async fn one_connector_fronts_several_adb_servers() {
         let srv = Server::start(dir.path(), &["--adb-server", &s1, "--adb-server", &s2], &[]);
         let mut c = ws(srv.addr, None).await;
         c.hello(None).await;
-        let ch1 = bind(&mut c, Some(&serial1)).await;
-        let ch2 = bind(&mut c, Some(&serial2)).await;
+        let ch1 = c.bind(Some(&serial1)).await;
+        let ch2 = c.bind(Some(&serial2)).await;
         tap(&mut c, &ch1, 101, 1).await;
         tap(&mut c, &ch2, 202, 2).await;
         assert_eq!(sim1.events(), vec![InputEvent::Tap { x: 101, y: 1 }]);
@@ -146,7 +132,7 @@ async fn sixteen_phones_several_channels_no_cross_talk() {
                 let mut mine = Vec::new();
                 for j in 0..4 {
                     let i = k * 4 + j;
-                    mine.push((i, bind(&mut c, Some(&serials[i])).await));
+                    mine.push((i, c.bind(Some(&serials[i])).await));
                 }
                 for round in 0..3 {
                     for (i, ch) in &mine {
@@ -194,7 +180,7 @@ async fn no_adb_server_is_ever_spawned_by_the_connector() {
         );
         let mut c = ws(srv.addr, None).await;
         c.hello(None).await;
-        let ch = bind(&mut c, None).await;
+        let ch = c.bind(None).await;
         for tool in ["android_device_status", "android_ui_dump", "android_app_list"] {
             let a = c
                 .request("tool.invoke", Some(&ch), json!({"tool_id": tool, "arguments": {"connector_channel_id": ch}}))
@@ -229,7 +215,7 @@ async fn no_secret_or_typed_text_appears_anywhere() {
         }
         let mut c = ws(srv.addr, Some(KEY)).await;
         c.hello(None).await;
-        let ch = bind(&mut c, None).await;
+        let ch = c.bind(None).await;
         let calls = [
             ("android_input_text", json!({"text": TYPED})),
             ("android_device_status", json!({})),
@@ -267,7 +253,7 @@ async fn device_actions_are_audited_in_a_tamper_evident_chain() {
         let srv = Server::start(&data, &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
         let mut c = ws(srv.addr, None).await;
         c.hello(None).await;
-        let ch = bind(&mut c, None).await;
+        let ch = c.bind(None).await;
         tap(&mut c, &ch, 4, 4).await;
         let typed = json!({"tool_id": "android_input_text", "arguments": {"connector_channel_id": ch, "text": "s3cret-pin"},
                            "context": {"tool_call_id": "call_txt"}});
@@ -303,7 +289,7 @@ async fn concurrent_calls_per_channel_are_bounded() {
         let srv = Server::start(dir.path(), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
         let mut c = ws(srv.addr, None).await;
         c.hello(None).await;
-        let ch = bind(&mut c, None).await;
+        let ch = c.bind(None).await;
         let wait = json!({"tool_id": "android_ui_wait", "arguments": {"connector_channel_id": ch, "text": "never there", "timeout_ms": 2000}});
         let mut ids = Vec::new();
         for _ in 0..17 {

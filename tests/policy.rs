@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::adb::*;
 use common::*;
 use serde_json::{json, Value};
@@ -52,14 +50,7 @@ async fn risky_tools_exist_only_by_policy_and_shell_runs_only_its_allowlist() {
 
     let mut c = ws(srv.addr, None).await;
     c.hello(None).await;
-    let (ch, _) = c.open(None).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while c.request("auth.start", Some(&ch), json!({"flow_id": "adb_device"})).await["payload"]["status"]
-        != "authenticated"
-    {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let ch = c.bind(None).await;
     let shell = |cmd: &'static str| {
         let ch = ch.clone();
         json!({"tool_id": "android_shell", "arguments": {"connector_channel_id": ch, "command": cmd}})

@@ -303,6 +303,22 @@ impl Client {
         ack["payload"]["connector_id"].as_str().unwrap().to_owned()
     }
 
+    /// Opens a channel and binds a device through the `adb_device` flow (any free one, or `serial`), retrying while
+    /// the connector's tracker has not yet seen the device online (bounded at 15 s).
+    pub async fn bind(&mut self, serial: Option<&str>) -> String {
+        let (ch, _) = self.open(None).await;
+        let input = serial.map_or(json!({}), |s| json!({"serial": s}));
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let a = self.request("auth.start", Some(&ch), json!({"flow_id": "adb_device", "input": input})).await;
+            if a["payload"]["status"] == "authenticated" {
+                return ch;
+            }
+            assert!(std::time::Instant::now() < deadline, "never bound: {a}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     pub async fn open(&mut self, channel: Option<&str>) -> (String, Value) {
         let ack = self.request("channel.open", channel, json!({})).await;
         assert_eq!(ack["type"], "channel.open.ack", "{ack}");
