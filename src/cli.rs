@@ -202,6 +202,30 @@ pub struct ServeArgs {
     /// Operator policy (JSON): allowed serials, disabled tools, opt-in risky tools (see README).
     #[arg(long, value_name = "FILE", env = "XAGENT_ADB_POLICY")]
     pub policy: Option<PathBuf>,
+
+    /// Open WebSocket sessions at once; more upgrades get 503 too_many_sessions.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000), env = "XAGENT_ADB_MAX_SESSIONS")]
+    pub max_sessions: u64,
+
+    /// Channels kept at once (open or waiting for their instance); channel.open beyond is rate_limited.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000), env = "XAGENT_ADB_MAX_CHANNELS")]
+    pub max_channels: u64,
+
+    /// Open TCP connections from one IP address; more are closed at once.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000), env = "XAGENT_ADB_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: u64,
+
+    /// Time a connection has to send a complete HTTP request head.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, env = "XAGENT_ADB_HEADER_TIMEOUT")]
+    pub header_timeout: Duration,
+
+    /// Time a WebSocket session has to complete connector.hello before it is closed (1008).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, env = "XAGENT_ADB_HELLO_TIMEOUT")]
+    pub hello_timeout: Duration,
+
+    /// Longest a write to a WebSocket peer may stall (peer not reading) before the session is closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, env = "XAGENT_ADB_WS_WRITE_TIMEOUT")]
+    pub ws_write_timeout: Duration,
 }
 
 /// A validated `serve` configuration.
@@ -235,6 +259,14 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             lease_grace: args.lease_grace,
             max_message_bytes: args.max_message_bytes,
             drain_timeout: args.drain_timeout,
+            limits: crate::server::Limits {
+                max_sessions: args.max_sessions as usize,
+                max_channels: args.max_channels as usize,
+                max_connections_per_ip: args.max_connections_per_ip as usize,
+                header_timeout: args.header_timeout,
+                hello_timeout: args.hello_timeout,
+                ws_write_timeout: args.ws_write_timeout,
+            },
         },
         transfer: crate::run::TransferConfig {
             cache: crate::files::Limits {

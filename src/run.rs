@@ -26,6 +26,8 @@ pub struct ServeConfig {
     pub lease_grace: Duration,
     pub max_message_bytes: usize,
     pub drain_timeout: Duration,
+    /// Caps against hostile clients (sessions, channels, per-address connections, timeouts).
+    pub limits: crate::server::Limits,
 }
 
 /// Transfer-plane settings (kept apart from [`ServeConfig`] so that embedders that do not care get the defaults
@@ -140,11 +142,15 @@ pub async fn start_with(
             drain_timeout: cfg.drain_timeout,
             max_connections: 1024,
             upload_max_bytes: transfer.upload_max_bytes,
+            limits: cfg.limits,
         },
         shutdown: shutdown_rx.clone(),
         tasks: Tracker::default(),
         metrics: Arc::default(),
         tools_in_flight: Tracker::default(),
+        channel_slots: Default::default(),
+        sessions: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_sessions)),
+        per_ip: Default::default(),
     });
     hub.backend().clone().start(shutdown_rx.clone());
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));

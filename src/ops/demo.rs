@@ -172,6 +172,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             lease_grace: Duration::from_secs(3600),
             max_message_bytes: 1 << 20,
             drain_timeout: Duration::from_secs(10),
+            limits: Default::default(),
         },
         transfer: crate::run::TransferConfig::default(),
         adb_servers: vec![demo.adb_server],

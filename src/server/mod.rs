@@ -37,6 +37,39 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Largest accepted upload (`POST /files/uploads`), in bytes of file content.
     pub upload_max_bytes: u64,
+    /// Caps against hostile or runaway clients (see [`Limits`]).
+    pub limits: Limits,
+}
+
+/// Caps that keep one client (with or without the key) from exhausting memory, disk, sockets or the hub.
+/// Each is documented in README's configuration table and in device-profile/README.md.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Open WebSocket sessions at once; the next upgrade gets 503 `too_many_sessions`.
+    pub max_sessions: usize,
+    /// Channels the connector keeps (open or waiting for their instance); `channel.open` beyond is `rate_limited`.
+    pub max_channels: usize,
+    /// Open TCP connections from one IP address; more are closed at accept, so one host cannot starve others.
+    pub max_connections_per_ip: usize,
+    /// A connection must deliver a complete request head within this time (slowloris).
+    pub header_timeout: Duration,
+    /// A WebSocket session must complete `connector.hello` within this time, or it is closed (1008).
+    pub hello_timeout: Duration,
+    /// Longest a write to a WebSocket peer may stall (the peer does not read); then the session is closed.
+    pub ws_write_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_sessions: 64,
+            max_channels: 1000,
+            max_connections_per_ip: 64,
+            header_timeout: Duration::from_secs(5),
+            hello_timeout: Duration::from_secs(10),
+            ws_write_timeout: Duration::from_secs(10),
+        }
+    }
 }
 
 pub struct App {
@@ -51,6 +84,44 @@ pub struct App {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Tool calls running now, across sessions.
     pub tools_in_flight: Tracker,
+    /// Running tool calls per channel, across every socket the channel was opened on.
+    pub channel_slots: ws::ChannelSlots,
+    /// Open WebSocket sessions (bounded by [`Limits::max_sessions`]).
+    pub sessions: Arc<Semaphore>,
+    /// Open connections per peer address (bounded by [`Limits::max_connections_per_ip`]).
+    pub per_ip: PerIp,
+}
+
+/// Live connection counts per peer IP address.
+#[derive(Clone, Default)]
+pub struct PerIp(Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>);
+
+/// One connection's place in its address's count; released on drop.
+pub struct IpGuard(PerIp, std::net::IpAddr);
+
+impl PerIp {
+    /// Counts a new connection from `ip`, or `None` when that address already has `max` open.
+    pub fn enter(&self, ip: std::net::IpAddr, max: usize) -> Option<IpGuard> {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(ip).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(IpGuard(self.clone(), ip))
+    }
+}
+
+impl Drop for IpGuard {
+    fn drop(&mut self) {
+        let mut m = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.1);
+            }
+        }
+    }
 }
 
 /// Counts live tasks so shutdown can wait for them.
@@ -114,11 +185,18 @@ pub async fn serve(listener: TcpListener, app: Arc<App>) {
                 }
             },
         };
+        // One address may not hold every connection slot (slowloris): beyond its share the socket is closed at once.
+        let Some(ip_guard) = app.per_ip.enter(peer.ip(), app.cfg.limits.max_connections_per_ip) else {
+            refused_log(peer);
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let guard = app.tasks.enter();
         tokio::spawn(async move {
             serve_connection(stream, peer, app).await;
+            drop(ip_guard);
             drop(permit);
             drop(guard);
         });
@@ -130,13 +208,52 @@ pub async fn serve(listener: TcpListener, app: Arc<App>) {
     }
 }
 
+/// Lets one log line through per second and counts the rest, so a flood of refusals never becomes a flood of log
+/// lines (each let-through line reports how many were suppressed before it).
+pub struct LogGate {
+    last_ms: std::sync::atomic::AtomicU64,
+    suppressed: std::sync::atomic::AtomicU64,
+}
+
+impl LogGate {
+    pub const fn new() -> LogGate {
+        LogGate { last_ms: std::sync::atomic::AtomicU64::new(0), suppressed: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// `Some(suppressed since the last line)` when a line may be logged now.
+    pub fn allow(&self) -> Option<u64> {
+        let now = crate::protocol::now_ms();
+        let last = self.last_ms.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= 1000
+            && self.last_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            return Some(self.suppressed.swap(0, Ordering::Relaxed));
+        }
+        self.suppressed.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+}
+
+impl Default for LogGate {
+    fn default() -> Self {
+        LogGate::new()
+    }
+}
+
+fn refused_log(peer: SocketAddr) {
+    static GATE: LogGate = LogGate::new();
+    if let Some(suppressed) = GATE.allow() {
+        tracing::warn!(ip = %peer.ip(), suppressed, "connection refused: too many connections from this address");
+    }
+}
+
 async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, app: Arc<App>) {
     let mut shutdown = app.shutdown.clone();
     let svc_app = app.clone();
     let service = hyper::service::service_fn(move |req| http::route(svc_app.clone(), req));
     let conn = http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(20))
+        .header_read_timeout(app.cfg.limits.header_timeout)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     tokio::pin!(conn);

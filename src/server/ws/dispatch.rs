@@ -23,15 +23,75 @@ const REQUESTS: &[&str] = &[
     "ping",
 ];
 
+/// Longest accepted client identifier (`packet_id`, `request_id`, `connector_channel_id`, `type`, `tool_id`,
+/// `tool_call_id`, `flow_id`, ...). These are stored (idempotency records, audit log) and logged, so they are bounded;
+/// the protocol's own ids are far shorter.
+pub const MAX_ID_LEN: usize = 128;
+
+/// A client string made safe for a log line: control characters escaped, cut to 64 characters.
+pub fn log_str(s: &str) -> String {
+    let cut: String = s.chars().take(64).collect();
+    let mut out: String = cut.chars().flat_map(char::escape_debug).collect();
+    if s.chars().count() > 64 {
+        out.push('…');
+    }
+    out
+}
+
+/// `Some(field)` names the first client identifier longer than [`MAX_ID_LEN`].
+fn overlong_field(pkt: &Packet) -> Option<&'static str> {
+    let long = |s: Option<&str>| s.is_some_and(|s| s.len() > MAX_ID_LEN);
+    if long(Some(&pkt.packet_id)) {
+        return Some("packet_id");
+    }
+    if long(pkt.request_id.as_deref()) {
+        return Some("request_id");
+    }
+    if long(pkt.connector_channel_id.as_deref()) {
+        return Some("connector_channel_id");
+    }
+    if long(Some(&pkt.kind)) {
+        return Some("type");
+    }
+    let payload = pkt.payload.as_ref()?;
+    for f in ["tool_id", "flow_id", "auth_session_id", "connector_id", "connector_card_id"] {
+        if long(payload.get(f).and_then(Value::as_str)) {
+            return Some(f);
+        }
+    }
+    let ctx = payload.get("context").and_then(Value::as_object);
+    if long(ctx.and_then(|c| c.get("tool_call_id")).and_then(Value::as_str)) {
+        return Some("context.tool_call_id");
+    }
+    None
+}
+
 pub async fn on_text(session: &mut Session, text: &str) {
     let pkt = match Packet::parse(text) {
         Ok(p) => p,
         Err(f) => {
             tracing::debug!(error = %f.error, "invalid packet");
-            session.send(Packet::error_reply(f.request_id, f.packet_id, f.connector_channel_id, &f.error)).await;
+            let cut = |s: Option<String>| s.filter(|s| s.len() <= MAX_ID_LEN);
+            let (rid, pid, ch) = (cut(f.request_id), cut(f.packet_id), cut(f.connector_channel_id));
+            session.send(Packet::error_reply(rid, pid, ch, &f.error)).await;
             return;
         }
     };
+    if let Some(field) = overlong_field(&pkt) {
+        static GATE: crate::server::LogGate = crate::server::LogGate::new();
+        if let Some(suppressed) = GATE.allow() {
+            tracing::info!(field, suppressed, "packet refused: identifier too long");
+        }
+        let err = ProtoError::new(
+            ErrorCode::InvalidPacket,
+            format!("`{field}` is longer than {MAX_ID_LEN} bytes; identifiers are bounded"),
+        );
+        // Echoing an overlong id back would defeat the bound: only ids within it are routed back.
+        let cut = |s: &Option<String>| s.clone().filter(|s| s.len() <= MAX_ID_LEN);
+        let pid = Some(pkt.packet_id.clone()).filter(|s| s.len() <= MAX_ID_LEN);
+        let reply = Packet::error_reply(cut(&pkt.request_id), pid, cut(&pkt.connector_channel_id), &err);
+        return session.send(reply).await;
+    }
     if REQUESTS.contains(&pkt.kind.as_str()) && pkt.request_id.as_deref().is_none_or(str::is_empty) {
         let err = ProtoError::new(
             ErrorCode::InvalidPacket,
@@ -98,6 +158,20 @@ async fn hello(session: &mut Session, pkt: &Packet) {
 
 async fn channel_open(session: &mut Session, pkt: &Packet) {
     let requested = pkt.connector_channel_id.as_deref().filter(|s| !s.is_empty());
+    let hub = &session.app.hub;
+    let max = session.app.cfg.limits.max_channels;
+    // A new channel costs memory and a database row until its lease expires: their number is capped.
+    if !requested.is_some_and(|r| hub.channel_exists(r)) && hub.stats().1 >= max {
+        static GATE: crate::server::LogGate = crate::server::LogGate::new();
+        if let Some(suppressed) = GATE.allow() {
+            tracing::warn!(limit = max, suppressed, "channel.open refused: channel limit reached");
+        }
+        let err = ProtoError::new(
+            ErrorCode::RateLimited,
+            format!("this connector already keeps {max} channels (--max-channels); reuse or close channels"),
+        );
+        return session.send_error(pkt, err).await;
+    }
     match session.app.hub.open_channel(session.socket, requested) {
         Ok((id, d)) => {
             tracing::info!(channel = %id, restored = (requested == Some(id.as_str())), "channel open");

@@ -4,6 +4,15 @@ mod dispatch;
 mod session;
 mod tool;
 
+pub use session::ChannelSlots;
+
+/// Bytes tungstenite buffers before writing to the socket.
+const WRITE_BUFFER: usize = 128 * 1024;
+/// Most bytes tungstenite may hold for a peer that does not read (our outbound queue is bounded in packets; this
+/// bounds the bytes below it, and the automatic pong replies that used to pile up without limit). A single packet
+/// larger than this cannot be sent and closes the session; acks are far smaller (files go by URL).
+pub const MAX_WRITE_BUFFER: usize = 8 << 20;
+
 use std::sync::Arc;
 
 use hyper::body::Incoming;
@@ -59,17 +68,36 @@ pub fn upgrade(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
     if *app.shutdown.borrow() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the connector is shutting down");
     }
+    let Ok(session_permit) = app.sessions.clone().try_acquire_owned() else {
+        static GATE: crate::server::LogGate = crate::server::LogGate::new();
+        if let Some(suppressed) = GATE.allow() {
+            tracing::warn!(limit = app.cfg.limits.max_sessions, suppressed, "websocket refused: too many sessions");
+        }
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_sessions",
+            &format!(
+                "this connector already has {} WebSocket sessions open (--max-sessions); close one and retry",
+                app.cfg.limits.max_sessions
+            ),
+        );
+    };
     let guard = app.tasks.enter();
     let max = app.cfg.max_message_bytes;
     tokio::spawn(async move {
         match hyper::upgrade::on(&mut req).await {
             Ok(upgraded) => {
-                let cfg = WebSocketConfig::default().max_message_size(Some(max)).max_frame_size(Some(max));
+                let cfg = WebSocketConfig::default()
+                    .max_message_size(Some(max))
+                    .max_frame_size(Some(max))
+                    .write_buffer_size(WRITE_BUFFER)
+                    .max_write_buffer_size(MAX_WRITE_BUFFER);
                 let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(cfg)).await;
                 session::run(app, ws).await;
             }
             Err(e) => tracing::debug!(error = %e, "websocket upgrade failed"),
         }
+        drop(session_permit);
         drop(guard);
     });
     let mut r = Response::new(full(""));

@@ -28,13 +28,15 @@ pub struct Session {
     pub hello_done: bool,
     /// Tool calls of this session still running.
     pub in_flight: Tracker,
-    /// Running tool calls per channel (see `tool::MAX_CONCURRENT_PER_CHANNEL`).
-    pub per_channel: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
 }
+
+/// Running tool calls per channel (see `tool::MAX_CONCURRENT_PER_CHANNEL`), shared by every socket: a channel
+/// re-opened on another socket keeps the same budget.
+pub type ChannelSlots = Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>;
 
 /// One running call's place in its channel's budget; released on drop.
 pub struct ChannelSlot {
-    map: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    map: ChannelSlots,
     channel: String,
 }
 
@@ -53,13 +55,14 @@ impl Drop for ChannelSlot {
 impl Session {
     /// Takes a slot in `channel`'s concurrency budget, or `None` when it is full.
     pub fn channel_slot(&self, channel: &str) -> Option<ChannelSlot> {
-        let mut m = self.per_channel.lock().unwrap_or_else(|e| e.into_inner());
+        let slots = &self.app.channel_slots;
+        let mut m = slots.lock().unwrap_or_else(|e| e.into_inner());
         let n = m.entry(channel.to_owned()).or_default();
         if *n >= super::tool::MAX_CONCURRENT_PER_CHANNEL {
             return None;
         }
         *n += 1;
-        Some(ChannelSlot { map: self.per_channel.clone(), channel: channel.to_owned() })
+        Some(ChannelSlot { map: slots.clone(), channel: channel.to_owned() })
     }
 
     /// Queues a packet that must not be dropped (ack, error, pong): waits for queue space.
@@ -94,9 +97,37 @@ where
     let (mut sink, mut stream) = ws.split();
     let (close_tx, mut close_rx) = oneshot::channel::<Option<CloseFrame>>();
 
+    // The writer tells the reader when the peer stopped reading (a write stalled past `ws_write_timeout`).
+    let (stalled_tx, stalled_rx) = oneshot::channel::<()>();
+    let pong_due = Arc::new(tokio::sync::Notify::new());
+    let writer_pong = pong_due.clone();
+    let stall = app.cfg.limits.ws_write_timeout;
     let writer = tokio::spawn(
         async move {
             let mut queue_open = true;
+            let mut stalled_tx = Some(stalled_tx);
+            // Every write is bounded: a peer that does not read cannot hold the session (or our memory) forever.
+            macro_rules! write_or_stop {
+                ($fut:expr) => {
+                    match tokio::time::timeout(stall, $fut).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => {
+                            tracing::debug!(error = %e, "websocket write failed; closing");
+                            if let Some(t) = stalled_tx.take() {
+                                let _ = t.send(());
+                            }
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::warn!(timeout_ms = stall.as_millis() as u64, "peer stopped reading; closing");
+                            if let Some(t) = stalled_tx.take() {
+                                let _ = t.send(());
+                            }
+                            return;
+                        }
+                    }
+                };
+            }
             loop {
                 tokio::select! {
                     biased;
@@ -105,20 +136,23 @@ where
                             let depth = (capacity - rx.capacity() + 1) as u64;
                             writer_metrics.queue_depth_max.fetch_max(depth, Ordering::Relaxed);
                             writer_metrics.packets_out.fetch_add(1, Ordering::Relaxed);
-                            if sink.send(Message::text(p.to_json())).await.is_err() { return }
+                            write_or_stop!(sink.send(Message::text(p.to_json())));
                         }
                         // Every sender is gone; the close frame (if any) is still to come.
                         None => queue_open = false,
                     },
+                    // tungstenite queued a pong for a ping: push it out, so a peer that pings without reading is
+                    // noticed (the flush stalls) instead of going unnoticed until the write buffer is full.
+                    _ = writer_pong.notified() => write_or_stop!(sink.flush()),
                     frame = &mut close_rx => {
                         // Everything queued before the close (acks of drained tools) still goes out first.
                         while let Ok(p) = rx.try_recv() {
-                            if sink.send(Message::text(p.to_json())).await.is_err() { return }
+                            write_or_stop!(sink.send(Message::text(p.to_json())));
                         }
                         if let Ok(Some(f)) = frame {
-                            let _ = sink.send(Message::Close(Some(f))).await;
+                            write_or_stop!(sink.send(Message::Close(Some(f))));
                         }
-                        let _ = sink.close().await;
+                        let _ = tokio::time::timeout(stall, sink.close()).await;
                         return;
                     }
                 }
@@ -127,16 +161,9 @@ where
         .instrument(span.clone()),
     );
 
-    let mut session = Session {
-        app: app.clone(),
-        socket,
-        tx,
-        hello_done: false,
-        in_flight: Tracker::default(),
-        per_channel: Arc::default(),
-    };
+    let mut session = Session { app: app.clone(), socket, tx, hello_done: false, in_flight: Tracker::default() };
     tracing::info!(parent: &span, "data plane connected");
-    let close = read_loop(&mut session, &mut stream).instrument(span.clone()).await;
+    let close = read_loop(&mut session, &mut stream, stalled_rx, &pong_due).instrument(span.clone()).await;
     let shutting_down = *app.shutdown.borrow();
     if shutting_down {
         // SIGTERM: let running tool calls finish and deliver their acks, within the drain bound.
@@ -156,15 +183,28 @@ where
 async fn read_loop<S>(
     session: &mut Session,
     stream: &mut futures_util::stream::SplitStream<WebSocketStream<S>>,
+    mut stalled: oneshot::Receiver<()>,
+    pong_due: &tokio::sync::Notify,
 ) -> Option<CloseFrame>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut shutdown = session.app.shutdown.clone();
+    let hello_timeout = session.app.cfg.limits.hello_timeout;
+    let hello_deadline = tokio::time::sleep(hello_timeout);
+    tokio::pin!(hello_deadline);
     loop {
         let msg = tokio::select! {
             _ = shutdown.changed() => {
                 return Some(CloseFrame { code: CloseCode::Away, reason: "connector shutting down".into() });
+            }
+            _ = &mut stalled => {
+                // The writer gave up on this peer; a close frame would not be read either.
+                return Some(CloseFrame { code: CloseCode::Policy, reason: "peer does not read".into() });
+            }
+            _ = &mut hello_deadline, if !session.hello_done => {
+                tracing::info!(timeout_ms = hello_timeout.as_millis() as u64, "no connector.hello in time; closing");
+                return Some(CloseFrame { code: CloseCode::Policy, reason: "connector.hello not received in time".into() });
             }
             m = stream.next() => m,
         };
@@ -183,7 +223,9 @@ where
                 session.send(Packet::error_reply(None, None, None, &err)).await;
             }
             Some(Ok(Message::Close(_))) => return Some(CloseFrame { code: CloseCode::Normal, reason: "".into() }),
-            Some(Ok(_)) => {} // ping/pong frames are answered by tungstenite itself
+            // tungstenite queues the pong itself (only the latest one, in a bounded buffer); the writer flushes it.
+            Some(Ok(Message::Ping(_))) => pong_due.notify_one(),
+            Some(Ok(_)) => {}
             Some(Err(WsError::Capacity(e))) => {
                 let limit = session.app.cfg.max_message_bytes;
                 tracing::warn!(error = %e, limit, "oversized websocket message refused");

@@ -20,6 +20,9 @@ const ACK: &str = "tool.invoke.ack";
 /// and keeps one agent from monopolising the blocking pool).
 pub const MAX_CONCURRENT_PER_CHANNEL: usize = 16;
 
+/// How much longer than the tool's own deadline a repeated call waits for the first one's outcome.
+const WAIT_SLACK: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub async fn invoke(session: &mut Session, pkt: Packet) {
     let hub = session.app.hub.clone();
     // Routing errors are `type = "error"` (§7); everything after routing is a business failure on the ack.
@@ -31,7 +34,12 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     let tool_id = str_field(&payload, "tool_id").unwrap_or("").to_owned();
     let metrics = session.app.metrics.clone();
     let fail = |e: ProtoError| {
-        tracing::info!(tool = %tool_id, code = e.code.as_str(), "tool.invoke refused");
+        // Refusals can come in floods: one line per second, client strings escaped and cut.
+        static GATE: crate::server::LogGate = crate::server::LogGate::new();
+        if let Some(suppressed) = GATE.allow() {
+            let tool = super::dispatch::log_str(&tool_id);
+            tracing::info!(%tool, code = e.code.as_str(), suppressed, "tool.invoke refused");
+        }
         // Label values are bounded: unknown tool ids are counted under one name.
         let label = if hub.registry().spec(&tool_id).is_some() { tool_id.as_str() } else { "unknown" };
         metrics.tool_refused(label, e.code.as_str());
@@ -102,20 +110,21 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         tool: tool_id.clone(),
         call_id,
     });
-    let begin = match &key {
-        Some(k) => match hub.calls().begin(k, &args_digest(&args)) {
-            Ok(b) => b,
-            Err(e) => return session.send(fail(e)).await,
-        },
-        None => Begin::Run,
-    };
-    // Bounded concurrency per channel: a runaway agent cannot queue unbounded work on one phone.
+    // Bounded concurrency per channel (across sockets): a runaway agent cannot queue unbounded work on one phone.
+    // The slot is taken before the idempotency record is begun, so a refused call leaves no record behind.
     let Some(slot) = session.channel_slot(&channel) else {
         let e = ProtoError::new(
             ErrorCode::RateLimited,
             format!("this channel already has {MAX_CONCURRENT_PER_CHANNEL} tool calls running; wait for their acks"),
         );
         return session.send(fail(e)).await;
+    };
+    let begin = match &key {
+        Some(k) => match hub.calls().begin(k, &args_digest(&args)) {
+            Ok(b) => b,
+            Err(e) => return session.send(fail(e)).await,
+        },
+        None => Begin::Run,
     };
     let audit_args = args.clone();
     let audit_call_id = tool_call_id.clone();
@@ -134,7 +143,16 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                 }
                 Begin::Wait(rx) => {
                     tracing::info!("repeated tool_call_id while running: waiting for the first call");
-                    Calls::wait(rx).await
+                    // The first call is bounded by the tool's deadline; the wait is bounded too, in case it never
+                    // reports (its task was aborted).
+                    match tokio::time::timeout(spec.deadline + WAIT_SLACK, Calls::wait(rx)).await {
+                        Ok(o) => o,
+                        Err(_) => Err(ProtoError::new(
+                            ErrorCode::DeviceTimeout,
+                            "the first call with this tool_call_id did not report within its deadline; observe the \
+                             device, then act with a new call",
+                        )),
+                    }
                 }
                 Begin::Run => {
                     let r = match tokio::time::timeout(spec.deadline, tool.call(call)).await {

@@ -1,0 +1,349 @@
+//! Hostile clients (issue #12): every test drives the real binary over loopback the way an attacker on the lab
+//! network would, and checks that memory, connections and state stay bounded and that refusals are clear.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures_util::SinkExt;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio_tungstenite::tungstenite::Message;
+
+fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(120), f)
+}
+
+/// Resident memory of a process, in KiB (`VmRSS` of /proc/PID/status).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS line");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A peer that sends WebSocket pings and never reads: the pong replies must not pile up without bound, and the
+/// session must be closed once its writes stall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ping_flood_without_reading_is_bounded_and_closed() {
+    // The stated cap: the connector grows by less than 64 MiB while being flooded (it grew by gigabytes before).
+    const CAP_KIB: u64 = 64 * 1024;
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--ws-write-timeout", "2s"], &[]);
+        let pid = srv.child.id();
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let baseline = rss_kib(pid);
+        let mut ws = c.ws;
+        let flood = tokio::spawn(async move {
+            let payload = vec![0x5au8; 125];
+            let started = Instant::now();
+            let mut sent = 0u64;
+            // Never read; stop when the connector has closed the socket (writes fail) or after 30 s.
+            while started.elapsed() < Duration::from_secs(30) {
+                let r = async {
+                    for _ in 0..64 {
+                        ws.feed(Message::Ping(payload.clone().into())).await?;
+                    }
+                    ws.flush().await
+                };
+                match tokio::time::timeout(Duration::from_secs(5), r).await {
+                    Ok(Ok(())) => sent += 64,
+                    // A write error or a write that cannot proceed: the connector is gone.
+                    Ok(Err(_)) | Err(_) => return (true, sent),
+                }
+            }
+            (false, sent)
+        });
+        let mut peak = baseline;
+        while !flood.is_finished() {
+            peak = peak.max(rss_kib(pid));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (closed, sent) = flood.await.unwrap();
+        peak = peak.max(rss_kib(pid));
+        assert!(
+            peak - baseline < CAP_KIB,
+            "RSS grew from {baseline} KiB to {peak} KiB under a ping flood ({sent} pings)"
+        );
+        assert!(closed, "the connector kept a non-reading peer open ({sent} pings sent)");
+        assert!(sent > 10_000, "the flood was real: {sent} pings");
+        // The connector still serves others.
+        let r = get(srv.addr, "/connector-card.json").await;
+        assert_eq!(r.status, 200);
+        eprintln!("ping flood: {sent} pings, RSS {baseline} KiB -> peak {peak} KiB");
+    })
+    .await
+    .expect("timed out");
+}
+
+/// Reads until EOF (or an error); true when the connector closed the connection within `within`.
+async fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Opens a connection from `source` (any 127/8 address works on Linux loopback).
+async fn connect_from(source: &str, addr: SocketAddr) -> TcpStream {
+    let sock = TcpSocket::new_v4().unwrap();
+    sock.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    tokio::time::timeout(T, sock.connect(addr)).await.expect("connect timed out").unwrap()
+}
+
+async fn card_from(source: &str, addr: SocketAddr) -> Option<u16> {
+    let mut s = connect_from(source, addr).await;
+    s.write_all(b"GET /connector-card.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.ok()?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut raw)).await.ok()?.ok()?;
+    let line = String::from_utf8_lossy(&raw).lines().next()?.to_owned();
+    line.split(' ').nth(1)?.parse().ok()
+}
+
+/// 1,030 idle sockets from one address (more than the 1,024 connection slots) must not lock others out, and idle
+/// sockets that never send a request are closed after the header timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slowloris_from_one_address_does_not_starve_others() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--header-timeout", "2s"], &[]);
+        let mut idle = Vec::new();
+        for _ in 0..1030 {
+            idle.push(connect_from("127.0.0.1", srv.addr).await);
+        }
+        // Another host gets the card at once, every time.
+        for _ in 0..3 {
+            assert_eq!(card_from("127.0.0.2", srv.addr).await, Some(200), "a second address was starved");
+        }
+        // Connections beyond the per-address cap were closed at accept; the rest after the header timeout.
+        let started = Instant::now();
+        for s in idle.iter_mut() {
+            assert!(closed_within(s, Duration::from_secs(15)).await, "an idle socket was kept open");
+        }
+        assert!(started.elapsed() < Duration::from_secs(15));
+        // The address is welcome again once its idle sockets are gone.
+        drop(idle);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if card_from("127.0.0.1", srv.addr).await == Some(200) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the first address stayed locked out");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("timed out");
+}
+
+/// Sessions are capped (a clear 503), and a session that never says hello is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_capped_and_silent_ones_time_out() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--max-sessions", "3", "--hello-timeout", "1s"], &[]);
+        let mut open = Vec::new();
+        for _ in 0..3 {
+            let mut c = ws(srv.addr, None).await;
+            c.hello(None).await;
+            open.push(c);
+        }
+        let refused = ws_connect(srv.addr, None, Some("xagent.connector.packet.v1")).await.err();
+        assert_eq!(refused, Some(503), "a fourth session is refused");
+        // The refusal names the limit.
+        let r = http(
+            srv.addr,
+            "GET",
+            "/ws",
+            &[
+                ("Upgrade", "websocket"),
+                ("Connection", "Upgrade"),
+                ("Sec-WebSocket-Version", "13"),
+                ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                ("Sec-WebSocket-Protocol", "xagent.connector.packet.v1"),
+            ],
+            b"",
+        )
+        .await;
+        assert_eq!(r.status, 503);
+        assert_eq!(r.json()["error"]["code"], "too_many_sessions", "{}", r.text());
+        // Closing one frees its place.
+        drop(open.pop());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut silent = loop {
+            match ws_connect(srv.addr, None, Some("xagent.connector.packet.v1")).await {
+                Ok(ws) => break ws,
+                Err(503) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(s) => panic!("a freed session slot was not reusable: {s}"),
+            }
+        };
+        // This one never sends connector.hello: closed with 1008 after the hello timeout.
+        let close = tokio::time::timeout(Duration::from_secs(10), async {
+            use futures_util::StreamExt;
+            loop {
+                match silent.next().await {
+                    Some(Ok(Message::Close(f))) => return f.map(|f| u16::from(f.code)),
+                    Some(Ok(_)) => continue,
+                    _ => return None,
+                }
+            }
+        })
+        .await
+        .expect("a session without hello was kept open");
+        assert_eq!(close, Some(1008));
+    })
+    .await
+    .expect("timed out");
+}
+
+/// `channel.open` beyond the channel cap is refused with `rate_limited`; re-opening an existing channel still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channels_are_capped() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--max-channels", "5"], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            ids.push(c.open(None).await.0);
+        }
+        let e = c.request("channel.open", None, json!({})).await;
+        assert_eq!(e["type"], "error", "{e}");
+        assert_eq!(error_code(&e), "rate_limited", "{e}");
+        assert!(e["error"]["message"].as_str().unwrap().contains("5 channels"), "{e}");
+        let (again, _) = c.open(Some(&ids[0])).await;
+        assert_eq!(again, ids[0]);
+    })
+    .await
+    .expect("timed out");
+}
+
+/// Identifiers that are stored or logged are bounded: a 900 KB `tool_call_id` (or `request_id`) is refused with
+/// `invalid_packet` and never echoed back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlong_identifiers_are_refused() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--max-message-bytes", "2000000"], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let (ch, _) = c.open(None).await;
+        let huge = "x".repeat(900_000);
+        let e = c
+            .request(
+                "tool.invoke",
+                Some(&ch),
+                json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": 1, "y": 1},
+                       "context": {"tool_call_id": huge}}),
+            )
+            .await;
+        assert_eq!(error_code(&e), "invalid_packet", "{}", &e.to_string()[..300.min(e.to_string().len())]);
+        assert!(e["error"]["message"].as_str().unwrap().contains("tool_call_id"));
+        let long_tool = "t".repeat(129);
+        let e = c
+            .request("tool.invoke", Some(&ch), json!({"tool_id": long_tool, "arguments": {"connector_channel_id": ch}}))
+            .await;
+        assert_eq!(error_code(&e), "invalid_packet", "{e}");
+        // A long request_id is refused, and not echoed back.
+        let p = json!({"schema": "xagent.connector.packet/v1", "packet_id": "pkt_long", "request_id": huge,
+                       "type": "ping", "time": 1_790_000_000_000u64, "payload": {}});
+        c.send_raw(&p.to_string()).await;
+        let v = c.recv().await;
+        assert_eq!(error_code(&v), "invalid_packet");
+        assert!(v.to_string().len() < 2000, "the overlong id was echoed back");
+        let db = std::fs::metadata(dir.path().join("connector.db")).unwrap().len();
+        assert!(db < 4 << 20, "the database grew to {db} bytes");
+    })
+    .await
+    .expect("timed out");
+}
+
+fn ui_wait(ch: &str) -> serde_json::Value {
+    json!({"tool_id": "android_ui_wait", "arguments": {"connector_channel_id": ch, "text": "never there", "timeout_ms": 3000}})
+}
+
+/// Fills a channel's 16 slots with slow calls; returns their request ids.
+async fn fill_slots(c: &mut Client, ch: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for _ in 0..16 {
+        ids.push(c.send("tool.invoke", Some(ch), ui_wait(ch)).await.1);
+    }
+    ids
+}
+
+/// A call refused with `rate_limited` leaves no idempotency record: a retry with the same `tool_call_id` runs once
+/// the channel has room (it used to wait forever on a record nobody would finish).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limited_call_leaves_no_record() {
+    bounded(async {
+        let Some((adb, _sim, _serial)) = common::adb::setup().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let ch = c.bind(None).await;
+        fill_slots(&mut c, &ch).await;
+        let tap = json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": 1, "y": 1},
+                         "context": {"tool_call_id": "call_retry_1"}});
+        let (_, rid) = c.send("tool.invoke", Some(&ch), tap.clone()).await;
+        let mut waits = 0;
+        loop {
+            let v = c.recv().await;
+            if v["request_id"] == json!(rid) {
+                assert_eq!(error_code(&v), "rate_limited", "{v}");
+                break;
+            }
+            if v["type"] == "tool.invoke.ack" {
+                waits += 1;
+            }
+        }
+        // Let the 16 slow calls finish, then retry the same id: it runs now.
+        while waits < 16 {
+            if c.recv().await["type"] == "tool.invoke.ack" {
+                waits += 1;
+            }
+        }
+        let ack = tokio::time::timeout(Duration::from_secs(20), c.request("tool.invoke", Some(&ch), tap))
+            .await
+            .expect("the retry of a rate-limited call never got an ack");
+        assert!(ack.get("error").is_none(), "{ack}");
+    })
+    .await
+    .expect("timed out");
+}
+
+/// The 16-call limit holds per channel, not per socket: re-opening the channel on another socket adds no slots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_call_limit_holds_across_sockets() {
+    bounded(async {
+        let Some((adb, _sim, _serial)) = common::adb::setup().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        let mut a = ws(srv.addr, None).await;
+        let id = a.hello(None).await;
+        let ch = a.bind(None).await;
+        fill_slots(&mut a, &ch).await;
+        // The socket reads in order: once the ping is answered, the 16 calls are running.
+        let pong = a.request("ping", None, json!({})).await;
+        assert_eq!(pong["type"], "pong");
+        let mut b = ws(srv.addr, None).await;
+        b.hello(Some(&id)).await;
+        let (again, _) = b.open(Some(&ch)).await;
+        assert_eq!(again, ch);
+        let v = b.request("tool.invoke", Some(&ch), ui_wait(&ch)).await;
+        assert_eq!(error_code(&v), "rate_limited", "{v}");
+    })
+    .await
+    .expect("timed out");
+}
