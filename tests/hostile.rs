@@ -347,3 +347,72 @@ async fn channel_call_limit_holds_across_sockets() {
     .await
     .expect("timed out");
 }
+
+/// Sends a multipart upload whose body is `head` followed by `filler_len` bytes of `a` (streamed), reads the answer.
+async fn raw_upload(addr: SocketAddr, ch: &str, head: Vec<u8>, filler_len: usize) -> HttpResponse {
+    let boundary = "bnd123";
+    let total = head.len() + filler_len;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST /files/uploads HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {total}\r\n\
+         Content-Type: multipart/form-data; boundary={boundary}\r\nX-XAgent-Connector-Channel-ID: {ch}\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let (mut rd, mut wr) = s.into_split();
+    let writer = tokio::spawn(async move {
+        let _ = wr.write_all(&head).await;
+        let chunk = vec![b'a'; 64 * 1024];
+        let mut left = filler_len;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            if wr.write_all(&chunk[..n]).await.is_err() {
+                return; // the connector answered and closed: fine
+            }
+            left -= n;
+        }
+    });
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), rd.read_to_end(&mut raw)).await.expect("no answer").ok();
+    writer.abort();
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    HttpResponse { status, headers: vec![], body: body.as_bytes().to_vec() }
+}
+
+/// A part header that never ends is refused with 400 once it passes 16 KiB (it used to be buffered whole), and a
+/// form with too many parts is refused too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multipart_part_headers_and_parts_are_bounded() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &[], &[]);
+        let pid = srv.child.id();
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let (ch, _) = c.open(None).await;
+        let baseline = rss_kib(pid);
+        let head =
+            b"--bnd123\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nX-Long: ".to_vec();
+        let r = raw_upload(srv.addr, &ch, head, 64 << 20).await;
+        let grown = rss_kib(pid).saturating_sub(baseline);
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert_eq!(r.json()["error"]["code"], "invalid_upload");
+        assert!(r.text().contains("part header is longer than 16384 bytes"), "{}", r.text());
+        assert!(grown < 16 * 1024, "RSS grew by {grown} KiB while a 64 MiB part header arrived");
+
+        let mut many = Vec::new();
+        for i in 0..40 {
+            many.extend_from_slice(
+                format!("--bnd123\r\nContent-Disposition: form-data; name=\"x{i}\"\r\n\r\nv\r\n").as_bytes(),
+            );
+        }
+        many.extend_from_slice(b"--bnd123--\r\n");
+        let r = raw_upload(srv.addr, &ch, many, 0).await;
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert!(r.text().contains("more than 16 parts"), "{}", r.text());
+        eprintln!("64 MiB part header: 400, RSS grew {grown} KiB");
+    })
+    .await
+    .expect("timed out");
+}

@@ -7,6 +7,7 @@
 
 pub mod control;
 pub mod http;
+pub mod parts;
 pub mod transfer;
 pub mod ws;
 

@@ -318,11 +318,20 @@ async fn receive(
             .for_field("recipient_ref", SMALL_FIELD_MAX)
             .for_field("reply_token", SMALL_FIELD_MAX),
     );
-    let mut form = multer::Multipart::with_constraints(body, boundary, constraints);
+    let guarded = super::parts::Guarded::new(body, boundary);
+    let mut form = multer::Multipart::with_constraints(guarded, boundary, constraints);
     let mut stored: Option<(AsyncWriter, NewFile)> = None;
     let multer_err = |e: multer::Error| match e {
         multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
             Box::new(too_large(limit))
+        }
+        multer::Error::StreamReadFailed(e)
+            if matches!(
+                e.downcast_ref::<super::parts::GuardError<hyper::Error>>(),
+                Some(super::parts::GuardError::Parts(_))
+            ) =>
+        {
+            bad(&e.to_string())
         }
         other => {
             tracing::debug!(error = %other, "malformed upload");
