@@ -416,3 +416,142 @@ async fn multipart_part_headers_and_parts_are_bounded() {
     .await
     .expect("timed out");
 }
+
+/// Uploads `data` to `ch` with the key; returns the file_ref.
+async fn upload_with_key(addr: SocketAddr, key: &str, ch: &str, data: &[u8]) -> String {
+    let boundary = "bnd-once";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\
+         Content-Type: application/octet-stream\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(data);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let ct = format!("multipart/form-data; boundary={boundary}");
+    let auth = format!("Bearer {key}");
+    let headers =
+        [("Content-Type", ct.as_str()), ("Authorization", auth.as_str()), ("X-XAgent-Connector-Channel-ID", ch)];
+    let r = http(addr, "POST", "/files/uploads", &headers, &body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()["file_ref"].as_str().unwrap().to_owned()
+}
+
+/// A one-time download URL is served once: 16 concurrent GETs of one file, 100 rounds, exactly one full `200` each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_time_download_is_served_exactly_once_under_concurrency() {
+    const KEY: &str = "k-hostile-0123456789abcdef";
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &[], &[("XAGENT_CONNECTOR_API_KEY", KEY)]);
+        let mut c = ws(srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let (ch, _) = c.open(None).await;
+        let data: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut statuses = std::collections::BTreeMap::<u16, u32>::new();
+        for round in 0..100 {
+            let file_ref = upload_with_key(srv.addr, KEY, &ch, &data).await;
+            let path = format!("/files/refs/{file_ref}");
+            let mut tasks = Vec::new();
+            for _ in 0..16 {
+                let (path, ch) = (path.clone(), ch.clone());
+                let addr = srv.addr;
+                tasks.push(tokio::spawn(async move {
+                    let auth = format!("Bearer {KEY}");
+                    let h = [("Authorization", auth.as_str()), ("X-XAgent-Connector-Channel-ID", ch.as_str())];
+                    http(addr, "GET", &path, &h, b"").await
+                }));
+            }
+            let mut full = 0;
+            for t in tasks {
+                let r = t.await.unwrap();
+                *statuses.entry(r.status).or_default() += 1;
+                match r.status {
+                    200 => {
+                        assert_eq!(r.body.len(), data.len(), "a 200 with a short body");
+                        full += 1;
+                    }
+                    404 | 409 => {}
+                    s => panic!("unexpected status {s}: {}", r.text()),
+                }
+            }
+            assert_eq!(full, 1, "round {round}: {full} requests received the whole one-time file");
+        }
+        eprintln!("statuses over 1600 GETs: {statuses:?}");
+    })
+    .await
+    .expect("timed out");
+}
+
+/// Starts an upload of `len` declared bytes, sends `sent` of them and keeps the connection open.
+async fn partial_upload(addr: SocketAddr, ch: &str, len: usize, sent: usize) -> TcpStream {
+    let boundary = "bnd-stage";
+    let head = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\
+         Content-Type: application/octet-stream\r\n\r\n"
+    );
+    let total = head.len() + len + format!("\r\n--{boundary}--\r\n").len();
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST /files/uploads HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {total}\r\n\
+         Content-Type: multipart/form-data; boundary={boundary}\r\nX-XAgent-Connector-Channel-ID: {ch}\r\n\r\n{head}"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    s.write_all(&vec![b'z'; sent]).await.unwrap();
+    s
+}
+
+/// Uploads in progress stage at most the cache's capacity on disk together: one more is refused with 507 instead
+/// of filling the disk, and the space is available again once the first upload is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_staging_is_reserved_against_the_cache_capacity() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--cache-max-bytes", "1000000", "--upload-max-bytes", "1000000"], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let (ch, _) = c.open(None).await;
+        let first = partial_upload(srv.addr, &ch, 900_000, 700_000).await;
+        // Wait until the first upload's bytes are staged on disk.
+        let files = dir.path().join("files");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let staged: u64 = std::fs::read_dir(&files)
+                .unwrap()
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with(".staging-"))
+                .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+                .sum();
+            if staged >= 400_000 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the first upload was not staged ({staged} bytes)");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut second = partial_upload(srv.addr, &ch, 900_000, 700_000).await;
+        let mut raw = Vec::new();
+        tokio::time::timeout(Duration::from_secs(20), second.read_to_end(&mut raw))
+            .await
+            .expect("the second upload was neither refused nor answered")
+            .ok();
+        let text = String::from_utf8_lossy(&raw);
+        assert!(text.starts_with("HTTP/1.1 507"), "{text}");
+        assert!(text.contains("cache_full"), "{text}");
+        drop(first);
+        // The first upload's reservation is released with it: a whole upload fits again.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut s = partial_upload(srv.addr, &ch, 900_000, 900_000).await;
+            s.write_all(b"\r\n--bnd-stage--\r\n").await.unwrap();
+            let mut raw = Vec::new();
+            tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut raw)).await.unwrap().ok();
+            let text = String::from_utf8_lossy(&raw).to_string();
+            if text.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "staging space was never released: {text}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("timed out");
+}

@@ -61,6 +61,10 @@ pub enum CacheError {
     TooLarge {
         limit: u64,
     },
+    /// Files being written right now (uploads, pulls) already stage as many bytes as the cache holds.
+    StagingFull {
+        limit: u64,
+    },
     Io(std::io::Error),
     Db(rusqlite::Error),
 }
@@ -69,6 +73,9 @@ impl std::fmt::Display for CacheError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CacheError::TooLarge { limit } => write!(f, "the file is larger than the limit of {limit} bytes"),
+            CacheError::StagingFull { limit } => {
+                write!(f, "files being written already stage {limit} bytes (the cache capacity); retry later")
+            }
             CacheError::Io(e) => write!(f, "file cache I/O failed: {e}"),
             CacheError::Db(e) => write!(f, "file cache index failed: {e}"),
         }
@@ -95,6 +102,10 @@ impl CacheError {
                 ErrorCode::InvalidArguments,
                 format!("{what} is larger than the limit of {} MiB", limit.div_ceil(1 << 20)),
             ),
+            CacheError::StagingFull { .. } => ProtoError::new(
+                ErrorCode::RateLimited,
+                "the file cache is busy storing other files (staging is at its capacity); retry shortly",
+            ),
             other => {
                 tracing::error!(error = %other, "file cache failure");
                 ProtoError::new(ErrorCode::Internal, "the connector's file cache failed; see the connector log")
@@ -120,6 +131,9 @@ pub struct FileCache {
     commit: Mutex<()>,
     /// file_refs with a download in progress: one at a time per entry (see `crate::server::transfer`).
     downloads: Mutex<HashSet<String>>,
+    /// Bytes in staging files now, across writers; reserved chunk by chunk against `limits.max_bytes` before the
+    /// chunk is written, so concurrent uploads cannot fill the disk beyond the cache's capacity.
+    staged: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Accumulates size and SHA-256 of content as it streams past, enforces a size cap, and deletes the staging file
@@ -131,13 +145,24 @@ struct Staging {
     cap: u64,
     overflow: bool,
     committed: bool,
+    /// The cache-wide staging count this writer's bytes are reserved in, and its bound.
+    staged: Arc<std::sync::atomic::AtomicU64>,
+    staged_max: u64,
+    staging_full: bool,
 }
 
 impl Staging {
     fn absorb(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
         if self.size + chunk.len() as u64 > self.cap {
             self.overflow = true;
             return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, "size limit exceeded"));
+        }
+        let n = chunk.len() as u64;
+        if self.staged.fetch_add(n, Ordering::SeqCst) + n > self.staged_max {
+            self.staged.fetch_sub(n, Ordering::SeqCst);
+            self.staging_full = true;
+            return Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "cache staging is full"));
         }
         self.size += chunk.len() as u64;
         self.hasher.update(chunk);
@@ -147,6 +172,7 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
+        self.staged.fetch_sub(self.size, std::sync::atomic::Ordering::SeqCst);
         if !self.committed {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -173,6 +199,16 @@ impl SyncWriter {
     pub fn cap(&self) -> u64 {
         self.st.cap
     }
+    /// The cache error behind a failed write (size cap, staging full, or I/O).
+    pub fn error_of(&self, e: std::io::Error) -> CacheError {
+        if self.st.staging_full {
+            CacheError::StagingFull { limit: self.st.staged_max }
+        } else if self.st.overflow {
+            CacheError::TooLarge { limit: self.st.cap }
+        } else {
+            e.into()
+        }
+    }
 }
 
 impl Write for SyncWriter {
@@ -196,6 +232,9 @@ impl AsyncWriter {
     /// Appends a chunk; `Err(TooLarge)` as soon as the cap would be passed (nothing of the chunk is written).
     pub async fn write(&mut self, chunk: &[u8]) -> Result<(), CacheError> {
         if self.st.absorb(chunk).is_err() {
+            if self.st.staging_full {
+                return Err(CacheError::StagingFull { limit: self.st.staged_max });
+            }
             return Err(CacheError::TooLarge { limit: self.st.cap });
         }
         self.file.write_all(chunk).await?;
@@ -213,6 +252,7 @@ impl FileCache {
             limits,
             commit: Mutex::new(()),
             downloads: Mutex::new(HashSet::new()),
+            staged: Arc::default(),
         };
         cache.reconcile()?;
         Ok(Arc::new(cache))
@@ -277,7 +317,17 @@ impl FileCache {
     fn staging(&self, cap: u64) -> Result<(std::fs::File, Staging), CacheError> {
         let path = self.dir.join(format!("{STAGING_PREFIX}{}", ids::random_hex(8)));
         let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
-        let st = Staging { path, hasher: Sha256::new(), size: 0, cap, overflow: false, committed: false };
+        let st = Staging {
+            path,
+            hasher: Sha256::new(),
+            size: 0,
+            cap,
+            overflow: false,
+            committed: false,
+            staged: self.staged.clone(),
+            staged_max: self.limits.max_bytes,
+            staging_full: false,
+        };
         Ok((file, st))
     }
 
@@ -311,8 +361,7 @@ impl FileCache {
     /// Stores `bytes` in one go (small, already-in-memory content: encoded screenshots, log text).
     pub fn store_bytes(&self, bytes: &[u8], meta: NewFile) -> Result<FileRow, CacheError> {
         let mut w = self.writer(u64::MAX)?;
-        w.write_all(bytes)
-            .map_err(|e| if w.overflowed() { CacheError::TooLarge { limit: w.cap() } } else { e.into() })?;
+        w.write_all(bytes).map_err(|e| w.error_of(e))?;
         self.commit_sync(w, meta)
     }
 
@@ -418,10 +467,20 @@ impl FileCache {
         Ok(row)
     }
 
-    /// Claims the right to stream `file_ref`; `None` while another download of it is running.
-    pub fn begin_download(self: &Arc<Self>, file_ref: &str) -> Option<DownloadClaim> {
+    /// Claims the right to stream `file_ref`: `Busy` while another download of it is running, `Gone` once it was
+    /// downloaded (or expired). One compare-and-set under the claims mutex: the in-memory claim and the store's
+    /// consumed flag are checked together, and [`FileCache::consume`] writes the flag before the claim is released,
+    /// so exactly one request ever streams the whole file.
+    pub fn begin_download(self: &Arc<Self>, file_ref: &str) -> Result<DownloadClaim, ClaimRefused> {
         let mut set = self.downloads.lock().unwrap_or_else(|e| e.into_inner());
-        set.insert(file_ref.to_owned()).then(|| DownloadClaim { cache: self.clone(), file_ref: file_ref.to_owned() })
+        if set.contains(file_ref) {
+            return Err(ClaimRefused::Busy);
+        }
+        if self.get(file_ref).is_none_or(|row| row.consumed_ms.is_some()) {
+            return Err(ClaimRefused::Gone);
+        }
+        set.insert(file_ref.to_owned());
+        Ok(DownloadClaim { cache: self.clone(), file_ref: file_ref.to_owned() })
     }
 
     /// Marks an entry's download as complete; its URL answers 404 from now on.
@@ -474,7 +533,17 @@ impl FileCache {
     }
 }
 
-/// Held while a download streams; releases the entry for another attempt when dropped.
+/// Why [`FileCache::begin_download`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimRefused {
+    /// Another download of the entry is streaming now.
+    Busy,
+    /// The entry was downloaded already, expired or is gone.
+    Gone,
+}
+
+/// Held while a download streams; releases the entry for another attempt when dropped (after a complete download
+/// the entry is consumed first, so the release lets nobody in).
 pub struct DownloadClaim {
     cache: Arc<FileCache>,
     file_ref: String,
@@ -592,9 +661,13 @@ mod tests {
         assert_eq!(c.for_channel(&a.file_ref, "other").unwrap_err().code, ErrorCode::PermissionDenied);
         assert_eq!(c.for_channel("file_0000", "cch_adb_1").unwrap_err().code, ErrorCode::InvalidArguments);
         let claim = c.begin_download(&a.file_ref).unwrap();
-        assert!(c.begin_download(&a.file_ref).is_none(), "one download at a time");
+        assert_eq!(c.begin_download(&a.file_ref).err(), Some(ClaimRefused::Busy), "one download at a time");
         drop(claim);
-        assert!(c.begin_download(&a.file_ref).is_some());
+        let claim = c.begin_download(&a.file_ref).unwrap();
+        // A complete download consumes before it releases: nobody claims it again.
+        claim.cache().consume(claim.file_ref());
+        drop(claim);
+        assert_eq!(c.begin_download(&a.file_ref).err(), Some(ClaimRefused::Gone));
     }
 
     #[test]

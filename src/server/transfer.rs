@@ -12,8 +12,10 @@
 //! holding the last byte, i.e. every byte has been handed to the connection's write path (hyper only asks for the
 //! next chunk once the previous one fit into its bounded write buffer, so a stalled or vanished client stops the
 //! polling long before the end). A client that breaks off earlier makes hyper drop the body unfinished, and the
-//! URL stays valid. One download runs at a time per entry (a concurrent second one gets 409), so two racing
-//! clients cannot both receive it. Residual window: the tail still in hyper's write buffer and the kernel's socket
+//! URL stays valid. One download runs at a time per entry (a concurrent second one gets 409), and the claim is
+//! one compare-and-set of the in-memory claim and the store's consumed flag under one mutex (`FileCache::
+//! begin_download`), with the flag written before the claim is released: exactly one request ever receives the
+//! whole file, however many race for it. Residual window: the tail still in hyper's write buffer and the kernel's socket
 //! buffers (a few hundred KiB) can be lost after the entry was consumed; a client that sees a short body asks the
 //! agent for a fresh file.
 
@@ -33,7 +35,7 @@ use tokio_util::io::ReaderStream;
 
 use super::http::{check_api_key, constant_time_eq, error, full, json_response, Body};
 use super::App;
-use crate::files::{self, names, AsyncWriter, CacheError, DownloadClaim, NewFile};
+use crate::files::{self, names, AsyncWriter, CacheError, ClaimRefused, DownloadClaim, NewFile};
 
 /// Header naming the channel an upload is for (§5.1) or, on a download, the channel asking.
 pub const CHANNEL_HEADER: &str = "x-xagent-connector-channel-id";
@@ -152,8 +154,13 @@ pub async fn download<B>(app: &Arc<App>, req: &Request<B>, file_ref: &str) -> Re
         // Headers only; a HEAD never spends the URL.
         return builder.body(full(Bytes::new())).unwrap_or_else(|_| internal());
     }
-    let Some(claim) = app.files.begin_download(file_ref) else {
-        return error(StatusCode::CONFLICT, "download_in_progress", "this file is being downloaded; retry shortly");
+    let claim = match app.files.begin_download(file_ref) {
+        Ok(c) => c,
+        Err(ClaimRefused::Busy) => {
+            return error(StatusCode::CONFLICT, "download_in_progress", "this file is being downloaded; retry shortly")
+        }
+        // Spent (or expired) since the lookup above.
+        Err(ClaimRefused::Gone) => return not_found(),
     };
     let file = match tokio::fs::File::open(app.files.path(&row)).await {
         Ok(f) => f,
@@ -370,6 +377,17 @@ async fn receive(
 fn cache_err(e: CacheError, limit: u64) -> Box<Response<Body>> {
     match e {
         CacheError::TooLarge { limit: l } => Box::new(too_large(l.min(limit))),
+        CacheError::StagingFull { limit } => {
+            static GATE: super::LogGate = super::LogGate::new();
+            if let Some(suppressed) = GATE.allow() {
+                tracing::warn!(limit, suppressed, "upload refused: cache staging full");
+            }
+            Box::new(error(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "cache_full",
+                &format!("uploads in progress already stage {limit} bytes, the file cache capacity; retry later"),
+            ))
+        }
         other => {
             tracing::error!(error = %other, "upload could not be stored");
             Box::new(error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the file could not be stored"))
