@@ -1,8 +1,11 @@
 //! The audit log: every device action the connector performed — who (connector, channel, tool_call_id), what
 //! (tool and its arguments, typed text redacted), on which device, with which result, when — appended to a SHA-256
 //! hash chain in SQLite. Editing, deleting or reordering a record breaks the chain at that record, which
-//! `xagent-adb-connector audit verify` names. (The chain detects tampering with the database; someone who can
-//! rewrite the whole file can rewrite the whole chain — ship `audit tail` output elsewhere for that.)
+//! `xagent-adb-connector audit verify` names. The chain head (seq + hash of the last record appended) is kept beside
+//! it, so removing the newest records — or all of them — is caught too. Retention ([`RETENTION`], [`MAX_RECORDS`])
+//! prunes the oldest records and leaves a checkpoint carrying the seq and hash of the last pruned one, from which
+//! the remaining chain still verifies. (The chain detects tampering with the database; someone who can rewrite
+//! the whole file can rewrite the whole chain and its head — ship `audit tail` output elsewhere for that.)
 
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -10,6 +13,21 @@ use sha2::{Digest, Sha256};
 use crate::protocol::now_ms;
 use crate::store::audit::AuditRow;
 use crate::store::Store;
+
+/// Records older than this are pruned (documented in device-profile/README.md §12).
+pub const RETENTION: std::time::Duration = std::time::Duration::from_secs(90 * 24 * 3600);
+/// At most this many records are kept; older ones are pruned first.
+pub const MAX_RECORDS: u64 = 200_000;
+
+/// Applies the retention (blocking: call it from a blocking thread).
+pub fn prune(store: &Store) {
+    let now = now_ms();
+    match store.audit_prune(now.saturating_sub(RETENTION.as_millis() as u64), MAX_RECORDS, now) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(removed = n, "audit log retention: pruned the oldest records (checkpoint kept)"),
+        Err(e) => tracing::warn!(error = %e, "could not prune the audit log"),
+    }
+}
 
 /// Argument keys whose values are never stored: what a person types may be a password.
 const REDACTED: &[&str] = &["text"];
@@ -81,10 +99,14 @@ pub fn record(store: &Store, a: Action<'_>) {
     }
 }
 
-/// Checks the whole chain. `Ok(n)` = n records intact; `Err((seq, why))` names the first bad record.
+/// Checks the whole chain: from the checkpoint of pruned records (or the start) through every record to the
+/// stored head. `Ok(n)` = n records intact; `Err((seq, why))` names the first bad record.
 pub fn verify(store: &Store) -> Result<usize, (i64, String)> {
-    let rows = store.audit_all().map_err(|e| (0, format!("cannot read the audit log: {e}")))?;
-    let mut prev = "0".repeat(64);
+    let read = |e: rusqlite::Error| (0, format!("cannot read the audit log: {e}"));
+    let rows = store.audit_all().map_err(read)?;
+    let checkpoint = store.audit_checkpoint().map_err(read)?;
+    let head = store.audit_head().map_err(read)?;
+    let mut prev = checkpoint.as_ref().map_or_else(|| "0".repeat(64), |c| c.1.clone());
     for r in &rows {
         if r.prev_hash != prev {
             return Err((
@@ -97,7 +119,20 @@ pub fn verify(store: &Store) -> Result<usize, (i64, String)> {
         }
         prev = r.hash.clone();
     }
-    Ok(rows.len())
+    let last = rows.last().map(|r| (r.seq, r.hash.clone())).or_else(|| checkpoint.map(|c| (c.0, c.1)));
+    match (head, last) {
+        (None, None) => Ok(0),
+        (Some(h), Some(l)) if h == l => Ok(rows.len()),
+        (Some((seq, _)), Some((l, _))) if l < seq => Err((
+            seq,
+            format!("the newest records were removed: the chain head is record {seq}, the log ends at record {l}"),
+        )),
+        (Some((seq, _)), None) => {
+            Err((seq, format!("every record was removed: the chain head is record {seq}, the log is empty")))
+        }
+        (Some((seq, _)), Some(_)) => Err((seq, "the chain head does not match the last record".into())),
+        (None, Some((l, _))) => Err((l, "the chain head is missing (it was removed)".into())),
+    }
 }
 
 #[cfg(test)]
@@ -143,5 +178,54 @@ mod tests {
         let s = store_with(4);
         s.audit_exec_for_tests("DELETE FROM audit WHERE seq = 3");
         assert_eq!(verify(&s).unwrap_err().0, 4, "the record after the gap no longer links");
+    }
+
+    #[test]
+    fn removing_the_newest_or_all_records_is_caught() {
+        let s = store_with(60);
+        s.audit_exec_for_tests("DELETE FROM audit WHERE seq > 10");
+        let (seq, why) = verify(&s).unwrap_err();
+        assert_eq!(seq, 60);
+        assert!(why.contains("newest records were removed"), "{why}");
+        let s = store_with(5);
+        s.audit_exec_for_tests("DELETE FROM audit");
+        assert!(verify(&s).unwrap_err().1.contains("every record was removed"));
+        let s = store_with(5);
+        s.audit_exec_for_tests("DELETE FROM audit_head");
+        assert!(verify(&s).unwrap_err().1.contains("head is missing"));
+        assert_eq!(verify(&Store::open_in_memory().unwrap()), Ok(0), "an empty log is intact");
+    }
+
+    #[test]
+    fn retention_keeps_the_chain_verifiable_through_a_checkpoint() {
+        let s = store_with(10);
+        // Keep the newest 4: six are pruned, the checkpoint carries record 6's hash.
+        assert_eq!(s.audit_prune(0, 4, 1).unwrap(), 6);
+        assert_eq!(verify(&s), Ok(4));
+        let (seq, _, pruned) = s.audit_checkpoint().unwrap().unwrap();
+        assert_eq!((seq, pruned), (6, 6));
+        // The chain continues after pruning, and pruning everything (by age) still verifies.
+        let s2 = s.clone();
+        record(
+            &s2,
+            Action {
+                connector_id: "conn",
+                channel_id: "cch",
+                tool_call_id: None,
+                tool_id: "android_key",
+                device: "SER@srv",
+                args: &Map::new(),
+                result: "ok",
+            },
+        );
+        assert_eq!(verify(&s), Ok(5));
+        assert_eq!(s.audit_prune(u64::MAX, 1000, 2).unwrap(), 5);
+        assert_eq!(verify(&s), Ok(0));
+        assert_eq!(s.audit_checkpoint().unwrap().unwrap().2, 11);
+        // A checkpoint cannot hide removed records: deleting after the checkpoint still breaks the link.
+        let s = store_with(10);
+        s.audit_prune(0, 5, 1).unwrap();
+        s.audit_exec_for_tests("DELETE FROM audit WHERE seq = 6");
+        assert_eq!(verify(&s).unwrap_err().0, 7);
     }
 }

@@ -555,3 +555,48 @@ async fn upload_staging_is_reserved_against_the_cache_capacity() {
     .await
     .expect("timed out");
 }
+
+/// `audit verify` detects removal of the newest records and of all records (the chain head is kept beside it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_verify_detects_truncation() {
+    bounded(async {
+        let Some((adb, _sim, _serial)) = common::adb::setup().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().to_owned();
+        let mut srv = Server::start(&data, &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let ch = c.bind(None).await;
+        for i in 0..5 {
+            let tap =
+                json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": 10 + i, "y": 10}});
+            let ack = c.request("tool.invoke", Some(&ch), tap).await;
+            assert!(ack.get("error").is_none(), "{ack}");
+        }
+        srv.term(Duration::from_secs(30)).expect("the connector stops on SIGTERM");
+        let bin = env!("CARGO_BIN_EXE_xagent-adb-connector");
+        let verify = || {
+            let out =
+                std::process::Command::new(bin).args(["audit", "verify", "--data-dir"]).arg(&data).output().unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
+            )
+        };
+        let (code, out) = verify();
+        assert_eq!(code, Some(0), "{out}");
+        let db = rusqlite::Connection::open(data.join("connector.db")).unwrap();
+        db.execute("DELETE FROM audit WHERE seq > 3", []).unwrap();
+        let (code, out) = verify();
+        assert_eq!(code, Some(1), "deleting the newest records went unnoticed: {out}");
+        assert!(out.contains("newest records were removed"), "{out}");
+        db.execute("DELETE FROM audit", []).unwrap();
+        drop(db);
+        let (code, out) = verify();
+        assert_eq!(code, Some(1), "deleting every record went unnoticed: {out}");
+        assert!(out.contains("every record was removed"), "{out}");
+        eprintln!("audit verify after truncation: {}", out.trim());
+    })
+    .await
+    .expect("timed out");
+}

@@ -624,11 +624,22 @@ impl Hub {
 
     /// Runs until `shutdown` fires: sleeps until the earliest lease deadline and expires what is due.
     pub async fn run_leases(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        let mut last_prune: Option<std::time::Instant> = None;
         loop {
             self.expire_leases(now_ms());
-            self.calls.prune();
-            if let Err(e) = self.store.prune_auth_sessions(now_ms().saturating_sub(3_600_000)) {
-                tracing::warn!(error = %e, "could not prune old auth sessions");
+            // Retention of idempotency records, auth sessions and the audit log: at most once a minute (lease
+            // events can come in bursts) and on a blocking thread (large deletes must not stall an async worker).
+            if last_prune.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                last_prune = Some(std::time::Instant::now());
+                let hub = self.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    hub.calls.prune();
+                    if let Err(e) = hub.store.prune_auth_sessions(now_ms().saturating_sub(3_600_000)) {
+                        tracing::warn!(error = %e, "could not prune old auth sessions");
+                    }
+                    crate::audit::prune(&hub.store);
+                })
+                .await;
             }
             // Wake at least every 10 minutes for the idempotency retention.
             let wait = match self.next_lease_deadline() {

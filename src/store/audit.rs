@@ -1,4 +1,4 @@
-//! SQL of the audit log (migration 5). The chain itself is defined in `crate::audit`.
+//! SQL of the audit log (migrations 5 and 6). The chain itself is defined in `crate::audit`.
 
 use rusqlite::params;
 
@@ -44,8 +44,8 @@ impl Store {
     pub fn audit_append(&self, mut rec: AuditRow, hash_of: impl FnOnce(&AuditRow) -> String) -> Result<()> {
         let mut db = self.db();
         let tx = db.transaction()?;
-        let prev: Option<String> =
-            tx.query_row("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1", [], |r| r.get(0)).ok();
+        // The head is the last appended record (it survives pruning, so the chain continues across it).
+        let prev: Option<String> = tx.query_row("SELECT hash FROM audit_head WHERE id = 1", [], |r| r.get(0)).ok();
         rec.prev_hash = prev.unwrap_or_else(|| "0".repeat(64));
         rec.hash = hash_of(&rec);
         tx.execute(
@@ -64,7 +64,62 @@ impl Store {
                 rec.hash
             ],
         )?;
+        tx.execute(
+            "INSERT INTO audit_head (id, seq, hash) VALUES (1, last_insert_rowid(), ?1)
+             ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+            params![rec.hash],
+        )?;
         tx.commit()
+    }
+
+    /// The chain head: (seq, hash) of the last record ever appended.
+    pub fn audit_head(&self) -> Result<Option<(i64, String)>> {
+        use rusqlite::OptionalExtension;
+        self.db()
+            .query_row("SELECT seq, hash FROM audit_head WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+    }
+
+    /// The checkpoint of pruned records: (seq, hash) of the last pruned record, and how many were pruned in all.
+    pub fn audit_checkpoint(&self) -> Result<Option<(i64, String, u64)>> {
+        use rusqlite::OptionalExtension;
+        self.db()
+            .query_row("SELECT seq, hash, pruned FROM audit_checkpoint WHERE id = 1", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
+            })
+            .optional()
+    }
+
+    /// Retention: removes records older than `before_ms` and all but the newest `keep`, oldest first, and moves
+    /// the checkpoint to the last removed record (its seq and hash), in one transaction. Returns how many went.
+    pub fn audit_prune(&self, before_ms: u64, keep: u64, now_ms: u64) -> Result<u64> {
+        use rusqlite::OptionalExtension;
+        let mut db = self.db();
+        let tx = db.transaction()?;
+        let max_seq: Option<i64> = tx.query_row("SELECT MAX(seq) FROM audit", [], |r| r.get(0))?;
+        let Some(max_seq) = max_seq else { return Ok(0) };
+        let by_count = max_seq - keep as i64;
+        let by_age: Option<i64> = tx.query_row(
+            "SELECT MAX(seq) FROM audit WHERE time_ms < ?1",
+            params![before_ms.min(i64::MAX as u64) as i64],
+            |r| r.get(0),
+        )?;
+        let cut = by_count.max(by_age.unwrap_or(i64::MIN));
+        let last: Option<(i64, String)> = tx
+            .query_row("SELECT seq, hash FROM audit WHERE seq <= ?1 ORDER BY seq DESC LIMIT 1", params![cut], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        let Some((seq, hash)) = last else { return Ok(0) };
+        let n = tx.execute("DELETE FROM audit WHERE seq <= ?1", params![seq])? as u64;
+        tx.execute(
+            "INSERT INTO audit_checkpoint (id, seq, hash, pruned, time_ms) VALUES (1, ?1, ?2, ?3, ?4)
+             ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
+                                           pruned = audit_checkpoint.pruned + excluded.pruned, time_ms = excluded.time_ms",
+            params![seq, hash, n as i64, now_ms as i64],
+        )?;
+        tx.commit()?;
+        Ok(n)
     }
 
     /// Every record in order (for verification).

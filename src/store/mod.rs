@@ -90,6 +90,22 @@ const MIGRATIONS: &[&str] = &[
         prev_hash    TEXT NOT NULL,
         hash         TEXT NOT NULL
     );",
+    // 6: the audit chain's head (last appended record) and the checkpoint of pruned records, so that removing the
+    // newest records, all of them, or old ones outside retention is told apart.
+    "CREATE TABLE audit_head (
+        id   INTEGER PRIMARY KEY CHECK (id = 1),
+        seq  INTEGER NOT NULL,
+        hash TEXT NOT NULL
+    );
+    INSERT INTO audit_head (id, seq, hash) SELECT 1, seq, hash FROM audit ORDER BY seq DESC LIMIT 1;
+    CREATE TABLE audit_checkpoint (
+        id       INTEGER PRIMARY KEY CHECK (id = 1),
+        seq      INTEGER NOT NULL,
+        hash     TEXT NOT NULL,
+        pruned   INTEGER NOT NULL,
+        time_ms  INTEGER NOT NULL
+    );
+    CREATE INDEX audit_by_time ON audit(time_ms);",
 ];
 
 #[derive(Clone)]

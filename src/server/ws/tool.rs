@@ -120,10 +120,18 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         return session.send(fail(e)).await;
     };
     let begin = match &key {
-        Some(k) => match hub.calls().begin(k, &args_digest(&args)) {
-            Ok(b) => b,
-            Err(e) => return session.send(fail(e)).await,
-        },
+        // SQLite work runs on a blocking thread, never on an async worker.
+        Some(k) => {
+            let (calls_hub, k, digest) = (hub.clone(), k.clone(), args_digest(&args));
+            match tokio::task::spawn_blocking(move || calls_hub.calls().begin(&k, &digest)).await {
+                Ok(Ok(b)) => b,
+                Ok(Err(e)) => return session.send(fail(e)).await,
+                Err(_) => {
+                    let e = ProtoError::new(ErrorCode::Internal, "the idempotency check failed unexpectedly");
+                    return session.send(fail(e)).await;
+                }
+            }
+        }
         None => Begin::Run,
     };
     let audit_args = args.clone();
@@ -162,12 +170,17 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                             format!("{} did not finish within its {} ms deadline", spec.id, spec.deadline.as_millis()),
                         )),
                     };
-                    if let Some(k) = &key {
-                        hub.calls().finish(k, &r);
-                    }
-                    // Only calls that ran are device actions; replays and waits are not audited again.
-                    let outcome = r.as_ref().err().map_or("ok", |e| e.code.as_str());
-                    hub.audit(&channel, audit_call_id.as_deref(), spec.id, &audit_device, &audit_args, outcome);
+                    // Only calls that ran are device actions; replays and waits are not audited again. Both writes
+                    // are SQLite: on a blocking thread.
+                    let (hub, key, done, channel) = (hub.clone(), key.clone(), r.clone(), channel.clone());
+                    let _ = tokio::task::spawn_blocking(move || {
+                        if let Some(k) = &key {
+                            hub.calls().finish(k, &done);
+                        }
+                        let outcome = done.as_ref().err().map_or("ok", |e| e.code.as_str());
+                        hub.audit(&channel, audit_call_id.as_deref(), spec.id, &audit_device, &audit_args, outcome);
+                    })
+                    .await;
                     r
                 }
             };
