@@ -357,7 +357,8 @@ pub fn prepare_data_dir(dir: &std::path::Path) -> Result<(), ConfigError> {
             dir.display()
         ),
     };
-    std::fs::create_dir_all(dir).map_err(|e| err("cannot be created", e))?;
+    // Owner-only (0700) whatever the umask: it holds download tokens and cached screenshots.
+    crate::files::private::dir(dir).map_err(|e| err("cannot be created", e))?;
     let probe = dir.join(".write-probe");
     std::fs::write(&probe, b"ok").map_err(|e| err("is not writable", e))?;
     let _ = std::fs::remove_file(probe);

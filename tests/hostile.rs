@@ -600,3 +600,48 @@ async fn audit_verify_detects_truncation() {
     .await
     .expect("timed out");
 }
+
+/// Mode bits of a path.
+fn mode(p: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).permissions().mode() & 0o777
+}
+
+/// State on disk is owner-only even under umask 022: the database (+WAL/SHM), the cache folder and cached files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_files_are_private_whatever_the_umask() {
+    bounded(async {
+        let parent = tempfile::tempdir().unwrap();
+        let data = parent.path().join("state");
+        let srv = Server::start(&data, &[], &[]);
+        let status = std::fs::read_to_string(format!("/proc/{}/status", srv.child.id())).unwrap();
+        let umask = status.lines().find_map(|l| l.strip_prefix("Umask:")).map(|u| u32::from_str_radix(u.trim(), 8).unwrap());
+        assert!(umask.is_some_and(|u| u & 0o044 == 0), "run this test under a permissive umask such as 022: {umask:?}");
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let (ch, _) = c.open(None).await;
+        let boundary = "bnd-mode";
+        let body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nsecret\r\n--{boundary}--\r\n"
+        );
+        let ct = format!("multipart/form-data; boundary={boundary}");
+        let r = http(
+            srv.addr,
+            "POST",
+            "/files/uploads",
+            &[("Content-Type", ct.as_str()), ("X-XAgent-Connector-Channel-ID", ch.as_str())],
+            body.as_bytes(),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let file_ref = r.json()["file_ref"].as_str().unwrap().to_owned();
+        assert_eq!(mode(&data), 0o700, "data dir");
+        assert_eq!(mode(&data.join("files")), 0o700, "cache folder");
+        assert_eq!(mode(&data.join("files").join(&file_ref)), 0o600, "cached file");
+        for f in ["connector.db", "connector.db-wal", "connector.db-shm"] {
+            assert_eq!(mode(&data.join(f)), 0o600, "{f}");
+        }
+    })
+    .await
+    .expect("timed out");
+}

@@ -15,6 +15,7 @@
 //!   `android_file_push`) until it expires; only its download URL is dead.
 
 pub mod names;
+pub mod private;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -245,7 +246,7 @@ impl AsyncWriter {
 impl FileCache {
     /// Opens the cache in `dir` (created if missing) and reconciles it with the index: see the module docs.
     pub fn open(store: Store, dir: &Path, limits: Limits) -> Result<Arc<FileCache>, CacheError> {
-        std::fs::create_dir_all(dir)?;
+        private::dir(dir)?;
         let cache = FileCache {
             store,
             dir: dir.to_owned(),
@@ -286,6 +287,8 @@ impl FileCache {
                 self.store.delete_file(&row.file_ref)?;
                 dropped_rows += 1;
             } else {
+                // Files cached by an older version may be world-readable.
+                private::tighten(&self.path_of(&row), 0o600)?;
                 keep.insert(row.path.clone(), row.byte_size);
             }
         }
@@ -316,7 +319,7 @@ impl FileCache {
 
     fn staging(&self, cap: u64) -> Result<(std::fs::File, Staging), CacheError> {
         let path = self.dir.join(format!("{STAGING_PREFIX}{}", ids::random_hex(8)));
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+        let file = private::new_file_options().open(&path)?;
         let st = Staging {
             path,
             hasher: Sha256::new(),

@@ -144,7 +144,20 @@ pub type Result<T> = std::result::Result<T, rusqlite::Error>;
 impl Store {
     /// Opens (creating if needed) `DIR/connector.db` and brings the schema up to date.
     pub fn open(dir: &Path) -> Result<Store> {
-        Self::init(Connection::open(dir.join("connector.db"))?)
+        // Owner-only whatever the umask: SQLite gives the -wal and -shm files the database file's mode.
+        let db = dir.join("connector.db");
+        if !db.exists() {
+            let io = |e: std::io::Error| rusqlite::Error::ToSqlConversionFailure(Box::new(e));
+            crate::files::private::file(&db).map_err(io)?;
+        }
+        // An existing state (perhaps of an older version) is tightened; best effort, so that a read-side command
+        // run by another user (`audit verify`) still works.
+        for f in ["connector.db", "connector.db-wal", "connector.db-shm"] {
+            if let Err(e) = crate::files::private::tighten(&dir.join(f), 0o600) {
+                tracing::warn!(file = f, error = %e, "cannot make the state file owner-only");
+            }
+        }
+        Self::init(Connection::open(db)?)
     }
 
     /// Opens the state of `dir` only if it already exists (read-side commands must not create a database).
