@@ -12,7 +12,15 @@ use xagent_adb_connector::tools::Registry;
 
 fn init_logging(format: LogFormat) {
     use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    // Libraries that log payloads at debug/trace (tungstenite: every frame, i.e. typed text and download URLs;
+    // hyper: request heads; adb_client: shell commands) are capped at info whatever RUST_LOG says, so no secret
+    // reaches a log at any level. Our own records never carry payloads.
+    for target in ["tungstenite", "tokio_tungstenite", "hyper", "hyper_util", "adb_client", "multer"] {
+        if let Ok(d) = format!("{target}=info").parse() {
+            filter = filter.add_directive(d);
+        }
+    }
     // A broken stderr (journald restarted, a closed pipe) must never panic or abort the connector, and colour codes
     // only belong on a terminal.
     let builder = tracing_subscriber::fmt()

@@ -645,3 +645,53 @@ async fn state_files_are_private_whatever_the_umask() {
     .await
     .expect("timed out");
 }
+
+/// At `RUST_LOG=trace` no log line carries the API key, typed text, a download token or a client string's raw
+/// control characters (the libraries that log frames are capped; client strings are escaped and cut).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_logs_carry_no_secret_and_no_raw_client_strings() {
+    const KEY: &str = "sk-TRACE-SENTINEL-KEY-1b2c3d";
+    const TYPED: &str = "TRACE-SENTINEL-typed-pw";
+    bounded(async {
+        let Some((adb, _sim, _serial)) = common::adb::setup().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(
+            dir.path(),
+            &["--adb-server", &format!("127.0.0.1:{}", adb.port)],
+            &[("XAGENT_CONNECTOR_API_KEY", KEY), ("RUST_LOG", "trace")],
+        );
+        let mut c = ws(srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let ch = c.bind(None).await;
+        let typed = json!({"tool_id": "android_input_text", "arguments": {"connector_channel_id": ch, "text": TYPED}});
+        let a = c.request("tool.invoke", Some(&ch), typed).await;
+        assert!(a.get("error").is_none(), "{a}");
+        let shot = json!({"tool_id": "android_screenshot", "arguments": {"connector_channel_id": ch}});
+        let a = c.request("tool.invoke", Some(&ch), shot).await;
+        let url = a["payload"]["result"]["files"][0]["download_url"].as_str().expect("a download_url").to_owned();
+        let token = url.split("token=").nth(1).unwrap().to_owned();
+        assert_eq!(get(srv.addr, &url).await.status, 200);
+        // A forged log line: newline + ESC in a tool_id, refused (and logged) many times.
+        let forged = "x\n{\"level\":\"ERROR\",\"message\":\"forged\"}\u{1b}[31m";
+        for _ in 0..50 {
+            c.send("tool.invoke", Some(&ch), json!({"tool_id": forged, "arguments": {"connector_channel_id": ch}}))
+                .await;
+        }
+        c.send("ping", None, json!({})).await;
+        while c.recv().await["type"] != "pong" {}
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let logs = srv.logs();
+        assert!(logs.iter().any(|l| l.contains("\"DEBUG\"")), "verbose logging was on");
+        for l in &logs {
+            assert!(!l.contains(KEY), "the API key leaked: {l}");
+            assert!(!l.contains(TYPED), "typed text leaked: {l}");
+            assert!(!l.contains(&token), "a download token leaked: {l}");
+            assert!(!l.contains('\u{1b}'), "a raw escape character reached the log: {l}");
+            assert!(serde_json::from_str::<serde_json::Value>(l).is_ok(), "a log line is not one JSON record: {l}");
+        }
+        let refusals = logs.iter().filter(|l| l.contains("tool.invoke refused")).count();
+        assert!(refusals <= 2, "50 identical refusals in a burst logged {refusals} lines");
+    })
+    .await
+    .expect("timed out");
+}

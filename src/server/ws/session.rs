@@ -71,7 +71,8 @@ impl Session {
     }
 
     pub async fn send_error(&self, req: &Packet, err: ProtoError) {
-        tracing::debug!(code = err.code.as_str(), kind = %req.kind, "error packet");
+        let kind = super::dispatch::log_str(&req.kind);
+        tracing::debug!(code = err.code.as_str(), %kind, "error packet");
         self.send(Packet::error_reply(
             req.request_id.clone(),
             Some(req.packet_id.clone()),
