@@ -27,9 +27,15 @@ pub struct Policy {
     pub disabled_tools: Vec<String>,
     #[serde(default)]
     pub enabled_risky_tools: Vec<String>,
-    /// Commands `android_shell` accepts: the command must start with one of these (after trimming).
+    /// Commands `android_shell` accepts, matched against the whole command word by word (see
+    /// [`Policy::shell_allows`]): `<arg>` stands for one plain word, and an entry ending in a space or in `<args>`
+    /// admits any further plain words. (The historical name stays so existing policy files keep loading.)
     #[serde(default)]
     pub shell_allow_prefixes: Vec<String>,
+    /// System packages `android_app_clear_data` may clear anyway (by default `android`, `com.android.*` and every
+    /// package `pm list packages -s` lists are refused).
+    #[serde(default)]
+    pub clear_data_allow_system: Vec<String>,
 }
 
 impl Policy {
@@ -67,8 +73,17 @@ impl Policy {
                 "android_shell is enabled but shell_allow_prefixes is empty: list the commands it may run".into()
             );
         }
-        if let Some(p) = self.shell_allow_prefixes.iter().find(|p| p.trim().is_empty() || has_shell_syntax(p)) {
-            return Err(format!("shell_allow_prefixes entry {p:?} must be a plain command prefix"));
+        let package_like = |p: &String| {
+            !p.is_empty() && p.len() <= 255 && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        };
+        if let Some(p) = self.clear_data_allow_system.iter().find(|p| !package_like(p)) {
+            return Err(format!("clear_data_allow_system entry {p:?} is not a package name"));
+        }
+        if let Some(p) = self.shell_allow_prefixes.iter().find(|p| !valid_pattern(p)) {
+            return Err(format!(
+                "shell_allow_prefixes entry {p:?} must be plain words, `<arg>` for one argument word, and optionally \
+                 a final `<args>` (or a trailing space) for any further argument words"
+            ));
         }
         Ok(())
     }
@@ -88,21 +103,46 @@ impl Policy {
                     .into(),
             );
         }
-        // A prefix matches whole words: `dumpsys battery` admits `dumpsys battery --checkin`, not
-        // `dumpsys batterystats --reset` (a prefix ending in a space already marks its word boundary).
-        let matches = |p: &String| {
-            cmd == p.trim()
-                || cmd.strip_prefix(p.as_str()).is_some_and(|rest| p.ends_with(' ') || rest.starts_with([' ', '\t']))
-        };
-        if self.shell_allow_prefixes.iter().any(matches) {
+        if self.shell_allow_prefixes.iter().any(|p| pattern_matches(p, cmd)) {
             Ok(())
         } else {
             Err(format!(
-                "the operator's policy does not allow this command (allowed prefixes: {})",
-                self.shell_allow_prefixes.join(" | ")
+                "the operator's policy does not allow this command (allowed commands: {})",
+                self.shell_allow_prefixes.iter().map(|p| p.trim()).collect::<Vec<_>>().join(" | ")
             ))
         }
     }
+}
+
+/// An entry is plain words, `<arg>` placeholders and at most a final `<args>`.
+fn valid_pattern(p: &str) -> bool {
+    let words: Vec<&str> = p.split(' ').filter(|w| !w.is_empty()).collect();
+    let Some(first) = words.first() else { return false };
+    if first.starts_with('<') {
+        return false; // the command itself is never a placeholder
+    }
+    words
+        .iter()
+        .enumerate()
+        .all(|(i, w)| *w == "<arg>" || (*w == "<args>" && i == words.len() - 1) || !has_shell_syntax(w))
+        && !p.contains(['\t', '\n', '\r'])
+}
+
+/// Whole-command match: every pattern word equals the command's word at its place (`<arg>` = any one word), and
+/// the command has no further words unless the pattern is open-ended (final `<args>` or a trailing space).
+/// `dumpsys battery` therefore admits exactly `dumpsys battery`, not `dumpsys battery set level 1`.
+fn pattern_matches(pattern: &str, cmd: &str) -> bool {
+    let mut want: Vec<&str> = pattern.split(' ').filter(|w| !w.is_empty()).collect();
+    let mut open = pattern.ends_with(' ');
+    if want.last() == Some(&"<args>") {
+        want.pop();
+        open = true;
+    }
+    let got: Vec<&str> = cmd.split(' ').filter(|w| !w.is_empty()).collect();
+    if got.len() < want.len() || (!open && got.len() != want.len()) {
+        return false;
+    }
+    want.iter().zip(&got).all(|(w, g)| *w == "<arg>" || w == g)
 }
 
 /// Anything that makes `sh` do more than run one simple command with plain words.
@@ -149,7 +189,7 @@ mod tests {
         .unwrap();
         assert!(p.tool_enabled("android_shell"));
         assert!(p.shell_allows("dumpsys battery").is_ok());
-        assert!(p.shell_allows("dumpsys battery --checkin").is_ok());
+        assert!(p.shell_allows("dumpsys  battery").is_ok(), "spacing does not matter");
         assert!(p.shell_allows("getprop ro.product.model").is_ok());
         for bad in [
             "reboot",
@@ -163,8 +203,34 @@ mod tests {
             "dumpsys batteryx; id",
             "dumpsys batterystats --reset",
             "getprop 'a'",
+            // Whole commands, not prefixes: the read-only command does not admit its state-changing forms.
+            "dumpsys battery set level 1",
+            "dumpsys battery unplug",
+            "dumpsys battery reset",
+            "dumpsys battery --checkin",
         ] {
             assert!(p.shell_allows(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn argument_patterns() {
+        let p = policy(
+            r#"{"enabled_risky_tools": ["android_shell"],
+                "shell_allow_prefixes": ["settings get <arg> <arg>", "pm list packages <args>", "getprop"]}"#,
+        )
+        .unwrap();
+        assert!(p.shell_allows("settings get global airplane_mode_on").is_ok());
+        assert!(p.shell_allows("settings get global").is_err(), "one word short");
+        assert!(p.shell_allows("settings get global a b").is_err(), "one word too many");
+        assert!(p.shell_allows("settings put global a 1").is_err());
+        assert!(p.shell_allows("pm list packages").is_ok());
+        assert!(p.shell_allows("pm list packages -3 -f").is_ok());
+        assert!(p.shell_allows("getprop").is_ok());
+        assert!(p.shell_allows("getprop ro.x").is_err(), "no trailing space, no arguments");
+        for bad in ["<arg> x", "a <args> b", "a $b", "a\tb"] {
+            let json = serde_json::json!({"enabled_risky_tools": ["android_shell"], "shell_allow_prefixes": [bad]});
+            assert!(policy(&json.to_string()).is_err(), "{bad}");
         }
     }
 }

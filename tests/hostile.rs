@@ -695,3 +695,55 @@ async fn trace_logs_carry_no_secret_and_no_raw_client_strings() {
     .await
     .expect("timed out");
 }
+
+/// `android_app_clear_data` refuses system packages unless the policy names them, and `android_shell` matches
+/// whole commands: `dumpsys battery` does not admit `dumpsys battery set level 1`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn risky_tools_refuse_system_packages_and_extended_commands() {
+    bounded(async {
+        let Some((adb, sim, _serial)) = common::adb::setup().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let policy = dir.path().join("policy.json");
+        std::fs::write(
+            &policy,
+            json!({"enabled_risky_tools": ["android_app_clear_data", "android_shell"],
+                   "shell_allow_prefixes": ["dumpsys battery", "settings get <arg> <arg>"],
+                   "clear_data_allow_system": ["com.google.android.deskclock"]})
+            .to_string(),
+        )
+        .unwrap();
+        let srv = Server::start(
+            &dir.path().join("data"),
+            &["--adb-server", &format!("127.0.0.1:{}", adb.port), "--policy", policy.to_str().unwrap()],
+            &[],
+        );
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let ch = c.bind(None).await;
+        let before = sim.commands().len();
+        let clear = |pkg: &str| json!({"tool_id": "android_app_clear_data", "arguments": {"connector_channel_id": ch, "package": pkg}});
+        for pkg in ["android", "com.android.settings", "com.google.android.calculator"] {
+            let a = c.request("tool.invoke", Some(&ch), clear(pkg)).await;
+            assert_eq!(error_code(&a), "permission_denied", "{pkg}: {a}");
+            assert!(a["error"]["message"].as_str().unwrap().contains("system package"), "{a}");
+        }
+        let shell = |cmd: &str| json!({"tool_id": "android_shell", "arguments": {"connector_channel_id": ch, "command": cmd}});
+        for cmd in ["dumpsys battery set level 1", "dumpsys battery unplug", "dumpsys battery reset", "settings put global a 1"] {
+            let a = c.request("tool.invoke", Some(&ch), shell(cmd)).await;
+            assert_eq!(error_code(&a), "permission_denied", "{cmd}: {a}");
+        }
+        let ran: Vec<String> = sim.commands()[before..].to_vec();
+        assert!(ran.iter().all(|c| !c.contains("pm clear") && !c.contains("battery set") && !c.contains("unplug")), "{ran:?}");
+        for pkg in ["com.google.android.deskclock", "com.xagent.demo"] {
+            let a = c.request("tool.invoke", Some(&ch), clear(pkg)).await;
+            assert!(a.get("error").is_none(), "{pkg}: {a}");
+            assert_eq!(a["payload"]["result"]["cleared"], true);
+        }
+        for cmd in ["dumpsys battery", "settings get global airplane_mode_on"] {
+            let a = c.request("tool.invoke", Some(&ch), shell(cmd)).await;
+            assert!(a.get("error").is_none(), "{cmd}: {a}");
+        }
+    })
+    .await
+    .expect("timed out");
+}

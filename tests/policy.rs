@@ -86,10 +86,19 @@ async fn risky_tools_exist_only_by_policy_and_shell_runs_only_its_allowlist() {
         .request(
             "tool.invoke",
             Some(&ch),
-            json!({"tool_id": "android_app_clear_data", "arguments": {"connector_channel_id": ch, "package": "com.android.settings"}}),
+            json!({"tool_id": "android_app_clear_data", "arguments": {"connector_channel_id": ch, "package": "com.xagent.demo"}}),
         )
         .await;
     assert!(cleared.get("error").is_none(), "{cleared}");
+    // System packages are refused unless the policy names them (issue #12).
+    let refused: Value = c
+        .request(
+            "tool.invoke",
+            Some(&ch),
+            json!({"tool_id": "android_app_clear_data", "arguments": {"connector_channel_id": ch, "package": "com.android.settings"}}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), "permission_denied", "{refused}");
 }
 
 #[test]

@@ -9,6 +9,7 @@ use super::device::{check_package, invalid, tool};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::shell::quote;
+use crate::policy::Policy;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 fn package_schema() -> serde_json::Value {
@@ -120,7 +121,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
 }
 
 /// Opt-in app tools (operator policy `enabled_risky_tools`): they destroy user data.
-pub fn risky_tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
+pub fn risky_tools(adb: &Arc<AdbBackend>, policy: &Arc<Policy>) -> Vec<Arc<dyn Tool>> {
     vec![
         pm_tool(
             adb,
@@ -130,14 +131,18 @@ pub fn risky_tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
              tool_call_id answers from the record; a new call on an absent app fails.",
             "uninstall",
             "uninstalled",
+            None,
         ),
         pm_tool(
             adb,
             "android_app_clear_data",
             "Clear an app's data",
-            "Delete all data of an app (pm clear): accounts, settings, caches. Enabled by the operator only.",
+            "Delete all data of an app (pm clear): accounts, settings, caches. Enabled by the operator only. \
+             System packages (android, com.android.*, anything pm lists as a system app) are refused with \
+             permission_denied unless the operator's policy names them.",
             "clear",
             "cleared",
+            Some(policy.clone()),
         ),
     ]
 }
@@ -150,6 +155,8 @@ fn pm_tool(
     description: &'static str,
     verb: &'static str,
     done: &'static str,
+    // `Some`: refuse system packages unless this policy names them (`clear_data_allow_system`).
+    system_guard: Option<Arc<Policy>>,
 ) -> Arc<dyn Tool> {
     tool(
         ToolSpec {
@@ -164,15 +171,43 @@ fn pm_tool(
             deadline: Duration::from_secs(60),
         },
         adb,
-        move |c| async move {
-            let pkg = c.str("package").unwrap_or("").to_owned();
-            check_package(&pkg)?;
-            let out = c.adb.shell(&c.device, &format!("pm {verb} {}", quote(&pkg)), true, c.spec.deadline).await?;
-            if out.code != 0 || !out.stdout.contains("Success") {
-                let why = format!("{}{}", out.stdout, out.stderr);
-                return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("pm {verb} {pkg}: {}", why.trim())));
+        move |c| {
+            let system_guard = system_guard.clone();
+            async move {
+                let pkg = c.str("package").unwrap_or("").to_owned();
+                let guarded = system_guard.is_some_and(|p| !p.clear_data_allow_system.contains(&pkg));
+                let refuse = || {
+                    ProtoError::new(
+                        ErrorCode::PermissionDenied,
+                        format!(
+                            "{pkg} is a system package; clearing its data can break the phone. The operator's \
+                             policy must name it in clear_data_allow_system"
+                        ),
+                    )
+                };
+                // `android` (the framework) is not a dotted package name: refuse it before the grammar check does.
+                if guarded && (pkg == "android" || pkg.starts_with("com.android.")) {
+                    return Err(refuse());
+                }
+                check_package(&pkg)?;
+                if guarded {
+                    // Other system apps (vendor, Google): ask the package manager.
+                    let list = format!("pm list packages -s {}", quote(&pkg));
+                    let out = c.adb.shell_ok(&c.device, &list, false, c.spec.deadline).await?;
+                    if out.lines().any(|l| l.trim().strip_prefix("package:") == Some(pkg.as_str())) {
+                        return Err(refuse());
+                    }
+                }
+                let out = c.adb.shell(&c.device, &format!("pm {verb} {}", quote(&pkg)), true, c.spec.deadline).await?;
+                if out.code != 0 || !out.stdout.contains("Success") {
+                    let why = format!("{}{}", out.stdout, out.stderr);
+                    return Err(ProtoError::new(
+                        ErrorCode::ToolInvokeFailed,
+                        format!("pm {verb} {pkg}: {}", why.trim()),
+                    ));
+                }
+                Ok(json!({"package": pkg, done: true}))
             }
-            Ok(json!({"package": pkg, done: true}))
         },
     )
 }

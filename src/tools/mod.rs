@@ -109,7 +109,7 @@ impl Registry {
         tools.extend(logcat::tools(adb));
         tools.extend(screen::tools(adb));
         tools.extend(files::tools(adb));
-        tools.extend(apps::risky_tools(adb));
+        tools.extend(apps::risky_tools(adb, policy));
         tools.extend(shell::tools(adb, policy));
         tools.retain(|t| policy.tool_enabled(t.spec().id));
         Registry::new(tools).expect("the built-in tool registry is valid (checked by tests)")

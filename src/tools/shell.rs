@@ -1,6 +1,6 @@
 //! `android_shell` (opt-in, operator policy): runs one allowlisted command. Absent from the card unless the policy
-//! enables it; even then every command outside `shell_allow_prefixes`, or with any shell syntax, is refused before
-//! it reaches the device.
+//! enables it; even then every command that matches no `shell_allow_prefixes` entry as a whole command (see
+//! `Policy::shell_allows`), or has any shell syntax, is refused before it reaches the device.
 
 use std::sync::Arc;
 use std::time::Duration;
