@@ -747,3 +747,38 @@ async fn risky_tools_refuse_system_packages_and_extended_commands() {
     .await
     .expect("timed out");
 }
+
+/// Contract gaps: `android_device_status` reports `battery.charging` (from `dumpsys battery` status), and
+/// `android_logcat` refuses `lines` beyond the documented 2000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn battery_charging_and_logcat_bound() {
+    bounded(async {
+        let Some((adb, _sim, _serial)) = common::adb::setup().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let ch = c.bind(None).await;
+        let s = c
+            .request(
+                "tool.invoke",
+                Some(&ch),
+                json!({"tool_id": "android_device_status", "arguments": {"connector_channel_id": ch}}),
+            )
+            .await;
+        let battery = &s["payload"]["result"]["battery"];
+        assert_eq!(battery["charging"], true, "{s}");
+        assert_eq!(battery["status"], "charging", "{s}");
+        let logcat =
+            |n: u64| json!({"tool_id": "android_logcat", "arguments": {"connector_channel_id": ch, "lines": n}});
+        let a = c.request("tool.invoke", Some(&ch), logcat(5000)).await;
+        assert_eq!(error_code(&a), "invalid_arguments", "{a}");
+        let a = c.request("tool.invoke", Some(&ch), logcat(2000)).await;
+        assert!(a.get("error").is_none(), "{a}");
+        let card = get(srv.addr, "/connector-card.json").await.json();
+        let tool = card["tools"].as_array().unwrap().iter().find(|t| t["tool_id"] == "android_logcat").unwrap();
+        assert_eq!(tool["input_schema"]["properties"]["lines"]["maximum"], 2000, "{tool}");
+    })
+    .await
+    .expect("timed out");
+}

@@ -14,7 +14,7 @@ use crate::protocol::errors::{ErrorCode, ProtoError};
 /// Largest log text returned inline in the ack; beyond it the whole text becomes a text file ref, so a big log
 /// never bloats a WebSocket message (the profile keeps bulk data on the transfer plane).
 pub const INLINE_MAX_BYTES: usize = 64 * 1024;
-/// Largest log text kept at all (5000 lines of logcat are typically well under 1 MiB).
+/// Largest log text kept at all (2000 lines of logcat are typically well under 1 MiB).
 const FILE_MAX_BYTES: usize = 16 << 20;
 
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
@@ -27,7 +27,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                           text comes back inline as `lines`; a larger log comes back as a text file in `files` \
                           (one-time download URL) instead.",
             input: json!({"type": "object", "additionalProperties": false, "properties": {
-                "lines": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 200},
+                "lines": {"type": "integer", "minimum": 1, "maximum": 2000, "default": 200},
                 "tag": {"type": "string", "minLength": 1, "maxLength": 64, "description": "Only this log tag (letters, digits, _ . -)"},
                 "priority": {"type": "string", "enum": ["V", "D", "I", "W", "E", "F"], "default": "V", "description": "Minimum priority"}}}),
             output: json!({"type": "object", "required": ["count", "truncated"], "properties": {

@@ -21,7 +21,16 @@ fn battery(text: &str) -> Value {
     };
     let level = get("level").and_then(|v| v.parse::<i64>().ok());
     let plugged = ["AC powered", "USB powered", "Wireless powered"].iter().any(|k| get(k).as_deref() == Some("true"));
-    json!({"level": level, "plugged": plugged})
+    // `status` is BatteryManager.BATTERY_STATUS_*: plugged in is not the same as charging (a full or an
+    // overheated battery is plugged but not charging), so the profile's `charging` comes from here.
+    let status = match get("status").and_then(|v| v.parse::<i64>().ok()) {
+        Some(2) => "charging",
+        Some(3) => "discharging",
+        Some(4) => "not_charging",
+        Some(5) => "full",
+        _ => "unknown",
+    };
+    json!({"level": level, "plugged": plugged, "charging": status == "charging", "status": status})
 }
 
 /// `mCurrentFocus=Window{… u0 com.pkg/com.pkg.Activity}` → ("com.pkg", "com.pkg.Activity").
@@ -98,8 +107,15 @@ mod tests {
 
     #[test]
     fn parses_battery_and_focus() {
-        let b = battery("Current Battery Service state:\n  AC powered: false\n  USB powered: true\n  level: 87\n");
-        assert_eq!(b, json!({"level": 87, "plugged": true}));
+        let b = battery(
+            "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n  status: 2\n  level: 87\n",
+        );
+        assert_eq!(b, json!({"level": 87, "plugged": true, "charging": true, "status": "charging"}));
+        let full = battery("  AC powered: true\n  status: 5\n  level: 100\n");
+        assert_eq!(full, json!({"level": 100, "plugged": true, "charging": false, "status": "full"}));
+        let off = battery("  USB powered: false\n  status: 3\n  level: 40\n");
+        assert_eq!(off["charging"], false);
+        assert_eq!(battery("level: 1")["status"], "unknown");
         let f = foreground("  mCurrentFocus=Window{1f2e3d u0 com.android.settings/.Settings}\n");
         assert_eq!(f, Some(("com.android.settings".into(), "com.android.settings.Settings".into())));
         assert_eq!(foreground("nothing"), None);
