@@ -212,7 +212,7 @@ pub struct ServeArgs {
     pub max_channels: u64,
 
     /// Open TCP connections from one IP address; more are closed at once.
-    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000), env = "XAGENT_ADB_MAX_CONNECTIONS_PER_IP")]
+    #[arg(long, value_name = "N", default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=100_000), env = "XAGENT_ADB_MAX_CONNECTIONS_PER_IP")]
     pub max_connections_per_ip: u64,
 
     /// Time a connection has to send a complete HTTP request head.
@@ -428,6 +428,13 @@ mod tests {
         assert_eq!((s.file_ttl, s.cache_max_files), (Duration::from_secs(1), 2));
         assert!(Cli::try_parse_from(["x", "serve", "--cache-max-files", "0"]).is_err());
         assert!(Cli::try_parse_from(["x", "serve", "--api-key", "k"]).is_err(), "the key is never a flag value");
+        let Command::Serve(s) = Cli::try_parse_from(["x", "serve"]).unwrap().command else { panic!() };
+        assert_eq!((s.max_sessions, s.max_channels, s.max_connections_per_ip), (64, 1000, 128));
+        assert_eq!(
+            (s.header_timeout, s.hello_timeout, s.ws_write_timeout),
+            (Duration::from_secs(5), Duration::from_secs(10), Duration::from_secs(10))
+        );
+        assert!(Cli::try_parse_from(["x", "serve", "--max-sessions", "0"]).is_err());
     }
 
     impl Cli {

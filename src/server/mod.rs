@@ -65,7 +65,7 @@ impl Default for Limits {
         Limits {
             max_sessions: 64,
             max_channels: 1000,
-            max_connections_per_ip: 64,
+            max_connections_per_ip: 128,
             header_timeout: Duration::from_secs(5),
             hello_timeout: Duration::from_secs(10),
             ws_write_timeout: Duration::from_secs(10),
