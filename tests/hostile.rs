@@ -121,6 +121,11 @@ async fn slowloris_from_one_address_does_not_starve_others() {
         for _ in 0..1030 {
             idle.push(connect_from("127.0.0.1", srv.addr).await);
         }
+        // The connections beyond the cap were told why.
+        let mut raw = Vec::new();
+        let last = idle.last_mut().unwrap();
+        let _ = tokio::time::timeout(Duration::from_secs(5), last.read_to_end(&mut raw)).await;
+        assert!(String::from_utf8_lossy(&raw).contains("too_many_connections"), "{}", String::from_utf8_lossy(&raw));
         // Another host gets the card at once, every time.
         for _ in 0..3 {
             assert_eq!(card_from("127.0.0.2", srv.addr).await, Some(200), "a second address was starved");

@@ -189,6 +189,8 @@ pub async fn serve(listener: TcpListener, app: Arc<App>) {
         // One address may not hold every connection slot (slowloris): beyond its share the socket is closed at once.
         let Some(ip_guard) = app.per_ip.enter(peer.ip(), app.cfg.limits.max_connections_per_ip) else {
             refused_log(peer);
+            // A clear answer if the socket takes it at once (never wait on a flooding peer), then close.
+            let _ = stream.try_write(TOO_MANY_FROM_ADDRESS);
             drop(stream);
             continue;
         };
@@ -208,6 +210,11 @@ pub async fn serve(listener: TcpListener, app: Arc<App>) {
         tracing::warn!("some connections did not finish within the drain deadline");
     }
 }
+
+/// Sent (best effort) to a connection refused by the per-address cap.
+const TOO_MANY_FROM_ADDRESS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\
+Content-Type: application/json\r\nContent-Length: 111\r\n\r\n\
+{\"error\":{\"code\":\"too_many_connections\",\"message\":\"too many open connections from this address; retry later\"}}\n";
 
 /// Lets one log line through per second and counts the rest, so a flood of refusals never becomes a flood of log
 /// lines (each let-through line reports how many were suppressed before it).
@@ -268,5 +275,32 @@ async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, app: 
             conn.as_mut().graceful_shutdown();
             let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_answer_is_well_formed() {
+        let text = std::str::from_utf8(TOO_MANY_FROM_ADDRESS).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let len: usize = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).unwrap().parse().unwrap();
+        assert_eq!(len, body.len());
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["error"]["code"], "too_many_connections");
+    }
+
+    #[test]
+    fn per_ip_counts_and_releases() {
+        let per_ip = PerIp::default();
+        let ip: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        let a = per_ip.enter(ip, 2).unwrap();
+        let _b = per_ip.enter(ip, 2).unwrap();
+        assert!(per_ip.enter(ip, 2).is_none());
+        assert!(per_ip.enter("127.0.0.2".parse().unwrap(), 2).is_some());
+        drop(a);
+        assert!(per_ip.enter(ip, 2).is_some());
     }
 }
