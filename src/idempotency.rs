@@ -134,15 +134,30 @@ impl Calls {
         }
     }
 
-    /// Waits for the outcome of a call another task runs.
-    pub async fn wait(mut rx: watch::Receiver<Option<Outcome>>) -> Outcome {
-        loop {
-            if let Some(o) = rx.borrow().clone() {
-                return o;
+    /// Waits for the outcome of a call another task runs, at most `limit` (the first call is bounded by its tool
+    /// deadline, so `limit` is that plus a margin; should it never report — its task was aborted — the repeat
+    /// answers `device_timeout` instead of waiting, and holding its channel slot, forever).
+    pub async fn wait(mut rx: watch::Receiver<Option<Outcome>>, limit: Duration) -> Outcome {
+        let outcome = async {
+            loop {
+                if let Some(o) = rx.borrow().clone() {
+                    return o;
+                }
+                if rx.changed().await.is_err() {
+                    return Err(ProtoError::new(
+                        ErrorCode::ToolInvokeFailed,
+                        "the original call ended without an outcome",
+                    ));
+                }
             }
-            if rx.changed().await.is_err() {
-                return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, "the original call ended without an outcome"));
-            }
+        };
+        match tokio::time::timeout(limit, outcome).await {
+            Ok(o) => o,
+            Err(_) => Err(ProtoError::new(
+                ErrorCode::DeviceTimeout,
+                "the first call with this tool_call_id did not report within its deadline; observe the device, then \
+                 act with a new call",
+            )),
         }
     }
 
@@ -177,7 +192,7 @@ mod tests {
         let calls = Calls::new(store());
         assert!(matches!(calls.begin(&key(), "h").unwrap(), Begin::Run));
         let Begin::Wait(rx) = calls.begin(&key(), "h").unwrap() else { panic!("a repeat while running waits") };
-        let waiter = tokio::spawn(Calls::wait(rx));
+        let waiter = tokio::spawn(Calls::wait(rx, Duration::from_secs(30)));
         calls.finish(&key(), &Ok(json!({"x": 1})));
         assert_eq!(waiter.await.unwrap().unwrap(), json!({"x": 1}));
         let Begin::Replay(o) = calls.begin(&key(), "h").unwrap() else { panic!("a repeat afterwards replays") };
@@ -190,6 +205,18 @@ mod tests {
         calls.finish(&k2, &Err(ProtoError::new(ErrorCode::DeviceTimeout, "slow")));
         let Begin::Replay(Err(e)) = calls.begin(&k2, "h").unwrap() else { panic!() };
         assert_eq!((e.code, e.message.as_str()), (ErrorCode::DeviceTimeout, "slow"));
+    }
+
+    #[tokio::test]
+    async fn a_wait_on_a_call_that_never_reports_has_a_deadline() {
+        let calls = Calls::new(store());
+        assert!(matches!(calls.begin(&key(), "h").unwrap(), Begin::Run));
+        let Begin::Wait(rx) = calls.begin(&key(), "h").unwrap() else { panic!("a repeat while running waits") };
+        // Nobody finishes the first call: the repeat gives up at its deadline instead of waiting forever.
+        let started = std::time::Instant::now();
+        let e = Calls::wait(rx, Duration::from_millis(50)).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::DeviceTimeout);
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[test]

@@ -151,16 +151,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                 }
                 Begin::Wait(rx) => {
                     tracing::info!("repeated tool_call_id while running: waiting for the first call");
-                    // The first call is bounded by the tool's deadline; the wait is bounded too, in case it never
-                    // reports (its task was aborted).
-                    match tokio::time::timeout(spec.deadline + WAIT_SLACK, Calls::wait(rx)).await {
-                        Ok(o) => o,
-                        Err(_) => Err(ProtoError::new(
-                            ErrorCode::DeviceTimeout,
-                            "the first call with this tool_call_id did not report within its deadline; observe the \
-                             device, then act with a new call",
-                        )),
-                    }
+                    Calls::wait(rx, spec.deadline + WAIT_SLACK).await
                 }
                 Begin::Run => {
                     let r = match tokio::time::timeout(spec.deadline, tool.call(call)).await {
