@@ -128,7 +128,7 @@ impl AdbBackend {
                 }
                 Err(e) => {
                     if self.set_reachable(server, false) {
-                        tracing::warn!(%server, error = %e, "adb server unreachable; retrying");
+                        tracing::warn!(%server, error = %e, "retrying every second");
                     }
                 }
             }

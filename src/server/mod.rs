@@ -51,6 +51,8 @@ pub struct App {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Tool calls running now, across sessions.
     pub tools_in_flight: Tracker,
+    /// Can the state database and the file cache still be written? (`/health`)
+    pub health: control::WriteHealth,
 }
 
 /// Counts live tasks so shutdown can wait for them.
