@@ -151,6 +151,10 @@ pub struct SimArgs {
     /// How many phones.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub count: u16,
+    /// Each phone also listens on the next port: after `adb connect` to both, one phone under two serials (as a
+    /// real phone on USB and Wi-Fi debugging at once).
+    #[arg(long)]
+    pub two_paths: bool,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -193,12 +193,15 @@ impl Hub {
                         "the operator's allowlist (--allow-serial) does not include this device",
                     ));
                 }
-                let d = devices.iter().find(|d| d.key.serial == s).ok_or_else(|| {
-                    ProtoError::new(
-                        ErrorCode::DeviceNotFound,
-                        "no adb server lists a device with this serial (see `adb devices`)",
-                    )
-                })?;
+                // A second path to a phone (its Wi-Fi serial while it is listed by USB) is that phone.
+                let alias = self.backend.resolve_serial(s);
+                let d =
+                    devices.iter().find(|d| d.key.serial == s || alias.as_ref() == Some(&d.key)).ok_or_else(|| {
+                        ProtoError::new(
+                            ErrorCode::DeviceNotFound,
+                            "no adb server lists a device with this serial (see `adb devices`)",
+                        )
+                    })?;
                 if held.contains(&d.key) {
                     return Err(ProtoError::new(ErrorCode::DeviceBusy, "the device is bound to another channel"));
                 }

@@ -3,6 +3,7 @@
 
 pub mod adb;
 pub mod host;
+pub mod identity;
 pub mod shell;
 
 use std::fmt;
@@ -69,6 +70,11 @@ pub trait Backend: Send + Sync + 'static {
 
     fn info(&self, key: &DeviceKey) -> Option<DeviceInfo> {
         self.devices().into_iter().find(|d| &d.key == key)
+    }
+
+    /// The device a serial belongs to when it is a second path (USB + Wi-Fi) to a phone listed under another key.
+    fn resolve_serial(&self, _serial: &str) -> Option<DeviceKey> {
+        None
     }
 }
 

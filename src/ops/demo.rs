@@ -255,20 +255,31 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
 /// `sim`: simulated phones on consecutive ports until Ctrl-C.
 pub async fn run_sims(args: crate::cli::SimArgs) -> i32 {
     let mut phones = Vec::new();
+    let stride = if args.two_paths { 2 } else { 1 };
     for i in 0..args.count {
         let mut addr = args.listen;
-        addr.set_port(args.listen.port().saturating_add(i));
+        addr.set_port(args.listen.port().saturating_add(i * stride));
         let cfg = SimConfig { model: format!("Pixel 7 (sim {})", i + 1), ..SimConfig::default() };
-        match SimPhone::start(addr, cfg).await {
-            Ok(p) => {
-                outln!("simulated phone {} listening on {} — `adb connect {}`", i + 1, p.addr(), p.serial());
-                phones.push(p);
-            }
+        let phone = match SimPhone::start(addr, cfg).await {
+            Ok(p) => p,
             Err(e) => {
                 eprintln!("error: cannot listen on {addr}: {e}");
                 return crate::cli::exit::LISTEN;
             }
+        };
+        outln!("simulated phone {} listening on {} — `adb connect {}`", i + 1, phone.addr(), phone.serial());
+        if args.two_paths {
+            addr.set_port(addr.port().saturating_add(1));
+            match phone.listen_also(addr).await {
+                Ok(a) => outln!("  the same phone also on {a} — `adb connect {a}` (ro.serialno {})", phone.serial()),
+                Err(e) => {
+                    eprintln!("error: cannot listen on {addr}: {e}");
+                    return crate::cli::exit::LISTEN;
+                }
+            }
         }
+        super::out::flush();
+        phones.push(phone);
     }
     crate::run::signal().await;
     0
