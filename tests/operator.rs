@@ -449,3 +449,54 @@ fn bad_addresses_are_a_bad_command_line_and_host_names_work() {
     assert!(addr.ip().is_loopback(), "{addr}");
     stop(child);
 }
+
+#[test]
+fn serve_warns_about_a_readable_key_file_and_a_remote_adb_server() {
+    let dir = shared_tempdir();
+    let kf = dir.path().join("key");
+    std::fs::write(&kf, "k-0123456789").unwrap();
+    chmod(&kf, 0o644);
+    // 0.0.0.0 is not a loopback address (connecting to it stays on this machine, so no traffic leaves the box).
+    let (child, _) = spawn_serve_logged(
+        &dir.path().join("d"),
+        &["--api-key-file", kf.to_str().unwrap(), "--adb-server", "0.0.0.0:1"],
+    );
+    let logs = child.1.join("\n");
+    stop(child.0);
+    assert!(logs.contains("the API key file is readable by group/others") && logs.contains("0644"), "{logs}");
+    assert!(logs.contains("adb server is not on loopback") && logs.contains("0.0.0.0:1"), "{logs}");
+    assert!(!logs.contains("k-0123456789"), "the key leaked into the log");
+}
+
+/// `serve` until it listens; returns the child and the log lines up to then.
+fn spawn_serve_logged(data: &Path, extra: &[&str]) -> ((Child, Vec<String>), std::net::SocketAddr) {
+    let mut child = Command::new(BIN)
+        .args(["--log-format", "json", "serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
+        .args(extra)
+        .env_remove("XAGENT_CONNECTOR_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            seen.push(line.clone());
+            if line.contains("connector listening") {
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                let _ = tx.send((seen.clone(), v["addr"].as_str().unwrap().to_owned()));
+            }
+        }
+    });
+    match rx.recv_timeout(T) {
+        Ok((logs, addr)) => ((child, logs), addr.parse().unwrap()),
+        Err(_) => {
+            let _ = child.kill();
+            panic!("serve did not start");
+        }
+    }
+}
