@@ -500,3 +500,86 @@ fn spawn_serve_logged(data: &Path, extra: &[&str]) -> ((Child, Vec<String>), std
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_tail_reads_for_people_and_machines_and_says_what_is_wrong() {
+    let (adb, _sim, serial) = setup().await.expect("adb");
+    let dir = shared_tempdir();
+    let data = dir.path().join("data");
+    let adb_addr = format!("127.0.0.1:{}", adb.port);
+    let srv = Server::start(&data, &["--adb-server", &adb_addr], &[]);
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch = c.bind(None).await;
+    let tap = serde_json::json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": 3, "y": 4},
+                                 "context": {"tool_call_id": "call_tap_1"}});
+    assert!(c.request("tool.invoke", Some(&ch), tap).await["error"].is_null());
+    let no_conf = dir.path().join("no-config");
+    let run = move |args: Vec<String>, as_nobody: bool| {
+        let mut cmd = if as_nobody { unprivileged() } else { Command::new(BIN) };
+        let out = cmd.args(&args).env("XAGENT_ADB_CONFIG_DIR", &no_conf).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let d = data.to_str().unwrap().to_owned();
+    let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+
+    let r = run.clone();
+    let a = args(&["audit", "tail", "--data-dir", &d]);
+    let (code, out, err) = blocking(move || r(a, false)).await;
+    assert_eq!(code, Some(0), "{err}");
+    let mut lines = out.lines();
+    assert!(lines.next().unwrap().contains("TIME (UTC)"), "a header first:\n{out}");
+    let row = lines.find(|l| l.contains("call_tap_1")).unwrap_or_else(|| panic!("{out}"));
+    let time = row.split_whitespace().nth(1).unwrap();
+    assert!(time.len() == 24 && time.as_bytes()[10] == b'T' && time.ends_with('Z'), "RFC 3339 UTC: {row}");
+
+    let r = run.clone();
+    let a = args(&["audit", "tail", "--json", "--data-dir", &d]);
+    let (code, out, _) = blocking(move || r(a, false)).await;
+    assert_eq!(code, Some(0));
+    let rec: serde_json::Value = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["tool_call_id"] == "call_tap_1")
+        .unwrap();
+    assert_eq!(rec["tool_id"], "android_tap");
+    assert!(rec["time"].as_str().unwrap().ends_with('Z') && rec["time_ms"].is_u64(), "{rec}");
+    assert_eq!(rec["arguments"]["x"], 3, "arguments as JSON: {rec}");
+
+    // Missing state vs. unreadable state: two different messages.
+    let r = run.clone();
+    let a = args(&["audit", "verify", "--data-dir", dir.path().join("nope").to_str().unwrap()]);
+    let (code, _, err) = blocking(move || r(a, false)).await;
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    if is_root() {
+        chmod(&data, 0o700); // root's, as the service's state is the service user's
+        let r = run.clone();
+        let a = args(&["audit", "verify", "--data-dir", &d]);
+        let (code, _, err) = blocking(move || r(a, true)).await;
+        assert_eq!(code, Some(3), "{err}");
+        assert!(err.contains("permission denied") && err.contains("sudo"), "{err}");
+        assert!(!err.contains("no connector state"), "{err}");
+        // `devices` still lists the phones, but cannot tell who holds them: `?`, and why.
+        let r = run.clone();
+        let a = args(&["devices", "--adb-server", &adb_addr, "--data-dir", &d]);
+        let (code, out, err) = blocking(move || r(a, true)).await;
+        assert_eq!(code, Some(0), "{err}");
+        let row = out.lines().find(|l| l.contains(&serial)).unwrap_or_else(|| panic!("{out}"));
+        assert!(row.trim_end().ends_with('?'), "{row}");
+        assert!(err.contains("sudo"), "{err}");
+    }
+}
+
+#[test]
+fn version_says_build_time_in_rfc3339() {
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let built = text.split("built ").nth(1).and_then(|r| r.split(',').next()).unwrap_or_else(|| panic!("{text}"));
+    let b = built.as_bytes();
+    assert!(built.len() == 20 && b[4] == b'-' && b[10] == b'T' && b[13] == b':' && built.ends_with('Z'), "{text}");
+}
