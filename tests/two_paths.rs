@@ -68,7 +68,7 @@ async fn one_phone_on_two_serials_is_one_device_with_one_lease() {
 
     // The first channel takes the phone; a second one can take it by neither serial, nor as "any free phone".
     let mut owner = ws(srv.addr, None).await;
-    owner.hello(None).await;
+    let connector_id = owner.hello(None).await;
     let ch = owner.bind(None).await;
     let mut other = ws(srv.addr, None).await;
     other.hello(None).await;
@@ -109,4 +109,16 @@ async fn one_phone_on_two_serials_is_one_device_with_one_lease() {
         one_online_device(&srv, "both paths again").await;
         tap_lands(&mut owner, &ch, &sim, 31).await;
     }
+
+    // A restart with both paths listed: whichever path is verified first, the restored binding keeps its phone.
+    drop(owner);
+    drop(srv);
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    paths_joined(&srv, 1).await;
+    one_online_device(&srv, "after the restart").await;
+    let mut owner = ws(srv.addr, None).await;
+    assert_eq!(owner.hello(Some(&connector_id)).await, connector_id);
+    let (_, descriptor) = owner.open(Some(&ch)).await;
+    assert_eq!(descriptor["connection"]["status"], "connected", "{descriptor}");
+    tap_lands(&mut owner, &ch, &sim, 41).await;
 }

@@ -122,6 +122,9 @@ impl Hub {
         }
         for row in store.channels().map_err(|e| e.to_string())? {
             let binding = row.binding.map(|(server, serial)| DeviceKey { server, serial });
+            if let Some(k) = &binding {
+                backend.keep_key(k); // the phone keeps this key even when another of its paths is seen first
+            }
             inner.channels.insert(
                 row.channel_id,
                 Channel { connector_id: row.connector_id, open_on: None, binding, pending_auth: None },

@@ -491,6 +491,10 @@ impl Backend for AdbBackend {
         self.ids().resolve_serial(serial)
     }
 
+    fn keep_key(&self, key: &DeviceKey) {
+        self.ids().prefer(key);
+    }
+
     fn subscribe(&self) -> broadcast::Receiver<DeviceKey> {
         self.changes.subscribe()
     }

@@ -18,6 +18,9 @@ pub struct Identities {
     hardware: HashMap<DeviceKey, String>,
     /// Hardware serial → presented key.
     presented: HashMap<String, DeviceKey>,
+    /// Keys that bindings restored at start-up name: such a path becomes its phone's presented key whichever
+    /// path happens to be verified first, so a restart does not orphan a binding.
+    preferred: std::collections::HashSet<DeviceKey>,
 }
 
 impl Identities {
@@ -25,7 +28,16 @@ impl Identities {
     /// (`path` itself when it is the phone's first path).
     pub fn learn(&mut self, path: &DeviceKey, hw: &str) -> DeviceKey {
         self.hardware.insert(path.clone(), hw.to_owned());
-        self.presented.entry(hw.to_owned()).or_insert_with(|| path.clone()).clone()
+        let current = self.presented.entry(hw.to_owned()).or_insert_with(|| path.clone());
+        if self.preferred.contains(path) && !self.preferred.contains(current) {
+            *current = path.clone();
+        }
+        current.clone()
+    }
+
+    /// See `preferred`.
+    pub fn prefer(&mut self, key: &DeviceKey) {
+        self.preferred.insert(key.clone());
     }
 
     /// Forgets a path the adb server no longer lists; the phone's presented key goes only with its last path.
@@ -110,6 +122,15 @@ mod tests {
         ids.forget(&k("R58N"));
         assert_eq!(ids.learn(&k("R58N"), "R58N"), k("R58N"), "a fresh start after the last path went");
         assert_eq!(ids.learn(&k("other"), "OTHER"), k("other"));
+    }
+
+    #[test]
+    fn a_restored_binding_keeps_its_key() {
+        let mut ids = Identities::default();
+        ids.prefer(&k("R58N"));
+        assert_eq!(ids.learn(&k("10.0.0.7:5555"), "R58N"), k("10.0.0.7:5555"));
+        assert_eq!(ids.learn(&k("R58N"), "R58N"), k("R58N"), "the bound path takes over");
+        assert_eq!(ids.presented_of(&k("10.0.0.7:5555")), k("R58N"));
     }
 
     #[test]

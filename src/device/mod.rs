@@ -76,6 +76,10 @@ pub trait Backend: Send + Sync + 'static {
     fn resolve_serial(&self, _serial: &str) -> Option<DeviceKey> {
         None
     }
+
+    /// A binding restored at start-up names `key`: if it is one of several paths of a phone, list the phone
+    /// under this key (called before [`Backend::start`]).
+    fn keep_key(&self, _key: &DeviceKey) {}
 }
 
 /// A backend without devices: no auth flow, nothing to bind. Used where no device layer is configured.
