@@ -81,6 +81,24 @@ async fn one_phone_on_two_serials_is_one_device_with_one_lease() {
         assert_eq!(code, expected, "binding {serial:?} again: {a}");
     }
 
+    // `devices` shows the holder on both rows.
+    let (a, d) = (format!("127.0.0.1:{}", adb.port), dir.path().join("data"));
+    let out = blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+            .args(["devices", "--adb-server", &a, "--data-dir"])
+            .arg(&d)
+            .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent")
+            .output()
+            .unwrap()
+    })
+    .await;
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    for serial in [&first, &second] {
+        let row = table.lines().find(|l| l.contains(serial.as_str())).unwrap_or_else(|| panic!("{table}"));
+        assert!(row.contains(&ch), "{serial} is held by {ch}:\n{table}");
+    }
+    assert!(table.contains("same phone as"), "{table}");
+
     // Commands reach the phone, and keep reaching it while either path goes away.
     tap_lands(&mut owner, &ch, &sim, 11).await;
     for (gone, stays) in [(&first, &second), (&second, &first)] {
