@@ -140,3 +140,31 @@ async fn one_phone_on_two_serials_is_one_device_with_one_lease() {
     assert_eq!(descriptor["connection"]["status"], "connected", "{descriptor}");
     tap_lands(&mut owner, &ch, &sim, 41).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_allowlist_admits_a_phone_by_any_of_its_serials() {
+    let (adb, sim, _first) = setup().await.expect("adb");
+    // The operator allowlisted the phone by the serial of its second path (say, USB), but the connector first
+    // sees it over the other one, which then names the phone.
+    let second_addr = sim.listen_also("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let second = format!("127.0.0.1:{}", second_addr.port());
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(
+        &dir.path().join("data"),
+        &["--adb-server", &format!("127.0.0.1:{}", adb.port), "--allow-serial", &second],
+        &[],
+    );
+    one_online_device(&srv, "the first path").await;
+    let (a, s) = (adb.clone(), second.clone());
+    blocking(move || {
+        a.connect(&s);
+        a.wait_state(&s, "device");
+    })
+    .await;
+    paths_joined(&srv, 1).await;
+    one_online_device(&srv, "one phone").await;
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch = c.bind(None).await;
+    tap_lands(&mut c, &ch, &sim, 51).await;
+}

@@ -433,8 +433,10 @@ impl Hub {
 
     /// Whether the operator's allowlist (today's, which may be narrower than when the binding was made) admits
     /// this device.
+    /// A phone on several paths is admitted when the list names any of its serials.
     pub fn device_allowed(&self, key: &DeviceKey) -> bool {
-        self.cfg.allow_serials.is_empty() || self.cfg.allow_serials.contains(&key.serial)
+        self.cfg.allow_serials.is_empty()
+            || self.backend.aliases(key).iter().any(|s| self.cfg.allow_serials.contains(s))
     }
 
     pub fn binding(&self, channel_id: &str) -> Option<Binding> {

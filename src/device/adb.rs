@@ -491,6 +491,10 @@ impl Backend for AdbBackend {
         self.ids().resolve_serial(serial)
     }
 
+    fn aliases(&self, key: &DeviceKey) -> Vec<String> {
+        self.ids().names_of(key)
+    }
+
     fn keep_key(&self, key: &DeviceKey) {
         self.ids().prefer(key);
     }

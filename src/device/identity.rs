@@ -76,6 +76,18 @@ impl Identities {
         }
     }
 
+    /// Every serial the phone presented as `key` goes by: its paths' serials and its own `ro.serialno`.
+    pub fn names_of(&self, key: &DeviceKey) -> Vec<String> {
+        let mut v: Vec<String> = self.paths_of(key).into_iter().map(|p| p.serial).collect();
+        v.extend(self.hardware.get(key).cloned());
+        if let Some(hw) = self.presented.iter().find(|(_, k)| *k == key).map(|(hw, _)| hw.clone()) {
+            v.push(hw);
+        }
+        v.sort();
+        v.dedup();
+        v
+    }
+
     /// The presented key of the phone that `serial` (any of its paths) belongs to.
     pub fn resolve_serial(&self, serial: &str) -> Option<DeviceKey> {
         self.hardware.keys().find(|p| p.serial == serial).map(|p| self.presented_of(p))
@@ -117,6 +129,7 @@ mod tests {
         assert_eq!(ids.presented_of(&k("R58N")), k("10.0.0.7:5555"));
         assert_eq!(ids.paths_of(&k("10.0.0.7:5555")), vec![k("10.0.0.7:5555"), k("R58N")]);
         assert_eq!(ids.resolve_serial("R58N"), Some(k("10.0.0.7:5555")));
+        assert_eq!(ids.names_of(&k("10.0.0.7:5555")), vec!["10.0.0.7:5555".to_string(), "R58N".to_string()]);
         ids.forget(&k("10.0.0.7:5555"));
         assert_eq!(ids.presented_of(&k("R58N")), k("10.0.0.7:5555"), "still presented while USB remains");
         ids.forget(&k("R58N"));

@@ -77,6 +77,11 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Every serial the device presented as `key` goes by (its other paths, its own serial), for the allowlist.
+    fn aliases(&self, key: &DeviceKey) -> Vec<String> {
+        vec![key.serial.clone()]
+    }
+
     /// A binding restored at start-up names `key`: if it is one of several paths of a phone, list the phone
     /// under this key (called before [`Backend::start`]).
     fn keep_key(&self, _key: &DeviceKey) {}
