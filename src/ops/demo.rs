@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::adb_process::{adb_version, AdbProcess};
-use super::out::outln;
+use super::out::sayln;
 use crate::device::host;
 use crate::sim::{SimConfig, SimPhone};
 
@@ -72,7 +72,7 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    outln!("  {version}; private adb server on {server} with {} simulated phone(s)", phones.len());
+    sayln!("  {version}; private adb server on {server} with {} simulated phone(s)", phones.len());
     Ok(Demo { adb, phones, adb_server: server })
 }
 
@@ -115,16 +115,16 @@ pub async fn tour(addr: SocketAddr) -> Result<(), String> {
     }
     let hello = json!({"connector_card_id": "device.adb", "protocol_version": "3.0", "supported_profiles": ["xagent.device.v1"]});
     let ack = exchange(&mut ws, call("connector.hello", None, hello)).await?;
-    outln!("  → connector.hello            connector_id {}", ack["payload"]["connector_id"].as_str().unwrap_or("?"));
+    sayln!("  → connector.hello            connector_id {}", ack["payload"]["connector_id"].as_str().unwrap_or("?"));
     let ack = exchange(&mut ws, call("channel.open", None, json!({}))).await?;
     let ch = ack["connector_channel_id"].as_str().unwrap_or_default().to_owned();
-    outln!(
+    sayln!(
         "  → channel.open               {ch} (status {})",
         ack["payload"]["connection_descriptor"]["connection"]["status"]
     );
     let ack = exchange(&mut ws, call("auth.start", Some(&ch), json!({"flow_id": "adb_device"}))).await?;
     let d = &ack["payload"]["connection_descriptor"];
-    outln!(
+    sayln!(
         "  → auth.start adb_device      bound {} (status {})",
         d["target"]["display_name"],
         d["connection"]["status"]
@@ -139,17 +139,17 @@ pub async fn tour(addr: SocketAddr) -> Result<(), String> {
             .await?;
     let elements = ack["payload"]["result"]["elements"].as_array().cloned().unwrap_or_default();
     let button = elements.iter().find(|e| e["text"] == "Increment").ok_or("no Increment button in the UI dump")?;
-    outln!(
+    sayln!(
         "  → android_ui_dump            {} interactive element(s); \"Increment\" at {}",
         elements.len(),
         button["center"]
     );
     let (x, y) = (button["center"][0].clone(), button["center"][1].clone());
     exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_tap", json!({"x": x, "y": y})))).await?;
-    outln!("  → android_tap                ({x}, {y})");
+    sayln!("  → android_tap                ({x}, {y})");
     let ack = exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_wait", json!({"text": "Count: 1"}))))
         .await?;
-    outln!("  → android_ui_wait \"Count: 1\"  found after {} ms", ack["payload"]["result"]["waited_ms"]);
+    sayln!("  → android_ui_wait \"Count: 1\"  found after {} ms", ack["payload"]["result"]["waited_ms"]);
     let _ = exchange(&mut ws, call("auth.logout", Some(&ch), json!({}))).await?;
     let _ = ws.close(None).await;
     Ok(())
@@ -185,8 +185,8 @@ impl Drop for DemoDir {
 /// `demo`: phones + adb server + connector + the scripted tour, then serve until Ctrl-C.
 pub async fn run(args: crate::cli::DemoArgs) -> i32 {
     let dir = DemoDir::new(args.data_dir.clone());
-    outln!("xagent-adb-connector demo — everything on loopback, no phone needed");
-    outln!("  state in {}{}\n", dir.path.display(), if dir.remove { " (temporary, removed at exit)" } else { "" });
+    sayln!("xagent-adb-connector demo — everything on loopback, no phone needed");
+    sayln!("  state in {}{}\n", dir.path.display(), if dir.remove { " (temporary, removed at exit)" } else { "" });
     let demo = match start_phones(args.phones as usize, &dir.path).await {
         Ok(d) => d,
         Err(e) => {
@@ -228,19 +228,18 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    outln!("  connector on http://{addr}\n\nA scripted xAgent session over the real WebSocket:");
+    sayln!("  connector on http://{addr}\n\nA scripted xAgent session over the real WebSocket:");
     if let Err(e) = tour(addr).await {
         eprintln!("error: the tour failed: {e}");
         return crate::cli::exit::FAILURE;
     }
-    outln!(
+    sayln!(
         "\nNow try it yourself (Ctrl-C to stop):\n  curl -s http://{addr}/connector-card.json | head -40\n  curl -s \
          http://{addr}/health\n  curl -s http://{addr}/skill.md\n  websocat -H 'Sec-WebSocket-Protocol: \
          xagent.connector.packet.v1' ws://{addr}/ws   # then paste packets from device-profile/examples/session.jsonl\n  \
          (websocat is one static binary: https://github.com/vi/websocat/releases, or `cargo install websocat`;\n   \
          any WebSocket client that offers that subprotocol works)\n"
     );
-    super::out::flush();
     let trigger = running.trigger();
     tokio::spawn(async move {
         crate::run::signal().await;
@@ -267,18 +266,17 @@ pub async fn run_sims(args: crate::cli::SimArgs) -> i32 {
                 return crate::cli::exit::LISTEN;
             }
         };
-        outln!("simulated phone {} listening on {} — `adb connect {}`", i + 1, phone.addr(), phone.serial());
+        sayln!("simulated phone {} listening on {} — `adb connect {}`", i + 1, phone.addr(), phone.serial());
         if args.two_paths {
             addr.set_port(addr.port().saturating_add(1));
             match phone.listen_also(addr).await {
-                Ok(a) => outln!("  the same phone also on {a} — `adb connect {a}` (ro.serialno {})", phone.serial()),
+                Ok(a) => sayln!("  the same phone also on {a} — `adb connect {a}` (ro.serialno {})", phone.serial()),
                 Err(e) => {
                     eprintln!("error: cannot listen on {addr}: {e}");
                     return crate::cli::exit::LISTEN;
                 }
             }
         }
-        super::out::flush();
         phones.push(phone);
     }
     crate::run::signal().await;

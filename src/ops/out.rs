@@ -13,6 +13,13 @@ pub fn line(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Writes one line to stdout and ignores a closed pipe: for commands that own child processes or servers (`demo`,
+/// `sim`), which must keep running or shut down through their own path rather than exit on the spot.
+pub fn line_or_ignore(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_fmt(args).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
+}
+
 /// Flushes stdout (before exiting, or before a long wait), with the same closed-pipe rule.
 pub fn flush() {
     if let Err(e) = std::io::stdout().lock().flush() {
@@ -34,3 +41,10 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::ops::out::line(format_args!($($t)*)) };
 }
 pub(crate) use outln;
+
+/// `println!` that ignores a closed pipe: see [`line_or_ignore`].
+macro_rules! sayln {
+    () => { $crate::ops::out::line_or_ignore(format_args!("")) };
+    ($($t:tt)*) => { $crate::ops::out::line_or_ignore(format_args!($($t)*)) };
+}
+pub(crate) use sayln;
