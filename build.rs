@@ -29,15 +29,19 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 fn main() {
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     println!("cargo:rerun-if-env-changed=XAGENT_BUILD_GIT_REV");
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/refs");
+    // In a linked worktree `.git` is a file: ask git where HEAD and the refs (tags) really live.
+    let git_dir = git(&["rev-parse", "--git-dir"]).unwrap_or_else(|| ".git".into());
+    let common = git(&["rev-parse", "--git-common-dir"]).unwrap_or_else(|| git_dir.clone());
+    println!("cargo:rerun-if-changed={git_dir}/HEAD");
+    println!("cargo:rerun-if-changed={common}/refs");
+    println!("cargo:rerun-if-changed={common}/packed-refs");
 
     let rev = std::env::var("XAGENT_BUILD_GIT_REV")
         .ok()
         .or_else(|| git(&["rev-parse", "--short=7", "HEAD"]))
         .unwrap_or_else(|| "unknown".into());
-    let tag = git(&["describe", "--tags", "--exact-match"])
-        .unwrap_or_else(|| format!("v{}", std::env::var("CARGO_PKG_VERSION").unwrap()));
+    // Only a tag that really points at this commit; an untagged build reports none rather than a guess.
+    let tag = git(&["describe", "--tags", "--exact-match"]).unwrap_or_default();
     let secs = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|s| s.parse::<i64>().ok())
@@ -47,6 +51,9 @@ fn main() {
     // The protocol's example uses YYMMDDhhmm (UTC), e.g. "2607241200".
     let build_time = format!("{:02}{:02}{:02}{:02}{:02}", y % 100, mo, d, rem / 3600, (rem % 3600) / 60);
 
+    let rfc3339 = format!("{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60);
+    let tagged = if tag.is_empty() { String::new() } else { format!(", tag {tag}") };
+    println!("cargo:rustc-env=XAGENT_VERSION_DETAIL=git {rev}{tagged}, built {rfc3339}");
     println!("cargo:rustc-env=XAGENT_GIT_REV={rev}");
     println!("cargo:rustc-env=XAGENT_GIT_TAG={tag}");
     println!("cargo:rustc-env=XAGENT_BUILD_TIME={build_time}");

@@ -102,9 +102,14 @@ SYSROOT=$(rustc --print sysroot)
 ensure_target() { # sets BUILD_STD[$1]=1 when std must be built from source
   local t=$1
   if rustup target list --installed | grep -qx "$t"; then return 0; fi
-  log "rustup target add $t"
-  if rustup target add "$t" >/dev/null 2>&1 && rustup target list --installed | grep -qx "$t"; then return 0; fi
-  echo "    rustup could not download std for $t; falling back to -Zbuild-std from rust-src" >&2
+  log "rust std for $t"
+  if rustup target add "$t" >/dev/null 2>&1 && rustup target list --installed | grep -qx "$t"; then
+    echo "    installed with rustup target add $t" >&2
+    return 0
+  fi
+  # Expected offline or on mirrors without this target's std: not an error, the fallback builds the same std.
+  echo "    no prebuilt std for $t from rustup (offline, or not on the mirror): building std from rust-src" \
+    "with -Zbuild-std instead (same compiler; slower first build)" >&2
   if [ ! -d "$SYSROOT/lib/rustlib/src/rust/library/std" ]; then
     rustup component add rust-src >/dev/null 2>&1 ||
       die "neither rust-std for $t nor the rust-src component could be installed with rustup"
@@ -222,4 +227,5 @@ for t in "${TARGETS[@]}"; do
     "${TAR_SIZE[$t]}" "$(mib "${TAR_SIZE[$t]}")" "${BUILD_SECS[$t]}"
 done
 for t in "${TARGETS[@]}"; do printf '%s: %s\n' "$t" "${FILE_OUT[$t]}"; done
-echo "ok: ${#TARGETS[@]} target(s) built, packed${SKIP_SMOKE:+ (smoke tests skipped)}${SKIP_SMOKE:- and smoke-tested} into $DIST"
+if [ -n "${SKIP_SMOKE:-}" ]; then smoked=" (smoke tests skipped)"; else smoked=" and smoke-tested"; fi
+echo "ok: ${#TARGETS[@]} target(s) built, packed$smoked into $DIST"

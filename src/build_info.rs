@@ -5,6 +5,8 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct BuildInfo {
     pub version: &'static str,
+    /// Empty (and left out of the JSON) unless the commit is really tagged.
+    #[serde(skip_serializing_if = "is_empty")]
     pub git_tag: &'static str,
     pub git_rev: &'static str,
     pub build_time: &'static str,
@@ -17,12 +19,15 @@ pub const BUILD: BuildInfo = BuildInfo {
     build_time: env!("XAGENT_BUILD_TIME"),
 };
 
-/// `--version` text: version, git rev and build time, one line.
+fn is_empty(s: &&str) -> bool {
+    s.is_empty()
+}
+
+/// `--version` text, one line: version, git rev, the tag when the commit is tagged, build time as RFC 3339 UTC
+/// (the card's `build_time` keeps the protocol's `YYMMDDhhmm`).
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
-    " (git ",
-    env!("XAGENT_GIT_REV"),
-    ", built ",
-    env!("XAGENT_BUILD_TIME"),
-    " UTC, protocol 3.0, profile xagent.device.v1)"
+    " (",
+    env!("XAGENT_VERSION_DETAIL"),
+    ", protocol 3.0, profile xagent.device.v1)"
 );

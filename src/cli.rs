@@ -26,6 +26,10 @@ Environment:
 
 Exit codes:
   0 ok · 1 runtime failure · 2 bad command line · 3 unusable configuration · 4 cannot listen
+  Output into a closed pipe (`card | head -c 100`) ends the command quietly with 0.
+
+doctor, devices and audit read the installed service's settings (/etc/xagent-adb-connector/env, its api-key and
+/var/lib/xagent-adb-connector) when present; flags and environment variables win. XAGENT_ADB_CONFIG_DIR moves it.
 
 Docs: README.md (operators), device-profile/README.md (protocol and tool catalog).";
 
@@ -82,10 +86,13 @@ pub struct AuditArgs {
 pub enum AuditAction {
     /// Check the whole chain; exit 1 naming the first tampered record.
     Verify,
-    /// Print the last N records (seq, time ms, channel, tool_call_id, device, tool, result, redacted arguments).
+    /// Print the last N records (seq, UTC time, channel, tool_call_id, device, tool, result, redacted arguments).
     Tail {
         #[arg(short = 'n', long, default_value_t = 20)]
         lines: u64,
+        /// One JSON object per line instead of the table (for scripts).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -124,24 +131,30 @@ pub struct DevicesArgs {
 #[derive(Args, Debug, Clone)]
 pub struct DemoArgs {
     /// Address for the connector.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8790")]
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8790", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// How many simulated phones.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub phones: u16,
-    /// State of the demo (its own, apart from a real installation's).
-    #[arg(long, value_name = "DIR", default_value = "./data-demo")]
-    pub data_dir: PathBuf,
+    /// State of the demo (its own, apart from a real installation's). Default: a fresh temporary directory,
+    /// removed when the demo stops.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]
 pub struct SimArgs {
-    /// Address of the first phone; the others take the following ports.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:5555")]
+    /// Address of the first phone; the others take the following ports. Not 5555–5585: the adb server takes
+    /// loopback ports there for emulators and would list each phone a second time as `emulator-NNNN`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:6520", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// How many phones.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub count: u16,
+    /// Each phone also listens on the next port: after `adb connect` to both, one phone under two serials (as a
+    /// real phone on USB and Wi-Fi debugging at once).
+    #[arg(long)]
+    pub two_paths: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -153,8 +166,8 @@ pub struct KeyArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
-    /// Address to listen on (HTTP and WebSocket).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8790", env = "XAGENT_ADB_LISTEN")]
+    /// Address to listen on (HTTP and WebSocket), IP:PORT or HOST:PORT (a host name is resolved once at start).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8790", env = "XAGENT_ADB_LISTEN", value_parser = parse_listen)]
     pub listen: SocketAddr,
 
     /// Directory for the SQLite state and the file cache (created if missing).
@@ -231,6 +244,8 @@ pub struct ServeArgs {
 /// A validated `serve` configuration.
 pub struct Resolved {
     pub serve: crate::run::ServeConfig,
+    /// Where the key came from, for the file-mode warning at start-up.
+    pub key_file: Option<PathBuf>,
     pub transfer: crate::run::TransferConfig,
     pub adb_servers: Vec<std::net::SocketAddrV4>,
     pub policy: crate::policy::Policy,
@@ -278,7 +293,40 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
         },
         adb_servers,
         policy,
+        key_file: args.key.api_key_file.clone(),
     })
+}
+
+/// `--listen`: `IP:PORT`, or `HOST:PORT` resolved now (first address). A clap value parser, so a bad value exits
+/// 2 (bad command line) like every other malformed flag.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let hint = "use IP:PORT such as 0.0.0.0:8790 (all interfaces) or 127.0.0.1:8790, or HOST:PORT";
+    if s.rsplit_once(':').is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err()) {
+        return Err(format!("{s:?} is not an address with a port; {hint}"));
+    }
+    match s.to_socket_addrs() {
+        Ok(mut addrs) => addrs.next().ok_or_else(|| format!("{s:?} resolves to no address; {hint}")),
+        Err(e) => Err(format!("cannot resolve {s:?}: {e}; {hint}")),
+    }
+}
+
+/// The permission bits that make a key file readable by group or others (`None` when fine or not on Unix).
+pub fn key_file_too_open(path: &std::path::Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then_some(mode)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 /// Loads `--policy` (or the default policy) and checks its tool names against this binary's tools.
@@ -359,18 +407,25 @@ pub fn prepare_data_dir(dir: &std::path::Path) -> Result<(), ConfigError> {
     };
     // Owner-only (0700) whatever the umask: it holds download tokens and cached screenshots.
     crate::files::private::dir(dir).map_err(|e| err("cannot be created", e))?;
-    let probe = dir.join(".write-probe");
-    std::fs::write(&probe, b"ok").map_err(|e| err("is not writable", e))?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
+    prove_writable(dir).map_err(|e| err("is not writable", e))
+}
+
+/// Creates and removes a probe file in `dir`: permission bits say little (root, ACLs, read-only mounts).
+pub fn prove_writable(dir: &std::path::Path) -> std::io::Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = dir.join(format!(".write-probe-{}-{n}", std::process::id()));
+    std::fs::write(&probe, b"ok")?;
+    std::fs::remove_file(probe)
 }
 
 /// Resolves `HOST:PORT` adb server addresses to IPv4 socket addresses (the adb client library speaks IPv4).
+/// A bad address is a bad command line (exit 2), like a bad `--listen`.
 pub fn resolve_adb_servers(list: &[String]) -> Result<Vec<std::net::SocketAddrV4>, ConfigError> {
     use std::net::ToSocketAddrs;
     let mut out = Vec::new();
     for s in list {
-        let err = |why: String| ConfigError { code: exit::CONFIG, message: format!("--adb-server {s:?}: {why}") };
+        let err = |why: String| ConfigError { code: exit::USAGE, message: format!("--adb-server {s:?}: {why}") };
         let addrs = s.to_socket_addrs().map_err(|e| err(format!("{e} (expected HOST:PORT, e.g. 127.0.0.1:5037)")))?;
         let v4 = addrs
             .filter_map(|a| match a {
@@ -408,7 +463,7 @@ mod tests {
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].port(), 5037);
         let e = resolve_adb_servers(&["nonsense".into()]).unwrap_err();
-        assert_eq!(e.code, exit::CONFIG);
+        assert_eq!(e.code, exit::USAGE);
         assert!(e.message.contains("HOST:PORT"), "{}", e.message);
     }
 
@@ -435,6 +490,11 @@ mod tests {
             (Duration::from_secs(5), Duration::from_secs(10), Duration::from_secs(10))
         );
         assert!(Cli::try_parse_from(["x", "serve", "--max-sessions", "0"]).is_err());
+        let cli = Cli::try_parse_from(["x", "serve", "--listen", "localhost:8790"]).unwrap();
+        let Command::Serve(s) = cli.command else { panic!() };
+        assert!(s.listen.ip().is_loopback() && s.listen.port() == 8790, "{}", s.listen);
+        let e = Cli::try_parse_from(["x", "serve", "--listen", "8790"]).unwrap_err().to_string();
+        assert!(e.contains("0.0.0.0:8790"), "{e}");
     }
 
     impl Cli {

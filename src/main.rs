@@ -67,10 +67,44 @@ fn tune_allocator() {
     }
 }
 
+/// The subcommand named on the command line (the first word that is not an option or an option's value).
+fn subcommand_word() -> Option<String> {
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--log-format" {
+            args.next();
+        } else if !a.starts_with('-') {
+            return Some(a);
+        }
+    }
+    None
+}
+
+/// Parses the command line; `--help`/`--version` output into a closed pipe ends quietly (see `ops::out`).
+fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            ops::out::line(format_args!("{}", e.render().to_string().trim_end()));
+            ops::out::flush();
+            std::process::exit(0);
+        }
+        Err(e) => e.exit(),
+    }
+}
+
 fn main() -> ExitCode {
     tune_allocator();
-    let cli = Cli::parse();
+    // Inspecting commands check the installed service, with its settings (before any thread starts).
+    let service = match subcommand_word().as_deref() {
+        Some("doctor" | "devices" | "audit") => ops::settings::apply(),
+        _ => ops::settings::ServiceSettings::default(),
+    };
+    let cli = parse();
     init_logging(cli.log_format);
+    if let (Some(p), false) = (&service.problem, matches!(cli.command, Command::Doctor(_))) {
+        eprintln!("note: {p}");
+    }
     match cli.command {
         Command::Card(args) => {
             let (api_key, policy) = match (cli::resolve_api_key(&args.key), cli::load_policy(args.policy.as_deref())) {
@@ -80,7 +114,8 @@ fn main() -> ExitCode {
             let adb = AdbBackend::new(Vec::new());
             let registry = Registry::device_tools_with(&adb, &Arc::new(policy));
             let card = xagent_adb_connector::channels::Hub::build_card(&registry, adb.as_ref(), api_key.is_some());
-            println!("{}", serde_json::to_string_pretty(&card).expect("card serialises"));
+            ops::out::line(format_args!("{}", serde_json::to_string_pretty(&card).expect("card serialises")));
+            ops::out::flush();
             ExitCode::SUCCESS
         }
         Command::Serve(args) => {
@@ -100,27 +135,44 @@ fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(e) => return fail(e),
             };
-            ExitCode::from(runtime().block_on(ops::devices::run(&servers, &args.data_dir)) as u8)
+            let code = runtime().block_on(ops::devices::run(&servers, &args.data_dir));
+            ops::out::flush();
+            ExitCode::from(code as u8)
         }
         Command::Doctor(args) => {
-            let resolved = match cli::resolve_serve(&args) {
-                Ok(r) => r,
+            // Unlike `serve`, an unreadable key or a bad policy is one failed check each, not an abort.
+            let servers = match cli::resolve_adb_servers(&args.adb.adb_servers) {
+                Ok(s) => s,
                 Err(e) => return fail(e),
             };
+            let api_key = cli::resolve_api_key(&args.key).map_err(|e| {
+                let denied = args.key.api_key_file.as_deref().is_some_and(|p| {
+                    std::fs::File::open(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+                });
+                (e.message, denied)
+            });
             let input = ops::doctor::DoctorInput {
-                servers: &resolved.adb_servers,
+                servers: &servers,
                 data_dir: &args.data_dir,
                 listen: args.listen,
-                api_key: resolved.serve.api_key.as_deref(),
+                api_key,
                 key_file: args.key.api_key_file.as_deref(),
+                policy: cli::load_policy(args.policy.as_deref()).map(|_| ()).map_err(|e| e.message),
+                settings: &service,
             };
-            ExitCode::from(runtime().block_on(ops::doctor::run(input)) as u8)
+            let code = runtime().block_on(ops::doctor::run(input));
+            ops::out::flush();
+            ExitCode::from(code as u8)
         }
         Command::Demo(args) => ExitCode::from(runtime().block_on(ops::demo::run(args)) as u8),
         Command::Sim(args) => ExitCode::from(runtime().block_on(ops::demo::run_sims(args)) as u8),
-        Command::Audit(args) => ExitCode::from(match args.action {
-            cli::AuditAction::Verify => ops::audit::verify(&args.data_dir),
-            cli::AuditAction::Tail { lines } => ops::audit::tail(&args.data_dir, lines),
-        } as u8),
+        Command::Audit(args) => {
+            let code = match args.action {
+                cli::AuditAction::Verify => ops::audit::verify(&args.data_dir),
+                cli::AuditAction::Tail { lines, json } => ops::audit::tail(&args.data_dir, lines, json),
+            };
+            ops::out::flush();
+            ExitCode::from(code as u8)
+        }
     }
 }

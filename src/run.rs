@@ -71,9 +71,32 @@ impl Running {
 
 /// The production wiring: the ADB backend over the configured adb servers and the tool registry under the policy.
 pub async fn start_adb(r: crate::cli::Resolved) -> Result<Running, ConfigError> {
+    warn_about_exposure(&r);
     let adb = crate::device::adb::AdbBackend::new(r.adb_servers);
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
     start_with(r.serve, r.transfer, registry, adb).await
+}
+
+/// Start-up warnings for settings that work but expose something: a key file others can read (as `doctor`
+/// says), and an adb server reached over the network — the adb server protocol has no authentication, so whoever
+/// reaches that port controls every phone on it (use an SSH tunnel or WireGuard; README "Past one box").
+fn warn_about_exposure(r: &crate::cli::Resolved) {
+    if let Some(path) = &r.key_file {
+        if let Some(mode) = crate::cli::key_file_too_open(path) {
+            tracing::warn!(
+                file = %path.display(),
+                mode = format!("{mode:04o}"),
+                "the API key file is readable by group/others; chmod 600 it"
+            );
+        }
+    }
+    for server in r.adb_servers.iter().filter(|s| !s.ip().is_loopback()) {
+        tracing::warn!(
+            %server,
+            "adb server is not on loopback: the adb protocol has no authentication, anyone who reaches it controls \
+             its phones; reach remote boxes through an SSH tunnel or WireGuard (README \"Past one box\")"
+        );
+    }
 }
 
 /// Opens the state, binds the port and starts serving in background tasks, with default transfer settings.
@@ -91,10 +114,22 @@ pub async fn start_with(
     let store = match &cfg.data_dir {
         Some(dir) => {
             crate::cli::prepare_data_dir(dir)?;
-            Store::open(dir).map_err(|e| ConfigError {
+            let store = Store::open(dir).map_err(|e| ConfigError {
                 code: exit::CONFIG,
                 message: format!("cannot open the state database in {}: {e}", dir.display()),
-            })?
+            })?;
+            // SQLite opens a file it may not write read-only without a word; only the first write fails, and then
+            // every session would fail while /health said ok. Prove it now.
+            store.probe_write().map_err(|e| ConfigError {
+                code: exit::CONFIG,
+                message: format!(
+                    "the state database {} does not accept writes: {e}; it must belong to the user the connector \
+                     runs as (e.g. `chown -R xagent-adb: {}` — was `doctor` or `serve` run as root before?)",
+                    dir.join("connector.db").display(),
+                    dir.display()
+                ),
+            })?;
+            store
         }
         None => Store::open_in_memory().map_err(|e| ConfigError { code: exit::FAILURE, message: e.to_string() })?,
     };
@@ -112,7 +147,15 @@ pub async fn start_with(
         code: exit::CONFIG,
         message: format!("cannot open the file cache in {}: {e}", files_dir.display()),
     })?;
+    crate::cli::prove_writable(&files_dir).map_err(|e| ConfigError {
+        code: exit::CONFIG,
+        message: format!(
+            "the file cache {} is not writable: {e}; it must belong to the user the connector runs as",
+            files_dir.display()
+        ),
+    })?;
     registry.attach_files(&files);
+    let store_for_health = cfg.data_dir.is_some().then(|| store.clone());
     let hub = Hub::new(store, Arc::new(registry), backend, hub_cfg)
         .map_err(|m| ConfigError { code: exit::FAILURE, message: m })?;
     let listener = TcpListener::bind(cfg.listen).await.map_err(|e| ConfigError {
@@ -151,6 +194,7 @@ pub async fn start_with(
         channel_slots: Default::default(),
         sessions: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_sessions)),
         per_ip: Default::default(),
+        health: crate::server::control::WriteHealth::new(store_for_health, files_dir.clone()),
     });
     hub.backend().clone().start(shutdown_rx.clone());
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));

@@ -24,6 +24,8 @@ die() { printf 'install.sh: error: %s\n' "$*" >&2; exit 1; }
 step() { printf '  - %s\n' "$*"; }
 systemd_running() { [ -d /run/systemd/system ]; }
 
+# --help first: reading the usage needs no root.
+case "${1:-}" in -h | --help) sed -n '2,11p' "$0"; exit 0 ;; esac
 [ "$(id -u)" -eq 0 ] || die "run as root (sudo $0 $*)"
 
 if [ "${1:-}" = "--uninstall" ]; then
@@ -37,7 +39,6 @@ if [ "${1:-}" = "--uninstall" ]; then
   echo "  rm -rf $CONF_DIR $STATE_DIR && userdel $SVC_USER"
   exit 0
 fi
-case "${1:-}" in -h | --help) sed -n '2,11p' "$0"; exit 0 ;; esac
 
 SRC=${1:-$HERE/../$NAME}
 [ -f "$SRC" ] || die "binary not found at $SRC (pass its path: $0 /path/to/$NAME)"
@@ -154,11 +155,16 @@ cat <<EOF
 Done. Next steps:
   1. Start the adb server and the connector (and at every boot):
        systemctl enable --now adb-server.service $NAME.service
-  2. Watch the log:          journalctl -u $NAME -f      (adb: journalctl -u adb-server)
-  3. Check it answers:       curl -s localhost:8790/connector-card.json | head
-                             curl -s -H "Authorization: Bearer \$(sudo cat $CONF_DIR/api-key)" localhost:8790/health
-  4. Plug in a phone with USB debugging on, accept the "Allow USB debugging?" prompt (tick "Always allow"), then:
-       adb devices           (should list the phone as "device", not "unauthorized")
+  2. Check everything:       sudo $NAME doctor           (reads $CONF_DIR/env and the key; says what to fix)
+  3. Plug in a phone with USB debugging on, accept the "Allow USB debugging?" prompt (tick "Always allow"), then:
+       sudo $NAME devices    (should list the phone as "device", not "unauthorized")
+  4. Watch the log:          journalctl -u $NAME -f      (Ctrl-C to stop; adb: journalctl -u adb-server)
   5. Give the xAgent platform this box's address (port 8790) and the API key in $CONF_DIR/api-key.
   Settings: $CONF_DIR/env, then systemctl restart $NAME. Rotating the key: see $DOC_DIR/INSTALL.md.
+
+Your own adb commands: run them only while adb-server.service is active (systemctl is-active adb-server). An
+\`adb devices\` before it starts spawns a private adb server as *you* on 127.0.0.1:5037, with your own key, so the
+service's server cannot start and phones show "unauthorized". If that happened:
+  adb kill-server && sudo systemctl restart adb-server
+(\`sudo $NAME doctor\` warns when the adb server on 5037 does not run as $SVC_USER.)
 EOF

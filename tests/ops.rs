@@ -131,7 +131,8 @@ async fn devices_and_doctor_report_what_the_adb_server_sees() {
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("is unauthorized") && text.contains("Allow USB debugging"), "{text}");
-    assert!(text.contains("FAIL  adb server 127.0.0.1:1"), "{text}");
+    assert!(text.contains("FAIL  127.0.0.1:1: adb server unreachable"), "{text}");
+    assert!(!text.contains("adb server 127.0.0.1:1: adb server"), "doubled wording:\n{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -187,18 +187,21 @@ impl Hub {
         let devices = self.backend.devices();
         match serial {
             Some(s) => {
-                if !allowed(s) {
+                // A second path to a phone (its Wi-Fi serial while it is listed by USB) is that phone.
+                let alias = self.backend.resolve_serial(s);
+                if !allowed(s) && !alias.as_ref().is_some_and(|k| self.device_allowed(k)) {
                     return Err(ProtoError::new(
                         ErrorCode::PermissionDenied,
                         "the operator's allowlist (--allow-serial) does not include this device",
                     ));
                 }
-                let d = devices.iter().find(|d| d.key.serial == s).ok_or_else(|| {
-                    ProtoError::new(
-                        ErrorCode::DeviceNotFound,
-                        "no adb server lists a device with this serial (see `adb devices`)",
-                    )
-                })?;
+                let d =
+                    devices.iter().find(|d| d.key.serial == s || alias.as_ref() == Some(&d.key)).ok_or_else(|| {
+                        ProtoError::new(
+                            ErrorCode::DeviceNotFound,
+                            "no adb server lists a device with this serial (see `adb devices`)",
+                        )
+                    })?;
                 if held.contains(&d.key) {
                     return Err(ProtoError::new(ErrorCode::DeviceBusy, "the device is bound to another channel"));
                 }
@@ -212,7 +215,7 @@ impl Hub {
             }
             None => {
                 let free = |st: DeviceState| {
-                    devices.iter().find(|d| d.state == st && allowed(&d.key.serial) && !held.contains(&d.key))
+                    devices.iter().find(|d| d.state == st && self.device_allowed(&d.key) && !held.contains(&d.key))
                 };
                 if let Some(d) = free(DeviceState::Online) {
                     return Ok(Pick::Online(d.key.clone()));

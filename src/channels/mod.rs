@@ -122,6 +122,9 @@ impl Hub {
         }
         for row in store.channels().map_err(|e| e.to_string())? {
             let binding = row.binding.map(|(server, serial)| DeviceKey { server, serial });
+            if let Some(k) = &binding {
+                backend.keep_key(k); // the phone keeps this key even when another of its paths is seen first
+            }
             inner.channels.insert(
                 row.channel_id,
                 Channel { connector_id: row.connector_id, open_on: None, binding, pending_auth: None },
@@ -430,8 +433,10 @@ impl Hub {
 
     /// Whether the operator's allowlist (today's, which may be narrower than when the binding was made) admits
     /// this device.
+    /// A phone on several paths is admitted when the list names any of its serials.
     pub fn device_allowed(&self, key: &DeviceKey) -> bool {
-        self.cfg.allow_serials.is_empty() || self.cfg.allow_serials.contains(&key.serial)
+        self.cfg.allow_serials.is_empty()
+            || self.backend.aliases(key).iter().any(|s| self.cfg.allow_serials.contains(s))
     }
 
     pub fn binding(&self, channel_id: &str) -> Option<Binding> {

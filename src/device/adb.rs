@@ -42,6 +42,8 @@ pub struct AdbBackend {
     /// as online only once it is in here: a shell round trip proved it answers.
     verified: Mutex<HashMap<DeviceKey, String>>,
     verifying: Mutex<std::collections::HashSet<DeviceKey>>,
+    /// Which listed serials are the same phone (`ro.serialno`); the channel layer sees one key per phone.
+    identities: Mutex<super::identity::Identities>,
 }
 
 fn state_of(adb_state: &str) -> DeviceState {
@@ -79,7 +81,39 @@ impl AdbBackend {
             reachable: Mutex::new(HashMap::new()),
             verified: Mutex::new(HashMap::new()),
             verifying: Mutex::new(std::collections::HashSet::new()),
+            identities: Mutex::new(Default::default()),
         })
+    }
+
+    fn ids(&self) -> std::sync::MutexGuard<'_, super::identity::Identities> {
+        self.identities.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The device list as the channel layer sees it: one entry per phone under its presented key, in the state
+    /// of its best path.
+    fn view(&self) -> Vec<DeviceInfo> {
+        let raw: Vec<DeviceInfo> = self.devices.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let ids = self.ids();
+        let mut best: HashMap<DeviceKey, (DeviceInfo, (u8, u8))> = HashMap::new();
+        for d in raw {
+            let key = ids.presented_of(&d.key);
+            let rank = super::identity::rank(&d.key, d.state);
+            if best.get(&key).is_none_or(|(_, r)| rank < *r) {
+                best.insert(key.clone(), (DeviceInfo { key, ..d }, rank));
+            }
+        }
+        best.into_values().map(|(d, _)| d).collect()
+    }
+
+    /// The path a command for the phone presented as `key` takes: its best listed path.
+    fn route(&self, key: &DeviceKey) -> DeviceKey {
+        let paths = self.ids().paths_of(key);
+        let map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+        paths
+            .into_iter()
+            .filter_map(|p| map.get(&p).map(|d| (super::identity::rank(&p, d.state), p)))
+            .min()
+            .map_or_else(|| key.clone(), |(_, p)| p)
     }
 
     pub fn servers(&self) -> &[SocketAddrV4] {
@@ -128,7 +162,7 @@ impl AdbBackend {
                 }
                 Err(e) => {
                     if self.set_reachable(server, false) {
-                        tracing::warn!(%server, error = %e, "adb server unreachable; retrying");
+                        tracing::warn!(%server, error = %e, "retrying every second");
                     }
                 }
             }
@@ -193,9 +227,24 @@ impl AdbBackend {
                 changed.push(k);
             }
         }
+        // A change of any path is a change of its phone (as the channel layer knows it).
+        let changed: Vec<DeviceKey> = {
+            let ids = self.ids();
+            let mut v = changed.clone();
+            v.extend(changed.iter().map(|k| ids.presented_of(k)).filter(|p| !changed.contains(p)));
+            v
+        };
+        {
+            let map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+            let mut ids = self.ids();
+            for k in changed.iter().filter(|k| map.get(*k).is_none_or(|d| d.state != DeviceState::Online)) {
+                ids.forget(k); // learnt again at the next verification
+            }
+        }
         for key in changed {
             self.screen.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-            let state = self.info(&key).map_or("gone", |d| d.state.as_str());
+            let state =
+                self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map_or("gone", |d| d.state.as_str());
             tracing::info!(device = %key, state, "device state changed");
             let _ = self.changes.send(key);
         }
@@ -221,6 +270,25 @@ impl AdbBackend {
                 return;
             }
         };
+        // The phone's own serial tells a second path (USB + Wi-Fi, `emulator-N` + `127.0.0.1:N+1`) from a second
+        // phone. A phone that does not say stays its own device.
+        if let Ok(hw) = self.shell_ok(&key, "getprop ro.serialno", false, Duration::from_secs(5)).await {
+            let hw = hw.trim();
+            if !hw.is_empty() {
+                let (presented, paths) = {
+                    let mut ids = self.ids();
+                    let presented = ids.learn(&key, hw);
+                    let paths = ids.paths_of(&presented).len();
+                    (presented, paths)
+                };
+                if paths > 1 {
+                    tracing::info!(device = %presented, path = %key.serial, paths, "another path to the same phone");
+                }
+                if presented != key {
+                    let _ = self.changes.send(presented);
+                }
+            }
+        }
         self.mark_verified(&key, model);
     }
 
@@ -261,7 +329,8 @@ impl AdbBackend {
         F: FnOnce(&mut ADBServerDevice) -> Result<T, RustADBError> + Send + 'static,
     {
         let started = Instant::now();
-        let server = Self::server_addr(key)?;
+        let path = self.route(key);
+        let server = Self::server_addr(&path)?;
         let guard = if ordered {
             match tokio::time::timeout(deadline, self.lock_for(key).lock_owned()).await {
                 Ok(g) => Some(g),
@@ -275,7 +344,7 @@ impl AdbBackend {
         } else {
             None
         };
-        let serial = key.serial.clone();
+        let serial = path.serial;
         let task = tokio::task::spawn_blocking(move || {
             let _order = guard; // released when the device call really returns
             let mut dev = ADBServerDevice::new(serial, Some(server));
@@ -409,13 +478,25 @@ impl Backend for AdbBackend {
     }
 
     fn devices(&self) -> Vec<DeviceInfo> {
-        let mut v: Vec<DeviceInfo> = self.devices.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let mut v = self.view();
         v.sort_by(|a, b| a.key.cmp(&b.key));
         v
     }
 
     fn info(&self, key: &DeviceKey) -> Option<DeviceInfo> {
-        self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+        self.view().into_iter().find(|d| &d.key == key)
+    }
+
+    fn resolve_serial(&self, serial: &str) -> Option<DeviceKey> {
+        self.ids().resolve_serial(serial)
+    }
+
+    fn aliases(&self, key: &DeviceKey) -> Vec<String> {
+        self.ids().names_of(key)
+    }
+
+    fn keep_key(&self, key: &DeviceKey) {
+        self.ids().prefer(key);
     }
 
     fn subscribe(&self) -> broadcast::Receiver<DeviceKey> {

@@ -3,6 +3,7 @@
 
 pub mod adb;
 pub mod host;
+pub mod identity;
 pub mod shell;
 
 use std::fmt;
@@ -70,6 +71,20 @@ pub trait Backend: Send + Sync + 'static {
     fn info(&self, key: &DeviceKey) -> Option<DeviceInfo> {
         self.devices().into_iter().find(|d| &d.key == key)
     }
+
+    /// The device a serial belongs to when it is a second path (USB + Wi-Fi) to a phone listed under another key.
+    fn resolve_serial(&self, _serial: &str) -> Option<DeviceKey> {
+        None
+    }
+
+    /// Every serial the device presented as `key` goes by (its other paths, its own serial), for the allowlist.
+    fn aliases(&self, key: &DeviceKey) -> Vec<String> {
+        vec![key.serial.clone()]
+    }
+
+    /// A binding restored at start-up names `key`: if it is one of several paths of a phone, list the phone
+    /// under this key (called before [`Backend::start`]).
+    fn keep_key(&self, _key: &DeviceKey) {}
 }
 
 /// A backend without devices: no auth flow, nothing to bind. Used where no device layer is configured.

@@ -2,12 +2,18 @@
 
 use std::path::Path;
 
+use super::out::outln;
+use super::settings::{self, StateProblem};
 use crate::store::Store;
 
+/// Opens the state read-only, or prints what is wrong (missing vs. permission) and returns the exit code.
 fn open(data_dir: &Path) -> Result<Store, i32> {
-    Store::open_existing(data_dir).ok_or_else(|| {
-        eprintln!("error: no connector state in {} (use --data-dir)", data_dir.display());
-        crate::cli::exit::CONFIG
+    settings::open_state(data_dir).map_err(|p| {
+        eprintln!("error: {}", p.message());
+        match p {
+            StateProblem::Missing(_) | StateProblem::Denied(_) => crate::cli::exit::CONFIG,
+            StateProblem::Other(_) => crate::cli::exit::FAILURE,
+        }
     })
 }
 
@@ -19,17 +25,18 @@ pub fn verify(data_dir: &Path) -> i32 {
     };
     match crate::audit::verify(&store) {
         Ok(n) => {
-            println!("audit log intact: {n} record(s)");
+            outln!("audit log intact: {n} record(s)");
             0
         }
         Err((seq, why)) => {
-            println!("audit log TAMPERED: record {seq}: {why}");
+            outln!("audit log TAMPERED: record {seq}: {why}");
             1
         }
     }
 }
 
-pub fn tail(data_dir: &Path, n: u64) -> i32 {
+/// The last `n` records, oldest first: a table with UTC times for people, or one JSON object per line.
+pub fn tail(data_dir: &Path, n: u64, json: bool) -> i32 {
     let store = match open(data_dir) {
         Ok(s) => s,
         Err(code) => return code,
@@ -41,11 +48,40 @@ pub fn tail(data_dir: &Path, n: u64) -> i32 {
             return crate::cli::exit::FAILURE;
         }
     };
+    if json {
+        for r in rows {
+            let v = serde_json::json!({
+                "seq": r.seq,
+                "time": utc(r.time_ms),
+                "time_ms": r.time_ms,
+                "connector_id": r.connector_id,
+                "channel_id": r.channel_id,
+                "tool_call_id": r.tool_call_id,
+                "device": r.device,
+                "tool_id": r.tool_id,
+                "result": r.result,
+                "arguments": serde_json::from_str::<serde_json::Value>(&r.arguments)
+                    .unwrap_or(serde_json::Value::String(r.arguments.clone())),
+            });
+            outln!("{v}");
+        }
+        return 0;
+    }
+    outln!(
+        "{:>6}  {:<24}  {:<20}  {:<20}  {:<28}  {:<22}  {:<10}  ARGUMENTS (redacted)",
+        "SEQ",
+        "TIME (UTC)",
+        "CHANNEL",
+        "TOOL CALL",
+        "DEVICE",
+        "TOOL",
+        "RESULT"
+    );
     for r in rows {
-        println!(
-            "{:>6}  {}  {}  {}  {}  {}  {}  {}",
+        outln!(
+            "{:>6}  {:<24}  {:<20}  {:<20}  {:<28}  {:<22}  {:<10}  {}",
             r.seq,
-            r.time_ms,
+            utc(r.time_ms),
             r.channel_id,
             r.tool_call_id.as_deref().unwrap_or("-"),
             r.device,
@@ -55,4 +91,35 @@ pub fn tail(data_dir: &Path, n: u64) -> i32 {
         );
     }
     0
+}
+
+/// Milliseconds since the epoch as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T12:00:00.123Z`.
+pub fn utc(ms: u64) -> String {
+    let secs = (ms / 1000) as i64;
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    format!("{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60, ms % 1000)
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_times() {
+        assert_eq!(super::utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::utc(1_709_210_096_789), "2024-02-29T12:34:56.789Z");
+    }
 }

@@ -12,6 +12,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::adb_process::{adb_version, AdbProcess};
+use super::out::sayln;
 use crate::device::host;
 use crate::sim::{SimConfig, SimPhone};
 
@@ -71,7 +72,7 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    println!("  {version}; private adb server on {server} with {} simulated phone(s)", phones.len());
+    sayln!("  {version}; private adb server on {server} with {} simulated phone(s)", phones.len());
     Ok(Demo { adb, phones, adb_server: server })
 }
 
@@ -114,18 +115,19 @@ pub async fn tour(addr: SocketAddr) -> Result<(), String> {
     }
     let hello = json!({"connector_card_id": "device.adb", "protocol_version": "3.0", "supported_profiles": ["xagent.device.v1"]});
     let ack = exchange(&mut ws, call("connector.hello", None, hello)).await?;
-    println!("  → connector.hello            connector_id {}", ack["payload"]["connector_id"].as_str().unwrap_or("?"));
+    sayln!("  → connector.hello            connector_id {}", ack["payload"]["connector_id"].as_str().unwrap_or("?"));
     let ack = exchange(&mut ws, call("channel.open", None, json!({}))).await?;
     let ch = ack["connector_channel_id"].as_str().unwrap_or_default().to_owned();
-    println!(
+    sayln!(
         "  → channel.open               {ch} (status {})",
         ack["payload"]["connection_descriptor"]["connection"]["status"]
     );
     let ack = exchange(&mut ws, call("auth.start", Some(&ch), json!({"flow_id": "adb_device"}))).await?;
     let d = &ack["payload"]["connection_descriptor"];
-    println!(
+    sayln!(
         "  → auth.start adb_device      bound {} (status {})",
-        d["target"]["display_name"], d["connection"]["status"]
+        d["target"]["display_name"],
+        d["connection"]["status"]
     );
     let invoke = |tool: &str, args: Value| {
         let mut a = args;
@@ -137,26 +139,55 @@ pub async fn tour(addr: SocketAddr) -> Result<(), String> {
             .await?;
     let elements = ack["payload"]["result"]["elements"].as_array().cloned().unwrap_or_default();
     let button = elements.iter().find(|e| e["text"] == "Increment").ok_or("no Increment button in the UI dump")?;
-    println!(
+    sayln!(
         "  → android_ui_dump            {} interactive element(s); \"Increment\" at {}",
         elements.len(),
         button["center"]
     );
     let (x, y) = (button["center"][0].clone(), button["center"][1].clone());
     exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_tap", json!({"x": x, "y": y})))).await?;
-    println!("  → android_tap                ({x}, {y})");
+    sayln!("  → android_tap                ({x}, {y})");
     let ack = exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_wait", json!({"text": "Count: 1"}))))
         .await?;
-    println!("  → android_ui_wait \"Count: 1\"  found after {} ms", ack["payload"]["result"]["waited_ms"]);
+    sayln!("  → android_ui_wait \"Count: 1\"  found after {} ms", ack["payload"]["result"]["waited_ms"]);
     let _ = exchange(&mut ws, call("auth.logout", Some(&ch), json!({}))).await?;
     let _ = ws.close(None).await;
     Ok(())
 }
 
+/// The demo's state directory: the one given with `--data-dir` (kept), or a fresh temporary one that is removed
+/// when the demo ends, so a demo never leaves files in the checkout.
+struct DemoDir {
+    path: PathBuf,
+    remove: bool,
+}
+
+impl DemoDir {
+    fn new(given: Option<PathBuf>) -> DemoDir {
+        match given {
+            Some(path) => DemoDir { path, remove: false },
+            None => DemoDir {
+                path: std::env::temp_dir().join(format!("xagent-adb-demo-{}", crate::protocol::ids::random_hex(8))),
+                remove: true,
+            },
+        }
+    }
+}
+
+impl Drop for DemoDir {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
 /// `demo`: phones + adb server + connector + the scripted tour, then serve until Ctrl-C.
 pub async fn run(args: crate::cli::DemoArgs) -> i32 {
-    println!("xagent-adb-connector demo — everything on loopback, no phone needed\n");
-    let demo = match start_phones(args.phones as usize, &args.data_dir).await {
+    let dir = DemoDir::new(args.data_dir.clone());
+    sayln!("xagent-adb-connector demo — everything on loopback, no phone needed");
+    sayln!("  state in {}{}\n", dir.path.display(), if dir.remove { " (temporary, removed at exit)" } else { "" });
+    let demo = match start_phones(args.phones as usize, &dir.path).await {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e}");
@@ -166,7 +197,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
     let resolved = crate::cli::Resolved {
         serve: crate::run::ServeConfig {
             listen: args.listen,
-            data_dir: Some(args.data_dir.clone()),
+            data_dir: Some(dir.path.clone()),
             api_key: None,
             allow_serials: Vec::new(),
             lease_grace: Duration::from_secs(3600),
@@ -177,6 +208,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         transfer: crate::run::TransferConfig::default(),
         adb_servers: vec![demo.adb_server],
         policy: crate::policy::Policy::default(),
+        key_file: None,
     };
     let running = match crate::run::start_adb(resolved).await {
         Ok(r) => r,
@@ -197,15 +229,17 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    println!("  connector on http://{addr}\n\nA scripted xAgent session over the real WebSocket:");
+    sayln!("  connector on http://{addr}\n\nA scripted xAgent session over the real WebSocket:");
     if let Err(e) = tour(addr).await {
         eprintln!("error: the tour failed: {e}");
         return crate::cli::exit::FAILURE;
     }
-    println!(
+    sayln!(
         "\nNow try it yourself (Ctrl-C to stop):\n  curl -s http://{addr}/connector-card.json | head -40\n  curl -s \
          http://{addr}/health\n  curl -s http://{addr}/skill.md\n  websocat -H 'Sec-WebSocket-Protocol: \
-         xagent.connector.packet.v1' ws://{addr}/ws   # then paste packets from device-profile/examples/session.jsonl\n"
+         xagent.connector.packet.v1' ws://{addr}/ws   # then paste packets from device-profile/examples/session.jsonl\n  \
+         (websocat is one static binary: https://github.com/vi/websocat/releases, or `cargo install websocat`;\n   \
+         any WebSocket client that offers that subprotocol works)\n"
     );
     let trigger = running.trigger();
     tokio::spawn(async move {
@@ -214,26 +248,37 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
     });
     running.wait().await;
     drop(demo);
+    drop(dir);
     0
 }
 
 /// `sim`: simulated phones on consecutive ports until Ctrl-C.
 pub async fn run_sims(args: crate::cli::SimArgs) -> i32 {
     let mut phones = Vec::new();
+    let stride = if args.two_paths { 2 } else { 1 };
     for i in 0..args.count {
         let mut addr = args.listen;
-        addr.set_port(args.listen.port().saturating_add(i));
+        addr.set_port(args.listen.port().saturating_add(i * stride));
         let cfg = SimConfig { model: format!("Pixel 7 (sim {})", i + 1), ..SimConfig::default() };
-        match SimPhone::start(addr, cfg).await {
-            Ok(p) => {
-                println!("simulated phone {} listening on {} — `adb connect {}`", i + 1, p.addr(), p.serial());
-                phones.push(p);
-            }
+        let phone = match SimPhone::start(addr, cfg).await {
+            Ok(p) => p,
             Err(e) => {
                 eprintln!("error: cannot listen on {addr}: {e}");
                 return crate::cli::exit::LISTEN;
             }
+        };
+        sayln!("simulated phone {} listening on {} — `adb connect {}`", i + 1, phone.addr(), phone.serial());
+        if args.two_paths {
+            addr.set_port(addr.port().saturating_add(1));
+            match phone.listen_also(addr).await {
+                Ok(a) => sayln!("  the same phone also on {a} — `adb connect {a}` (ro.serialno {})", phone.serial()),
+                Err(e) => {
+                    eprintln!("error: cannot listen on {addr}: {e}");
+                    return crate::cli::exit::LISTEN;
+                }
+            }
         }
+        phones.push(phone);
     }
     crate::run::signal().await;
     0

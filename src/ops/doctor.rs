@@ -1,27 +1,43 @@
 //! `xagent-adb-connector doctor`: checks everything `serve` depends on and says how to fix what is wrong.
+//!
+//! It only inspects: it never creates the data dir or the database and opens SQLite read-only (a root `doctor`
+//! before the service's first start used to leave a root-owned `connector.db` that the service could not write).
+//! On a running install the port is held by the service, so a port in use is probed with `GET /health` instead.
 
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::path::Path;
+use std::time::Duration;
 
+use super::out::outln;
+use super::settings::{self, ServiceSettings, StateProblem};
 use crate::device::host;
 
 #[derive(Default)]
 struct Report {
     failures: usize,
+    /// Failures that are only "this user may not read that": fixed by running doctor with sudo.
+    denied: usize,
     warnings: usize,
 }
 
 impl Report {
     fn ok(&mut self, what: &str) {
-        println!("  ok    {what}");
+        outln!("  ok    {what}");
     }
     fn warn(&mut self, what: &str, fix: &str) {
         self.warnings += 1;
-        println!("  warn  {what}\n        fix: {fix}");
+        outln!("  warn  {what}\n        fix: {fix}");
     }
     fn fail(&mut self, what: &str, fix: &str) {
         self.failures += 1;
-        println!("  FAIL  {what}\n        fix: {fix}");
+        outln!("  FAIL  {what}\n        fix: {fix}");
+    }
+    fn denied(&mut self, what: &str) {
+        self.failures += 1;
+        self.denied += 1;
+        outln!(
+            "  FAIL  {what}\n        fix: run `sudo xagent-adb-connector doctor` (the service's files are not yours)"
+        );
     }
 }
 
@@ -29,16 +45,29 @@ pub struct DoctorInput<'a> {
     pub servers: &'a [SocketAddrV4],
     pub data_dir: &'a Path,
     pub listen: SocketAddr,
-    pub api_key: Option<&'a str>,
+    /// The key as `serve` would resolve it; an unreadable key file is an error message here, not an abort.
+    pub api_key: Result<Option<String>, (String, bool)>,
     pub key_file: Option<&'a Path>,
+    /// `Err` when the policy file is unusable.
+    pub policy: Result<(), String>,
+    pub settings: &'a ServiceSettings,
 }
 
 /// Runs every check; returns the exit code (1 when any check failed).
 pub async fn run(input: DoctorInput<'_>) -> i32 {
     let mut r = Report::default();
-    println!("xagent-adb-connector {}", crate::build_info::LONG_VERSION);
+    outln!("xagent-adb-connector {}", crate::build_info::LONG_VERSION);
+    outln!("settings");
+    match (&input.settings.env_file, &input.settings.problem) {
+        (_, Some(p)) => r.denied(p),
+        (Some(f), None) => r.ok(&format!("the service's settings: {} (flags and environment override)", f.display())),
+        (None, None) => r.ok("no installed service settings; using flags, environment and defaults"),
+    }
+    if let Err(m) = &input.policy {
+        r.fail(m, "fix the policy file (see README \"Operator policy\"); serve refuses to start with it");
+    }
 
-    println!("adb");
+    outln!("adb");
     match super::adb_process::adb_version() {
         Some(v) => r.ok(&format!("adb binary: {v}")),
         None => r.warn("no `adb` binary on PATH", "apt-get install adb (needed to run an adb server on this box)"),
@@ -48,12 +77,14 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
             Ok(v) => r.ok(&format!("adb server {server} answers (protocol version {v})")),
             Err(e) => {
                 r.fail(
-                    &format!("adb server {server}: {e}"),
-                    "start it: `adb -P <port> start-server` or the adb-server systemd unit",
+                    // `e` already says "adb server unreachable: …".
+                    &format!("{server}: {e}"),
+                    "start it: `sudo systemctl start adb-server` (or `adb -P <port> start-server` on a dev box)",
                 );
                 continue;
             }
         }
+        adb_server_owner(&mut r, server);
         match host::devices(SocketAddr::V4(server)).await {
             Ok(list) if list.is_empty() => r.warn(
                 &format!("adb server {server} sees no device"),
@@ -74,51 +105,44 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
                     }
                 }
             }
-            Err(e) => r.fail(&format!("adb server {server} device list: {e}"), "restart the adb server"),
+            Err(e) => r.fail(&format!("{server} device list: {e}"), "restart the adb server"),
         }
     }
 
-    println!("state");
-    match crate::cli::prepare_data_dir(input.data_dir) {
-        Ok(()) => r.ok(&format!("data dir {} is writable", input.data_dir.display())),
-        Err(e) => r.fail(&e.message, "create it or fix its owner (the service user must own it)"),
-    }
-    match crate::store::Store::open(input.data_dir) {
-        Ok(s) => r.ok(&format!("state database opens (schema v{})", s.schema_version().unwrap_or(0))),
-        Err(e) => r.fail(&format!("state database: {e}"), "check disk space; restore connector.db from backup"),
-    }
+    outln!("state");
+    state_checks(&mut r, input.data_dir);
 
-    println!("security");
-    match input.api_key {
-        Some(_) => r.ok("system API key configured"),
-        None => r.warn(
+    outln!("security");
+    match &input.api_key {
+        Ok(Some(_)) => r.ok("system API key configured"),
+        Ok(None) => r.warn(
             "no system API key: /health, /ws and uploads are open",
             "write a random key to a file and pass --api-key-file (the systemd unit uses LoadCredential)",
         ),
+        Err((m, true)) => r.denied(m),
+        Err((m, false)) => r.fail(m, "write the key (one line) to the file, mode 0600; serve refuses to start"),
     }
-    #[cfg(unix)]
     if let Some(path) = input.key_file {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::metadata(path) {
-            if meta.permissions().mode() & 0o077 != 0 {
-                r.warn(
-                    &format!("API key file {} is readable by group/others", path.display()),
-                    &format!("chmod 600 {}", path.display()),
-                );
-            }
+        if let Some(mode) = crate::cli::key_file_too_open(path) {
+            r.warn(
+                &format!("API key file {} is readable by group/others (mode {mode:04o})", path.display()),
+                &format!("chmod 600 {}", path.display()),
+            );
         }
     }
 
-    println!("network");
+    outln!("network");
+    let key = input.api_key.as_ref().ok().cloned().flatten();
     match std::net::TcpListener::bind(input.listen) {
         Ok(_) => r.ok(&format!("{} is free to listen on", input.listen)),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => running_connector(&mut r, input.listen, key).await,
         Err(e) => r.fail(
             &format!("cannot listen on {}: {e}", input.listen),
-            "another connector may be running (systemctl status xagent-adb-connector); or choose --listen",
+            "choose another --listen (ports below 1024 need privileges)",
         ),
     }
 
-    println!("clock");
+    outln!("clock");
     let now_s = crate::protocol::now_ms() / 1000;
     // 2024-01-01: a Raspberry Pi without RTC boots in 1970 until NTP syncs; file expiry and leases need real time.
     if now_s < 1_704_067_200 {
@@ -127,12 +151,204 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
         r.ok("system clock looks sane");
     }
 
-    println!();
+    outln!();
     if r.failures > 0 {
-        println!("{} problem(s), {} warning(s)", r.failures, r.warnings);
+        outln!("{} problem(s), {} warning(s)", r.failures, r.warnings);
+        if r.failures == r.denied {
+            outln!("every problem is a permission problem: run `sudo xagent-adb-connector doctor`");
+        }
         1
     } else {
-        println!("all checks passed ({} warning(s))", r.warnings);
+        outln!("all checks passed ({} warning(s))", r.warnings);
         0
     }
+}
+
+/// Who may write the state: the service user when it exists on this box, else whoever runs doctor.
+fn writer_uid() -> Option<(u32, String)> {
+    let user = settings::service_user();
+    if let Some(uid) = settings::uid_of(&user) {
+        return Some((uid, user));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let uid = std::fs::metadata("/proc/self").ok()?.uid();
+        Some((uid, settings::user_of(uid).unwrap_or_else(|| format!("uid {uid}"))))
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Read-only checks of the data dir, `connector.db` and the file cache: existence, owner (can the service write
+/// them?) and modes (state and cache are private: 0700 dirs, 0600 files).
+fn state_checks(r: &mut Report, dir: &Path) {
+    #[cfg(unix)]
+    use std::os::unix::fs::MetadataExt;
+    let writer = writer_uid();
+    let check = |r: &mut Report, path: &Path, is_dir: bool| -> bool {
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                r.denied(&format!("cannot inspect {}: permission denied", path.display()));
+                return false;
+            }
+            Err(_) => return false,
+        };
+        #[cfg(unix)]
+        {
+            if let Some((uid, name)) = &writer {
+                if *uid != 0 && meta.uid() != *uid {
+                    let owner = settings::user_of(meta.uid()).unwrap_or_else(|| format!("uid {}", meta.uid()));
+                    r.fail(
+                        &format!("{} belongs to {owner}, not {name}: the connector cannot write it", path.display()),
+                        &format!("chown -R {name}: {} (was doctor or serve run as root before?)", dir.display()),
+                    );
+                    return true;
+                }
+            }
+            let mode = meta.mode() & 0o777;
+            let loose = if is_dir { mode & 0o027 != 0 } else { mode & 0o077 != 0 };
+            if loose {
+                let want = if is_dir { "0700" } else { "0600" };
+                r.warn(
+                    &format!("{} is mode {mode:04o}; state is private to the service", path.display()),
+                    &format!("chmod {want} {}", path.display()),
+                );
+            }
+        }
+        true
+    };
+    if !check(r, dir, true) {
+        if !dir.exists() && r.denied == 0 {
+            r.warn(
+                &format!("data dir {} does not exist yet", dir.display()),
+                "serve creates it at its first start (pass the service's --data-dir to check an installation)",
+            );
+        }
+        return;
+    }
+    r.ok(&format!("data dir {}", dir.display()));
+    for name in ["connector.db", "connector.db-wal", "connector.db-shm"] {
+        check(r, &dir.join(name), false);
+    }
+    check(r, &dir.join("files"), true);
+    match settings::open_state(dir) {
+        Ok(store) => match store.schema_version() {
+            Ok(v) => r.ok(&format!("state database readable (schema v{v}; opened read-only)")),
+            Err(e) => r.fail(
+                &format!("state database: {e}"),
+                "check disk space; if connector.db is damaged, restore it from backup",
+            ),
+        },
+        Err(StateProblem::Missing(_)) => {
+            r.ok("no state database yet (serve creates connector.db at its first start)");
+        }
+        Err(StateProblem::Denied(m)) => r.denied(&m),
+        Err(StateProblem::Other(m)) => {
+            r.fail(&m, "check disk space; if connector.db is damaged, restore it from backup")
+        }
+    }
+}
+
+/// A local adb server should belong to the service user: one started by an operator's `adb devices` runs with
+/// the operator's `~/.android/adbkey`, so phones authorised for the service show as `unauthorized`.
+fn adb_server_owner(r: &mut Report, server: SocketAddrV4) {
+    if !server.ip().is_loopback() {
+        return;
+    }
+    let Some(uid) = settings::listener_uid(server.port()) else { return };
+    let owner = settings::user_of(uid).unwrap_or_else(|| format!("uid {uid}"));
+    let service = settings::service_user();
+    match settings::uid_of(&service) {
+        Some(s) if s != uid => r.warn(
+            &format!("adb server {server} runs as {owner}, not as the service user {service}"),
+            "it was probably spawned by someone's `adb devices` before adb-server.service started, and uses their \
+             adb key: `adb kill-server; sudo systemctl restart adb-server`",
+        ),
+        _ => r.ok(&format!("adb server {server} runs as {owner}")),
+    }
+}
+
+/// The port is taken: is it our own connector (a running install) or something else?
+async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<String>) {
+    let target = match listen.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), listen.port()),
+        IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), listen.port()),
+        _ => listen,
+    };
+    match probe_health(target, key.as_deref()).await {
+        Ok((200, body)) | Ok((503, body)) if is_ours(&body) => {
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            let status = v["status"].as_str().unwrap_or("?");
+            let what = format!(
+                "a connector is running on {listen}: status {status}, version {}, {} device(s) online",
+                v["build"]["version"].as_str().unwrap_or("?"),
+                v["devices_online"]
+            );
+            if status == "ok" {
+                r.ok(&what);
+            } else {
+                let problems = v["problems"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|p| p.as_str()).collect::<Vec<_>>().join("; "));
+                r.fail(
+                    &format!("{what}: {}", problems.unwrap_or_default()),
+                    "see `journalctl -u xagent-adb-connector`",
+                );
+            }
+        }
+        Ok((401 | 403, _)) if key.is_none() => {
+            r.denied(&format!("a connector answers on {listen} but wants the API key, which doctor could not read"))
+        }
+        Ok((401 | 403, _)) => r.fail(
+            &format!("a connector answers on {listen} but refuses this API key"),
+            "use the service's key (/etc/xagent-adb-connector/api-key)",
+        ),
+        Ok((code, _)) => r.fail(
+            &format!("{listen} is in use by something that is not this connector (HTTP {code} on /health)"),
+            "stop it or choose another --listen",
+        ),
+        Err(e) => r.fail(
+            &format!("{listen} is in use and does not answer /health ({e})"),
+            "stop what holds the port (`ss -ltnp`) or choose another --listen",
+        ),
+    }
+}
+
+fn is_ours(body: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body)
+        .is_ok_and(|v| v["connector_card_id"] == crate::protocol::CONNECTOR_CARD_ID)
+}
+
+/// A minimal `GET /health` (HTTP/1.1, `Connection: close`) with a deadline; returns status and body.
+async fn probe_health(addr: SocketAddr, key: Option<&str>) -> Result<(u16, String), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let work = async {
+        let mut s = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let auth = key.map(|k| format!("Authorization: Bearer {k}\r\n")).unwrap_or_default();
+        let req = format!("GET /health HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.map_err(|e| e.to_string())?;
+        let mut buf = Vec::new();
+        s.take(1 << 20).read_to_end(&mut buf).await.map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&buf);
+        let (head, body) = text.split_once("\r\n\r\n").ok_or("no HTTP answer")?;
+        let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).ok_or("no HTTP status")?;
+        let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+        Ok((code, if chunked { dechunk(body) } else { body.to_owned() }))
+    };
+    tokio::time::timeout(Duration::from_secs(3), work).await.map_err(|_| "no answer within 3 s".to_owned())?
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((len, rest)) = s.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(len.trim(), 16) else { break };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
 }

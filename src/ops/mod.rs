@@ -5,6 +5,8 @@ pub mod audit;
 pub mod demo;
 pub mod devices;
 pub mod doctor;
+pub mod out;
+pub mod settings;
 
 /// A private adb server for the demo and the simulated phones it connects to.
 pub mod adb_process;

@@ -24,13 +24,106 @@ pub fn skill() -> Response<Body> {
     r
 }
 
-/// §4.3: the same `build` as the card; `connector_card_version` is `connector.version`.
-pub fn health(app: &App) -> Response<Body> {
+/// Whether the connector can still write its state and its file cache, re-checked at most every
+/// [`WriteHealth::EVERY`] for `/health`. A connector whose database stopped accepting writes refuses every
+/// session (`internal_error`), so it must not report `ok`: SD cards fail into a read-only remount, a disk fills,
+/// someone holds a lock on `connector.db`.
+pub struct WriteHealth {
+    store: Option<crate::store::Store>,
+    files_dir: std::path::PathBuf,
+    last: std::sync::Mutex<Option<(std::time::Instant, Vec<Problem>)>>,
+}
+
+/// One reason `/health` is not `ok`.
+#[derive(Clone, Debug)]
+pub struct Problem {
+    /// `failed`: sessions cannot work (503); `degraded`: some tools fail (200).
+    pub fatal: bool,
+    pub message: String,
+}
+
+impl WriteHealth {
+    pub const EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+    /// Longest a probe may take before it counts as a failure (a held lock makes SQLite wait).
+    const PROBE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
+    /// `store: None` (in-memory state in tests) checks only the file cache.
+    pub fn new(store: Option<crate::store::Store>, files_dir: std::path::PathBuf) -> WriteHealth {
+        WriteHealth { store, files_dir, last: std::sync::Mutex::new(None) }
+    }
+
+    /// The current problems (empty when healthy); probes on a blocking thread when the last result is stale.
+    pub async fn problems(&self) -> Vec<Problem> {
+        if let Some((at, p)) = &*self.last.lock().unwrap_or_else(|e| e.into_inner()) {
+            if at.elapsed() < Self::EVERY {
+                return p.clone();
+            }
+        }
+        let (store, files_dir) = (self.store.clone(), self.files_dir.clone());
+        let probe = tokio::task::spawn_blocking(move || probe(store.as_ref(), &files_dir));
+        let problems = match tokio::time::timeout(Self::PROBE_DEADLINE, probe).await {
+            Ok(Ok(p)) => p,
+            Ok(Err(_)) => vec![Problem { fatal: true, message: "the state probe failed unexpectedly".into() }],
+            Err(_) => vec![Problem {
+                fatal: true,
+                message: format!(
+                    "the state database did not take a write lock within {} s (another process holds it?)",
+                    Self::PROBE_DEADLINE.as_secs()
+                ),
+            }],
+        };
+        for p in &problems {
+            tracing::warn!(problem = %p.message, fatal = p.fatal, "health check");
+        }
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((std::time::Instant::now(), problems.clone()));
+        problems
+    }
+}
+
+fn probe(store: Option<&crate::store::Store>, files_dir: &std::path::Path) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if let Some(store) = store {
+        let data_dir = files_dir.parent().unwrap_or(files_dir);
+        if let Err(e) = crate::cli::prove_writable(data_dir) {
+            out.push(Problem {
+                fatal: true,
+                message: format!("the data dir {} is not writable: {e}", data_dir.display()),
+            });
+        }
+        if let Err(e) = store.probe_write_lock() {
+            out.push(Problem { fatal: true, message: format!("the state database does not accept writes: {e}") });
+        }
+    }
+    if let Err(e) = crate::cli::prove_writable(files_dir) {
+        out.push(Problem {
+            fatal: false,
+            message: format!(
+                "the file cache {} is not writable: {e} (screenshots, pulls and uploads fail)",
+                files_dir.display()
+            ),
+        });
+    }
+    out
+}
+
+/// §4.3: the same `build` as the card; `connector_card_version` is `connector.version`. `status` is `ok`, or
+/// `degraded` (200: the file cache cannot be written) or `failed` (503: the state cannot be written, so every
+/// session would fail), with `problems` saying why.
+pub async fn health(app: &App) -> Response<Body> {
+    let problems = app.health.problems().await;
     let (instances, channels, open) = app.hub.stats();
     let devices = app.hub.backend().devices();
     let online = devices.iter().filter(|d| d.state == crate::device::DeviceState::Online).count();
-    let body = json!({
-        "status": "ok",
+    let fatal = problems.iter().any(|p| p.fatal);
+    let status = if fatal {
+        "failed"
+    } else if problems.is_empty() {
+        "ok"
+    } else {
+        "degraded"
+    };
+    let mut body = json!({
+        "status": status,
         "connector_card_id": proto::CONNECTOR_CARD_ID,
         "connector_card_version": app.hub.card().connector.version,
         "protocol_version": proto::PROTOCOL_VERSION,
@@ -41,7 +134,11 @@ pub fn health(app: &App) -> Response<Body> {
         "devices": devices.len(),
         "devices_online": online,
     });
-    json_response(StatusCode::OK, body.to_string())
+    if !problems.is_empty() {
+        body["problems"] = problems.iter().map(|p| p.message.clone()).collect();
+    }
+    let code = if fatal { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    json_response(code, body.to_string())
 }
 
 /// `GET /metrics`: Prometheus text format (behind the API key like `/health`).

@@ -79,7 +79,7 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
         "/connector-card.json" if get => control::card(&app),
         "/skill.md" if get => control::skill(),
         "/health" if get => match check_api_key(&app, &req) {
-            Ok(()) => control::health(&app),
+            Ok(()) => control::health(&app).await,
             Err(r) => *r,
         },
         "/metrics" if get => match check_api_key(&app, &req) {

@@ -91,6 +91,8 @@ pub struct App {
     pub sessions: Arc<Semaphore>,
     /// Open connections per peer address (bounded by [`Limits::max_connections_per_ip`]).
     pub per_ip: PerIp,
+    /// Can the state database and the file cache still be written? (`/health`)
+    pub health: control::WriteHealth,
 }
 
 /// Live connection counts per peer IP address.

@@ -118,6 +118,8 @@ pub struct SimPhone {
     shared: Arc<Shared>,
     addr: SocketAddr,
     accept_task: Arc<Mutex<Option<JoinHandle<()>>>>,
+    /// Accept loops of further addresses ([`SimPhone::listen_also`]).
+    more_tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for SimPhone {
@@ -140,7 +142,18 @@ impl SimPhone {
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         tracing::info!(%addr, "sim phone listening");
-        Ok(SimPhone { shared, addr, accept_task: Arc::new(Mutex::new(Some(task))) })
+        Ok(SimPhone { shared, addr, accept_task: Arc::new(Mutex::new(Some(task))), more_tasks: Arc::default() })
+    }
+
+    /// Serves the same phone on one more address. After `adb connect` to both, the adb server lists one phone
+    /// under two serials with one `ro.serialno` — as a real phone on USB and Wi-Fi debugging at once.
+    pub async fn listen_also(&self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(accept_loop(listener, self.shared.clone()));
+        self.more_tasks.lock().unwrap_or_else(|e| e.into_inner()).push(task);
+        tracing::info!(%addr, "sim phone listening on a second address");
+        Ok(addr)
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -214,6 +227,11 @@ impl SimPhone {
     pub async fn shutdown(self) {
         let task = self.accept_task.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(t) = task {
+            t.abort();
+            let _ = t.await;
+        }
+        let more: Vec<_> = self.more_tasks.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
+        for t in more {
             t.abort();
             let _ = t.await;
         }

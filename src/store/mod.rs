@@ -165,6 +165,51 @@ impl Store {
         dir.join("connector.db").exists().then(|| Self::open(dir).ok()).flatten()
     }
 
+    /// Opens `DIR/connector.db` strictly read-only, for commands that only inspect (`doctor`, `devices`, `audit`):
+    /// no migration, no journal-mode change, and no file is created — a root `doctor` run before the service's
+    /// first start must not leave a root-owned database behind that the service user then cannot write.
+    ///
+    /// A read-only SQLite connection to a WAL database still creates `-wal` and `-shm` when they are missing —
+    /// owned by whoever runs the command. Without them there is nothing uncommitted to read, so the file is then
+    /// opened `immutable` (no side files, no locks); while the service runs they exist and are shared as usual.
+    pub fn open_read_only(dir: &Path) -> Result<Store> {
+        use rusqlite::OpenFlags;
+        let path = dir.join("connector.db");
+        let wal = dir.join("connector.db-wal");
+        let immutable = !wal.exists();
+        let mut uri = String::from("file:");
+        for b in path.to_string_lossy().bytes() {
+            match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => uri.push(b as char),
+                _ => uri.push_str(&format!("%{b:02X}")),
+            }
+        }
+        uri.push_str(if immutable { "?mode=ro&immutable=1" } else { "?mode=ro" });
+        let conn = Connection::open_with_flags(
+            uri,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(2))?;
+        Ok(Store { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    /// Proves the database accepts writes now: SQLite silently opens a file it may not write read-only, and then
+    /// only the first write fails ("attempt to write a readonly database"). Creates and drops a scratch table in
+    /// one committed transaction, so the file really is written (WAL frame, schema cookie) and left unchanged.
+    pub fn probe_write(&self) -> Result<()> {
+        let db = self.db();
+        let tx = db.unchecked_transaction()?;
+        tx.execute_batch("CREATE TABLE write_probe (x INTEGER); DROP TABLE write_probe;")?;
+        tx.commit()
+    }
+
+    /// Takes and releases the write lock without writing: cheap enough for every `/health`, and fails when the
+    /// connection is read-only or another process holds the database.
+    pub fn probe_write_lock(&self) -> Result<()> {
+        let db = self.db();
+        db.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
+    }
+
     pub fn open_in_memory() -> Result<Store> {
         Self::init(Connection::open_in_memory()?)
     }

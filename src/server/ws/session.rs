@@ -237,6 +237,16 @@ where
                 session.send(Packet::error_reply(None, None, None, &err)).await;
                 return Some(CloseFrame { code: CloseCode::Size, reason: "message too big".into() });
             }
+            // RFC 6455 §7.4.1: a frame that breaks the protocol (reserved opcode or bits, bad control frame) is
+            // answered 1002, a text frame that is not UTF-8 1007 — a code, not a bare close, so clients can tell.
+            Some(Err(WsError::Protocol(e))) => {
+                tracing::debug!(error = %e, "websocket protocol violation");
+                return Some(CloseFrame { code: CloseCode::Protocol, reason: "protocol error".into() });
+            }
+            Some(Err(WsError::Utf8(e))) => {
+                tracing::debug!(error = %e, "websocket text frame is not UTF-8");
+                return Some(CloseFrame { code: CloseCode::Invalid, reason: "text frame is not valid UTF-8".into() });
+            }
             Some(Err(e)) => {
                 tracing::debug!(error = %e, "websocket read ended");
                 return None;
