@@ -257,13 +257,31 @@ fn refused_log(peer: SocketAddr) {
     }
 }
 
+/// How long, and how many bytes at most, a closing connection keeps reading what its peer still sends.
+const LINGER: Duration = Duration::from_secs(2);
+const LINGER_MAX_BYTES: usize = 16 << 20;
+
 async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, app: Arc<App>) {
+    use std::os::fd::AsFd;
     let mut shutdown = app.shutdown.clone();
+    // A second handle on the socket, so that hyper dropping its own does not close it (see `linger`).
+    let spare = stream.as_fd().try_clone_to_owned().ok();
+    // A connection that asked for an upgrade belongs to the WebSocket session afterwards: never linger on it.
+    let upgrade_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let svc_app = app.clone();
-    let service = hyper::service::service_fn(move |req| http::route(svc_app.clone(), req));
+    let asked = upgrade_asked.clone();
+    let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        if req.headers().contains_key(hyper::header::UPGRADE) {
+            asked.store(true, Ordering::Relaxed);
+        }
+        http::route(svc_app.clone(), req)
+    });
     let conn = http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(app.cfg.limits.header_timeout)
+        // A client may shut down its sending side once its request is out and still wait for the answer (uploads
+        // from scripts do): without this, hyper drops the request when it reads that FIN before answering.
+        .half_close(true)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     tokio::pin!(conn);
@@ -272,10 +290,33 @@ async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, app: 
             if let Err(e) = r {
                 tracing::debug!(%peer, error = %e, "http connection ended with an error");
             }
+            if let (Some(fd), false) = (spare, upgrade_asked.load(Ordering::Relaxed)) {
+                linger(fd).await;
+            }
         }
         _ = shutdown.changed() => {
             conn.as_mut().graceful_shutdown();
             let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+        }
+    }
+}
+
+/// Lingering close (as nginx does): when the connector answers before reading a whole request body (an upload
+/// refused with 400/413/507), closing a socket with unread bytes makes the kernel send a reset, and a reset can
+/// destroy the answer before the client reads it — the client sees "connection reset" instead of the error.
+/// So: send FIN, then read and discard what the peer still sends, for at most [`LINGER`] or
+/// [`LINGER_MAX_BYTES`], and close only then. A peer that already closed ends this at once.
+async fn linger(fd: std::os::fd::OwnedFd) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut s) = tokio::net::TcpStream::from_std(std::net::TcpStream::from(fd)) else { return };
+    let _ = s.shutdown().await;
+    let deadline = tokio::time::Instant::now() + LINGER;
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut drained = 0usize;
+    while drained < LINGER_MAX_BYTES {
+        match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => drained += n,
+            _ => break,
         }
     }
 }
