@@ -27,7 +27,14 @@ pub fn tighten(path: &Path, #[allow(unused_variables)] keep: u32) -> io::Result<
         Ok(m) => {
             let mode = m.permissions().mode();
             if mode & 0o077 != 0 {
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & keep))?;
+                match std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & keep)) {
+                    // Not ours (e.g. left root-owned by a `sudo` run): the writability check that follows gives the
+                    // operator the real problem and its fix; a failed chmod would only hide it.
+                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                        tracing::warn!(path = %path.display(), "cannot make private (not its owner)");
+                    }
+                    r => r?,
+                }
             }
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
