@@ -71,7 +71,9 @@ impl Running {
 pub async fn start_adb(r: crate::cli::Resolved) -> Result<Running, ConfigError> {
     let adb = crate::device::adb::AdbBackend::new(r.adb_servers);
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
-    start_with(r.serve, r.transfer, registry, adb).await
+    let mut wall = r.wall;
+    wall.data_dir = r.serve.data_dir.clone();
+    start_inner(r.serve, r.transfer, registry, adb.clone(), crate::wall::Wall::new(wall, Some(adb))).await
 }
 
 /// Opens the state, binds the port and starts serving in background tasks, with default transfer settings.
@@ -85,6 +87,17 @@ pub async fn start_with(
     transfer: TransferConfig,
     registry: Registry,
     backend: Arc<dyn Backend>,
+) -> Result<Running, ConfigError> {
+    let wall = crate::wall::Wall::new(crate::wall::WallConfig::default(), None);
+    start_inner(cfg, transfer, registry, backend, wall).await
+}
+
+async fn start_inner(
+    cfg: ServeConfig,
+    transfer: TransferConfig,
+    registry: Registry,
+    backend: Arc<dyn Backend>,
+    wall: Arc<crate::wall::Wall>,
 ) -> Result<Running, ConfigError> {
     let store = match &cfg.data_dir {
         Some(dir) => {
@@ -145,6 +158,7 @@ pub async fn start_with(
         tasks: Tracker::default(),
         metrics: Arc::default(),
         tools_in_flight: Tracker::default(),
+        wall,
     });
     hub.backend().clone().start(shutdown_rx.clone());
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));

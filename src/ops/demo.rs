@@ -176,6 +176,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         transfer: crate::run::TransferConfig::default(),
         adb_servers: vec![demo.adb_server],
         policy: crate::policy::Policy::default(),
+        wall: crate::wall::WallConfig::default(),
     };
     let running = match crate::run::start_adb(resolved).await {
         Ok(r) => r,

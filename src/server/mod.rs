@@ -51,6 +51,8 @@ pub struct App {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Tool calls running now, across sessions.
     pub tools_in_flight: Tracker,
+    /// The operator's device wall and devices API (`/`, `/api/v1/…`).
+    pub wall: Arc<crate::wall::Wall>,
 }
 
 /// Counts live tasks so shutdown can wait for them.
