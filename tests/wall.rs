@@ -140,7 +140,9 @@ impl Cdp {
 
     /// Evaluates `expr` in the page (promises awaited) and returns its value.
     async fn eval(&mut self, expr: &str) -> Value {
-        let r = self.call("Runtime.evaluate", json!({"expression": expr, "returnByValue": true, "awaitPromise": true})).await;
+        let r = self
+            .call("Runtime.evaluate", json!({"expression": expr, "returnByValue": true, "awaitPromise": true}))
+            .await;
         assert!(r.get("exceptionDetails").is_none(), "{expr} threw: {r}");
         r["result"]["value"].clone()
     }
