@@ -93,11 +93,19 @@ async fn every_route_needs_auth_and_release_needs_csrf() {
         c.hello(None).await;
         let ch = c.bind(Some(&serial)).await;
 
-        // The cookie reads; the device shows who holds it and its facts.
-        let d = http(addr, "GET", "/api/v1/devices", &[("Cookie", &cookie)], b"").await;
-        assert_eq!(d.status, 200, "{}", d.text());
-        let d = d.json();
-        let dev = d["devices"].as_array().unwrap().iter().find(|x| x["serial"] == json!(serial)).unwrap().clone();
+        // The cookie reads; the device shows who holds it and its facts (read from the phone in the background:
+        // poll, a loaded machine may take longer than the list's own short wait).
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let (d, dev) = loop {
+            let d = http(addr, "GET", "/api/v1/devices", &[("Cookie", &cookie)], b"").await;
+            assert_eq!(d.status, 200, "{}", d.text());
+            let d = d.json();
+            let dev = d["devices"].as_array().unwrap().iter().find(|x| x["serial"] == json!(serial)).unwrap().clone();
+            if !dev["battery_percent"].is_null() || Instant::now() > deadline {
+                break (d, dev);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
         assert_eq!(dev["state"], "online");
         assert_eq!(dev["model"], "Sim Alpha (1080x2400)");
         assert_eq!(dev["android_version"], "14");
@@ -237,7 +245,7 @@ async fn thumbnails_are_cached_rate_limited_and_step_aside_for_agents() {
         c.hello(None).await;
         let ch = c.bind(Some(&serial)).await;
         tokio::time::sleep(Duration::from_millis(2100)).await; // the cached thumbnail is now due for a refresh
-        sim.set_fault(Fault::Latency(Duration::from_secs(3))); // holds the agent's screenshot in `wm size`
+        sim.set_fault(Fault::Latency(Duration::from_secs(4))); // holds the agent's screenshot in `wm size`
         let (_, rid) = c
             .send(
                 "tool.invoke",
@@ -245,7 +253,7 @@ async fn thumbnails_are_cached_rate_limited_and_step_aside_for_agents() {
                 json!({"tool_id": "android_screenshot", "arguments": {"connector_channel_id": ch}}),
             )
             .await;
-        let deadline = Instant::now() + Duration::from_secs(2);
+        let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let d = http(r.srv.addr, "GET", &format!("/api/v1/devices/{id}"), &[(k, &v)], b"").await.json();
             if d["running_calls"] == 1 {
