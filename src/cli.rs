@@ -239,6 +239,13 @@ pub struct ServeArgs {
     /// Longest a write to a WebSocket peer may stall (peer not reading) before the session is closed.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, env = "XAGENT_ADB_WS_WRITE_TIMEOUT")]
     pub ws_write_timeout: Duration,
+    /// Lifetime of a device-wall login (the session cookie expires with it).
+    #[arg(long, value_name = "DURATION", default_value = "12h", value_parser = parse_duration, env = "XAGENT_ADB_WALL_SESSION_TTL")]
+    pub wall_session_ttl: Duration,
+
+    /// How long a device-wall thumbnail is reused before the phone is captured again (at least 2s).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_THUMBNAIL_INTERVAL")]
+    pub wall_thumbnail_interval: Duration,
 }
 
 /// A validated `serve` configuration.
@@ -249,6 +256,8 @@ pub struct Resolved {
     pub transfer: crate::run::TransferConfig,
     pub adb_servers: Vec<std::net::SocketAddrV4>,
     pub policy: crate::policy::Policy,
+    /// The operator's device wall (`/`).
+    pub wall: crate::wall::WallConfig,
 }
 
 /// Turns `serve` flags into a checked configuration (key, adb servers, policy, allowlist).
@@ -294,6 +303,11 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
         adb_servers,
         policy,
         key_file: args.key.api_key_file.clone(),
+        wall: crate::wall::WallConfig {
+            session_ttl: args.wall_session_ttl,
+            thumbnail_interval: args.wall_thumbnail_interval,
+            data_dir: None,
+        },
     })
 }
 

@@ -17,3 +17,4 @@ pub mod server;
 pub mod sim;
 pub mod store;
 pub mod tools;
+pub mod wall;

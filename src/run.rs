@@ -74,7 +74,9 @@ pub async fn start_adb(r: crate::cli::Resolved) -> Result<Running, ConfigError> 
     warn_about_exposure(&r);
     let adb = crate::device::adb::AdbBackend::new(r.adb_servers);
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
-    start_with(r.serve, r.transfer, registry, adb).await
+    let mut wall = r.wall;
+    wall.data_dir = r.serve.data_dir.clone();
+    start_inner(r.serve, r.transfer, registry, adb.clone(), crate::wall::Wall::new(wall, Some(adb))).await
 }
 
 /// Start-up warnings for settings that work but expose something: a key file others can read (as `doctor`
@@ -110,6 +112,17 @@ pub async fn start_with(
     transfer: TransferConfig,
     registry: Registry,
     backend: Arc<dyn Backend>,
+) -> Result<Running, ConfigError> {
+    let wall = crate::wall::Wall::new(crate::wall::WallConfig::default(), None);
+    start_inner(cfg, transfer, registry, backend, wall).await
+}
+
+async fn start_inner(
+    cfg: ServeConfig,
+    transfer: TransferConfig,
+    registry: Registry,
+    backend: Arc<dyn Backend>,
+    wall: Arc<crate::wall::Wall>,
 ) -> Result<Running, ConfigError> {
     let store = match &cfg.data_dir {
         Some(dir) => {
@@ -195,6 +208,7 @@ pub async fn start_with(
         sessions: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_sessions)),
         per_ip: Default::default(),
         health: crate::server::control::WriteHealth::new(store_for_health, files_dir.clone()),
+        wall,
     });
     hub.backend().clone().start(shutdown_rx.clone());
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));

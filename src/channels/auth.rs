@@ -335,6 +335,20 @@ impl Hub {
         p
     }
 
+    /// The operator's **Release** (device wall): ends the channel's binding through [`Hub::auth_logout`], then
+    /// tells the channel (a `connection.descriptor.push`, since its agent did not ask) and writes an audit record
+    /// (`operator.release`: the operator acted on the device). Returns the released device.
+    pub fn operator_release(&self, channel_id: &str) -> Result<DeviceKey, ProtoError> {
+        let key = self
+            .binding(channel_id)
+            .ok_or_else(|| ProtoError::new(ErrorCode::ConnectionNotFound, "no channel holds this device any more"))?;
+        self.auth_logout(channel_id)?;
+        self.push_descriptor(channel_id);
+        self.audit(channel_id, None, "operator.release", &key, &Map::new(), "ok");
+        tracing::info!(channel = %channel_id, device = %key, "device released by the operator");
+        Ok(key)
+    }
+
     /// `auth.logout` (§8.13/§8.14): releases the device; the channel stays, now `created`.
     pub fn auth_logout(&self, channel_id: &str) -> Result<Map<String, Value>, ProtoError> {
         let key = self.binding(channel_id);

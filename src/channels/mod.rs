@@ -681,12 +681,53 @@ impl Hub {
         counts
     }
 
+    /// Every device binding, for the operator's device wall: which channel holds which device, since when, and
+    /// whether the channel is connected now.
+    pub fn holders(&self) -> Vec<Holder> {
+        let held: Vec<Holder> = self
+            .lock()
+            .channels
+            .iter()
+            .filter_map(|(id, c)| {
+                c.binding.clone().map(|device| Holder {
+                    channel_id: id.clone(),
+                    connector_id: c.connector_id.clone(),
+                    device,
+                    open: c.open_on.is_some(),
+                    bound_since_ms: None,
+                })
+            })
+            .collect();
+        held.into_iter()
+            .map(|mut h| {
+                h.bound_since_ms = self.store.bound_since(&h.channel_id).ok().flatten();
+                h
+            })
+            .collect()
+    }
+
+    /// The state store (read by the device wall for the audit log).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Counts for `/health` and operators.
     pub fn stats(&self) -> (usize, usize, usize) {
         let inner = self.lock();
         let open = inner.channels.values().filter(|c| c.open_on.is_some()).count();
         (inner.instances.len(), inner.channels.len(), open)
     }
+}
+
+/// One binding as [`Hub::holders`] reports it.
+#[derive(Clone, Debug)]
+pub struct Holder {
+    pub channel_id: String,
+    pub connector_id: String,
+    pub device: DeviceKey,
+    /// Whether the channel is open on a data plane now (an agent that died keeps its device until the lease ends).
+    pub open: bool,
+    pub bound_since_ms: Option<u64>,
 }
 
 /// Display-level hint of a serial (§9: target carries only masked hints): `R58N***7XK`.

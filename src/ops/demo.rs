@@ -209,6 +209,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         adb_servers: vec![demo.adb_server],
         policy: crate::policy::Policy::default(),
         key_file: None,
+        wall: crate::wall::WallConfig::default(),
     };
     let running = match crate::run::start_adb(resolved).await {
         Ok(r) => r,

@@ -95,6 +95,7 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
         },
         "/connector-card.json" | "/skill.md" | "/health" | "/metrics" => method_not_allowed("GET, HEAD"),
         "/ws" => method_not_allowed("GET"),
+        p if crate::wall::owns(p) => crate::wall::route(&app, req).await,
         _ => error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint at {path}")),
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "http");

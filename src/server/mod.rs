@@ -93,6 +93,8 @@ pub struct App {
     pub per_ip: PerIp,
     /// Can the state database and the file cache still be written? (`/health`)
     pub health: control::WriteHealth,
+    /// The operator's device wall and devices API (`/`, `/api/v1/…`).
+    pub wall: Arc<crate::wall::Wall>,
 }
 
 /// Live connection counts per peer IP address.

@@ -140,6 +140,17 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Up to `limit` records after `seq`, oldest first: the device wall follows the log incrementally by primary
+    /// key instead of scanning it per device.
+    pub fn audit_after(&self, seq: i64, limit: u64) -> Result<Vec<AuditRow>> {
+        let db = self.db();
+        let mut st = db.prepare(&format!("SELECT {COLUMNS} FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2"))?;
+        let rows = st.query_map(params![seq, limit as i64], row)?;
+        rows.collect()
+    }
+}
+
 #[cfg(test)]
 impl Store {
     /// Raw SQL for tamper tests.

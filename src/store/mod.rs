@@ -328,6 +328,19 @@ impl Store {
         Ok(())
     }
 
+    /// When the channel's current binding was made (Unix ms), for the operator's device wall.
+    pub fn bound_since(&self, channel_id: &str) -> Result<Option<u64>> {
+        let db = self.db();
+        let r = db.query_row("SELECT bound_ms FROM bindings WHERE channel_id = ?1", params![channel_id], |r| {
+            r.get::<_, i64>(0)
+        });
+        match r {
+            Ok(ms) => Ok(Some(ms as u64)),
+            Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     // ---- auth sessions ---------------------------------------------------------------------------------------
 
     pub fn put_auth_session(&self, row: &AuthRow, now_ms: u64) -> Result<()> {

@@ -140,6 +140,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     let call = ToolCall { channel_id: channel.clone(), binding: Some(binding), args, tool_call_id, progress };
     let guard = (session.in_flight.enter(), session.app.tools_in_flight.enter());
     let tx = session.tx.clone();
+    let wall = session.app.wall.clone();
     let span = tracing::info_span!("tool", tool = %tool_id, channel = %channel);
     tokio::spawn(tracing::Instrument::instrument(
         async move {
@@ -154,6 +155,8 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     Calls::wait(rx, spec.deadline + WAIT_SLACK).await
                 }
                 Begin::Run => {
+                    // Lets the device wall's thumbnails step aside and records the call's duration.
+                    let _agent = wall.agent_call(&channel, &audit_device, spec.id);
                     let r = match tokio::time::timeout(spec.deadline, tool.call(call)).await {
                         Ok(r) => r,
                         Err(_) => Err(ProtoError::new(

@@ -1,0 +1,446 @@
+//! The devices API (`/api/v1/…`): the wall's data as JSON with stable field names, for the page and for
+//! device-farm integrations. Errors are `{"error": {"code", "message"}}` with the protocol's error codes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE, ETAG, SET_COOKIE};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+
+use super::session::{self, Principal, Sessions};
+use super::{device_id, no_device, Wall};
+use crate::channels::Holder;
+use crate::device::{DeviceInfo, DeviceKey, DeviceState};
+use crate::protocol::errors::{ErrorCode, ProtoError};
+use crate::protocol::now_ms;
+use crate::server::http::{error, full, json_response, Body};
+use crate::server::App;
+
+/// Largest login body.
+const MAX_LOGIN_BODY: usize = 4096;
+/// How long a device list request waits for device facts that are being read (the first look at a device).
+const FACTS_WAIT: Duration = Duration::from_millis(1500);
+/// Recent actions and errors in the detail view.
+const DETAIL_ACTIONS: usize = 50;
+const DETAIL_ERRORS: usize = 20;
+/// Devices the wall remembers after their adb server stopped listing them (shown as `gone`).
+const MAX_REMEMBERED: usize = 256;
+
+pub fn method_not_allowed(allow: &'static str) -> Response<Body> {
+    let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", &format!("use {allow} on this path"));
+    r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+fn proto_error(status: StatusCode, e: &ProtoError) -> Response<Body> {
+    error(status, e.code.as_str(), &e.message)
+}
+
+fn wall(app: &App) -> &Arc<Wall> {
+    &app.wall
+}
+
+pub async fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, method: &Method) -> Response<Body> {
+    let w = wall(app).clone();
+    let get = method == Method::GET || method == Method::HEAD;
+    let rest = path.strip_prefix("/api/v1").unwrap_or("");
+    if rest == "/session" {
+        return match *method {
+            Method::GET => session_status(app, &w, &req),
+            Method::POST => login(app, &w, req).await,
+            Method::DELETE => logout(app, &w, &req),
+            _ => method_not_allowed("GET, POST, DELETE"),
+        };
+    }
+    let known = rest == "/devices" || rest == "/events" || rest.starts_with("/devices/");
+    if !known {
+        return error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint at {path}"));
+    }
+    let principal = match session::authorize(app, &w.sessions, &req) {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
+    if rest == "/devices" {
+        return if get { devices(app, &w).await } else { method_not_allowed("GET, HEAD") };
+    }
+    if rest == "/events" {
+        return if get { super::events::stream(app.clone(), w).await } else { method_not_allowed("GET") };
+    }
+    let tail = &rest["/devices/".len()..];
+    let (id, action) = tail.split_once('/').unwrap_or((tail, ""));
+    let Some(key) = find(app, &w, id) else { return no_device(id) };
+    match action {
+        "" if get => detail(app, &w, &key).await,
+        "" => method_not_allowed("GET, HEAD"),
+        "screen.jpg" if get => screen(app, &w, &key).await,
+        "screen.jpg" => method_not_allowed("GET, HEAD"),
+        "release" if *method == Method::POST => match session::check_csrf(&principal, &req) {
+            Ok(()) => release(app, &key),
+            Err(r) => *r,
+        },
+        "release" => method_not_allowed("POST"),
+        _ => error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint at {path}")),
+    }
+}
+
+// ---- session -------------------------------------------------------------------------------------------------
+
+fn with_cookie(mut r: Response<Body>, cookie: String) -> Response<Body> {
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        r.headers_mut().insert(SET_COOKIE, v);
+    }
+    r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// `GET /api/v1/session`: whether this browser is logged in (and its CSRF token). An open wall (no key) hands
+/// out a session at once, so Release works with a CSRF token there too.
+fn session_status(app: &App, w: &Wall, req: &Request<Incoming>) -> Response<Body> {
+    let key_required = app.cfg.api_key.is_some();
+    match session::authorize(app, &w.sessions, req) {
+        Ok(Principal::Session { csrf, .. }) => no_store(json_response(
+            StatusCode::OK,
+            json!({"authenticated": true, "key_required": key_required, "csrf_token": csrf}).to_string(),
+        )),
+        Ok(Principal::Bearer) => no_store(json_response(
+            StatusCode::OK,
+            json!({"authenticated": true, "key_required": true, "csrf_token": null}).to_string(),
+        )),
+        Ok(Principal::Open) => {
+            let (id, csrf) = w.sessions.create();
+            let body = json!({"authenticated": true, "key_required": false, "csrf_token": csrf});
+            with_cookie(json_response(StatusCode::OK, body.to_string()), w.sessions.cookie(&id))
+        }
+        Err(_) => no_store(json_response(
+            StatusCode::OK,
+            json!({"authenticated": false, "key_required": true, "csrf_token": null}).to_string(),
+        )),
+    }
+}
+
+fn no_store(mut r: Response<Body>) -> Response<Body> {
+    r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// `POST /api/v1/session` with `{"api_key": "…"}`: the login form. The key travels once, in the body.
+async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
+    let json_body = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
+    if !json_body {
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_arguments",
+            "send the login as Content-Type: application/json {\"api_key\": \"…\"}",
+        );
+    }
+    let body = match Limited::new(req.into_body(), MAX_LOGIN_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_arguments",
+                &format!("the login body is larger than {MAX_LOGIN_BODY} bytes or was cut off"),
+            )
+        }
+    };
+    let presented = match serde_json::from_slice::<Value>(&body) {
+        Ok(v) => match v.get("api_key") {
+            Some(Value::String(s)) => s.trim().to_owned(),
+            _ => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_arguments",
+                    "the login body must be a JSON object with a string field api_key",
+                )
+            }
+        },
+        Err(_) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", "the login body is not valid JSON"),
+    };
+    if let Some(key) = app.cfg.api_key.as_deref() {
+        if !w.sessions.login_allowed() {
+            return error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "too many wrong keys in the last minute; wait a minute and try again",
+            );
+        }
+        if !crate::server::http::constant_time_eq(presented.as_bytes(), key.as_bytes()) {
+            w.sessions.login_failed();
+            tracing::warn!("device wall: login with a wrong API key");
+            return error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong");
+        }
+    }
+    let (id, csrf) = w.sessions.create();
+    tracing::info!("device wall: operator logged in");
+    let body = json!({"authenticated": true, "key_required": app.cfg.api_key.is_some(), "csrf_token": csrf,
+                      "expires_in_s": w.sessions.ttl().as_secs()});
+    with_cookie(json_response(StatusCode::OK, body.to_string()), w.sessions.cookie(&id))
+}
+
+/// `DELETE /api/v1/session` (CSRF-checked): ends the session and clears the cookie.
+fn logout(app: &App, w: &Wall, req: &Request<Incoming>) -> Response<Body> {
+    let principal = match session::authorize(app, &w.sessions, req) {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
+    if let Err(r) = session::check_csrf(&principal, req) {
+        return *r;
+    }
+    if let Principal::Session { id, .. } = &principal {
+        w.sessions.remove(id);
+    }
+    with_cookie(json_response(StatusCode::OK, json!({"authenticated": false}).to_string()), Sessions::cleared_cookie())
+}
+
+// ---- views ---------------------------------------------------------------------------------------------------
+
+/// What the operator should do about a device in `state`.
+pub fn state_hint(state: DeviceState) -> Option<&'static str> {
+    match state {
+        DeviceState::Online => None,
+        DeviceState::Unauthorized => Some(
+            "Accept the \"Allow USB debugging?\" prompt on the phone and tick \"Always allow from this computer\".",
+        ),
+        DeviceState::Offline => Some("Replug the USB cable or check the cable and port; then wait a few seconds."),
+        DeviceState::Gone => Some("No adb server lists it any more: check the cable and that the phone is on."),
+    }
+}
+
+/// Every device to show: what the backend lists now plus the ones seen before that are gone.
+fn all_devices(app: &App, w: &Wall) -> Vec<DeviceInfo> {
+    let now = app.hub.backend().devices();
+    let mut seen = w.seen.lock().unwrap_or_else(|e| e.into_inner());
+    for d in &now {
+        seen.insert(d.key.clone(), d.model.clone());
+    }
+    while seen.len() > MAX_REMEMBERED {
+        let first = seen.keys().next().cloned();
+        match first {
+            Some(k) => seen.remove(&k),
+            None => break,
+        };
+    }
+    let mut out: BTreeMap<DeviceKey, DeviceInfo> = seen
+        .iter()
+        .map(|(k, model)| (k.clone(), DeviceInfo { key: k.clone(), state: DeviceState::Gone, model: model.clone() }))
+        .collect();
+    for d in now {
+        out.insert(d.key.clone(), d);
+    }
+    out.into_values().collect()
+}
+
+fn find(app: &App, w: &Wall, id: &str) -> Option<DeviceKey> {
+    all_devices(app, w).into_iter().map(|d| d.key).find(|k| device_id(k) == id)
+}
+
+fn short_channel(id: &str) -> String {
+    let tail: String = id.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("…{tail}")
+}
+
+fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder]) -> Value {
+    let id = device_id(&d.key);
+    let facts = w.facts.get(&d.key);
+    let held_by = holders.iter().find(|h| h.device == d.key).map(|h| {
+        let last = w.activity.recent(&d.key, 1).into_iter().next();
+        json!({
+            "channel_id": h.channel_id,
+            "channel_short": short_channel(&h.channel_id),
+            "connector_id": h.connector_id,
+            "since_ms": h.bound_since_ms,
+            "channel_connected": h.open,
+            "last_call": last,
+        })
+    });
+    json!({
+        "id": id,
+        "serial": d.key.serial,
+        "adb_server": d.key.server,
+        "model": d.model,
+        "state": d.state.as_str(),
+        "state_hint": state_hint(d.state),
+        "android_version": facts.android_version,
+        "battery_percent": facts.battery_percent,
+        "allowed": app.hub.device_allowed(&d.key),
+        "held_by": held_by,
+        "running_calls": w.activity.running(&d.key),
+        "screen_url": format!("/api/v1/devices/{id}/screen.jpg"),
+    })
+}
+
+/// Free and total bytes of the file system holding `dir`.
+#[cfg(unix)]
+fn disk_space(dir: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `s` a properly sized, writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return None;
+    }
+    let frsize = s.f_frsize as u64;
+    Some((s.f_bavail as u64 * frsize, s.f_blocks as u64 * frsize))
+}
+
+#[cfg(not(unix))]
+fn disk_space(_dir: &std::path::Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// The header: version, uptime, adb servers, counts, warnings.
+fn connector_json(app: &App, w: &Wall, devices: &[DeviceInfo]) -> Value {
+    let mut counts = serde_json::Map::new();
+    for st in [DeviceState::Online, DeviceState::Offline, DeviceState::Unauthorized, DeviceState::Gone] {
+        counts.insert(st.as_str().into(), json!(devices.iter().filter(|d| d.state == st).count()));
+    }
+    let servers: Vec<Value> = match &w.adb {
+        Some(adb) => {
+            adb.servers().iter().map(|s| json!({"address": s.to_string(), "reachable": adb.is_reachable(*s)})).collect()
+        }
+        None => Vec::new(),
+    };
+    let mut warnings = Vec::new();
+    if app.cfg.api_key.is_none() {
+        warnings.push(json!({"code": "no_api_key",
+            "message": "No system API key is configured: this wall, /ws and the API are open to anyone who can reach the connector."}));
+    }
+    for s in &servers {
+        if s["reachable"] == false {
+            warnings.push(json!({"code": "adb_server_unreachable",
+                "message": format!("adb server {} is not reachable (is adb-server.service running?)", s["address"].as_str().unwrap_or(""))}));
+        }
+    }
+    let (cache_files, cache_bytes) = app.files.totals();
+    let limits = app.files.limits();
+    if cache_bytes * 10 >= limits.max_bytes * 9 || cache_files * 10 >= limits.max_files * 9 {
+        warnings.push(json!({"code": "cache_nearly_full",
+            "message": "The file cache is over 90% full; the oldest files are evicted first."}));
+    }
+    let disk = w.cfg.data_dir.as_deref().and_then(disk_space);
+    if let Some((free, total)) = disk {
+        if total > 0 && (free * 20 < total || free < 256 << 20) {
+            warnings.push(json!({"code": "data_dir_nearly_full",
+                "message": format!("The data dir's file system has only {} MiB free.", free >> 20)}));
+        }
+    }
+    let uptime = w.started.elapsed().as_secs();
+    json!({
+        "name": "xagent-adb-connector",
+        "version": crate::build_info::BUILD.version,
+        "uptime_s": uptime,
+        "started_ms": now_ms().saturating_sub(uptime * 1000),
+        "api_key_required": app.cfg.api_key.is_some(),
+        "adb_servers": servers,
+        "counts": counts,
+        "cache": {"files": cache_files, "bytes": cache_bytes, "max_files": limits.max_files, "max_bytes": limits.max_bytes},
+        "data_dir": disk.map(|(free, total)| json!({"free_bytes": free, "total_bytes": total})),
+        "warnings": warnings,
+    })
+}
+
+/// The whole wall as one JSON document (`GET /api/v1/devices` and every event of the stream).
+pub async fn snapshot(app: &App, w: &Wall, facts_wait: Duration) -> Value {
+    w.activity.refresh(app.hub.store());
+    let devices = all_devices(app, w);
+    if let Some(adb) = &w.adb {
+        let online: Vec<DeviceKey> =
+            devices.iter().filter(|d| d.state == DeviceState::Online).map(|d| d.key.clone()).collect();
+        w.facts.refresh(adb, online, facts_wait).await;
+    }
+    let holders = app.hub.holders();
+    let list: Vec<Value> = devices.iter().map(|d| device_json(app, w, d, &holders)).collect();
+    json!({"connector": connector_json(app, w, &devices), "devices": list})
+}
+
+async fn devices(app: &App, w: &Wall) -> Response<Body> {
+    no_store(json_response(StatusCode::OK, snapshot(app, w, FACTS_WAIT).await.to_string()))
+}
+
+async fn detail(app: &App, w: &Wall, key: &DeviceKey) -> Response<Body> {
+    w.activity.refresh(app.hub.store());
+    let Some(d) = all_devices(app, w).into_iter().find(|d| &d.key == key) else {
+        return no_device(&device_id(key));
+    };
+    if let (Some(adb), DeviceState::Online) = (&w.adb, d.state) {
+        w.facts.refresh(adb, vec![key.clone()], FACTS_WAIT).await;
+    }
+    let mut v = device_json(app, w, &d, &app.hub.holders());
+    let actions = w.activity.recent(key, DETAIL_ACTIONS);
+    let errors: Vec<Value> = actions.iter().filter(|a| a["outcome"] != "ok").take(DETAIL_ERRORS).cloned().collect();
+    v["recent_actions"] = Value::Array(actions);
+    v["recent_errors"] = Value::Array(errors);
+    no_store(json_response(StatusCode::OK, v.to_string()))
+}
+
+async fn screen(app: &App, w: &Wall, key: &DeviceKey) -> Response<Body> {
+    let Some(adb) = &w.adb else {
+        return error(StatusCode::NOT_IMPLEMENTED, "tool_invoke_failed", "this connector has no ADB backend");
+    };
+    match app.hub.backend().info(key).map(|d| d.state) {
+        Some(DeviceState::Online) => {}
+        Some(DeviceState::Unauthorized) => {
+            return error(StatusCode::CONFLICT, "device_unauthorized", "the device has not authorised this computer")
+        }
+        _ => return error(StatusCode::CONFLICT, "device_offline", "the device is not online"),
+    }
+    let activity = &w.activity;
+    match w.thumbs.get(adb, key, || activity.capturing(key)).await {
+        Ok((t, stale)) => {
+            let mut r = Response::new(full(t.jpeg.clone()));
+            let h = r.headers_mut();
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("image/jpeg"));
+            h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            if let Ok(v) = HeaderValue::from_str(&format!("\"{}-{}\"", device_id(key), t.captured_ms)) {
+                h.insert(ETAG, v);
+            }
+            h.insert("x-captured-at-ms", HeaderValue::from(t.captured_ms));
+            h.insert("x-image-size", HeaderValue::from_str(&format!("{}x{}", t.width, t.height)).expect("ascii"));
+            if stale.is_some() {
+                h.insert("x-thumbnail-stale", HeaderValue::from_static("agent-capturing"));
+            }
+            r
+        }
+        Err(e) => {
+            let status = match e.code {
+                ErrorCode::DeviceBusy => StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::DeviceTimeout => StatusCode::GATEWAY_TIMEOUT,
+                ErrorCode::DeviceOffline | ErrorCode::DeviceUnauthorized => StatusCode::CONFLICT,
+                _ => StatusCode::BAD_GATEWAY,
+            };
+            let mut r = proto_error(status, &e);
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                r.headers_mut().insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("2"));
+            }
+            r
+        }
+    }
+}
+
+/// `POST /api/v1/devices/{id}/release`: ends the binding of whichever channel holds the device.
+fn release(app: &App, key: &DeviceKey) -> Response<Body> {
+    let Some(h) = app.hub.holders().into_iter().find(|h| &h.device == key) else {
+        return error(StatusCode::CONFLICT, "connection_not_found", "no channel holds this device");
+    };
+    match app.hub.operator_release(&h.channel_id) {
+        Ok(_) => {
+            let body = json!({"released": true, "device_id": device_id(key), "channel_id": h.channel_id});
+            no_store(json_response(StatusCode::OK, body.to_string()))
+        }
+        Err(e) => proto_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+    }
+}
+
+/// A `text/event-stream` frame.
+pub fn sse_event(name: &str, data: &str) -> Bytes {
+    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+}

@@ -1,0 +1,153 @@
+//! The operator's device wall (`GET /`) and the devices API (`/api/v1/…`): every phone the connector sees, live,
+//! for a person in a browser and for device-farm integrations as JSON.
+//!
+//! Why it lives beside the protocol planes and not inside them: the wall is for the operator, not the agent. It
+//! shows full serials and lets the operator release a binding, so it has its own access rules (a login that turns
+//! the system API key into a short-lived HttpOnly session cookie, a CSRF token for the one state-changing action),
+//! and its device work must never get in an agent's way (thumbnails: one capture per device in flight, reused for
+//! seconds, skipped while an agent captures; device facts through observation-only shell calls).
+//!
+//! Files: `session.rs` (login, cookies, CSRF), `api.rs` (JSON views and route handlers), `thumbs.rs` (thumbnail
+//! and device-facts caches), `activity.rs` (audit-log follower, call durations, agents-first signal),
+//! `events.rs` (the Server-Sent Events stream), `assets/wall.html` (the page, embedded).
+
+mod activity;
+mod api;
+mod events;
+mod session;
+mod thumbs;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+
+use crate::device::adb::AdbBackend;
+use crate::device::DeviceKey;
+use crate::server::http::{error, full, Body};
+use crate::server::App;
+
+pub use activity::AgentCall;
+
+/// The page: one self-contained HTML file (no external assets: lab networks are often offline).
+pub const PAGE: &str = include_str!("../../assets/wall.html");
+
+/// Settings of the wall (flags `--wall-session-ttl`, `--wall-thumbnail-interval`).
+#[derive(Clone, Debug)]
+pub struct WallConfig {
+    /// Lifetime of a login session (its cookie expires with it).
+    pub session_ttl: Duration,
+    /// How long a captured thumbnail is reused before the device is asked again (at least 2 s).
+    pub thumbnail_interval: Duration,
+    /// The data dir, to warn when its file system is nearly full (`None`: in-process tests).
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Default for WallConfig {
+    fn default() -> Self {
+        WallConfig {
+            session_ttl: Duration::from_secs(12 * 3600),
+            thumbnail_interval: MIN_THUMBNAIL_INTERVAL,
+            data_dir: None,
+        }
+    }
+}
+
+/// Thumbnails are never captured more often than this per device, whatever the configuration says.
+pub const MIN_THUMBNAIL_INTERVAL: Duration = Duration::from_secs(2);
+/// Live event streams open at once (each holds a task and a socket).
+pub const MAX_EVENT_STREAMS: usize = 32;
+
+pub struct Wall {
+    cfg: WallConfig,
+    /// The ADB backend for device facts and thumbnails; `None` when the connector runs another backend.
+    adb: Option<Arc<AdbBackend>>,
+    started: Instant,
+    sessions: session::Sessions,
+    thumbs: thumbs::Thumbs,
+    facts: thumbs::Facts,
+    activity: activity::Activity,
+    streams: Arc<tokio::sync::Semaphore>,
+    /// Every device seen since start (model by key), so one that vanished stays on the wall as `gone`.
+    seen: std::sync::Mutex<std::collections::BTreeMap<DeviceKey, String>>,
+}
+
+impl Wall {
+    pub fn new(mut cfg: WallConfig, adb: Option<Arc<AdbBackend>>) -> Arc<Wall> {
+        cfg.thumbnail_interval = cfg.thumbnail_interval.max(MIN_THUMBNAIL_INTERVAL);
+        Arc::new(Wall {
+            sessions: session::Sessions::new(cfg.session_ttl),
+            thumbs: thumbs::Thumbs::new(cfg.thumbnail_interval),
+            facts: thumbs::Facts::default(),
+            activity: activity::Activity::default(),
+            streams: Arc::new(tokio::sync::Semaphore::new(MAX_EVENT_STREAMS)),
+            seen: Default::default(),
+            cfg,
+            adb,
+            started: Instant::now(),
+        })
+    }
+
+    /// Called by the tool dispatcher around every tool call that runs on a device: lets thumbnails step aside
+    /// while an agent captures the screen, and records the call's duration for the wall's action list.
+    pub fn agent_call(&self, channel_id: &str, device: &DeviceKey, tool_id: &str) -> AgentCall {
+        self.activity.begin(channel_id, device, tool_id)
+    }
+
+    /// A device changed state: its last picture no longer shows what the phone shows.
+    fn thumbs_changed(&self, key: &DeviceKey) {
+        self.thumbs.forget(key);
+    }
+}
+
+/// The wall's stable id of a device: URL-safe, the same across restarts (a hash of adb server and serial).
+pub fn device_id(key: &DeviceKey) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(key.server.as_bytes());
+    h.update([0]);
+    h.update(key.serial.as_bytes());
+    h.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `path` belongs to the wall (so `server::http` hands it over).
+pub fn owns(path: &str) -> bool {
+    path == "/" || path == "/api/v1" || path.starts_with("/api/v1/")
+}
+
+/// Routes `/` and `/api/v1/…`.
+pub async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path().to_owned();
+    let method = req.method().clone();
+    let get = method == Method::GET || method == Method::HEAD;
+    if path == "/" {
+        return if get { page() } else { api::method_not_allowed("GET, HEAD") };
+    }
+    api::route(app, req, &path, &method).await
+}
+
+fn page() -> Response<Body> {
+    let mut r = Response::new(full(PAGE));
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    h.insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Everything is inline and same-origin; nothing may be framed (clickjacking of the Release button).
+    h.insert(
+        CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' blob:; \
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    r
+}
+
+/// A 404 for an unknown device id.
+fn no_device(id: &str) -> Response<Body> {
+    error(StatusCode::NOT_FOUND, "device_not_found", &format!("no device with id {id:?} (see GET /api/v1/devices)"))
+}

@@ -1,0 +1,175 @@
+//! Who may use the wall: the system API key as `Authorization: Bearer` (integrations), or a login session.
+//!
+//! The login form posts the key once (`POST /api/v1/session`, JSON body, never a URL); the answer is a random
+//! session id in an `HttpOnly; SameSite=Strict` cookie that expires, and a per-session CSRF token that the page
+//! keeps in memory and sends as `X-CSRF-Token` on the state-changing requests (Release, logout). The key itself
+//! never reaches the browser's storage. Without a configured key the wall is open (like the other planes), but
+//! Release still needs a session's CSRF token, so a foreign web page cannot release a device through the
+//! operator's browser.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hyper::header::{AUTHORIZATION, COOKIE};
+use hyper::{Request, StatusCode};
+
+use crate::protocol::ids::random_hex;
+use crate::server::http::{constant_time_eq, error, Body};
+use crate::server::App;
+
+pub const COOKIE_NAME: &str = "xagent_wall";
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// Sessions kept at once; the oldest is dropped beyond this (each login makes one).
+const MAX_SESSIONS: usize = 256;
+/// Wrong keys accepted per minute (the whole server) before login answers 429: slows guessing.
+pub const MAX_FAILED_LOGINS_PER_MINUTE: usize = 10;
+
+struct Session {
+    csrf: String,
+    expires: Instant,
+    created: Instant,
+}
+
+pub struct Sessions {
+    ttl: Duration,
+    map: Mutex<HashMap<String, Session>>,
+    failures: Mutex<Vec<Instant>>,
+}
+
+/// How a request was authorised.
+pub enum Principal {
+    /// The system API key as a Bearer token: an integration, no CSRF needed (browsers never send it by themselves).
+    Bearer,
+    /// A session cookie (`csrf` is that session's token).
+    Session { id: String, csrf: String },
+    /// No key is configured and no session cookie came along.
+    Open,
+}
+
+pub type Denied = Box<hyper::Response<Body>>;
+
+impl Sessions {
+    pub fn new(ttl: Duration) -> Sessions {
+        Sessions { ttl, map: Mutex::new(HashMap::new()), failures: Mutex::new(Vec::new()) }
+    }
+
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Creates a session; returns (id, csrf).
+    pub fn create(&self) -> (String, String) {
+        let (id, csrf) = (random_hex(32), random_hex(32));
+        let now = Instant::now();
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, s| s.expires > now);
+        if map.len() >= MAX_SESSIONS {
+            if let Some(oldest) = map.iter().min_by_key(|(_, s)| s.created).map(|(k, _)| k.clone()) {
+                map.remove(&oldest);
+            }
+        }
+        map.insert(id.clone(), Session { csrf: csrf.clone(), expires: now + self.ttl, created: now });
+        (id, csrf)
+    }
+
+    /// The CSRF token of a live session.
+    fn lookup(&self, id: &str) -> Option<String> {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        // Compare every id in constant time: the cookie value is a bearer secret too.
+        map.iter()
+            .find(|(k, s)| constant_time_eq(k.as_bytes(), id.as_bytes()) && s.expires > Instant::now())
+            .map(|(_, s)| s.csrf.clone())
+    }
+
+    pub fn remove(&self, id: &str) {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    }
+
+    /// Records a failed login; `false` when the minute's budget is spent.
+    pub fn login_allowed(&self) -> bool {
+        let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        f.retain(|t| now.duration_since(*t) < Duration::from_secs(60));
+        f.len() < MAX_FAILED_LOGINS_PER_MINUTE
+    }
+
+    pub fn login_failed(&self) {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner()).push(Instant::now());
+    }
+
+    /// The `Set-Cookie` value of a new session.
+    pub fn cookie(&self, id: &str) -> String {
+        format!("{COOKIE_NAME}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", self.ttl.as_secs())
+    }
+
+    /// The `Set-Cookie` value that deletes the cookie.
+    pub fn cleared_cookie() -> String {
+        format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+    }
+
+    /// The session named by the request's cookie, if it is live: (id, csrf).
+    pub fn of_request<B>(&self, req: &Request<B>) -> Option<(String, String)> {
+        let id = cookie_value(req, COOKIE_NAME)?;
+        self.lookup(&id).map(|csrf| (id, csrf))
+    }
+}
+
+fn cookie_value<B>(req: &Request<B>, name: &str) -> Option<String> {
+    req.headers().get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
+        let (k, v) = kv.trim().split_once('=')?;
+        (k == name && !v.is_empty()).then(|| v.to_owned())
+    })
+}
+
+fn bearer<B>(req: &Request<B>) -> Option<&str> {
+    req.headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+}
+
+/// Checks that the request may read the wall's data. `Err` is the 401 to send.
+pub fn authorize<B>(app: &App, sessions: &Sessions, req: &Request<B>) -> Result<Principal, Denied> {
+    if let Some(key) = app.cfg.api_key.as_deref() {
+        if let Some(p) = bearer(req) {
+            return if constant_time_eq(p.as_bytes(), key.as_bytes()) {
+                Ok(Principal::Bearer)
+            } else {
+                Err(Box::new(error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong")))
+            };
+        }
+    }
+    if let Some((id, csrf)) = sessions.of_request(req) {
+        return Ok(Principal::Session { id, csrf });
+    }
+    if app.cfg.api_key.is_none() {
+        return Ok(Principal::Open);
+    }
+    Err(Box::new(error(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "log in on the wall (POST /api/v1/session) or send Authorization: Bearer <system API key>",
+    )))
+}
+
+/// For state-changing requests: a Bearer key passes; a session must present its own CSRF token; an open wall
+/// without a session has no token to present. `Err` is the 403 to send.
+pub fn check_csrf<B>(principal: &Principal, req: &Request<B>) -> Result<(), Denied> {
+    let presented = req.headers().get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+    match principal {
+        Principal::Bearer => Ok(()),
+        Principal::Session { csrf, .. } if constant_time_eq(presented.as_bytes(), csrf.as_bytes()) => Ok(()),
+        Principal::Session { .. } => Err(Box::new(error(
+            StatusCode::FORBIDDEN,
+            "permission_denied",
+            "missing or wrong X-CSRF-Token (GET /api/v1/session gives this session's token)",
+        ))),
+        Principal::Open => Err(Box::new(error(
+            StatusCode::FORBIDDEN,
+            "permission_denied",
+            "this action needs a wall session and its X-CSRF-Token: GET /api/v1/session first (keep the cookie)",
+        ))),
+    }
+}

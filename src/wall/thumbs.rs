@@ -1,0 +1,210 @@
+//! Thumbnails and device facts (Android version, battery) for the wall, cached so that watching the wall costs
+//! the phones almost nothing.
+//!
+//! Thumbnails: one async mutex per device, so at most one wall capture per device is in flight and concurrent
+//! viewers share its result; a thumbnail is reused for the configured interval (≥ 2 s); one capture at a time
+//! across all devices (the box's CPU belongs to the agents); while an agent's screenshot runs on the device the
+//! wall serves its last thumbnail (or `device_busy`) instead of capturing — the wall waits, never the agent. The
+//! capture goes through the screenshot tool's capture helper but never through the channel file cache or its
+//! one-time URLs: the JPEG lives only in this map.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::device::adb::AdbBackend;
+use crate::device::DeviceKey;
+use crate::protocol::errors::{ErrorCode, ProtoError};
+use crate::protocol::now_ms;
+use crate::tools::screen::{capture, render, CapturePath, Format, DEFAULT_PATH};
+
+/// Longest side of a wall thumbnail (the detail view shows the same image larger).
+pub const THUMB_MAX_SIDE: u32 = 720;
+const THUMB_QUALITY: u8 = 70;
+/// Deadline of one wall capture.
+const CAPTURE_DEADLINE: Duration = Duration::from_secs(10);
+/// Device facts older than this are read again.
+pub const FACTS_MAX_AGE: Duration = Duration::from_secs(60);
+
+pub struct Thumb {
+    pub jpeg: Bytes,
+    pub width: u32,
+    pub height: u32,
+    pub captured_ms: u64,
+    taken: Instant,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Thumb>>>>;
+
+pub struct Thumbs {
+    interval: Duration,
+    slots: Mutex<HashMap<DeviceKey, Slot>>,
+    /// One wall capture at a time on the whole box.
+    permit: tokio::sync::Semaphore,
+}
+
+/// Why a served thumbnail is older than the interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stale {
+    AgentCapturing,
+}
+
+impl Thumbs {
+    pub fn new(interval: Duration) -> Thumbs {
+        Thumbs { interval, slots: Mutex::new(HashMap::new()), permit: tokio::sync::Semaphore::new(1) }
+    }
+
+    fn slot(&self, key: &DeviceKey) -> Slot {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default().clone()
+    }
+
+    /// Forgets a device's thumbnail (it went offline: an old picture would mislead).
+    pub fn forget(&self, key: &DeviceKey) {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+    }
+
+    /// The device's thumbnail: cached if fresh, else captured now (one capture per device at a time).
+    pub async fn get(
+        &self,
+        adb: &AdbBackend,
+        key: &DeviceKey,
+        agent_capturing: impl Fn() -> bool,
+    ) -> Result<(Arc<Thumb>, Option<Stale>), ProtoError> {
+        let slot = self.slot(key);
+        let busy = || {
+            ProtoError::new(ErrorCode::DeviceBusy, "an agent is capturing this screen; the wall tries again shortly")
+        };
+        if agent_capturing() {
+            // Do not even queue behind our own capture: answer with what we have.
+            return match slot.try_lock().ok().and_then(|g| g.clone()) {
+                Some(t) => Ok((t, Some(Stale::AgentCapturing))),
+                None => Err(busy()),
+            };
+        }
+        let mut cached = tokio::time::timeout(CAPTURE_DEADLINE * 2, slot.lock()).await.map_err(|_| {
+            ProtoError::new(ErrorCode::DeviceTimeout, "the previous thumbnail capture is still running")
+        })?;
+        if let Some(t) = cached.as_ref().filter(|t| t.taken.elapsed() < self.interval) {
+            return Ok((t.clone(), None));
+        }
+        let _permit = self
+            .permit
+            .acquire()
+            .await
+            .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail limiter closed"))?;
+        if agent_capturing() {
+            return match cached.clone() {
+                Some(t) => Ok((t, Some(Stale::AgentCapturing))),
+                None => Err(busy()),
+            };
+        }
+        let frame = match capture(adb, key, DEFAULT_PATH, CAPTURE_DEADLINE).await {
+            Ok(f) => f,
+            Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
+            Err(_) => capture(adb, key, CapturePath::Raw, CAPTURE_DEADLINE).await?,
+        };
+        let (jpeg, width, height) = tokio::task::spawn_blocking(move || {
+            render(frame.image, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
+        })
+        .await
+        .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly"))??;
+        let t =
+            Arc::new(Thumb { jpeg: Bytes::from(jpeg), width, height, captured_ms: now_ms(), taken: Instant::now() });
+        *cached = Some(t.clone());
+        Ok((t, None))
+    }
+}
+
+/// Android version and battery level of a device, as last read.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceFacts {
+    pub android_version: Option<String>,
+    pub battery_percent: Option<u8>,
+}
+
+#[derive(Default)]
+struct FactsInner {
+    known: HashMap<DeviceKey, (DeviceFacts, Instant)>,
+    reading: HashSet<DeviceKey>,
+}
+
+#[derive(Default)]
+pub struct Facts(Arc<Mutex<FactsInner>>);
+
+impl Facts {
+    pub fn get(&self, key: &DeviceKey) -> DeviceFacts {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).known.get(key).map(|(f, _)| f.clone()).unwrap_or_default()
+    }
+
+    /// Starts reading the facts of every listed online device whose facts are missing or old (one read per device
+    /// at a time) and waits up to `wait` for those reads.
+    pub async fn refresh(&self, adb: &Arc<AdbBackend>, keys: Vec<DeviceKey>, wait: Duration) {
+        let mut started = Vec::new();
+        {
+            let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            for key in keys {
+                let fresh = g.known.get(&key).is_some_and(|(_, t)| t.elapsed() < FACTS_MAX_AGE);
+                if !fresh && g.reading.insert(key.clone()) {
+                    started.push(key);
+                }
+            }
+        }
+        let handles: Vec<_> = started
+            .into_iter()
+            .map(|key| {
+                let (adb, inner) = (adb.clone(), self.0.clone());
+                tokio::spawn(async move {
+                    let out = adb
+                        .shell_ok(
+                            &key,
+                            "getprop ro.build.version.release; dumpsys battery",
+                            false,
+                            Duration::from_secs(5),
+                        )
+                        .await;
+                    let mut g = inner.lock().unwrap_or_else(|e| e.into_inner());
+                    g.reading.remove(&key);
+                    match out {
+                        Ok(text) => {
+                            g.known.insert(key, (parse_facts(&text), Instant::now()));
+                        }
+                        Err(e) => tracing::debug!(device = %key, error = %e, "device wall: facts unavailable"),
+                    }
+                })
+            })
+            .collect();
+        if !handles.is_empty() && !wait.is_zero() {
+            let _ = tokio::time::timeout(wait, futures_util::future::join_all(handles)).await;
+        }
+    }
+}
+
+/// First line: `ro.build.version.release`; then `dumpsys battery` (`level: 87`, `scale: 100`).
+pub fn parse_facts(text: &str) -> DeviceFacts {
+    let android_version =
+        text.lines().next().map(str::trim).filter(|v| !v.is_empty() && !v.contains(':')).map(str::to_owned);
+    let field = |name: &str| text.lines().find_map(|l| l.trim().strip_prefix(name)?.trim().parse::<u32>().ok());
+    let battery_percent = field("level:").map(|level| {
+        let scale = field("scale:").filter(|s| *s > 0).unwrap_or(100);
+        (level * 100 / scale).min(100) as u8
+    });
+    DeviceFacts { android_version, battery_percent }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_parse_version_and_battery() {
+        let f = parse_facts("14\nCurrent Battery Service state:\n  AC powered: false\n  level: 87\n  scale: 100\n");
+        assert_eq!(f.android_version.as_deref(), Some("14"));
+        assert_eq!(f.battery_percent, Some(87));
+        let f = parse_facts("\n  level: 30\n  scale: 50\n");
+        assert_eq!(f.android_version, None);
+        assert_eq!(f.battery_percent, Some(60));
+        assert_eq!(parse_facts("garbage: x").battery_percent, None);
+    }
+}

@@ -1,0 +1,326 @@
+//! The device wall in a real browser: headless Debian Chromium, driven over the DevTools protocol with the
+//! crate's own WebSocket client, against the real binary, a real adb server and simulated phones.
+//!
+//! Logs in through the form (a wrong key first), sees every phone with its state and a thumbnail of the phone's
+//! aspect ratio, watches a phone go offline without a reload, releases a bound phone and checks that its channel
+//! got the descriptor pushed. Takes the README's screenshot (`target/wall.png`; `XAGENT_UPDATE_WALL_SCREENSHOT=1`
+//! also writes `docs/wall.png`).
+
+mod common;
+mod wall_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+use wall_support::*;
+use xagent_adb_connector::sim::Fault;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Headless Chromium with its own profile; killed on drop.
+struct Browser {
+    child: Child,
+    _profile: tempfile::TempDir,
+    ws_url: String,
+}
+
+impl Browser {
+    fn launch() -> Browser {
+        let bin = std::env::var("XAGENT_CHROMIUM").unwrap_or_else(|_| CHROMIUM.to_owned());
+        assert!(
+            std::path::Path::new(&bin).exists(),
+            "tests/wall.rs needs Chromium at {bin}: install it with `apt-get install -y chromium` (CI's .ci/run \
+             does), or point XAGENT_CHROMIUM at a Chromium binary"
+        );
+        let profile = tempfile::tempdir().unwrap();
+        let mut child = Command::new(&bin)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            // Keep draining so Chromium never blocks on a full pipe.
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(url.trim().to_owned());
+                    }
+                }
+            }
+        });
+        let ws_url = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(u) => u,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("Chromium did not print its DevTools URL within 30 s");
+            }
+        };
+        Browser { child, _profile: profile, ws_url }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A DevTools protocol client attached to one page (flattened session).
+struct Cdp {
+    ws: Ws,
+    next: u64,
+    session: Option<String>,
+}
+
+impl Cdp {
+    async fn connect(url: &str) -> Cdp {
+        let (ws, _) = tokio::time::timeout(T, tokio_tungstenite::connect_async(url))
+            .await
+            .expect("DevTools connect timed out")
+            .expect("DevTools connect failed");
+        Cdp { ws, next: 0, session: None }
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let mut msg = json!({"id": id, "method": method, "params": params});
+        if let Some(s) = &self.session {
+            msg["sessionId"] = json!(s);
+        }
+        self.ws.send(Message::text(msg.to_string())).await.unwrap();
+        loop {
+            let m = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
+                .await
+                .unwrap_or_else(|_| panic!("no DevTools answer to {method}"));
+            let Some(Ok(Message::Text(t))) = m else { continue };
+            let v: Value = serde_json::from_str(t.as_str()).unwrap();
+            if v["id"] == json!(id) {
+                assert!(v.get("error").is_none(), "{method} failed: {v}");
+                return v["result"].clone();
+            }
+        }
+    }
+
+    /// Opens a new page and attaches to it.
+    async fn page(&mut self) {
+        let t = self.call("Target.createTarget", json!({"url": "about:blank"})).await;
+        let a = self.call("Target.attachToTarget", json!({"targetId": t["targetId"], "flatten": true})).await;
+        self.session = Some(a["sessionId"].as_str().unwrap().to_owned());
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1180, "height": 760, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    }
+
+    /// Evaluates `expr` in the page (promises awaited) and returns its value.
+    async fn eval(&mut self, expr: &str) -> Value {
+        let r = self
+            .call("Runtime.evaluate", json!({"expression": expr, "returnByValue": true, "awaitPromise": true}))
+            .await;
+        assert!(r.get("exceptionDetails").is_none(), "{expr} threw: {r}");
+        r["result"]["value"].clone()
+    }
+
+    /// Polls `expr` until it is `true`; returns how long that took. Panics with `what` after `within`.
+    async fn wait_for(&mut self, expr: &str, within: Duration, what: &str) -> Duration {
+        let started = Instant::now();
+        loop {
+            if self.eval(expr).await == json!(true) {
+                return started.elapsed();
+            }
+            if started.elapsed() > within {
+                let html = self.eval("document.body.innerText").await;
+                panic!("{what}: not true within {within:?}: {expr}\npage text:\n{html}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// The state of every card as the page shows it.
+const CARDS: &str = r#"[...document.querySelectorAll('.card')].map(c => {
+  const img = c.querySelector('.thumb');
+  return {serial: c.dataset.serial, state: c.querySelector('.badge').dataset.state,
+          badge: c.querySelector('.badge').textContent, held: !c.querySelector('.holder').hidden,
+          img_w: img.hidden ? 0 : img.naturalWidth, img_h: img.hidden ? 0 : img.naturalHeight};
+})"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wall_in_a_real_browser() {
+    tokio::time::timeout(Duration::from_secs(180), async {
+        let screens = [(1080, 2400), (1200, 1920), (720, 1280)];
+        let r = rig(&screens, true).await;
+        r.wait_all_online().await;
+        let serials: Vec<String> = r.sims.iter().map(|s| s.serial()).collect();
+        // An agent holds the first phone.
+        let mut agent = ws(r.srv.addr, Some(KEY)).await;
+        agent.hello(None).await;
+        let ch = agent.bind(Some(&serials[0])).await;
+
+        // One call so the card shows a last call.
+        let tap = json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": 540, "y": 1200}});
+        let a = agent.request("tool.invoke", Some(&ch), tap).await;
+        assert!(a.get("error").is_none(), "{a}");
+
+        let browser = Browser::launch();
+        let mut cdp = Cdp::connect(&browser.ws_url).await;
+        cdp.page().await;
+        let url = format!("http://{}/", r.srv.addr);
+        cdp.call("Page.navigate", json!({"url": url})).await;
+        cdp.wait_for("!!document.querySelector('#login') && !document.querySelector('#login').hidden", T, "login form")
+            .await;
+
+        // A wrong key: an error, no data, and the API still refuses this browser.
+        cdp.eval("document.querySelector('#key').value = 'not-the-key'; document.querySelector('#login button').click(); 1")
+            .await;
+        cdp.wait_for("document.querySelector('#login-error').textContent.includes('Wrong key')", T, "wrong-key error")
+            .await;
+        assert_eq!(cdp.eval("document.querySelectorAll('.card').length").await, json!(0));
+        assert_eq!(cdp.eval("document.querySelector('#grid').hidden").await, json!(true));
+        let text = cdp.eval("document.body.innerText").await;
+        for s in &serials {
+            assert!(!text.as_str().unwrap().contains(s.as_str()), "no device data after a wrong key");
+        }
+        assert_eq!(cdp.eval("fetch('/api/v1/devices').then(r => r.status)").await, json!(401));
+
+        // The right key: every phone, online, with a thumbnail of its own aspect ratio.
+        cdp.eval(&format!(
+            "document.querySelector('#key').value = '{KEY}'; document.querySelector('#login button').click(); 1"
+        ))
+        .await;
+        cdp.wait_for(
+            "(() => { const c = [...document.querySelectorAll('.card')]; return c.length === 3 && c.every(x => \
+             x.querySelector('.badge').dataset.state === 'online' && !x.querySelector('.thumb').hidden && \
+             x.querySelector('.thumb').naturalWidth > 0); })()",
+            Duration::from_secs(30),
+            "three online cards with thumbnails",
+        )
+        .await;
+        let cards = cdp.eval(CARDS).await;
+        for (serial, (w, h)) in serials.iter().zip(screens) {
+            let card = cards.as_array().unwrap().iter().find(|c| c["serial"] == json!(serial)).expect("a card per phone");
+            assert_eq!(card["state"], "online");
+            assert_eq!(card["badge"], "online");
+            let (iw, ih) = (card["img_w"].as_f64().unwrap(), card["img_h"].as_f64().unwrap());
+            let (want, got) = (f64::from(w) / f64::from(h), iw / ih);
+            assert!((want - got).abs() < 0.01, "{serial}: thumbnail {iw}x{ih} is not the phone's {w}x{h} aspect");
+        }
+        for c in cards.as_array().unwrap() {
+            assert_eq!(c["held"], c["serial"] == json!(serials[0]), "only the bound phone shows a channel: {cards}");
+        }
+        // The key is not kept anywhere the page can read.
+        assert_eq!(
+            cdp.eval("localStorage.length + sessionStorage.length + document.cookie.length + document.querySelector('#key').value.length")
+                .await,
+            json!(0)
+        );
+
+        // The README's screenshot.
+        let shot = cdp.call("Page.captureScreenshot", json!({"format": "png"})).await;
+        let png = base64_decode(shot["data"].as_str().unwrap());
+        let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        std::fs::create_dir_all(&target).unwrap();
+        std::fs::write(target.join("wall.png"), &png).unwrap();
+        if std::env::var("XAGENT_UPDATE_WALL_SCREENSHOT").as_deref() == Ok("1") {
+            let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+            std::fs::create_dir_all(&docs).unwrap();
+            std::fs::write(docs.join("wall.png"), &png).unwrap();
+        }
+
+        // A phone goes offline: its badge changes within 2 s, without a reload.
+        cdp.eval("window.__notReloaded = 42").await;
+        r.sims[1].set_fault(Fault::Offline);
+        let took = cdp
+            .wait_for(
+                &format!(
+                    "document.querySelector('.card[data-serial=\"{}\"] .badge').dataset.state !== 'online'",
+                    serials[1]
+                ),
+                Duration::from_secs(2),
+                "the offline phone's badge",
+            )
+            .await;
+        eprintln!("offline badge shown after {took:?}");
+        assert_eq!(cdp.eval("window.__notReloaded").await, json!(42), "the page was not reloaded");
+
+        // Release the bound phone from its detail view (confirming the dialog): the channel gets its descriptor.
+        cdp.eval("window.confirm = () => true; 1").await;
+        cdp.eval(&format!("document.querySelector('.card[data-serial=\"{}\"]').click(); 1", serials[0])).await;
+        cdp.wait_for("document.querySelector('#detail').open && !document.querySelector('#d-release').hidden", T, "detail view")
+            .await;
+        cdp.eval("document.querySelector('#d-release').click(); 1").await;
+        let pushed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let v = agent.recv().await;
+                if v["type"] == "connection.descriptor.push" {
+                    break v["payload"]["connection_descriptor"].clone();
+                }
+            }
+        })
+        .await
+        .expect("the channel's descriptor was pushed after Release");
+        assert_eq!(pushed["connection"]["connector_channel_id"], json!(ch));
+        assert_eq!(pushed["connection"]["status"], "created");
+        cdp.wait_for("document.querySelector('#d-msg').textContent === 'Released.'", T, "release confirmation").await;
+        cdp.wait_for(
+            &format!("document.querySelector('.card[data-serial=\"{}\"] .holder').hidden", serials[0]),
+            Duration::from_secs(5),
+            "the card no longer shows a holder",
+        )
+        .await;
+    })
+    .await
+    .expect("test timed out");
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let bytes: Vec<u8> = s.bytes().filter(|c| *c != b'=' && !c.is_ascii_whitespace()).map(val).collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut n = 0u32;
+        for (i, b) in chunk.iter().enumerate() {
+            n |= u32::from(*b) << (18 - 6 * i);
+        }
+        out.push((n >> 16) as u8);
+        if chunk.len() > 2 {
+            out.push((n >> 8) as u8);
+        }
+        if chunk.len() > 3 {
+            out.push(n as u8);
+        }
+    }
+    out
+}
