@@ -4,6 +4,7 @@
 pub mod adb;
 pub mod host;
 pub mod shell;
+pub mod transport;
 
 use std::fmt;
 
