@@ -30,6 +30,9 @@ pub struct Policy {
     /// Commands `android_shell` accepts: the command must start with one of these (after trimming).
     #[serde(default)]
     pub shell_allow_prefixes: Vec<String>,
+    /// Upper bound on every tool's deadline (`--tool-deadline-max`; not a policy-file key). `None`: each tool's own.
+    #[serde(skip)]
+    pub tool_deadline_max: Option<std::time::Duration>,
 }
 
 impl Policy {

@@ -177,11 +177,11 @@ pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str) -> Result<She
 }
 
 /// Runs `cmd` through plain `shell:` (phones without the `shell_v2` feature, Android < 7): stderr is merged into
-/// stdout and no exit status exists, so the command is followed by a status line carrying a per-call random tag,
-/// which the command's own output cannot forge.
+/// stdout and no exit status exists, so the command runs in its own `sh -c` (an `exit N` inside it ends only that
+/// shell) followed by a status line carrying a per-call random tag, which the command's own output cannot forge.
 pub async fn shell_v1(server: SocketAddr, serial: &str, cmd: &str) -> Result<ShellOut, ProtoError> {
     let tag = format!("__xagent_status_{}__", crate::protocol::ids::random_hex(8));
-    let st = open(server, serial, &format!("shell:{cmd}; echo \"{tag}$?\"")).await?;
+    let st = open(server, serial, &format!("shell:sh -c {}; echo \"{tag}$?\"", super::shell::quote(cmd))).await?;
     let raw = st.read_to_end(SHELL_OUTPUT_MAX).await?;
     let text = String::from_utf8_lossy(&raw);
     let Some(pos) = text.rfind(&tag) else {
@@ -190,9 +190,13 @@ pub async fn shell_v1(server: SocketAddr, serial: &str, cmd: &str) -> Result<She
             "the device closed the shell before the command finished",
         ));
     };
-    let code = text[pos + tag.len()..].trim().parse::<i32>().unwrap_or(255);
+    let after = &text[pos + tag.len()..];
+    let (status, rest) = after.split_once('\n').unwrap_or((after, ""));
+    let code = status.trim().parse::<i32>().unwrap_or(255);
+    // Merged stderr may arrive after the status line (it is a separate pipe on the phone): keep it as output.
+    let stdout = format!("{}{rest}", &text[..pos]);
     // The old `shell:` service runs under a pty on some versions: undo its CRLF translation.
-    let stdout = text[..pos].replace("\r\n", "\n");
+    let stdout = stdout.replace("\r\n", "\n");
     Ok(ShellOut { stdout, stderr: String::new(), code })
 }
 

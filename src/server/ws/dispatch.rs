@@ -110,6 +110,10 @@ async fn channel_open(session: &mut Session, pkt: &Packet) {
 }
 
 async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
+    if matches!(pkt.kind.as_str(), "channel.close" | "auth.logout") {
+        // The channel's running tool calls end now: their device commands are hung up.
+        session.cancel_channel(channel);
+    }
     let hub = &session.app.hub;
     let payload = pkt.payload();
     let ch = Some(channel);

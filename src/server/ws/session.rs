@@ -30,6 +30,11 @@ pub struct Session {
     pub in_flight: Tracker,
     /// Running tool calls per channel (see `tool::MAX_CONCURRENT_PER_CHANNEL`).
     pub per_channel: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    /// Cancels every running tool call of this session (socket gone, drain deadline); each channel has a child
+    /// token that `channel.close` / `auth.logout` cancel. A cancelled call's future is dropped, which closes its adb
+    /// connection and hangs up its device command (see `device::transport`).
+    pub cancel: tokio_util::sync::CancellationToken,
+    pub channel_cancel: std::collections::HashMap<String, tokio_util::sync::CancellationToken>,
 }
 
 /// One running call's place in its channel's budget; released on drop.
@@ -60,6 +65,19 @@ impl Session {
         }
         *n += 1;
         Some(ChannelSlot { map: self.per_channel.clone(), channel: channel.to_owned() })
+    }
+
+    /// The token a new tool call on `channel` watches.
+    pub fn call_cancel(&mut self, channel: &str) -> tokio_util::sync::CancellationToken {
+        let cancel = &self.cancel;
+        self.channel_cancel.entry(channel.to_owned()).or_insert_with(|| cancel.child_token()).clone()
+    }
+
+    /// Cancels the running tool calls of `channel` (it was closed or logged out).
+    pub fn cancel_channel(&mut self, channel: &str) {
+        if let Some(t) = self.channel_cancel.remove(channel) {
+            t.cancel();
+        }
     }
 
     /// Queues a packet that must not be dropped (ack, error, pong): waits for queue space.
@@ -134,6 +152,8 @@ where
         hello_done: false,
         in_flight: Tracker::default(),
         per_channel: Arc::default(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        channel_cancel: std::collections::HashMap::new(),
     };
     tracing::info!(parent: &span, "data plane connected");
     let close = read_loop(&mut session, &mut stream).instrument(span.clone()).await;
@@ -141,8 +161,15 @@ where
     if shutting_down {
         // SIGTERM: let running tool calls finish and deliver their acks, within the drain bound.
         if tokio::time::timeout(app.cfg.drain_timeout, session.in_flight.wait()).await.is_err() {
-            tracing::warn!(parent: &span, "tool calls still running at the drain deadline");
+            tracing::warn!(parent: &span, "tool calls still running at the drain deadline; cancelling them");
+            session.cancel.cancel();
+            // Cancelled calls answer at once (`shutting_down`); give their acks a moment to be queued.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), session.in_flight.wait()).await;
         }
+    } else {
+        // The peer is gone: nobody will read the acks, so running calls are cancelled and their device commands hung
+        // up now (a reconnecting xAgent that repeats a tool_call_id learns the call was cancelled).
+        session.cancel.cancel();
     }
     app.hub.socket_closed(socket);
     let _ = close_tx.send(close);
