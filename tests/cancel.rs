@@ -94,21 +94,21 @@ impl Rig {
     }
 }
 
-/// Every tool family, stalled on the phone: `device_timeout` at the (capped, 2 s) deadline, the stalled stream
+/// Every tool family, stalled on the phone: `device_timeout` at the (capped, 3 s) deadline, the stalled stream
 /// closed by the connector (the sim records the hang-up), the next side effect at once, no thread left behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_commands_are_hung_up_at_the_deadline_and_the_phone_recovers() {
     bounded(async {
-        let mut r = rig(SimConfig::default(), &["--tool-deadline-max", "2s"]).await;
+        let mut r = rig(SimConfig::default(), &["--tool-deadline-max", "3s"]).await;
         let pid = r.srv.child.id();
         let mut apk = b"PK\x03\x04".to_vec();
         apk.extend(vec![7u8; 200_000]);
         let apk_ref = r.upload("app.apk", &apk).await;
         let file_ref = r.upload("notes.txt", b"hello phone").await;
         r.sim.write_file("/sdcard/Download/big.bin", &[1u8; 4096]);
-        // Warm-up: every path once (screen size cached, worker and blocking threads as in steady state).
+        // Warm-up (screen size cached, worker and blocking threads as in steady state). No screenshot: encoding one
+        // in a debug build on a loaded machine can take longer than the test's short deadline.
         r.ok("android_device_status", json!({})).await;
-        r.ok("android_screenshot", json!({})).await;
         r.ok("android_file_pull", json!({"path": "/sdcard/Download/big.bin"})).await;
         let baseline = threads(pid);
 
@@ -126,7 +126,7 @@ async fn stalled_commands_are_hung_up_at_the_deadline_and_the_phone_recovers() {
             let t0 = Instant::now();
             let a = r.invoke(tool, args).await;
             assert_eq!(error_code(&a), "device_timeout", "{tool}: {a}");
-            assert!(t0.elapsed() < Duration::from_secs(5), "{tool} answered after {:?}", t0.elapsed());
+            assert!(t0.elapsed() < Duration::from_secs(6), "{tool} answered after {:?}", t0.elapsed());
             let sim = r.sim.clone();
             eventually(Duration::from_secs(3), &format!("{tool}: the stalled `{stall}` stream is closed"), || {
                 sim.hung_up().len() > before && sim.hung_up().last().unwrap().starts_with(stall)
