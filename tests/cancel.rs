@@ -260,3 +260,68 @@ async fn shell_only_phones_work_and_exit_codes_are_real() {
     .await
     .expect("timed out");
 }
+
+/// Eight concurrent UI dumps on one phone: one `uiautomator dump` in flight at a time, every caller gets the
+/// elements, the phone runs fewer dumps than calls and keeps no dump file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_ui_dumps_share_one_dump() {
+    bounded(async {
+        let mut r = rig(SimConfig::default(), &[]).await;
+        r.sim.stall("uiautomator");
+        let ch = r.ch.clone();
+        let mut ids = Vec::new();
+        for _ in 0..8 {
+            let args = json!({"connector_channel_id": ch});
+            ids.push(
+                r.c.send("tool.invoke", Some(&ch), json!({"tool_id": "android_ui_dump", "arguments": args})).await.1,
+            );
+        }
+        let sim = r.sim.clone();
+        eventually(Duration::from_secs(5), "a dump is held on the phone", || !sim.stalled().is_empty()).await;
+        // Let every call arrive and join (they are dispatched in order right behind the first).
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(r.sim.stalled().len(), 1, "one dump in flight per phone: {:?}", r.sim.stalled());
+        r.sim.release("uiautomator");
+        let mut done = 0;
+        while done < 8 {
+            let v = r.c.recv().await;
+            if v["type"] == "tool.invoke.ack" {
+                assert!(v.get("error").is_none(), "{v}");
+                assert!(v["payload"]["result"]["count"].as_u64().unwrap() > 0, "{v}");
+                done += 1;
+            }
+        }
+        let dumps = r.sim.commands().iter().filter(|c| c.contains("uiautomator dump")).count();
+        assert!(dumps < 8, "8 calls ran {dumps} dumps");
+        assert!(dumps <= 2, "callers share the dump in flight (or the next one): {dumps}");
+        let leftovers: Vec<String> =
+            r.sim.commands().iter().filter(|c| c.contains("xagent_window_dump")).cloned().collect();
+        assert!(leftovers.is_empty(), "no fixed dump file: {leftovers:?}");
+        assert!(r.sim.read_file("/sdcard/window_dump.xml").is_none());
+    })
+    .await
+    .expect("timed out");
+}
+
+/// A phone whose `uiautomator dump /dev/tty` prints no XML: the dump goes through a per-call file that is removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_dump_falls_back_to_a_per_call_file() {
+    bounded(async {
+        let mut r = rig(SimConfig { dump_to_tty: false, ..SimConfig::default() }, &[]).await;
+        for _ in 0..2 {
+            let d = r.ok("android_ui_dump", json!({})).await;
+            assert!(d["count"].as_u64().unwrap() > 0, "{d}");
+        }
+        let cmds = r.sim.commands();
+        let files: Vec<&String> = cmds.iter().filter(|c| c.contains("/sdcard/xagent-dump-")).collect();
+        assert_eq!(files.len(), 2, "one per-call file per dump, /dev/tty tried once: {cmds:?}");
+        assert_ne!(files[0], files[1], "never the same path twice");
+        assert_eq!(cmds.iter().filter(|c| c.contains("dump /dev/tty")).count(), 1);
+        for f in files {
+            let path = f.split_whitespace().nth(2).unwrap();
+            assert!(r.sim.read_file(path).is_none(), "{path} was removed");
+        }
+    })
+    .await
+    .expect("timed out");
+}

@@ -52,6 +52,9 @@ pub struct SimConfig {
     /// Whether adbd offers the shell protocol v2 (`shell_v2` feature, Android 7.0+). Without it only plain
     /// `shell:` exists (stderr merged, no exit status) and `shell,v2,...:` is an unknown service, as on old phones.
     pub shell_v2: bool,
+    /// Whether `uiautomator dump /dev/tty` prints the XML (it does on most versions; on others the XML goes
+    /// nowhere and only the "dumped to" line appears).
+    pub dump_to_tty: bool,
 }
 
 impl Default for SimConfig {
@@ -66,6 +69,7 @@ impl Default for SimConfig {
             density: 420,
             adb_keyboard: false,
             shell_v2: true,
+            dump_to_tty: true,
         }
     }
 }
