@@ -325,3 +325,31 @@ async fn ui_dump_falls_back_to_a_per_call_file() {
     .await
     .expect("timed out");
 }
+
+/// A channel binding right after start-up, while the phone is still being verified (its `getprop` takes 1.5 s),
+/// waits for the verification instead of answering `device_offline` / `device_not_found`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binding_during_verification_waits_for_it() {
+    bounded(async {
+        let (adb, sim, serial) = setup().await.expect("adb");
+        sim.set_fault(xagent_adb_connector::sim::Fault::Latency(Duration::from_millis(1500)));
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let (ch, _) = c.open(None).await;
+        let t0 = Instant::now();
+        let a = c.request("auth.start", Some(&ch), json!({"flow_id": "adb_device", "input": {"serial": serial}})).await;
+        assert_eq!(a["payload"]["status"], "authenticated", "{a}");
+        assert!(t0.elapsed() < Duration::from_secs(6), "bounded wait: {:?}", t0.elapsed());
+        sim.set_fault(xagent_adb_connector::sim::Fault::None);
+        // Without a device at all, the answer is not delayed once the list has settled.
+        let (ch2, _) = c.open(None).await;
+        let t0 = Instant::now();
+        let a = c.request("auth.start", Some(&ch2), json!({"flow_id": "adb_device"})).await;
+        assert_eq!(error_code(&a), "device_not_found", "{a}");
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    })
+    .await
+    .expect("timed out");
+}

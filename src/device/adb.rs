@@ -42,6 +42,8 @@ pub struct AdbBackend {
     verifying: Mutex<std::collections::HashSet<DeviceKey>>,
     /// Per device: does it speak the shell protocol v2? Read once, dropped when the device changes state.
     shell_v2: Mutex<HashMap<DeviceKey, bool>>,
+    /// Servers whose device list was applied at least once (see [`Backend::settling`]).
+    listed: Mutex<std::collections::HashSet<SocketAddrV4>>,
 }
 
 fn state_of(adb_state: &str) -> DeviceState {
@@ -64,6 +66,7 @@ impl AdbBackend {
             verified: Mutex::new(HashMap::new()),
             verifying: Mutex::new(std::collections::HashSet::new()),
             shell_v2: Mutex::new(HashMap::new()),
+            listed: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -141,6 +144,7 @@ impl AdbBackend {
 
     /// Replaces the device list of `server` and announces every device whose state or presence changed.
     fn apply(self: &Arc<Self>, server: SocketAddrV4, list: Vec<host::ListedDevice>) {
+        self.listed.lock().unwrap_or_else(|e| e.into_inner()).insert(server);
         let server_s = server.to_string();
         let mut changed = Vec::new();
         let mut to_verify = Vec::new();
@@ -486,6 +490,16 @@ impl Backend for AdbBackend {
 
     fn start(self: Arc<Self>, shutdown: watch::Receiver<bool>) {
         self.spawn_trackers(shutdown);
+    }
+
+    fn settling(&self) -> bool {
+        if !self.verifying.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            return true;
+        }
+        // A server not tried yet, or reachable but not yet listed (an unreachable one will not list anything soon).
+        let listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let reachable = self.reachable.lock().unwrap_or_else(|e| e.into_inner());
+        self.servers.iter().any(|s| !listed.contains(s) && reachable.get(s).copied() != Some(false))
     }
 }
 

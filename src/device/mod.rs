@@ -71,6 +71,11 @@ pub trait Backend: Send + Sync + 'static {
     fn info(&self, key: &DeviceKey) -> Option<DeviceInfo> {
         self.devices().into_iter().find(|d| &d.key == key)
     }
+    /// True while the device list may still change to online by itself soon: an adb server's first list has not
+    /// arrived yet, or a listed device is being verified. A binding that finds no online device waits (bounded).
+    fn settling(&self) -> bool {
+        false
+    }
 }
 
 /// A backend without devices: no auth flow, nothing to bind. Used where no device layer is configured.

@@ -128,7 +128,7 @@ async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
             pkt.ack("connection.descriptor.get.ack", ch, obj([("connection_descriptor", to_value(&d))]))
         }
         "auth.start" => {
-            let out = hub.auth_start(channel, &payload);
+            let out = hub.auth_start_settled(channel, &payload).await;
             match out.error {
                 None => pkt.ack("auth.start.ack", ch, out.payload),
                 Some(e) => pkt.ack_error("auth.start.ack", ch, &e, Some(out.payload)),
