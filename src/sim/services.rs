@@ -221,7 +221,7 @@ async fn execute(
     if !stall_point(shared, cmd.trim_start(), input).await {
         return None;
     }
-    if !apply_fault(shared, out).await {
+    if !apply_fault(shared, input, out).await {
         return None;
     }
     let res = {
@@ -237,8 +237,9 @@ async fn execute(
     Some(res)
 }
 
-/// Waits out `Latency`/`Hang`; false if the connection died meanwhile.
-async fn apply_fault(shared: &Arc<Shared>, out: &StreamOut) -> bool {
+/// Waits out `Latency`/`Hang`; false if the connection died or the host closed the stream meanwhile (adbd hangs
+/// up a command whose host went away).
+async fn apply_fault(shared: &Arc<Shared>, input: &mut StreamIn, out: &StreamOut) -> bool {
     let mut fault_rx = shared.fault.subscribe();
     loop {
         let f = fault_rx.borrow_and_update().clone();
@@ -247,6 +248,7 @@ async fn apply_fault(shared: &Arc<Shared>, out: &StreamOut) -> bool {
                 tokio::select! {
                     _ = tokio::time::sleep(d) => {}
                     _ = out.connection_closed() => return false,
+                    _ = input.wait_closed() => return false,
                 }
                 return true;
             }
@@ -254,6 +256,7 @@ async fn apply_fault(shared: &Arc<Shared>, out: &StreamOut) -> bool {
                 tokio::select! {
                     r = fault_rx.changed() => if r.is_err() { return false },
                     _ = out.connection_closed() => return false,
+                    _ = input.wait_closed() => return false,
                 }
             }
             _ => return true,
@@ -283,7 +286,8 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
         }
         Service::Framebuffer => {
             shared.device.lock().unwrap_or_else(|e| e.into_inner()).record_command("framebuffer:");
-            if !stall_point(&shared, "framebuffer:", &mut input).await || !apply_fault(&shared, &out).await {
+            if !stall_point(&shared, "framebuffer:", &mut input).await || !apply_fault(&shared, &mut input, &out).await
+            {
                 return;
             }
             let (w, h, px) = {
