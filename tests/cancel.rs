@@ -353,3 +353,37 @@ async fn binding_during_verification_waits_for_it() {
     .await
     .expect("timed out");
 }
+
+/// SIGTERM: a call stuck on the phone may run until the drain deadline, then it is cancelled — acked
+/// `shutting_down`, its device command hung up — and the connector exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_deadline_cancels_stuck_calls() {
+    bounded(async {
+        let mut r = rig(SimConfig::default(), &["--drain-timeout", "1s"]).await;
+        r.ok("android_device_status", json!({})).await;
+        r.sim.stall("input");
+        let ch = r.ch.clone();
+        let args = json!({"connector_channel_id": ch, "x": 3, "y": 3});
+        let (_, rid) = r.c.send("tool.invoke", Some(&ch), json!({"tool_id": "android_tap", "arguments": args})).await;
+        let sim = r.sim.clone();
+        eventually(Duration::from_secs(5), "the tap is held on the phone", || sim.stalled().len() == 1).await;
+        let mut srv = r.srv;
+        let term = tokio::task::spawn_blocking(move || {
+            let st = srv.term(Duration::from_secs(15));
+            (st, srv)
+        });
+        let ack = loop {
+            let v = r.c.recv().await;
+            if v["request_id"] == json!(rid) {
+                break v;
+            }
+        };
+        assert_eq!(error_code(&ack), "shutting_down", "{ack}");
+        eventually(Duration::from_secs(3), "the stuck tap is hung up", || sim.hung_up().len() == 1).await;
+        let (st, _srv) = term.await.unwrap();
+        assert!(st.is_some_and(|s| s.success()), "clean exit after the drain: {st:?}");
+        assert!(r.sim.events().is_empty(), "the cancelled tap never ran");
+    })
+    .await
+    .expect("timed out");
+}
