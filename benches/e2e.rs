@@ -1503,24 +1503,17 @@ fn bench_hang(
         }
         rt.block_on(ws.invoke(ch, "android_file_pull", json!({"path": "/sdcard/f.bin"}))).expect("pull");
     }
-    let alone: Vec<f64> = (0..n_tap).map(|_| tap(&healthy)).collect();
-    std::thread::sleep(Duration::from_secs(2));
-    let (threads0, rss0) = (proc_status_kb(pid, "Threads:").unwrap_or(0), proc_status_kb(pid, "VmRSS:").unwrap_or(0));
-    for sim in &sims[..3] {
-        sim.stall("input");
-        sim.stall("sync:STAT");
-    }
-    let done = Arc::new(AtomicBool::new(false));
     let timeouts = Arc::new(AtomicU64::new(0));
-    let waves = {
-        let (ws, stuck, done, timeouts) = (ws.clone(), chans[..3].to_vec(), done.clone(), timeouts.clone());
+    // Waves of 16 calls per stuck channel (the per-channel bound) until `n` calls were sent; ¾ pulls, ¼ taps.
+    let waves = |n: usize, timeouts: Arc<AtomicU64>| {
+        let (ws, stuck) = (ws.clone(), chans[..3].to_vec());
         rt.spawn(async move {
             let mut sent = 0;
-            while sent < n_stuck {
+            while sent < n {
                 let mut wave = Vec::new();
                 for ch in &stuck {
                     for k in 0..16 {
-                        if sent >= n_stuck {
+                        if sent >= n {
                             break;
                         }
                         sent += 1;
@@ -1543,25 +1536,54 @@ fn bench_hang(
                     let _ = w.await;
                 }
             }
-            done.store(true, Ordering::Relaxed);
         })
     };
+    // One full round of the same calls while the phones still answer: buffers and caches at steady state.
+    rt.block_on(waves(48, Arc::default())).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let (threads0, rss0) = (proc_status_kb(pid, "Threads:").unwrap_or(0), proc_status_kb(pid, "VmRSS:").unwrap_or(0));
+    let stall = |on: bool| {
+        for sim in &sims[..3] {
+            for p in ["input", "sync:STAT"] {
+                if on {
+                    sim.stall(p)
+                } else {
+                    sim.release(p)
+                }
+            }
+        }
+    };
+    // Phase 1: threads and RSS around `n_stuck` stuck calls (nothing else running).
+    stall(true);
+    let job = waves(n_stuck, timeouts.clone());
     let (mut threads_max, mut rss_max) = (threads0, rss0);
-    let mut during = Vec::new();
-    while !done.load(Ordering::Relaxed) || during.len() < n_tap {
-        during.push(tap(&healthy));
+    while !job.is_finished() {
         threads_max = threads_max.max(proc_status_kb(pid, "Threads:").unwrap_or(0));
         rss_max = rss_max.max(proc_status_kb(pid, "VmRSS:").unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(50));
     }
-    rt.block_on(waves).unwrap();
+    rt.block_on(job).unwrap();
     let held = sims[..3].iter().map(|s| s.stalled().len()).sum::<usize>();
     std::thread::sleep(Duration::from_secs(2));
     let (threads1, rss1) = (proc_status_kb(pid, "Threads:").unwrap_or(0), proc_status_kb(pid, "VmRSS:").unwrap_or(0));
     let hung_up = sims[..3].iter().map(|s| s.hung_up().len()).sum::<usize>();
-    for sim in &sims[..3] {
-        sim.release("input");
-        sim.release("sync:STAT");
-    }
+    // Phase 2: the healthy phone's tap, paced (one every 20 ms, same count), alone and while the others hang.
+    let paced = |n: usize| -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                let t = tap(&healthy);
+                std::thread::sleep(Duration::from_millis(20));
+                t
+            })
+            .collect()
+    };
+    stall(false);
+    let alone = paced(n_tap);
+    stall(true);
+    let job = waves(usize::MAX, Arc::default());
+    let during = paced(n_tap);
+    job.abort();
+    stall(false);
     let n_timeouts = timeouts.load(Ordering::Relaxed);
     let (sa, sw) = (stats(&alone), stats(&during));
     let thr_ratio = threads1 as f64 / threads0.max(1) as f64;
@@ -1584,7 +1606,7 @@ fn bench_hang(
     );
     let (r50, r95) = ratio(&sw, &sa);
     rep.row(
-        "9c healthy phone's tap while 3 phones hang vs alone",
+        &format!("9c healthy phone's tap (every 20 ms, n = {n_tap}) while 3 phones hang vs alone"),
         pp(&sw),
         pp(&sa),
         format!("{r50:.3} ({r95:.3})"),
@@ -1659,7 +1681,7 @@ fn main() {
         sim_rt.block_on(s.shutdown());
     }
     if want("hang") {
-        bench_hang(&sim_rt, &rt, if q { 100 } else { 500 }, n_tap.min(100), &mut rep);
+        bench_hang(&sim_rt, &rt, if q { 100 } else { 500 }, 300, &mut rep);
         eprintln!("[{:.0} s] hang done", started.elapsed().as_secs_f64());
     }
     if want("scale") {
