@@ -9,7 +9,8 @@
 //! Every figure is reported as absolute p50/p95 plus a ratio `connector / baseline` of costs (latency, or
 //! 1/throughput), so lower is better everywhere and ≤ 1 means the connector is at least as fast.
 //!
-//! Environment: `BENCH_SCALE_PHONES` (default 64), `BENCH_SCALE_SECS` (default 60), `BENCH_QUICK=1` (fewer
+//! Environment: `BENCH_SCALE_PHONES` (default 64), `BENCH_SCALE_SECS` (default 60), `BENCH_HANG_CALLS` (500),
+//! `BENCH_QUICK=1` (fewer
 //! samples; smoke run), `BENCH_OUT` (results path, default `bench/results.json`).
 
 use std::collections::HashMap;
@@ -1681,7 +1682,7 @@ fn main() {
         sim_rt.block_on(s.shutdown());
     }
     if want("hang") {
-        bench_hang(&sim_rt, &rt, if q { 100 } else { 500 }, 300, &mut rep);
+        bench_hang(&sim_rt, &rt, env_usize("BENCH_HANG_CALLS", if q { 100 } else { 500 }), 300, &mut rep);
         eprintln!("[{:.0} s] hang done", started.elapsed().as_secs_f64());
     }
     if want("scale") {
