@@ -196,6 +196,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, env = "XAGENT_ADB_DRAIN_TIMEOUT")]
     pub drain_timeout: Duration,
 
+    /// Caps every tool's deadline (e.g. 60s: a stuck install gives up after a minute instead of 5). Default: each
+    /// tool's own deadline (10 s for a tap … 300 s for an install). A call past it answers `device_timeout` and its
+    /// device command is hung up.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, env = "XAGENT_ADB_TOOL_DEADLINE_MAX")]
+    pub tool_deadline_max: Option<Duration>,
+
     /// How long a cached file (screenshot, pulled file, upload) and its one-time download URL stay valid.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, env = "XAGENT_ADB_FILE_TTL")]
     pub file_ttl: Duration,
@@ -264,7 +270,8 @@ pub struct Resolved {
 pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     let api_key = resolve_api_key(&args.key)?;
     let adb_servers = resolve_adb_servers(&args.adb.adb_servers)?;
-    let policy = load_policy(args.policy.as_deref())?;
+    let mut policy = load_policy(args.policy.as_deref())?;
+    policy.tool_deadline_max = args.tool_deadline_max;
     if !policy.allow_serials.is_empty() && !args.allow_serials.is_empty() {
         return Err(ConfigError {
             code: exit::CONFIG,

@@ -36,6 +36,9 @@ pub struct Policy {
     /// package `pm list packages -s` lists are refused).
     #[serde(default)]
     pub clear_data_allow_system: Vec<String>,
+    /// Upper bound on every tool's deadline (`--tool-deadline-max`; not a policy-file key). `None`: each tool's own.
+    #[serde(skip)]
+    pub tool_deadline_max: Option<std::time::Duration>,
 }
 
 impl Policy {

@@ -248,11 +248,12 @@ async fn a_hung_device_times_out_and_the_worker_recovers() {
         let took = t0.elapsed();
         assert!(took < Duration::from_secs(12), "answered at the 10 s deadline, took {took:?}");
         r.sim.set_fault(Fault::None);
-        // The stuck call completes once the device answers again; the next one runs in order after it.
+        // The stuck call was hung up at its deadline (it never runs); the next one runs at once.
         let res = r.ok("android_tap", json!({"x": 6, "y": 6})).await;
         assert_eq!(res["x"], 6);
         let taps: Vec<InputEvent> = r.sim.events();
         assert_eq!(taps.last(), Some(&InputEvent::Tap { x: 6, y: 6 }));
+        assert!(!taps.contains(&InputEvent::Tap { x: 5, y: 5 }), "the hung-up tap never ran: {taps:?}");
     })
     .await
     .expect("test timed out");

@@ -27,6 +27,9 @@ pub struct AuthOutcome {
 }
 
 /// Serials are printable ASCII without spaces or shell metacharacters (USB serials, `host:port`, mDNS names).
+/// Longest an `auth.start` waits for a device that is still being verified (see [`Hub::auth_start_settled`]).
+pub const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn valid_serial(s: &str) -> bool {
     !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-[]%".contains(&b))
 }
@@ -68,6 +71,27 @@ impl Hub {
 
     fn save_session(&self, row: &AuthRow) -> Result<(), ProtoError> {
         self.store.put_auth_session(row, now_ms()).map_err(internal)
+    }
+
+    /// [`Hub::auth_start`], but while the device list is still settling (right after start-up, or a device being
+    /// verified) a request that found no online device waits for it, up to [`SETTLE_WAIT`], instead of answering
+    /// `device_offline` / `device_not_found` for a phone that is about to be usable.
+    pub async fn auth_start_settled(&self, channel_id: &str, payload: &Map<String, Value>) -> AuthOutcome {
+        let deadline = tokio::time::Instant::now() + SETTLE_WAIT;
+        let mut changes = self.backend.subscribe();
+        loop {
+            let out = self.auth_start(channel_id, payload);
+            let code = out.error.as_ref().map(|e| e.code);
+            let waiting = matches!(code, Some(ErrorCode::DeviceOffline | ErrorCode::DeviceNotFound));
+            if !waiting || !self.backend.settling() || tokio::time::Instant::now() >= deadline {
+                return out;
+            }
+            let poll = (tokio::time::Instant::now() + std::time::Duration::from_millis(100)).min(deadline);
+            tokio::select! {
+                _ = changes.recv() => {}
+                _ = tokio::time::sleep_until(poll) => {}
+            }
+        }
     }
 
     /// `auth.start`: bind the requested device, or any free online one (pool semantics).

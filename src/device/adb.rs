@@ -1,34 +1,32 @@
-//! The ADB backend: follows every configured adb server's device list (track-devices plus a 1 s poll), and runs device operations through
-//! `adb_client` on blocking threads under a deadline, in order per device for side effects.
+//! The ADB backend: follows every configured adb server's device list (track-devices plus a 1 s poll), and runs device
+//! operations as async host-protocol requests (`device::transport`) under a deadline, in order per device for side
+//! effects.
 //!
-//! Ordering: each device has a FIFO async mutex. A side-effecting operation holds it *until its blocking call
-//! returns*, even past its own deadline: if a device hangs, later side effects queue behind the stuck one (and time
-//! out themselves) instead of overtaking it, and the device recovers by itself once the call returns. Observations
-//! take no lock. `adb_client` sockets have no read timeout, so a hung call parks one blocking-pool thread until the
-//! adb server drops the stream; the caller is answered `device_timeout` at the deadline regardless.
+//! Cancellation: an operation is a future that owns its one connection to the adb server. When it is dropped — its
+//! deadline passed, its tool call was aborted because the channel closed, the socket dropped or the connector drains
+//! — the connection closes at once, the adb server closes the device stream and adbd hangs up the command. No thread
+//! is parked on a socket, so a phone that stops answering costs nothing once its callers gave up.
+//!
+//! Ordering: each device has a FIFO async mutex. A side-effecting operation holds it for as long as its future
+//! lives — until it returns *or is cancelled*: a side effect that hangs on the phone is hung up at its deadline and
+//! the next one runs at once. Observations take no lock.
+//!
+//! Features: whether the phone speaks the shell protocol v2 (`shell_v2`: separate stderr, real exit status) is read
+//! once per device from `host-serial:SERIAL:features` and cached until the device changes state.
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use adb_client::server_device::ADBServerDevice;
-use adb_client::{ADBDeviceExt, RustADBError};
 use tokio::sync::{broadcast, watch};
 
 use super::host;
-use super::shell::{split_exit_marker, with_exit_marker};
+pub use super::transport::ShellOut;
+use super::transport::{self, FbHeader, FileStat};
 use super::{Backend, DeviceInfo, DeviceKey, DeviceState};
 use crate::protocol::card::{AuthField, AuthFlow};
 use crate::protocol::errors::{ErrorCode, ProtoError};
-
-/// Output of one shell command.
-#[derive(Clone, Debug)]
-pub struct ShellOut {
-    pub stdout: String,
-    pub stderr: String,
-    pub code: i32,
-}
 
 pub struct AdbBackend {
     servers: Vec<SocketAddrV4>,
@@ -44,6 +42,10 @@ pub struct AdbBackend {
     verifying: Mutex<std::collections::HashSet<DeviceKey>>,
     /// Which listed serials are the same phone (`ro.serialno`); the channel layer sees one key per phone.
     identities: Mutex<super::identity::Identities>,
+    /// Per device: does it speak the shell protocol v2? Read once, dropped when the device changes state.
+    shell_v2: Mutex<HashMap<DeviceKey, bool>>,
+    /// Servers whose device list was applied at least once (see [`Backend::settling`]).
+    listed: Mutex<std::collections::HashSet<SocketAddrV4>>,
 }
 
 fn state_of(adb_state: &str) -> DeviceState {
@@ -52,22 +54,6 @@ fn state_of(adb_state: &str) -> DeviceState {
         "unauthorized" | "authorizing" => DeviceState::Unauthorized,
         _ => DeviceState::Offline,
     }
-}
-
-/// Maps an `adb_client` failure to a stable code. Messages come from the adb server, never carry secrets.
-pub fn map_adb_error(e: RustADBError) -> ProtoError {
-    let text = e.to_string();
-    let lower = text.to_lowercase();
-    let code = if lower.contains("unauthorized") {
-        ErrorCode::DeviceUnauthorized
-    } else if lower.contains("offline") || lower.contains("not found") || lower.contains("no devices") {
-        ErrorCode::DeviceOffline
-    } else if matches!(e, RustADBError::IOError(ref io) if io.kind() == std::io::ErrorKind::ConnectionRefused) {
-        return ProtoError::new(ErrorCode::DeviceOffline, "the adb server is not reachable");
-    } else {
-        ErrorCode::ToolInvokeFailed
-    };
-    ProtoError::new(code, format!("adb: {text}"))
 }
 
 impl AdbBackend {
@@ -82,6 +68,8 @@ impl AdbBackend {
             verified: Mutex::new(HashMap::new()),
             verifying: Mutex::new(std::collections::HashSet::new()),
             identities: Mutex::new(Default::default()),
+            shell_v2: Mutex::new(HashMap::new()),
+            listed: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -190,6 +178,7 @@ impl AdbBackend {
 
     /// Replaces the device list of `server` and announces every device whose state or presence changed.
     fn apply(self: &Arc<Self>, server: SocketAddrV4, list: Vec<host::ListedDevice>) {
+        self.listed.lock().unwrap_or_else(|e| e.into_inner()).insert(server);
         let server_s = server.to_string();
         let mut changed = Vec::new();
         let mut to_verify = Vec::new();
@@ -243,6 +232,7 @@ impl AdbBackend {
         }
         for key in changed {
             self.screen.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+            self.shell_v2.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             let state =
                 self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map_or("gone", |d| d.state.as_str());
             tracing::info!(device = %key, state, "device state changed");
@@ -321,49 +311,59 @@ impl AdbBackend {
         key.server.parse().map_err(|_| ProtoError::new(ErrorCode::Internal, "binding names an unknown adb server"))
     }
 
-    /// Runs `op` against the device on a blocking thread within `deadline`. `ordered` operations (side effects)
-    /// run one at a time per device, in arrival order.
-    pub async fn run<T, F>(&self, key: &DeviceKey, ordered: bool, deadline: Duration, op: F) -> Result<T, ProtoError>
+    /// Runs `op` against the device within `deadline` (lock wait included). `ordered` operations (side effects)
+    /// run one at a time per device, in arrival order; the order slot is held by this future and released when it
+    /// returns or is dropped. Everything `op` does is async I/O owned by its future (see the module docs).
+    pub async fn op<T, F, Fut>(
+        &self,
+        key: &DeviceKey,
+        ordered: bool,
+        deadline: Duration,
+        op: F,
+    ) -> Result<T, ProtoError>
     where
-        T: Send + 'static,
-        F: FnOnce(&mut ADBServerDevice) -> Result<T, RustADBError> + Send + 'static,
+        F: FnOnce(Device) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ProtoError>>,
     {
-        let started = Instant::now();
         let path = self.route(key);
-        let server = Self::server_addr(&path)?;
-        let guard = if ordered {
-            match tokio::time::timeout(deadline, self.lock_for(key).lock_owned()).await {
-                Ok(g) => Some(g),
-                Err(_) => {
-                    return Err(ProtoError::new(
-                        ErrorCode::DeviceTimeout,
-                        format!("the device's previous command is still running after {} ms", deadline.as_millis()),
-                    ))
+        let server = SocketAddr::V4(Self::server_addr(&path)?);
+        let work = async {
+            // The order slot belongs to the phone (the presented key), the connection to its best path.
+            let _order = if ordered {
+                let lock = self.lock_for(key);
+                let waited = Instant::now();
+                let g = lock.lock_owned().await;
+                if waited.elapsed() > Duration::from_millis(100) {
+                    tracing::debug!(device = %key, waited_ms = waited.elapsed().as_millis() as u64, "waited for the device's previous command");
                 }
-            }
-        } else {
-            None
+                Some(g)
+            } else {
+                None
+            };
+            let shell_v2 = self.shell_v2_of(&path, server).await?;
+            op(Device { server, serial: path.serial.clone(), shell_v2 }).await
         };
-        let serial = path.serial;
-        let task = tokio::task::spawn_blocking(move || {
-            let _order = guard; // released when the device call really returns
-            let mut dev = ADBServerDevice::new(serial, Some(server));
-            op(&mut dev)
-        });
-        match tokio::time::timeout(deadline.saturating_sub(started.elapsed()), task).await {
+        match tokio::time::timeout(deadline, work).await {
+            Ok(r) => r,
             Err(_) => Err(ProtoError::new(
                 ErrorCode::DeviceTimeout,
-                format!("the device did not answer within {} ms", deadline.as_millis()),
+                format!("the device did not answer within {} ms (the command was hung up)", deadline.as_millis()),
             )),
-            Ok(Err(e)) => {
-                tracing::error!(error = %e, "device operation panicked");
-                Err(ProtoError::new(ErrorCode::Internal, "the device operation failed unexpectedly"))
-            }
-            Ok(Ok(r)) => r.map_err(map_adb_error),
         }
     }
 
-    /// Runs one shell command and returns its output and exit status (recovered through an exit marker).
+    /// Whether `key` speaks shell v2, from the cache or one `features` query.
+    async fn shell_v2_of(&self, key: &DeviceKey, server: SocketAddr) -> Result<bool, ProtoError> {
+        if let Some(v) = self.shell_v2.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+            return Ok(*v);
+        }
+        let v = transport::features(server, &key.serial).await?.iter().any(|f| f == "shell_v2");
+        self.shell_v2.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), v);
+        Ok(v)
+    }
+
+    /// Runs one shell command and returns its output and exit status (shell v2; on `shell:`-only phones the status
+    /// comes from a tagged status line, see [`transport::shell_v1`]).
     pub async fn shell(
         &self,
         key: &DeviceKey,
@@ -371,22 +371,58 @@ impl AdbBackend {
         ordered: bool,
         deadline: Duration,
     ) -> Result<ShellOut, ProtoError> {
-        let full = with_exit_marker(cmd);
-        let (out, err) = self
-            .run(key, ordered, deadline, move |dev| {
-                let (mut out, mut err) = (Vec::new(), Vec::new());
-                dev.shell_command(&full, Some(&mut out), Some(&mut err))?;
-                Ok((out, err))
-            })
-            .await?;
-        let (stdout, code) = split_exit_marker(&out).ok_or_else(|| {
-            ProtoError::new(ErrorCode::ToolInvokeFailed, "the device closed the shell before the command finished")
-        })?;
-        Ok(ShellOut {
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&err).into_owned(),
-            code,
-        })
+        self.op(key, ordered, deadline, |d| async move { d.shell(cmd).await }).await
+    }
+
+    /// `exec:CMD`: raw stdout, at most `cap` bytes. An observation unless `ordered`.
+    pub async fn exec(
+        &self,
+        key: &DeviceKey,
+        cmd: &str,
+        cap: usize,
+        ordered: bool,
+        deadline: Duration,
+    ) -> Result<Vec<u8>, ProtoError> {
+        self.op(key, ordered, deadline, |d| async move { d.exec(cmd, cap).await }).await
+    }
+
+    /// The `framebuffer:` service: header and raw pixels (an observation).
+    pub async fn framebuffer(
+        &self,
+        key: &DeviceKey,
+        max_pixel_bytes: usize,
+        deadline: Duration,
+    ) -> Result<(FbHeader, Vec<u8>), ProtoError> {
+        self.op(key, false, deadline, |d| async move { d.framebuffer(max_pixel_bytes).await }).await
+    }
+
+    /// `sync:` STAT of one path (an observation).
+    pub async fn stat(&self, key: &DeviceKey, path: &str, deadline: Duration) -> Result<FileStat, ProtoError> {
+        self.op(key, false, deadline, |d| async move { d.sync().await?.stat(path).await }).await
+    }
+
+    /// `sync:` RECV of one path into `sink` (an observation).
+    pub async fn pull(
+        &self,
+        key: &DeviceKey,
+        path: &str,
+        sink: impl FnMut(&[u8]) -> Result<(), ProtoError>,
+        deadline: Duration,
+    ) -> Result<(), ProtoError> {
+        self.op(key, false, deadline, |d| async move { d.sync().await?.recv(path, sink).await }).await
+    }
+
+    /// `sync:` SEND of `path` from `reader`; a side effect, ordered.
+    pub async fn push<R: tokio::io::AsyncRead + Unpin>(
+        &self,
+        key: &DeviceKey,
+        path: &str,
+        mode: u32,
+        reader: &mut R,
+        progress: impl FnMut(u64),
+        deadline: Duration,
+    ) -> Result<(), ProtoError> {
+        self.op(key, true, deadline, |d| async move { d.sync().await?.send(path, mode, reader, progress).await }).await
     }
 
     /// Like [`AdbBackend::shell`] but a non-zero exit is an error carrying the command's own message.
@@ -434,6 +470,37 @@ impl AdbBackend {
     pub async fn display_size(&self, key: &DeviceKey) -> Result<(u32, u32), ProtoError> {
         let (w, h) = self.screen_size(key).await?;
         Ok(if self.rotation(key).await? % 2 == 1 { (h, w) } else { (w, h) })
+    }
+}
+
+/// One device as an operation sees it: where to reach it and how to talk shell to it. Cheap; every call opens its
+/// own connection, owned by the calling future.
+#[derive(Clone, Debug)]
+pub struct Device {
+    server: SocketAddr,
+    serial: String,
+    shell_v2: bool,
+}
+
+impl Device {
+    pub async fn shell(&self, cmd: &str) -> Result<ShellOut, ProtoError> {
+        if self.shell_v2 {
+            transport::shell_v2(self.server, &self.serial, cmd).await
+        } else {
+            transport::shell_v1(self.server, &self.serial, cmd).await
+        }
+    }
+
+    pub async fn exec(&self, cmd: &str, cap: usize) -> Result<Vec<u8>, ProtoError> {
+        transport::exec(self.server, &self.serial, cmd, cap).await
+    }
+
+    pub async fn framebuffer(&self, max_pixel_bytes: usize) -> Result<(FbHeader, Vec<u8>), ProtoError> {
+        transport::framebuffer(self.server, &self.serial, max_pixel_bytes).await
+    }
+
+    pub async fn sync(&self) -> Result<transport::Sync, ProtoError> {
+        transport::Sync::open(self.server, &self.serial).await
     }
 }
 
@@ -505,6 +572,16 @@ impl Backend for AdbBackend {
 
     fn start(self: Arc<Self>, shutdown: watch::Receiver<bool>) {
         self.spawn_trackers(shutdown);
+    }
+
+    fn settling(&self) -> bool {
+        if !self.verifying.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            return true;
+        }
+        // A server not tried yet, or reachable but not yet listed (an unreachable one will not list anything soon).
+        let listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let reachable = self.reachable.lock().unwrap_or_else(|e| e.into_inner());
+        self.servers.iter().any(|s| !listed.contains(s) && reachable.get(s).copied() != Some(false))
     }
 }
 

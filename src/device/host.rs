@@ -3,8 +3,8 @@
 //!
 //! Why not `adb_client::ADBServer`: for any loopback address it runs `adb start-server` before connecting, without
 //! the configured port, so a connector pointed at `127.0.0.1:5038` would silently spawn a second server on 5037.
-//! The connector never starts adb servers behind the operator's back; device operations still go through
-//! `adb_client::ADBServerDevice`, which connects without spawning anything.
+//! The connector never starts adb servers behind the operator's back. Device services (`host:transport:` + shell,
+//! exec, sync, framebuffer) build on [`request`] in `device::transport`.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -73,18 +73,29 @@ pub async fn request(server: SocketAddr, service: &str) -> Result<TcpStream, Hos
         Ok(Err(e)) => return Err(HostError::Unreachable(e)),
         Ok(Ok(s)) => s,
     };
+    send_request(&mut s, service).await?;
+    Ok(s)
+}
+
+/// Sends one request on an open connection (e.g. a device service after `host:transport:`) and reads its status.
+pub async fn send_request(s: &mut TcpStream, service: &str) -> Result<(), HostError> {
     let msg = format!("{:04x}{service}", service.len());
     timeout(IO_TIMEOUT, s.write_all(msg.as_bytes()))
         .await
         .map_err(|_| HostError::Timeout)?
         .map_err(HostError::Unreachable)?;
     let mut status = [0u8; 4];
-    read_exact(&mut s, &mut status).await?;
+    read_exact(s, &mut status).await?;
     match &status {
-        b"OKAY" => Ok(s),
-        b"FAIL" => Err(HostError::Fail(read_hex_block(&mut s).await?)),
+        b"OKAY" => Ok(()),
+        b"FAIL" => Err(HostError::Fail(read_hex_block(s).await?)),
         other => Err(HostError::Protocol(format!("status {:?}", String::from_utf8_lossy(other)))),
     }
+}
+
+/// Reads one length-prefixed reply block (e.g. the answer to `host-serial:SERIAL:features`).
+pub async fn read_block(s: &mut TcpStream) -> Result<String, HostError> {
+    read_hex_block(s).await
 }
 
 /// `host:version`: the adb server's internal protocol version (41 for current platform-tools).

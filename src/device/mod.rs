@@ -5,6 +5,7 @@ pub mod adb;
 pub mod host;
 pub mod identity;
 pub mod shell;
+pub mod transport;
 
 use std::fmt;
 
@@ -85,6 +86,12 @@ pub trait Backend: Send + Sync + 'static {
     /// A binding restored at start-up names `key`: if it is one of several paths of a phone, list the phone
     /// under this key (called before [`Backend::start`]).
     fn keep_key(&self, _key: &DeviceKey) {}
+
+    /// True while the device list may still change to online by itself soon: an adb server's first list has not
+    /// arrived yet, or a listed device is being verified. A binding that finds no online device waits (bounded).
+    fn settling(&self) -> bool {
+        false
+    }
 }
 
 /// A backend without devices: no auth flow, nothing to bind. Used where no device layer is configured.

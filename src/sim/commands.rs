@@ -539,7 +539,9 @@ fn uiautomator(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         .unwrap_or_else(|| "/sdcard/window_dump.xml".into());
     let xml = dev.ui.dump_xml();
     if path == "/dev/tty" || path == "/dev/stdout" {
-        io.out(&xml);
+        if dev.cfg.dump_to_tty {
+            io.out(&xml);
+        }
     } else if let Err(e) = dev.fs.write(&path, xml.into_bytes(), 0o660, now_unix_secs(), false) {
         io.err(&format!("ERROR: could not write to {path}: {}\n", e.message()));
         return 1;

@@ -49,6 +49,12 @@ pub struct SimConfig {
     /// Whether the ADB Keyboard IME (`com.android.adbkeyboard/.AdbIME`) is installed: the usual way to type
     /// non-ASCII text over adb (`am broadcast -a ADB_INPUT_B64 --es msg <base64>` while it is the active IME).
     pub adb_keyboard: bool,
+    /// Whether adbd offers the shell protocol v2 (`shell_v2` feature, Android 7.0+). Without it only plain
+    /// `shell:` exists (stderr merged, no exit status) and `shell,v2,...:` is an unknown service, as on old phones.
+    pub shell_v2: bool,
+    /// Whether `uiautomator dump /dev/tty` prints the XML (it does on most versions; on others the XML goes
+    /// nowhere and only the "dumped to" line appears).
+    pub dump_to_tty: bool,
 }
 
 impl Default for SimConfig {
@@ -62,6 +68,8 @@ impl Default for SimConfig {
             screen_height: 2400,
             density: 420,
             adb_keyboard: false,
+            shell_v2: true,
+            dump_to_tty: true,
         }
     }
 }
@@ -110,6 +118,20 @@ pub(crate) struct Shared {
     /// Bumped to make every live connection close (drop/offline/shutdown/reboot).
     pub(crate) kill: watch::Sender<u64>,
     pub(crate) cfg: SimConfig,
+    pub(crate) stalls: Mutex<Stalls>,
+    /// Bumped whenever a stall pattern is released.
+    pub(crate) stall_release: watch::Sender<u64>,
+}
+
+/// The per-command stall fault (see [`SimPhone::stall`]).
+#[derive(Default)]
+pub(crate) struct Stalls {
+    /// Active patterns: a command (or `framebuffer:`, `sync:SEND PATH`, ...) starting with one of them is held.
+    pub(crate) patterns: Vec<String>,
+    /// Commands held right now.
+    pub(crate) held: Vec<String>,
+    /// Held commands whose stream the host closed (adbd would SIGHUP them), oldest first.
+    pub(crate) hung_up: Vec<String>,
 }
 
 /// Handle to a running simulated phone; cheap to clone.
@@ -139,6 +161,8 @@ impl SimPhone {
             fault: watch::Sender::new(Fault::None),
             kill: watch::Sender::new(0),
             cfg,
+            stalls: Mutex::new(Stalls::default()),
+            stall_release: watch::Sender::new(0),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         tracing::info!(%addr, "sim phone listening");
@@ -207,6 +231,31 @@ impl SimPhone {
     /// Installed package names (system and user), sorted.
     pub fn packages(&self) -> Vec<String> {
         self.device().packages.keys().cloned().collect()
+    }
+
+    /// Per-command stall fault: from now on every command line starting with `pattern` (e.g. `input`,
+    /// `uiautomator dump`, `pm install`, `screencap`; or the services `framebuffer:`, `sync:SEND PATH`,
+    /// `sync:RECV PATH`, `sync:STAT PATH`) is accepted and logged but blocks until [`SimPhone::release`] or until
+    /// the host closes its stream — then it ends without output, as adbd hangs up a command whose host went away.
+    /// Other commands run normally.
+    pub fn stall(&self, pattern: &str) {
+        self.shared.stalls.lock().unwrap_or_else(|e| e.into_inner()).patterns.push(pattern.to_owned());
+    }
+
+    /// Ends the stall of `pattern`: held commands matching no other pattern run now.
+    pub fn release(&self, pattern: &str) {
+        self.shared.stalls.lock().unwrap_or_else(|e| e.into_inner()).patterns.retain(|p| p != pattern);
+        self.shared.stall_release.send_modify(|n| *n += 1);
+    }
+
+    /// Commands held by a stall right now.
+    pub fn stalled(&self) -> Vec<String> {
+        self.shared.stalls.lock().unwrap_or_else(|e| e.into_inner()).held.clone()
+    }
+
+    /// Held commands whose stream the host closed while they were held (oldest first).
+    pub fn hung_up(&self) -> Vec<String> {
+        self.shared.stalls.lock().unwrap_or_else(|e| e.into_inner()).hung_up.clone()
     }
 
     pub fn set_fault(&self, f: Fault) {

@@ -172,11 +172,56 @@ async fn read_stdin(input: &mut StreamIn, n: usize, v2: bool) -> Option<Vec<u8>>
     Some(data)
 }
 
+/// The per-command stall fault: holds `what` while a stall pattern matches it. False when the host closed the
+/// stream meanwhile (recorded in `hung_up`; the caller ends the command without output).
+pub(crate) async fn stall_point(shared: &Arc<Shared>, what: &str, input: &mut StreamIn) -> bool {
+    let matches = |shared: &Arc<Shared>| {
+        shared.stalls.lock().unwrap_or_else(|e| e.into_inner()).patterns.iter().any(|p| what.starts_with(p.as_str()))
+    };
+    if !matches(shared) {
+        return true;
+    }
+    let mut release = shared.stall_release.subscribe();
+    shared.stalls.lock().unwrap_or_else(|e| e.into_inner()).held.push(what.to_owned());
+    let unhold = |shared: &Arc<Shared>, hung_up: bool| {
+        let mut st = shared.stalls.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = st.held.iter().position(|h| h == what) {
+            st.held.remove(i);
+        }
+        if hung_up {
+            st.hung_up.push(what.to_owned());
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = release.changed() => {
+                if !matches(shared) {
+                    unhold(shared, false);
+                    return true;
+                }
+            }
+            _ = input.wait_closed() => {
+                unhold(shared, true);
+                return false;
+            }
+        }
+    }
+}
+
 /// Applies the injected fault and runs a command line. `None` if the stream or connection went
-/// away while the command was held back by a `Hang`.
-async fn execute(shared: &Arc<Shared>, cmd: &str, stdin: &[u8], out: &StreamOut) -> Option<ExecResult> {
+/// away while the command was held back by a `Hang` or a stall.
+async fn execute(
+    shared: &Arc<Shared>,
+    cmd: &str,
+    stdin: &[u8],
+    input: &mut StreamIn,
+    out: &StreamOut,
+) -> Option<ExecResult> {
     shared.device.lock().unwrap_or_else(|e| e.into_inner()).record_command(cmd);
-    if !apply_fault(shared, out).await {
+    if !stall_point(shared, cmd.trim_start(), input).await {
+        return None;
+    }
+    if !apply_fault(shared, input, out).await {
         return None;
     }
     let res = {
@@ -192,8 +237,9 @@ async fn execute(shared: &Arc<Shared>, cmd: &str, stdin: &[u8], out: &StreamOut)
     Some(res)
 }
 
-/// Waits out `Latency`/`Hang`; false if the connection died meanwhile.
-async fn apply_fault(shared: &Arc<Shared>, out: &StreamOut) -> bool {
+/// Waits out `Latency`/`Hang`; false if the connection died or the host closed the stream meanwhile (adbd hangs
+/// up a command whose host went away).
+async fn apply_fault(shared: &Arc<Shared>, input: &mut StreamIn, out: &StreamOut) -> bool {
     let mut fault_rx = shared.fault.subscribe();
     loop {
         let f = fault_rx.borrow_and_update().clone();
@@ -202,6 +248,7 @@ async fn apply_fault(shared: &Arc<Shared>, out: &StreamOut) -> bool {
                 tokio::select! {
                     _ = tokio::time::sleep(d) => {}
                     _ = out.connection_closed() => return false,
+                    _ = input.wait_closed() => return false,
                 }
                 return true;
             }
@@ -209,6 +256,7 @@ async fn apply_fault(shared: &Arc<Shared>, out: &StreamOut) -> bool {
                 tokio::select! {
                     r = fault_rx.changed() => if r.is_err() { return false },
                     _ = out.connection_closed() => return false,
+                    _ = input.wait_closed() => return false,
                 }
             }
             _ => return true,
@@ -238,7 +286,8 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
         }
         Service::Framebuffer => {
             shared.device.lock().unwrap_or_else(|e| e.into_inner()).record_command("framebuffer:");
-            if !apply_fault(&shared, &out).await {
+            if !stall_point(&shared, "framebuffer:", &mut input).await || !apply_fault(&shared, &mut input, &out).await
+            {
                 return;
             }
             let (w, h, px) = {
@@ -276,7 +325,7 @@ async fn run_command(shared: &Arc<Shared>, cmd: &str, input: &mut StreamIn, out:
         },
         None => Vec::new(),
     };
-    let Some(res) = execute(shared, cmd, &stdin, out).await else {
+    let Some(res) = execute(shared, cmd, &stdin, input, out).await else {
         return;
     };
     let bytes = if v2 {
@@ -330,7 +379,7 @@ async fn interactive(shared: &Arc<Shared>, input: &mut StreamIn, out: &mut Strea
             if cmd.trim().is_empty() {
                 continue;
             }
-            let Some(res) = execute(shared, &cmd, &[], out).await else {
+            let Some(res) = execute(shared, &cmd, &[], input, out).await else {
                 return;
             };
             let mut bytes = if v2 { encode_v2(&res, false) } else { [res.stdout.clone(), res.stderr.clone()].concat() };

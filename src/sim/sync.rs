@@ -108,6 +108,10 @@ pub(crate) async fn run(shared: &Arc<Shared>, input: &mut StreamIn, out: &mut St
             return;
         };
         let path = String::from_utf8_lossy(&path).into_owned();
+        if !super::services::stall_point(shared, &format!("sync:{} {path}", String::from_utf8_lossy(&id)), input).await
+        {
+            return;
+        }
         let dev = || shared.device.lock().unwrap_or_else(|e| e.into_inner());
         match &id {
             b"STAT" | b"LSTA" => {

@@ -311,8 +311,9 @@ impl Conn {
         let cfg = &self.shared.cfg;
         let name = cfg.model.to_lowercase().split_whitespace().next().unwrap_or("sim").to_string();
         let banner = format!(
-            "device::ro.product.name={name}_sim;ro.product.model={};ro.product.device={name}_sim;features={FEATURES}",
-            cfg.model.replace([';', '='], "_")
+            "device::ro.product.name={name}_sim;ro.product.model={};ro.product.device={name}_sim;features={}",
+            cfg.model.replace([';', '='], "_"),
+            if cfg.shell_v2 { FEATURES.to_owned() } else { FEATURES.replace("shell_v2,", "") }
         );
         self.send(A_CNXN, A_VERSION, MAX_PAYLOAD, banner.into_bytes());
         self.connected = true;
@@ -395,7 +396,10 @@ impl Conn {
         // abb/abb_exec separate arguments with NULs, so take everything up to the trailing NUL.
         let raw = if raw.starts_with(b"abb") { m.data.strip_suffix(&[0]).unwrap_or(&m.data) } else { raw };
         let name = String::from_utf8_lossy(raw).into_owned();
-        let Some(service) = services::parse(&name) else {
+        let service = services::parse(&name)
+            // An adbd without the shell protocol v2 only knows `shell:`: `shell,v2,...:` is an unknown service.
+            .filter(|s| self.shared.cfg.shell_v2 || !matches!(s, services::Service::Shell { v2: true, .. }));
+        let Some(service) = service else {
             tracing::debug!(service = %name, "sim: unknown adb service");
             self.send(A_CLSE, 0, remote, Vec::new());
             return;

@@ -6,7 +6,7 @@
 //! plain absolute paths: no `..`/`.` segments, `//`, backslashes, NUL or control characters. The sync protocol does
 //! not involve a shell; the one shell command here (`pm install`, `rm`) only sees paths we generated, quoted anyway.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use serde_json::json;
 use super::device::{invalid, tool};
 use super::{ProgressFn, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
-use crate::device::shell::{quote, split_exit_marker, with_exit_marker};
+use crate::device::shell::quote;
 use crate::files::{self, NewFile};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::ids;
@@ -49,31 +49,40 @@ pub fn check_device_path(p: &str) -> Result<(), ProtoError> {
     Ok(())
 }
 
-/// A reader that reports how far the transfer got (at most every 5 %), for `tool.progress.push`.
-struct ProgressReader<R> {
-    inner: R,
-    done: u64,
-    total: u64,
-    next_report: u64,
-    progress: ProgressFn,
-    /// Share of the whole tool the transfer represents (the rest is the install).
-    weight: f64,
+/// Reports how far a transfer got (at most every 5 %), for `tool.progress.push`. `weight` is the share of the whole
+/// tool the transfer represents (the rest is the install).
+fn transfer_progress(progress: ProgressFn, total: u64, weight: f64) -> impl FnMut(u64) {
+    let mut next_report = 0u64;
+    move |done: u64| {
+        if done >= next_report || done == total {
+            let frac = if total == 0 { 1.0 } else { done as f64 / total as f64 };
+            let mib = |b: u64| b as f64 / f64::from(1 << 20);
+            progress(&format!("copying to the device: {:.1} of {:.1} MiB", mib(done), mib(total)), Some(frac * weight));
+            next_report = done + (total / 20).max(256 * 1024);
+        }
+    }
 }
 
-impl<R: Read> Read for ProgressReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.done += n as u64;
-        if self.done >= self.next_report || (n == 0 && self.done == self.total) {
-            let frac = if self.total == 0 { 1.0 } else { self.done as f64 / self.total as f64 };
-            let mib = |b: u64| b as f64 / f64::from(1 << 20);
-            (self.progress)(
-                &format!("copying to the device: {:.1} of {:.1} MiB", mib(self.done), mib(self.total)),
-                Some(frac * self.weight),
-            );
-            self.next_report = self.done + (self.total / 20).max(256 * 1024);
+/// Removes a copied APK when the install was cancelled midway (deadline, closed channel): the ordered operation
+/// was dropped before its own `rm -f`, so a short detached clean-up runs instead.
+struct RemoveOnDrop {
+    adb: Arc<crate::device::adb::AdbBackend>,
+    device: crate::device::DeviceKey,
+    /// Empty = nothing to do.
+    path: String,
+}
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if self.path.is_empty() {
+            return;
         }
-        Ok(n)
+        let (adb, device, cmd) = (self.adb.clone(), self.device.clone(), format!("rm -f {}", quote(&self.path)));
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = adb.shell(&device, &cmd, false, Duration::from_secs(10)).await;
+            });
+        }
     }
 }
 
@@ -129,49 +138,37 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                         row.filename
                     )));
                 }
-                let file = std::fs::File::open(&local)
-                    .map_err(|e| ProtoError::new(ErrorCode::Internal, format!("cannot read the cached APK: {e}")))?;
+                let mut file = tokio::io::BufReader::with_capacity(
+                    256 * 1024,
+                    tokio::fs::File::open(&local).await.map_err(|e| {
+                        ProtoError::new(ErrorCode::Internal, format!("cannot read the cached APK: {e}"))
+                    })?,
+                );
                 let remote = format!("/data/local/tmp/xagent-install-{}.apk", ids::random_hex(8));
                 let progress = c.call.progress.clone();
                 let total = row.byte_size;
                 progress("copying the APK to the device", Some(0.0));
                 // One ordered device operation: no other side effect on this device runs between the copy, the
-                // install and the clean-up.
-                let output = c
+                // install and the clean-up. Cancelled as a whole (the install's shell is hung up) when dropped.
+                let mut cleanup = RemoveOnDrop { adb: c.adb.clone(), device: c.device.clone(), path: remote.clone() };
+                let out = c
                     .adb
-                    .run(&c.device, true, c.spec.deadline, move |dev| {
-                        let mut reader = ProgressReader {
-                            inner: std::io::BufReader::with_capacity(256 * 1024, file),
-                            done: 0,
-                            total,
-                            next_report: 0,
-                            progress: progress.clone(),
-                            weight: 0.8,
-                        };
-                        adb_client::ADBDeviceExt::push(dev, &mut reader, &remote)?;
+                    .op(&c.device, true, c.spec.deadline, |d| async move {
+                        let sent = transfer_progress(progress.clone(), total, 0.8);
+                        d.sync().await?.send(&remote, 0o644, &mut file, sent).await?;
                         progress("installing", Some(0.85));
-                        let (mut out, mut err) = (Vec::new(), Vec::new());
-                        let cmd = with_exit_marker(&format!("pm install -r {}", quote(&remote)));
-                        let installed =
-                            adb_client::ADBDeviceExt::shell_command(dev, &cmd, Some(&mut out), Some(&mut err));
+                        let installed = d.shell(&format!("pm install -r {}", quote(&remote))).await;
                         // Always clean up, even when the install failed.
-                        let _ = adb_client::ADBDeviceExt::shell_command(
-                            dev,
-                            &format!("rm -f {}", quote(&remote)),
-                            None,
-                            None,
-                        );
-                        installed.map(|_| (out, err))
+                        let _ = d.shell(&format!("rm -f {}", quote(&remote))).await;
+                        installed
                     })
-                    .await?;
-                let (out, err) = output;
-                let (stdout, code) = split_exit_marker(&out).ok_or_else(|| {
-                    ProtoError::new(ErrorCode::ToolInvokeFailed, "the device closed the shell during the install")
-                })?;
-                let text = String::from_utf8_lossy(&stdout);
-                if code != 0 || !text.contains("Success") {
+                    .await;
+                cleanup.path.clear(); // ran to the end (the clean-up ran too); only a cancelled call needs it
+                let out = out?;
+                let text = out.stdout;
+                if out.code != 0 || !text.contains("Success") {
                     // Older `pm` versions print the failure on stderr.
-                    let all = format!("{text}\n{}", String::from_utf8_lossy(&err));
+                    let all = format!("{text}\n{}", out.stderr);
                     return Err(ProtoError::new(
                         ErrorCode::ToolInvokeFailed,
                         format!("install failed: {}", install_failure(&all)),
@@ -201,32 +198,31 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 check_device_path(&path)?;
                 let writer = c.files.writer(PULL_MAX_BYTES).map_err(|e| e.into_proto("the file"))?;
                 let cap = writer.cap();
-                let remote = path.clone();
-                let pulled = c
-                    .adb
-                    .run(&c.device, false, c.spec.deadline, move |dev| {
-                        let st = adb_client::ADBDeviceExt::stat(dev, &remote)?;
-                        const S_IFMT: u32 = 0o170_000;
-                        if st.file_perm & S_IFMT != 0o100_000 {
-                            let what = if st.file_perm == 0 { "does not exist" } else { "is not a regular file" };
-                            return Ok(Err(invalid(format!("{remote} {what} on the device"))));
-                        }
-                        if u64::from(st.file_size) > cap {
-                            return Ok(Err(invalid(format!(
-                                "{remote} is {} bytes; android_file_pull fetches at most {cap} bytes",
-                                st.file_size
-                            ))));
-                        }
-                        let mut writer = writer;
-                        match adb_client::ADBDeviceExt::pull(dev, &remote, &mut writer) {
-                            Ok(()) => Ok(Ok(writer)),
-                            Err(_) if writer.overflowed() => {
-                                Ok(Err(invalid(format!("{remote} grew past {cap} bytes while being read"))))
-                            }
-                            Err(e) => Err(e),
+                let st = c.adb.stat(&c.device, &path, c.spec.deadline).await?;
+                if !st.is_file() {
+                    let what = if st.mode == 0 { "does not exist" } else { "is not a regular file" };
+                    return Err(invalid(format!("{path} {what} on the device")));
+                }
+                if u64::from(st.size) > cap {
+                    return Err(invalid(format!(
+                        "{path} is {} bytes; android_file_pull fetches at most {cap} bytes",
+                        st.size
+                    )));
+                }
+                let mut writer = writer;
+                let overflow = || invalid(format!("{path} grew past {cap} bytes while being read"));
+                // The sink writes each 64 KiB chunk into the cache file (page cache, microseconds): no device I/O.
+                let sink = |chunk: &[u8]| {
+                    writer.write_all(chunk).map_err(|e| {
+                        if e.kind() == std::io::ErrorKind::FileTooLarge {
+                            overflow()
+                        } else {
+                            ProtoError::new(ErrorCode::Internal, format!("cannot write the cache file: {e}"))
                         }
                     })
-                    .await??;
+                };
+                c.adb.pull(&c.device, &path, sink, c.spec.deadline).await?;
+                let pulled = writer;
                 let name = files::sanitize_filename(&path, "device-file");
                 let meta = NewFile {
                     channel_id: c.call.channel_id.clone(),
@@ -261,24 +257,14 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 check_device_path(&path)?;
                 let file_ref = file_ref_arg(&c)?;
                 let row = c.files.for_channel(&file_ref, &c.call.channel_id)?;
-                let file = std::fs::File::open(c.files.path(&row))
-                    .map_err(|e| ProtoError::new(ErrorCode::Internal, format!("cannot read the cached file: {e}")))?;
-                let remote = path.clone();
-                let progress = c.call.progress.clone();
-                let total = row.byte_size;
-                c.adb
-                    .run(&c.device, true, c.spec.deadline, move |dev| {
-                        let mut reader = ProgressReader {
-                            inner: std::io::BufReader::with_capacity(256 * 1024, file),
-                            done: 0,
-                            total,
-                            next_report: 0,
-                            progress,
-                            weight: 1.0,
-                        };
-                        adb_client::ADBDeviceExt::push(dev, &mut reader, &remote)
-                    })
-                    .await?;
+                let mut file = tokio::io::BufReader::with_capacity(
+                    256 * 1024,
+                    tokio::fs::File::open(c.files.path(&row)).await.map_err(|e| {
+                        ProtoError::new(ErrorCode::Internal, format!("cannot read the cached file: {e}"))
+                    })?,
+                );
+                let sent = transfer_progress(c.call.progress.clone(), row.byte_size, 1.0);
+                c.adb.push(&c.device, &path, 0o644, &mut file, sent, c.spec.deadline).await?;
                 Ok(json!({"path": path, "byte_size": row.byte_size}))
             },
         ),

@@ -68,13 +68,15 @@ pub type Prepared = (Arc<dyn Tool>, Map<String, Value>);
 pub struct Registry {
     tools: Vec<(ToolSpec, Value, Arc<dyn Tool>)>,
     by_id: HashMap<&'static str, usize>,
+    /// The operator's cap on tool deadlines (`--tool-deadline-max`), if any.
+    deadline_max: Option<std::time::Duration>,
 }
 
 impl Registry {
     /// Builds the registry and enforces the tool rules of §4.1/§10 once, at start-up: valid unique ids, an object
     /// schema the argument validator fully understands.
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Registry, String> {
-        let mut reg = Registry { tools: Vec::new(), by_id: HashMap::new() };
+        let mut reg = Registry { tools: Vec::new(), by_id: HashMap::new(), deadline_max: None };
         for tool in tools {
             let spec = tool.spec().clone();
             if !card::is_valid_tool_id(spec.id) {
@@ -112,7 +114,14 @@ impl Registry {
         tools.extend(apps::risky_tools(adb, policy));
         tools.extend(shell::tools(adb, policy));
         tools.retain(|t| policy.tool_enabled(t.spec().id));
-        Registry::new(tools).expect("the built-in tool registry is valid (checked by tests)")
+        let mut reg = Registry::new(tools).expect("the built-in tool registry is valid (checked by tests)");
+        reg.deadline_max = policy.tool_deadline_max;
+        reg
+    }
+
+    /// The deadline a call of `spec` runs under: its own, capped by the operator's `--tool-deadline-max`.
+    pub fn deadline(&self, spec: &ToolSpec) -> std::time::Duration {
+        self.deadline_max.map_or(spec.deadline, |m| spec.deadline.min(m))
     }
 
     /// Gives every tool the file cache (see [`Tool::attach_files`]); `run::start` calls it once.
@@ -123,7 +132,7 @@ impl Registry {
     }
 
     pub fn empty() -> Registry {
-        Registry { tools: Vec::new(), by_id: HashMap::new() }
+        Registry { tools: Vec::new(), by_id: HashMap::new(), deadline_max: None }
     }
 
     pub fn ids(&self) -> impl Iterator<Item = &'static str> + '_ {

@@ -13,19 +13,19 @@
 //! | `exec:screencap` raw (16-byte header + RGBA)  | 10 368 016     | 30.0 / 28.6 / 34.8 / 29.2 ms |
 //! | `exec:screencap -p` (PNG, decoded on host)    |  9 621 802     | 82.8 / 88.9 / 90.1 / 107.3 ms |
 //!
+//! (Figures measured when both went through `adb_client` on blocking threads; both now use the async host-protocol
+//! client in `device::transport`, which a dropped call cancels at once.)
 //! [`DEFAULT_PATH`] is the fastest, `framebuffer:` (modern adbd serves it by running `screencap` itself and
-//! sending a v2 header, so it costs the phone the same as raw). Raw `exec:screencap` is ~8 ms slower here only
-//! because `adb_client`'s `exec` hands the bytes over through an extra reader thread; it is the fallback when the
-//! framebuffer service fails (old or unusual devices, pixel formats `adb_client` does not decode), since
-//! [`decode_raw`] understands every common format. `-p` is slowest everywhere: the phone deflates 10 MB on its
+//! sending a v2 header, so it costs the phone the same as raw). Its header gives the offset and length of every
+//! colour channel, which [`decode_framebuffer`] honours (RGBA and BGRA phones both exist). Raw `exec:screencap` is
+//! the fallback when the framebuffer service fails (old or unusual devices), since [`decode_raw`] understands every
+//! common format. `-p` is slowest everywhere: the phone deflates 10 MB on its
 //! own CPU (hundreds of ms on real hardware) and the host inflates it again. Raw bytes come through `exec:` (no
 //! pty, no shell-protocol framing), so they arrive unmangled.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use adb_client::server_device::ADBServerDevice;
-use adb_client::{ADBDeviceExt, RustADBError};
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::{CompressionType, FilterType as PngFilter, PngEncoder};
 use image::{ImageEncoder, RgbImage};
@@ -34,6 +34,7 @@ use serde_json::json;
 use super::device::{invalid, tool};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
+use crate::device::transport::FbHeader;
 use crate::device::DeviceKey;
 use crate::files::{self, NewFile};
 use crate::protocol::errors::{ErrorCode, ProtoError};
@@ -45,7 +46,7 @@ pub enum CapturePath {
     Raw,
     /// `exec:screencap -p`: PNG encoded on the phone, decoded on the host.
     Png,
-    /// The `framebuffer:` service through `adb_client`'s `framebuffer_inner`.
+    /// The `framebuffer:` service (header with channel layout + raw pixels).
     Framebuffer,
 }
 
@@ -60,36 +61,6 @@ pub struct Capture {
     pub image: RgbImage,
     /// Bytes that crossed adb for it.
     pub wire_bytes: usize,
-}
-
-/// Collects what the reading thread of `adb_client`'s `exec` writes; the channel closes when that thread ends
-/// (stream finished or failed), which is how we know the output is complete — `exec` itself returns as soon as
-/// stdin is sent.
-struct ChanWriter(std::sync::mpsc::Sender<Vec<u8>>);
-
-impl std::io::Write for ChanWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.send(buf.to_vec()).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "reader gone"))?;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Runs `cmd` through the `exec:` service and returns its raw stdout (at most `cap` bytes).
-pub fn exec_bytes(dev: &mut ADBServerDevice, cmd: &str, cap: usize) -> Result<Vec<u8>, RustADBError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    dev.exec(cmd, &mut std::io::empty(), Box::new(ChanWriter(tx)))?;
-    let mut out = Vec::new();
-    while let Ok(chunk) = rx.recv() {
-        out.extend_from_slice(&chunk);
-        if out.len() > cap {
-            // Dropping the receiver makes the reading thread fail its next write and close the stream.
-            return Err(RustADBError::IOError(std::io::Error::other(format!("`{cmd}` printed more than {cap} bytes"))));
-        }
-    }
-    Ok(out)
 }
 
 fn bad_frame(msg: impl Into<String>) -> ProtoError {
@@ -131,7 +102,46 @@ pub fn decode_raw(data: &[u8]) -> Result<RgbImage, ProtoError> {
     RgbImage::from_raw(w, h, rgb).ok_or_else(|| bad_frame("pixel buffer size mismatch"))
 }
 
-/// Fetches one frame along `path`. An observation: no per-device ordering.
+/// Decodes `framebuffer:` pixels using the channel offsets and lengths of the header (little-endian pixels of
+/// 16, 24 or 32 bits; channels of up to 8 bits are scaled to 8).
+pub fn decode_framebuffer(h: &FbHeader, px: &[u8]) -> Result<RgbImage, ProtoError> {
+    let (w, hgt) = (h.width, h.height);
+    if w == 0 || hgt == 0 || w > MAX_SIDE || hgt > MAX_SIDE {
+        return Err(bad_frame(format!("implausible framebuffer size {w}×{hgt}")));
+    }
+    let bpp = (h.bpp / 8) as usize;
+    if !(2..=4).contains(&bpp) || px.len() != (w as usize) * (hgt as usize) * bpp {
+        return Err(bad_frame(format!("{} bytes do not hold a {w}×{hgt} frame at {} bpp", px.len(), h.bpp)));
+    }
+    for (name, (off, len)) in [("red", h.red), ("green", h.green), ("blue", h.blue)] {
+        if len == 0 || len > 8 || off + len > h.bpp {
+            return Err(bad_frame(format!("unsupported {name} channel: offset {off}, length {len}")));
+        }
+    }
+    let mut rgb = Vec::with_capacity((w as usize) * (hgt as usize) * 3);
+    let byte_aligned = [h.red, h.green, h.blue].iter().all(|(o, l)| *l == 8 && o % 8 == 0);
+    if byte_aligned {
+        // The common case (RGBA_8888, BGRA_8888, RGB_888): pick bytes.
+        let (r, g, b) = ((h.red.0 / 8) as usize, (h.green.0 / 8) as usize, (h.blue.0 / 8) as usize);
+        for p in px.chunks_exact(bpp) {
+            rgb.extend_from_slice(&[p[r], p[g], p[b]]);
+        }
+    } else {
+        let scale = |v: u32, len: u32| ((v * 255 + ((1 << len) - 1) / 2) / ((1 << len) - 1)) as u8;
+        for p in px.chunks_exact(bpp) {
+            let mut v = 0u32;
+            for (i, byte) in p.iter().enumerate() {
+                v |= u32::from(*byte) << (8 * i);
+            }
+            let ch = |(off, len): (u32, u32)| scale((v >> off) & ((1 << len) - 1), len);
+            rgb.extend_from_slice(&[ch(h.red), ch(h.green), ch(h.blue)]);
+        }
+    }
+    RgbImage::from_raw(w, hgt, rgb).ok_or_else(|| bad_frame("pixel buffer size mismatch"))
+}
+
+/// Fetches one frame along `path`. An observation: no per-device ordering. Cancellable: dropping the future closes
+/// the adb connection (see `device::transport`).
 pub async fn capture(
     adb: &AdbBackend,
     key: &DeviceKey,
@@ -140,10 +150,11 @@ pub async fn capture(
 ) -> Result<Capture, ProtoError> {
     // Wire size of the largest plausible raw frame (8K-class screens, RGBA).
     const CAP: usize = 160 << 20;
+    let decode_failed = |_| ProtoError::new(ErrorCode::Internal, "screenshot decoding failed unexpectedly");
     match path {
         CapturePath::Raw | CapturePath::Png => {
             let cmd = if path == CapturePath::Raw { "screencap" } else { "screencap -p" };
-            let data = adb.run(key, false, deadline, move |dev| exec_bytes(dev, cmd, CAP)).await?;
+            let data = adb.exec(key, cmd, CAP, false, deadline).await?;
             let wire_bytes = data.len();
             let image = tokio::task::spawn_blocking(move || {
                 if path == CapturePath::Raw {
@@ -155,15 +166,16 @@ pub async fn capture(
                 }
             })
             .await
-            .map_err(|_| ProtoError::new(ErrorCode::Internal, "screenshot decoding failed unexpectedly"))??;
+            .map_err(decode_failed)??;
             Ok(Capture { image, wire_bytes })
         }
         CapturePath::Framebuffer => {
-            let img = adb.run(key, false, deadline, |dev| dev.framebuffer_inner()).await?;
-            let wire_bytes = img.as_raw().len() + 56;
-            let image = tokio::task::spawn_blocking(move || image::DynamicImage::ImageRgba8(img).into_rgb8())
+            let (header, px) = adb.framebuffer(key, CAP, deadline).await?;
+            let wire_bytes = px.len() + 56;
+            // CPU-bound but short and bounded (no device I/O): it runs to completion even if the call is dropped.
+            let image = tokio::task::spawn_blocking(move || decode_framebuffer(&header, &px))
                 .await
-                .map_err(|_| ProtoError::new(ErrorCode::Internal, "screenshot decoding failed unexpectedly"))?;
+                .map_err(decode_failed)??;
             Ok(Capture { image, wire_bytes })
         }
     }
@@ -379,6 +391,25 @@ mod tests {
         assert!(decode_raw(&raw(1, 1, 9, true, &[0; 4])).is_err(), "unknown format");
         assert!(decode_raw(&raw(100_000, 1, 1, true, &[])).is_err(), "implausible size");
         assert!(decode_raw(&[1, 2]).is_err());
+    }
+
+    #[test]
+    fn framebuffer_channel_layout_comes_from_the_header() {
+        let hdr =
+            |bpp, red, green, blue| FbHeader { bpp, size: 0, width: 2, height: 1, red, green, blue, alpha: (0, 0) };
+        let rgba = hdr(32, (0, 8), (8, 8), (16, 8));
+        let img = decode_framebuffer(&rgba, &[1, 2, 3, 255, 4, 5, 6, 255]).unwrap();
+        assert_eq!(img.as_raw(), &[1, 2, 3, 4, 5, 6]);
+        let bgra = hdr(32, (16, 8), (8, 8), (0, 8));
+        let img = decode_framebuffer(&bgra, &[1, 2, 3, 255, 4, 5, 6, 255]).unwrap();
+        assert_eq!(img.as_raw(), &[3, 2, 1, 6, 5, 4], "BGRA: red is the third byte");
+        let rgb565 = hdr(16, (11, 5), (5, 6), (0, 5));
+        let mut px = 0xF800u16.to_le_bytes().to_vec();
+        px.extend_from_slice(&0x07E0u16.to_le_bytes());
+        assert_eq!(decode_framebuffer(&rgb565, &px).unwrap().as_raw(), &[255, 0, 0, 0, 255, 0]);
+        assert!(decode_framebuffer(&rgba, &[0; 7]).is_err(), "short frame");
+        assert!(decode_framebuffer(&hdr(32, (0, 0), (8, 8), (16, 8)), &[0; 8]).is_err(), "no red channel");
+        assert!(decode_framebuffer(&hdr(32, (30, 8), (8, 8), (16, 8)), &[0; 8]).is_err(), "channel past the pixel");
     }
 
     #[test]

@@ -3,6 +3,12 @@
 //! The dump comes from `uiautomator dump`; it is parsed here (the XML is machine-written: one `<node …>` per view,
 //! attributes in double quotes, the five standard entities and numeric references) into a compact element list with
 //! centres an agent can tap directly.
+//!
+//! One dump in flight per phone: a phone has a single UiAutomation connection, so two `uiautomator dump`s at once
+//! fail there. Callers that arrive while a dump runs share its result ([`dump`] is single-flight per device). The
+//! XML comes to stdout (`uiautomator dump /dev/tty`); a phone where that prints no hierarchy gets a per-call file
+//! that is removed afterwards — never a fixed path another dump could delete. The shared dump is cancelled (its
+//! device command hung up) only when every caller waiting for it has gone.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +20,28 @@ use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
-const DUMP_PATH: &str = "/sdcard/xagent_window_dump.xml";
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use futures_util::future::{BoxFuture, FutureExt, Shared, WeakShared};
+
+use crate::device::DeviceKey;
+
+type DumpOutcome = Result<Arc<Vec<Element>>, ProtoError>;
+type Flight = Shared<BoxFuture<'static, DumpOutcome>>;
+
+/// The dump in flight per device (weak: it lives only as long as someone awaits it).
+fn flights() -> &'static Mutex<HashMap<DeviceKey, WeakShared<BoxFuture<'static, DumpOutcome>>>> {
+    static F: std::sync::OnceLock<Mutex<HashMap<DeviceKey, WeakShared<BoxFuture<'static, DumpOutcome>>>>> =
+        std::sync::OnceLock::new();
+    F.get_or_init(Default::default)
+}
+
+/// Devices whose `uiautomator dump /dev/tty` printed no hierarchy: they get a per-call file instead.
+fn no_tty() -> &'static Mutex<HashSet<DeviceKey>> {
+    static N: std::sync::OnceLock<Mutex<HashSet<DeviceKey>>> = std::sync::OnceLock::new();
+    N.get_or_init(Default::default)
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Element {
@@ -205,18 +232,56 @@ fn tag_end(s: &str) -> Option<usize> {
 
 /// Dumps and parses the hierarchy, retrying the transient failures uiautomator is known for ("could not get idle
 /// state" while an animation runs, "null root node" between windows) a few times before giving up.
-async fn dump(c: &Ctx, deadline: Duration) -> Result<Vec<Element>, ProtoError> {
-    let cmd = format!("uiautomator dump {DUMP_PATH} >/dev/null && cat {DUMP_PATH} && rm -f {DUMP_PATH}");
+/// The phone's current UI elements. Single-flight per device: joins the dump in flight if there is one (see the
+/// module docs). `deadline` bounds this caller's wait (and the dump, when this caller starts it).
+pub async fn dump(c: &Ctx, deadline: Duration) -> Result<Vec<Element>, ProtoError> {
+    let flight: Flight = {
+        let mut map = flights().lock().unwrap_or_else(|e| e.into_inner());
+        match map.get(&c.device).and_then(WeakShared::upgrade).filter(|f| f.peek().is_none()) {
+            Some(f) => f,
+            None => {
+                map.retain(|_, w| w.upgrade().is_some());
+                let f = dump_once(c.adb.clone(), c.device.clone(), deadline).boxed().shared();
+                if let Some(w) = f.downgrade() {
+                    map.insert(c.device.clone(), w);
+                }
+                f
+            }
+        }
+    };
+    match tokio::time::timeout(deadline, flight).await {
+        Ok(r) => r.map(|els| els.as_ref().clone()),
+        Err(_) => Err(ProtoError::new(
+            ErrorCode::DeviceTimeout,
+            format!("the UI dump did not finish within {} ms", deadline.as_millis()),
+        )),
+    }
+}
+
+/// Runs one dump (with retries while the UI is not idle) to the end.
+async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) -> DumpOutcome {
     let started = Instant::now();
     let mut attempt = 0;
     loop {
         attempt += 1;
         let left = deadline.saturating_sub(started.elapsed());
-        let out = c.adb.shell(&c.device, &cmd, false, left).await?;
+        let tty = !no_tty().lock().unwrap_or_else(|e| e.into_inner()).contains(&device);
+        let cmd = if tty {
+            "uiautomator dump /dev/tty".to_owned()
+        } else {
+            let path = format!("/sdcard/xagent-dump-{}.xml", crate::protocol::ids::random_hex(8));
+            format!("uiautomator dump {path} >/dev/null && cat {path}; rc=$?; rm -f {path}; exit $rc")
+        };
+        let out = adb.shell(&device, &cmd, false, left).await?;
         let text = format!("{}{}", out.stdout, out.stderr);
         if out.code == 0 {
+            if tty && !out.stdout.contains("<hierarchy") {
+                tracing::debug!(device = %device, "uiautomator dump /dev/tty printed no hierarchy; using a file");
+                no_tty().lock().unwrap_or_else(|e| e.into_inner()).insert(device.clone());
+                continue;
+            }
             match parse_dump(&out.stdout) {
-                Ok(els) => return Ok(els),
+                Ok(els) => return Ok(Arc::new(els)),
                 Err(m) if attempt >= 3 => {
                     return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("uiautomator: {m}")))
                 }

@@ -184,6 +184,10 @@ async fn channel_open(session: &mut Session, pkt: &Packet) {
 }
 
 async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
+    if matches!(pkt.kind.as_str(), "channel.close" | "auth.logout") {
+        // The channel's running tool calls end now: their device commands are hung up.
+        session.cancel_channel(channel);
+    }
     let hub = &session.app.hub;
     let payload = pkt.payload();
     let ch = Some(channel);
@@ -198,7 +202,7 @@ async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
             pkt.ack("connection.descriptor.get.ack", ch, obj([("connection_descriptor", to_value(&d))]))
         }
         "auth.start" => {
-            let out = hub.auth_start(channel, &payload);
+            let out = hub.auth_start_settled(channel, &payload).await;
             match out.error {
                 None => pkt.ack("auth.start.ack", ch, out.payload),
                 Some(e) => pkt.ack_error("auth.start.ack", ch, &e, Some(out.payload)),

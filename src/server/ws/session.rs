@@ -28,6 +28,11 @@ pub struct Session {
     pub hello_done: bool,
     /// Tool calls of this session still running.
     pub in_flight: Tracker,
+    /// Cancels every running tool call of this session (socket gone, drain deadline); each channel has a child
+    /// token that `channel.close` / `auth.logout` cancel. A cancelled call's future is dropped, which closes its adb
+    /// connection and hangs up its device command (see `device::transport`).
+    pub cancel: tokio_util::sync::CancellationToken,
+    pub channel_cancel: std::collections::HashMap<String, tokio_util::sync::CancellationToken>,
 }
 
 /// Running tool calls per channel (see `tool::MAX_CONCURRENT_PER_CHANNEL`), shared by every socket: a channel
@@ -63,6 +68,19 @@ impl Session {
         }
         *n += 1;
         Some(ChannelSlot { map: slots.clone(), channel: channel.to_owned() })
+    }
+
+    /// The token a new tool call on `channel` watches.
+    pub fn call_cancel(&mut self, channel: &str) -> tokio_util::sync::CancellationToken {
+        let cancel = &self.cancel;
+        self.channel_cancel.entry(channel.to_owned()).or_insert_with(|| cancel.child_token()).clone()
+    }
+
+    /// Cancels the running tool calls of `channel` (it was closed or logged out).
+    pub fn cancel_channel(&mut self, channel: &str) {
+        if let Some(t) = self.channel_cancel.remove(channel) {
+            t.cancel();
+        }
     }
 
     /// Queues a packet that must not be dropped (ack, error, pong): waits for queue space.
@@ -162,15 +180,30 @@ where
         .instrument(span.clone()),
     );
 
-    let mut session = Session { app: app.clone(), socket, tx, hello_done: false, in_flight: Tracker::default() };
+    let mut session = Session {
+        app: app.clone(),
+        socket,
+        tx,
+        hello_done: false,
+        in_flight: Tracker::default(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        channel_cancel: std::collections::HashMap::new(),
+    };
     tracing::info!(parent: &span, "data plane connected");
     let close = read_loop(&mut session, &mut stream, stalled_rx, &pong_due).instrument(span.clone()).await;
     let shutting_down = *app.shutdown.borrow();
     if shutting_down {
         // SIGTERM: let running tool calls finish and deliver their acks, within the drain bound.
         if tokio::time::timeout(app.cfg.drain_timeout, session.in_flight.wait()).await.is_err() {
-            tracing::warn!(parent: &span, "tool calls still running at the drain deadline");
+            tracing::warn!(parent: &span, "tool calls still running at the drain deadline; cancelling them");
+            session.cancel.cancel();
+            // Cancelled calls answer at once (`shutting_down`); give their acks a moment to be queued.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), session.in_flight.wait()).await;
         }
+    } else {
+        // The peer is gone: nobody will read the acks, so running calls are cancelled and their device commands hung
+        // up now (a reconnecting xAgent that repeats a tool_call_id learns the call was cancelled).
+        session.cancel.cancel();
     }
     app.hub.socket_closed(socket);
     let _ = close_tx.send(close);

@@ -86,7 +86,8 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
             return session.send(fail(e)).await;
         }
     }
-    let spec = tool.spec().clone();
+    let mut spec = tool.spec().clone();
+    spec.deadline = hub.registry().deadline(&spec);
     let context = payload.get("context").and_then(Value::as_object);
     let tool_call_id = context.and_then(|c| str_field(c, "tool_call_id")).map(str::to_owned);
 
@@ -138,6 +139,8 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     let audit_call_id = tool_call_id.clone();
     let audit_device = binding.clone();
     let call = ToolCall { channel_id: channel.clone(), binding: Some(binding), args, tool_call_id, progress };
+    let cancel = session.call_cancel(&channel);
+    let shutdown = session.app.shutdown.clone();
     let guard = (session.in_flight.enter(), session.app.tools_in_flight.enter());
     let tx = session.tx.clone();
     let wall = session.app.wall.clone();
@@ -157,12 +160,21 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                 Begin::Run => {
                     // Lets the device wall's thumbnails step aside and records the call's duration.
                     let _agent = wall.agent_call(&channel, &audit_device, spec.id);
-                    let r = match tokio::time::timeout(spec.deadline, tool.call(call)).await {
-                        Ok(r) => r,
-                        Err(_) => Err(ProtoError::new(
-                            ErrorCode::DeviceTimeout,
-                            format!("{} did not finish within its {} ms deadline", spec.id, spec.deadline.as_millis()),
-                        )),
+                    // Deadline or cancellation: either way the tool's future is dropped here, which closes its adb
+                    // connection and hangs up the device command.
+                    let r = tokio::select! {
+                        r = tokio::time::timeout(spec.deadline, tool.call(call)) => match r {
+                            Ok(r) => r,
+                            Err(_) => Err(ProtoError::new(
+                                ErrorCode::DeviceTimeout,
+                                format!("{} did not finish within its {} ms deadline", spec.id, spec.deadline.as_millis()),
+                            )),
+                        },
+                        _ = cancel.cancelled() => Err(if *shutdown.borrow() {
+                            ProtoError::new(ErrorCode::ShuttingDown, "cancelled: the connector shut down during the call; whether it took effect is unknown")
+                        } else {
+                            ProtoError::new(ErrorCode::ToolInvokeFailed, "cancelled: the channel closed or the data plane disconnected during the call; whether it took effect is unknown")
+                        }),
                     };
                     // Only calls that ran are device actions; replays and waits are not audited again. Both writes
                     // are SQLite: on a blocking thread.

@@ -1,0 +1,387 @@
+//! Device services over the adb server's host protocol, on tokio: `host:transport:SERIAL`, then one service —
+//! `shell,v2,raw:CMD` (or plain `shell:CMD`), `exec:CMD`, `framebuffer:` or `sync:` (AOSP `SERVICES.TXT`,
+//! `SYNC.TXT`, `shell_protocol.h`).
+//!
+//! Why our own client instead of `adb_client::ADBServerDevice` on blocking threads: a blocking socket cannot be
+//! cancelled from outside (adb_client sets no read timeout and offers no way to close its socket), so a command
+//! stuck on the phone kept a blocking-pool thread — and, for side effects, the phone's order slot — until the adb
+//! server dropped the stream, which it never does for a command that never ends. Here every operation owns exactly
+//! one TCP connection to the adb server inside its future. Dropping the future (deadline, closed channel, dropped
+//! socket, SIGTERM drain) closes that connection at once; the adb server then closes the device stream and adbd
+//! hangs up the command on the phone (SIGHUP, `shell_service.cpp`). No thread is involved, so none can stay behind.
+//!
+//! Every read and write here is bounded only by the caller's deadline (`tokio::time::timeout` around the whole
+//! operation in `device::adb`), never by a per-read timer: a long `pm install` is fine as long as it finishes in time.
+
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::host::{self, HostError};
+use crate::protocol::errors::{ErrorCode, ProtoError};
+
+/// Shell-protocol packet ids (`shell_protocol.h`).
+const ID_STDOUT: u8 = 1;
+const ID_STDERR: u8 = 2;
+const ID_EXIT: u8 = 3;
+
+/// Largest stdout + stderr one shell command may return (a runaway `cat` or `logcat` must not exhaust memory).
+pub const SHELL_OUTPUT_MAX: usize = 64 << 20;
+
+/// One sync DATA chunk (`SYNC_DATA_MAX`): the most a SEND may carry per DATA message.
+const SYNC_DATA_MAX: usize = 64 * 1024;
+
+/// Output of one shell command.
+#[derive(Clone, Debug, Default)]
+pub struct ShellOut {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// What adbd reports for a path (`STAT`, sync v1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    /// `st_mode`; 0 when the path does not exist.
+    pub mode: u32,
+    pub size: u32,
+    pub mtime: u32,
+}
+
+impl FileStat {
+    pub fn is_file(&self) -> bool {
+        self.mode & 0o170_000 == 0o100_000
+    }
+}
+
+/// Maps a host-protocol failure to a stable error code. Messages come from the adb server and carry no secret.
+pub fn map_host_error(e: HostError) -> ProtoError {
+    match e {
+        HostError::Unreachable(_) => ProtoError::new(ErrorCode::DeviceOffline, "the adb server is not reachable"),
+        HostError::Fail(m) => {
+            let lower = m.to_lowercase();
+            let code = if lower.contains("unauthorized") {
+                ErrorCode::DeviceUnauthorized
+            } else if lower.contains("offline") || lower.contains("not found") || lower.contains("no devices") {
+                ErrorCode::DeviceOffline
+            } else {
+                ErrorCode::ToolInvokeFailed
+            };
+            ProtoError::new(code, format!("adb: {m}"))
+        }
+        other => ProtoError::new(ErrorCode::ToolInvokeFailed, format!("adb: {other}")),
+    }
+}
+
+fn io_failed(what: &str, e: std::io::Error) -> ProtoError {
+    ProtoError::new(ErrorCode::ToolInvokeFailed, format!("adb: the device stream of {what} broke: {e}"))
+}
+
+/// `host-serial:SERIAL:features`: the features both the adb server and the device support (comma separated).
+pub async fn features(server: SocketAddr, serial: &str) -> Result<Vec<String>, ProtoError> {
+    let mut s = host::request(server, &format!("host-serial:{serial}:features")).await.map_err(map_host_error)?;
+    let text = host::read_block(&mut s).await.map_err(map_host_error)?;
+    Ok(text.split(',').map(|f| f.trim().to_owned()).filter(|f| !f.is_empty()).collect())
+}
+
+/// A connection to one device service. Dropping it closes the TCP connection and with it the device stream.
+pub struct Stream {
+    s: TcpStream,
+    what: String,
+}
+
+/// Opens `service` on the device `serial` through the adb server at `server`.
+pub async fn open(server: SocketAddr, serial: &str, service: &str) -> Result<Stream, ProtoError> {
+    let mut s = host::request(server, &format!("host:transport:{serial}")).await.map_err(map_host_error)?;
+    host::send_request(&mut s, service).await.map_err(map_host_error)?;
+    let _ = s.set_nodelay(true);
+    let what = service.split(':').next().unwrap_or(service).to_owned();
+    Ok(Stream { s, what })
+}
+
+impl Stream {
+    async fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), ProtoError> {
+        self.s.read_exact(buf).await.map(|_| ()).map_err(|e| io_failed(&self.what, e))
+    }
+
+    async fn write_all(&mut self, buf: &[u8]) -> Result<(), ProtoError> {
+        self.s.write_all(buf).await.map_err(|e| io_failed(&self.what, e))
+    }
+
+    async fn u32(&mut self) -> Result<u32, ProtoError> {
+        let mut b = [0u8; 4];
+        self.read_exact(&mut b).await?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// Everything until the device closes the stream, at most `cap` bytes.
+    pub async fn read_to_end(mut self, cap: usize) -> Result<Vec<u8>, ProtoError> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = self.s.read(&mut buf).await.map_err(|e| io_failed(&self.what, e))?;
+            if n == 0 {
+                return Ok(out);
+            }
+            if out.len() + n > cap {
+                return Err(ProtoError::new(
+                    ErrorCode::ToolInvokeFailed,
+                    format!("the device's {} output passed {cap} bytes", self.what),
+                ));
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+}
+
+/// Runs `cmd` with the shell protocol v2: stdout and stderr apart, the exit status from the exit packet.
+pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str) -> Result<ShellOut, ProtoError> {
+    let mut st = open(server, serial, &format!("shell,v2,raw:{cmd}")).await?;
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    loop {
+        let mut head = [0u8; 5];
+        match st.s.read_exact(&mut head).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(ProtoError::new(
+                    ErrorCode::ToolInvokeFailed,
+                    "the device closed the shell before the command finished",
+                ))
+            }
+            Err(e) => return Err(io_failed("shell", e)),
+        }
+        let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        if out.len() + err.len() + len > SHELL_OUTPUT_MAX {
+            return Err(ProtoError::new(
+                ErrorCode::ToolInvokeFailed,
+                format!("the command printed more than {SHELL_OUTPUT_MAX} bytes"),
+            ));
+        }
+        let mut data = vec![0u8; len];
+        st.read_exact(&mut data).await?;
+        match head[0] {
+            ID_STDOUT => out.extend_from_slice(&data),
+            ID_STDERR => err.extend_from_slice(&data),
+            ID_EXIT => {
+                let code = data.first().copied().map_or(255, i32::from);
+                return Ok(ShellOut {
+                    stdout: String::from_utf8_lossy(&out).into_owned(),
+                    stderr: String::from_utf8_lossy(&err).into_owned(),
+                    code,
+                });
+            }
+            _ => {} // window-size and other ids are not sent to hosts; ignore anything unknown.
+        }
+    }
+}
+
+/// Runs `cmd` through plain `shell:` (phones without the `shell_v2` feature, Android < 7): stderr is merged into
+/// stdout and no exit status exists, so the command runs in its own `sh -c` (an `exit N` inside it ends only that
+/// shell) followed by a status line carrying a per-call random tag, which the command's own output cannot forge.
+pub async fn shell_v1(server: SocketAddr, serial: &str, cmd: &str) -> Result<ShellOut, ProtoError> {
+    let tag = format!("__xagent_status_{}__", crate::protocol::ids::random_hex(8));
+    let st = open(server, serial, &format!("shell:sh -c {}; echo \"{tag}$?\"", super::shell::quote(cmd))).await?;
+    let raw = st.read_to_end(SHELL_OUTPUT_MAX).await?;
+    let text = String::from_utf8_lossy(&raw);
+    let Some(pos) = text.rfind(&tag) else {
+        return Err(ProtoError::new(
+            ErrorCode::ToolInvokeFailed,
+            "the device closed the shell before the command finished",
+        ));
+    };
+    let after = &text[pos + tag.len()..];
+    let (status, rest) = after.split_once('\n').unwrap_or((after, ""));
+    let code = status.trim().parse::<i32>().unwrap_or(255);
+    // Merged stderr may arrive after the status line (it is a separate pipe on the phone): keep it as output.
+    let stdout = format!("{}{rest}", &text[..pos]);
+    // The old `shell:` service runs under a pty on some versions: undo its CRLF translation.
+    let stdout = stdout.replace("\r\n", "\n");
+    Ok(ShellOut { stdout, stderr: String::new(), code })
+}
+
+/// `exec:CMD`: the command's raw stdout (no pty, no framing), at most `cap` bytes.
+pub async fn exec(server: SocketAddr, serial: &str, cmd: &str, cap: usize) -> Result<Vec<u8>, ProtoError> {
+    open(server, serial, &format!("exec:{cmd}")).await?.read_to_end(cap).await
+}
+
+/// A decoded `framebuffer:` header (adbd `framebuffer_service.cpp`, versions 1 and 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FbHeader {
+    pub bpp: u32,
+    pub size: u32,
+    pub width: u32,
+    pub height: u32,
+    /// (offset, length) in bits of red, green, blue, alpha inside one little-endian pixel.
+    pub red: (u32, u32),
+    pub green: (u32, u32),
+    pub blue: (u32, u32),
+    pub alpha: (u32, u32),
+}
+
+/// `framebuffer:`: the header and the raw pixels. `max_pixels_bytes` guards against a garbled header.
+pub async fn framebuffer(
+    server: SocketAddr,
+    serial: &str,
+    max_pixel_bytes: usize,
+) -> Result<(FbHeader, Vec<u8>), ProtoError> {
+    let mut st = open(server, serial, "framebuffer:").await?;
+    let version = st.u32().await?;
+    // Version 1: bpp, size, width, height, then offset/length of red, blue, green, alpha (12 words).
+    // Version 2 adds a colour space after bpp. Anything else (e.g. a legacy 16 for RGB565) is not supported.
+    let words = match version {
+        1 => 12,
+        2 => 13,
+        v => return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("framebuffer header version {v}"))),
+    };
+    let mut w = Vec::with_capacity(words);
+    for _ in 0..words {
+        w.push(st.u32().await?);
+    }
+    let w = if version == 2 { [&w[..1], &w[2..]].concat() } else { w };
+    let h = FbHeader {
+        bpp: w[0],
+        size: w[1],
+        width: w[2],
+        height: w[3],
+        red: (w[4], w[5]),
+        blue: (w[6], w[7]),
+        green: (w[8], w[9]),
+        alpha: (w[10], w[11]),
+    };
+    let expect = (h.width as usize) * (h.height as usize) * (h.bpp as usize / 8);
+    if h.size as usize > max_pixel_bytes || h.size as usize != expect || !matches!(h.bpp, 16 | 24 | 32) {
+        return Err(ProtoError::new(
+            ErrorCode::ToolInvokeFailed,
+            format!("implausible framebuffer header {}×{} at {} bpp, {} bytes", h.width, h.height, h.bpp, h.size),
+        ));
+    }
+    let mut px = vec![0u8; h.size as usize];
+    st.read_exact(&mut px).await?;
+    Ok((h, px))
+}
+
+/// One `sync:` session: STAT, RECV and SEND requests on one device stream.
+pub struct Sync {
+    st: Stream,
+}
+
+impl Sync {
+    pub async fn open(server: SocketAddr, serial: &str) -> Result<Sync, ProtoError> {
+        Ok(Sync { st: open(server, serial, "sync:").await? })
+    }
+
+    async fn request(&mut self, id: &[u8; 4], path: &str) -> Result<(), ProtoError> {
+        let mut msg = Vec::with_capacity(8 + path.len());
+        msg.extend_from_slice(id);
+        msg.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        msg.extend_from_slice(path.as_bytes());
+        self.st.write_all(&msg).await
+    }
+
+    async fn fail_message(&mut self) -> Result<String, ProtoError> {
+        let n = self.st.u32().await? as usize;
+        let mut m = vec![0u8; n.min(4096)];
+        self.st.read_exact(&mut m).await?;
+        Ok(String::from_utf8_lossy(&m).into_owned())
+    }
+
+    /// `STAT`: mode 0 means the path does not exist.
+    pub async fn stat(&mut self, path: &str) -> Result<FileStat, ProtoError> {
+        self.request(b"STAT", path).await?;
+        let mut id = [0u8; 4];
+        self.st.read_exact(&mut id).await?;
+        if &id != b"STAT" {
+            return Err(sync_protocol(&id));
+        }
+        Ok(FileStat { mode: self.st.u32().await?, size: self.st.u32().await?, mtime: self.st.u32().await? })
+    }
+
+    /// `RECV`: streams the file into `sink` chunk by chunk; `sink` may refuse (e.g. a size cap) with an error.
+    pub async fn recv(
+        &mut self,
+        path: &str,
+        mut sink: impl FnMut(&[u8]) -> Result<(), ProtoError>,
+    ) -> Result<(), ProtoError> {
+        self.request(b"RECV", path).await?;
+        let mut buf = vec![0u8; SYNC_DATA_MAX];
+        loop {
+            let mut id = [0u8; 4];
+            self.st.read_exact(&mut id).await?;
+            match &id {
+                b"DATA" => {
+                    let n = self.st.u32().await? as usize;
+                    if n > buf.len() {
+                        if n > 1 << 20 {
+                            return Err(sync_protocol(b"DATA"));
+                        }
+                        buf.resize(n, 0);
+                    }
+                    self.st.read_exact(&mut buf[..n]).await?;
+                    sink(&buf[..n])?;
+                }
+                b"DONE" => {
+                    self.st.u32().await?;
+                    return Ok(());
+                }
+                b"FAIL" => {
+                    let m = self.fail_message().await?;
+                    return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("adb pull {path}: {m}")));
+                }
+                other => return Err(sync_protocol(other)),
+            }
+        }
+    }
+
+    /// `SEND`: writes `path` (mode `mode`) from `reader` until its end; `progress` gets the bytes sent so far.
+    pub async fn send<R: tokio::io::AsyncRead + Unpin>(
+        &mut self,
+        path: &str,
+        mode: u32,
+        reader: &mut R,
+        mut progress: impl FnMut(u64),
+    ) -> Result<(), ProtoError> {
+        self.request(b"SEND", &format!("{path},{mode}")).await?;
+        let mut msg = vec![0u8; 8 + SYNC_DATA_MAX];
+        let mut sent = 0u64;
+        loop {
+            let n = reader
+                .read(&mut msg[8..])
+                .await
+                .map_err(|e| ProtoError::new(ErrorCode::Internal, format!("cannot read the local file: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            msg[..4].copy_from_slice(b"DATA");
+            msg[4..8].copy_from_slice(&(n as u32).to_le_bytes());
+            self.st.write_all(&msg[..8 + n]).await?;
+            sent += n as u64;
+            progress(sent);
+        }
+        let mtime =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as u32).unwrap_or(0);
+        let mut done = Vec::from(*b"DONE");
+        done.extend_from_slice(&mtime.to_le_bytes());
+        self.st.write_all(&done).await?;
+        let mut id = [0u8; 4];
+        self.st.read_exact(&mut id).await?;
+        match &id {
+            b"OKAY" => {
+                self.st.u32().await?;
+                Ok(())
+            }
+            b"FAIL" => {
+                let m = self.fail_message().await?;
+                Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("adb push {path}: {m}")))
+            }
+            other => Err(sync_protocol(other)),
+        }
+    }
+}
+
+fn sync_protocol(id: &[u8]) -> ProtoError {
+    ProtoError::new(
+        ErrorCode::ToolInvokeFailed,
+        format!("adb: unexpected sync reply {:?}", String::from_utf8_lossy(id)),
+    )
+}
