@@ -234,7 +234,7 @@ pub fn area_downscale(src: &RgbImage, nw: u32, nh: u32) -> RgbImage {
 
 /// Screenshots in progress at once (capture + scale + encode hold ~20 MB each and are CPU-bound): without a bound,
 /// 64 phones screenshotting together took 2.3 GB and starved every other request (`BENCHMARKS.md`, scale).
-fn capture_permits() -> &'static tokio::sync::Semaphore {
+pub(crate) fn capture_permits() -> &'static tokio::sync::Semaphore {
     static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
     PERMITS.get_or_init(|| {
         let n = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
@@ -252,21 +252,31 @@ pub enum Format {
 /// Scales `img` so its long side is at most `max_side` (0 = keep) and encodes it. CPU-bound: call it on a
 /// blocking thread.
 pub fn render(img: RgbImage, max_side: u32, format: Format) -> Result<(Vec<u8>, u32, u32), ProtoError> {
+    encode(&fit(img, max_side), format)
+}
+
+/// Scales `img` so its long side is at most `max_side` (0 = keep). `android_observe` draws its marks between this
+/// and [`encode`], on the image the agent will see.
+pub fn fit(img: RgbImage, max_side: u32) -> RgbImage {
     let (w, h) = img.dimensions();
     let long = w.max(h);
-    let img = if max_side > 0 && long > max_side {
+    if max_side > 0 && long > max_side {
         let s = f64::from(max_side) / f64::from(long);
         let nw = ((f64::from(w) * s).round() as u32).max(1);
         let nh = ((f64::from(h) * s).round() as u32).max(1);
         area_downscale(&img, nw, nh)
     } else {
         img
-    };
+    }
+}
+
+/// Encodes an image as it is. CPU-bound: call it on a blocking thread.
+pub fn encode(img: &RgbImage, format: Format) -> Result<(Vec<u8>, u32, u32), ProtoError> {
     let (w, h) = img.dimensions();
     let mut out = Vec::new();
     let r = match format {
         Format::Jpeg { quality } => {
-            JpegEncoder::new_with_quality(&mut out, quality.clamp(1, 100)).encode_image(&img).map_err(|e| e.to_string())
+            JpegEncoder::new_with_quality(&mut out, quality.clamp(1, 100)).encode_image(img).map_err(|e| e.to_string())
         }
         Format::Png => PngEncoder::new_with_quality(&mut out, CompressionType::Fast, PngFilter::Adaptive)
             .write_image(img.as_raw(), w, h, image::ExtendedColorType::Rgb8)

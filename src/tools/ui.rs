@@ -41,11 +41,11 @@ impl Element {
         [(self.bounds[0] + self.bounds[2]) / 2, (self.bounds[1] + self.bounds[3]) / 2]
     }
 
-    fn is_interactive(&self) -> bool {
+    pub fn is_interactive(&self) -> bool {
         self.enabled && (self.clickable || self.scrollable || self.focusable)
     }
 
-    fn is_interesting(&self) -> bool {
+    pub fn is_interesting(&self) -> bool {
         !self.text.is_empty() || !self.content_desc.is_empty() || !self.resource_id.is_empty() || self.is_interactive()
     }
 
@@ -205,7 +205,7 @@ fn tag_end(s: &str) -> Option<usize> {
 
 /// Dumps and parses the hierarchy, retrying the transient failures uiautomator is known for ("could not get idle
 /// state" while an animation runs, "null root node" between windows) a few times before giving up.
-async fn dump(c: &Ctx, deadline: Duration) -> Result<Vec<Element>, ProtoError> {
+pub(crate) async fn dump(c: &Ctx, deadline: Duration) -> Result<Vec<Element>, ProtoError> {
     let cmd = format!("uiautomator dump {DUMP_PATH} >/dev/null && cat {DUMP_PATH} && rm -f {DUMP_PATH}");
     let started = Instant::now();
     let mut attempt = 0;
