@@ -7,7 +7,8 @@
 //!   "allow_serials": ["R58N123ABC"],
 //!   "disabled_tools": ["android_open_url"],
 //!   "enabled_risky_tools": ["android_app_uninstall", "android_app_clear_data", "android_shell"],
-//!   "shell_allow_prefixes": ["dumpsys battery", "getprop ", "pm list features"]
+//!   "shell_allow_prefixes": ["dumpsys battery", "getprop ", "pm list features"],
+//!   "labels": {"R58N123ABC": ["pool:checkout", "sim:carrier-x"]}
 //! }
 //! ```
 
@@ -30,6 +31,9 @@ pub struct Policy {
     /// Commands `android_shell` accepts: the command must start with one of these (after trimming).
     #[serde(default)]
     pub shell_allow_prefixes: Vec<String>,
+    /// Operator labels per serial, which a bind can require (`labels` of the `adb_device` flow).
+    #[serde(default)]
+    pub labels: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Policy {
@@ -69,6 +73,18 @@ impl Policy {
         }
         if let Some(p) = self.shell_allow_prefixes.iter().find(|p| p.trim().is_empty() || has_shell_syntax(p)) {
             return Err(format!("shell_allow_prefixes entry {p:?} must be a plain command prefix"));
+        }
+        for (serial, labels) in &self.labels {
+            if serial.is_empty() || serial.len() > 128 || serial.bytes().any(|b| !b.is_ascii_graphic()) {
+                return Err(format!("labels: {serial:?} is not a device serial"));
+            }
+            if let Some(l) = labels.iter().find(|l| !crate::channels::matching::valid_label(l)) {
+                return Err(format!(
+                    "labels of {serial}: {l:?} is not a valid label (printable ASCII without spaces or commas, at \
+                     most {} characters)",
+                    crate::channels::matching::MAX_LABEL_LEN
+                ));
+            }
         }
         Ok(())
     }

@@ -169,6 +169,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             data_dir: Some(args.data_dir.clone()),
             api_key: None,
             allow_serials: Vec::new(),
+            labels: Default::default(),
             lease_grace: Duration::from_secs(3600),
             max_message_bytes: 1 << 20,
             drain_timeout: Duration::from_secs(10),
