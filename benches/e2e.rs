@@ -33,7 +33,7 @@ use tokio_tungstenite::tungstenite::Message;
 use xagent_adb_connector::device::adb::AdbBackend;
 use xagent_adb_connector::device::DeviceKey;
 use xagent_adb_connector::sim::{SimConfig, SimPhone};
-use xagent_adb_connector::tools::screen::{capture, render, CapturePath, Format};
+use xagent_adb_connector::tools::screen::{self, capture, render, CapturePath, Format};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xagent-adb-connector");
 const REQ_TIMEOUT: Duration = Duration::from_secs(60);
@@ -959,8 +959,10 @@ fn bench_breakdown(
             10.0 * (255.0f64 * 255.0 / mse).log10()
         }
     };
+    let frame_cpu = frame_cpu(&rgba, n.clamp(5, 15), rep);
     let js = |v: &[f64]| stats(v).json();
     let b = json!({
+        "frame_cpu": frame_cpu,
         "render_rgba_to_rgb_full_frame": js(&to_rgb), "render_resize_triangle_rgb": js(&tri),
         "render_thumbnail_rgb": js(&thumb), "render_jpeg_encode_576x1280_q80": js(&jpeg),
         "candidate_thumbnail_rgba_then_rgb_then_jpeg": js(&candidate),
@@ -976,6 +978,258 @@ fn bench_breakdown(
     });
     println!("breakdown: {}", serde_json::to_string_pretty(&b).unwrap());
     rep.json.insert("breakdown".into(), b);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Per-frame CPU (issue 14): one captured 1080×2400 frame to the 576×1280 JPEG q80 an agent downloads, today's
+// pipeline (until issue 14: `image` JPEG encoder, horizontal-first downscale) against the current one, in the same
+// run, on the same frame; output quality as PSNR of the decoded JPEGs.
+
+/// The downscale as it was before issue 14 (kept here as the baseline the current code is measured against).
+fn baseline_area_downscale(src: &image::RgbImage, nw: u32, nh: u32) -> image::RgbImage {
+    /// For each output index: the first source index and the weights (sum = 4096) of the sources it covers.
+    fn taps(n_in: u32, n_out: u32) -> Vec<(usize, Vec<u32>)> {
+        let scale = f64::from(n_in) / f64::from(n_out);
+        (0..n_out)
+            .map(|o| {
+                let (a, b) = (f64::from(o) * scale, f64::from(o + 1) * scale);
+                let first = a.floor() as usize;
+                let last = (b.ceil() as usize).min(n_in as usize);
+                let cover: Vec<f64> = (first..last).map(|i| ((i + 1) as f64).min(b) - (i as f64).max(a)).collect();
+                let total: f64 = cover.iter().sum();
+                let mut w: Vec<u32> = cover.iter().map(|c| (c / total * 4096.0).round() as u32).collect();
+                // Rounding must not change the total, or flat colours would drift.
+                let sum: u32 = w.iter().sum();
+                if let Some(m) = w.iter_mut().max() {
+                    *m = (*m + 4096).saturating_sub(sum);
+                }
+                (first, w)
+            })
+            .collect()
+    }
+    let (w, h) = (src.width() as usize, src.height() as usize);
+    let (nw_u, nh_u) = (nw.max(1) as usize, nh.max(1) as usize);
+    let (tx, ty) = (taps(w as u32, nw_u as u32), taps(h as u32, nh_u as u32));
+    let raw = src.as_raw();
+    // Streams row by row: one horizontally reduced source row and one accumulator row at a time, so the working
+    // memory is a few KiB instead of an intermediate image (source rows on an output-row boundary are reduced
+    // twice, a few percent more work).
+    let mut hrow = vec![0u32; nw_u * 3];
+    let mut acc = vec![0u64; nw_u * 3];
+    let mut out = vec![0u8; nw_u * nh_u * 3];
+    for (oy, (first_y, wys)) in ty.iter().enumerate() {
+        acc.iter_mut().for_each(|a| *a = 0);
+        for (ky, wy) in wys.iter().enumerate() {
+            let y = first_y + ky;
+            let row = &raw[y * w * 3..(y + 1) * w * 3];
+            for (ox, (first_x, wxs)) in tx.iter().enumerate() {
+                let mut px = [0u32; 3];
+                for (kx, wx) in wxs.iter().enumerate() {
+                    let p = &row[(first_x + kx) * 3..(first_x + kx) * 3 + 3];
+                    for c in 0..3 {
+                        px[c] += u32::from(p[c]) * wx;
+                    }
+                }
+                hrow[ox * 3..ox * 3 + 3].copy_from_slice(&px);
+            }
+            // 255 × 4096 × 4096 needs more than 32 bits: accumulate wide, round once.
+            for (a, v) in acc.iter_mut().zip(&hrow) {
+                *a += u64::from(*v) * u64::from(*wy);
+            }
+        }
+        for (d, a) in out[oy * nw_u * 3..(oy + 1) * nw_u * 3].iter_mut().zip(&acc) {
+            *d = ((a + (1 << 23)) >> 24).min(255) as u8;
+        }
+    }
+    image::RgbImage::from_raw(nw_u as u32, nh_u as u32, out).expect("buffer sized for nw × nh × 3")
+}
+
+/// Today's (pre-issue-14) render: RGBA → RGB, horizontal-first area downscale, `image`'s JPEG encoder.
+fn baseline_frame(rgba: &image::RgbaImage) -> (Vec<u8>, [f64; 3]) {
+    let t = Instant::now();
+    let rgb = image::DynamicImage::ImageRgba8(rgba.clone()).into_rgb8();
+    let t_rgb = ms(t.elapsed());
+    let t = Instant::now();
+    let small = baseline_area_downscale(&rgb, 576, 1280);
+    let t_ds = ms(t.elapsed());
+    let t = Instant::now();
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 80).encode_image(&small).unwrap();
+    (out, [t_rgb, t_ds, ms(t.elapsed())])
+}
+
+/// The current render path as `android_screenshot` runs it: RGBA → RGB (in `capture`), `screen::fit`,
+/// `screen::encode`.
+fn current_frame(rgba: &image::RgbaImage) -> (Vec<u8>, [f64; 3]) {
+    let t = Instant::now();
+    let rgb = image::DynamicImage::ImageRgba8(rgba.clone()).into_rgb8();
+    let t_rgb = ms(t.elapsed());
+    let t = Instant::now();
+    let small = screen::fit(rgb, 1280);
+    let t_ds = ms(t.elapsed());
+    let t = Instant::now();
+    let (out, _, _) = screen::encode(&small, Format::Jpeg { quality: 80 }).unwrap();
+    (out, [t_rgb, t_ds, ms(t.elapsed())])
+}
+
+/// The conversion fused into the downscale (`area_downscale_raw` on the RGBA frame, 4 bytes per pixel): what a
+/// capture that hands over RGBA would cost.
+fn fused_frame(rgba: &image::RgbaImage) -> (Vec<u8>, [f64; 3]) {
+    let t = Instant::now();
+    let small = screen::area_downscale_raw(rgba.as_raw(), rgba.width() as usize, rgba.height() as usize, 4, 576, 1280);
+    let t_ds = ms(t.elapsed());
+    let t = Instant::now();
+    let img = image::RgbImage::from_raw(576, 1280, small).unwrap();
+    let (out, _, _) = screen::encode(&img, Format::Jpeg { quality: 80 }).unwrap();
+    (out, [0.0, t_ds, ms(t.elapsed())])
+}
+
+fn psnr_jpeg(a: &[u8], b: &[u8]) -> f64 {
+    let (a, b) = (image::load_from_memory(a).unwrap().into_rgb8(), image::load_from_memory(b).unwrap().into_rgb8());
+    let mse: f64 = a.as_raw().iter().zip(b.as_raw()).map(|(x, y)| (f64::from(*x) - f64::from(*y)).powi(2)).sum::<f64>()
+        / a.as_raw().len() as f64;
+    if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        10.0 * (255.0f64 * 255.0 / mse).log10()
+    }
+}
+
+fn frame_cpu(rgba: &image::RgbaImage, n: usize, rep: &mut Report) -> Value {
+    type Pipeline = fn(&image::RgbaImage) -> (Vec<u8>, [f64; 3]);
+    let pipes: [(&str, Pipeline); 3] =
+        [("today", baseline_frame), ("current", current_frame), ("current_fused_rgba", fused_frame)];
+    let mut samples: Vec<[Vec<f64>; 4]> = (0..3).map(|_| Default::default()).collect();
+    let mut outputs: Vec<Vec<u8>> = vec![Vec::new(); 3];
+    for _ in 0..2 {
+        for (_, f) in &pipes {
+            f(rgba); // warm-up
+        }
+    }
+    // Interleaved, so drift of the shared machine hits every pipeline alike.
+    for _ in 0..n {
+        for (k, (_, f)) in pipes.iter().enumerate() {
+            let (out, t) = f(rgba);
+            for (i, v) in t.iter().enumerate() {
+                samples[k][i].push(*v);
+            }
+            samples[k][3].push(t.iter().sum());
+            outputs[k] = out;
+        }
+    }
+    let mut v = serde_json::Map::new();
+    for (k, (name, _)) in pipes.iter().enumerate() {
+        v.insert(
+            (*name).into(),
+            json!({"rgba_to_rgb": stats(&samples[k][0]).json(), "downscale": stats(&samples[k][1]).json(),
+                   "jpeg": stats(&samples[k][2]).json(), "total": stats(&samples[k][3]).json(),
+                   "jpeg_bytes": outputs[k].len()}),
+        );
+    }
+    let (today, cur, fused) = (stats(&samples[0][3]), stats(&samples[1][3]), stats(&samples[2][3]));
+    let psnr = psnr_jpeg(&outputs[0], &outputs[1]);
+    let psnr_fused = psnr_jpeg(&outputs[0], &outputs[2]);
+    v.insert("psnr_db_current_vs_today".into(), json!(round3(psnr)));
+    v.insert("psnr_db_fused_vs_today".into(), json!(round3(psnr_fused)));
+    let (r50, r95) = ratio(&cur, &today);
+    let met = cur.p50 <= 20.0 && psnr >= 40.0;
+    rep.row(
+        "7 per-frame CPU: 1080×2400 frame → 576×1280 JPEG q80 (RGB + downscale + JPEG), current vs pre-issue-14",
+        format!("{} ({} B, PSNR {:.1} dB vs today)", pp(&cur), outputs[1].len(), psnr),
+        format!("{} ({} B)", pp(&today), outputs[0].len()),
+        format!("{r50:.3} ({r95:.3})"),
+        "≤ 20 ms, PSNR ≥ 40 dB",
+        Some(met),
+    );
+    v.insert("fused_total_p50".into(), json!(round3(fused.p50)));
+    v.insert("ratio_p50".into(), json!(round3(r50)));
+    v.insert("met".into(), json!(met));
+    Value::Object(v)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scenario 8: observe (issue 14): one `android_observe` against one `android_screenshot`, and one agent step —
+// observe + tap by index against screenshot + UI dump + tap at coordinates — interleaved on the same phone.
+
+async fn observe_and_download(ws: &Ws, addr: SocketAddr, ch: &str) -> Result<(Duration, Value), String> {
+    let t = Instant::now();
+    let r = ws.invoke(ch, "android_observe", json!({})).await?;
+    let url = r["files"][0]["download_url"].as_str().ok_or("no download_url")?.to_owned();
+    let (status, _, _) = http_get(addr, &url).await?;
+    if status != 200 {
+        return Err(format!("download answered {status}"));
+    }
+    Ok((t.elapsed(), r))
+}
+
+fn bench_observe(rt: &tokio::runtime::Runtime, p: &OnePhone, n: usize, rep: &mut Report) {
+    let (ws, addr, ch) = (&p.ws, p.conn.addr, p.ch.as_str());
+    let index_of = |v: &Value, text: &str| {
+        v["elements"].as_array().and_then(|a| a.iter().find(|e| e["text"] == text)).map(|e| e["index"].clone())
+    };
+    let step_observe = || {
+        rt.block_on(async {
+            let t = Instant::now();
+            let (_, obs) = observe_and_download(ws, addr, ch).await.expect("observe");
+            let index = index_of(&obs, "Increment").expect("the button is listed");
+            let el = json!({"index": index, "observation_id": obs["observation_id"]});
+            ws.invoke(ch, "android_tap", json!({"element": el})).await.expect("tap by index");
+            t.elapsed()
+        })
+    };
+    let step_classic = || {
+        rt.block_on(async {
+            let t = Instant::now();
+            screenshot(ws, addr, ch).await.expect("screenshot");
+            let ui = ws.invoke(ch, "android_ui_dump", json!({})).await.expect("ui dump");
+            let e = ui["elements"].as_array().unwrap().iter().find(|e| e["text"] == "Increment").unwrap().clone();
+            ws.invoke(ch, "android_tap", json!({"x": e["center"][0], "y": e["center"][1]})).await.expect("tap");
+            t.elapsed()
+        })
+    };
+    for _ in 0..3 {
+        rt.block_on(observe_and_download(ws, addr, ch)).unwrap();
+        rt.block_on(screenshot(ws, addr, ch)).unwrap();
+    }
+    let (mut obs, mut shot, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        for k in 0..2 {
+            if (i + k) % 2 == 0 {
+                obs.push(ms(rt.block_on(observe_and_download(ws, addr, ch)).unwrap().0));
+                a.push(ms(step_observe()));
+            } else {
+                shot.push(ms(rt.block_on(screenshot(ws, addr, ch)).unwrap().0));
+                b.push(ms(step_classic()));
+            }
+        }
+    }
+    let (so, ss) = (stats(&obs), stats(&shot));
+    let (r50, r95) = ratio(&so, &ss);
+    rep.row(
+        "8a observe: `android_observe` + download vs `android_screenshot` + download",
+        pp(&so),
+        pp(&ss),
+        format!("{r50:.3} ({r95:.3})"),
+        "≤ 1.2",
+        Some(r50 <= 1.2),
+    );
+    let (sa, sb) = (stats(&a), stats(&b));
+    let (s50, s95) = ratio(&sa, &sb);
+    rep.row(
+        "8b agent step: observe + tap by index vs screenshot + ui_dump + tap (x, y)",
+        pp(&sa),
+        pp(&sb),
+        format!("{s50:.3} ({s95:.3})"),
+        "info",
+        None,
+    );
+    rep.json.insert(
+        "observe".into(),
+        json!({"observe": so.json(), "screenshot": ss.json(), "ratio_p50": round3(r50), "ratio_p95": round3(r95),
+               "target_ratio": 1.2, "met": r50 <= 1.2,
+               "step_observe_tap_by_index": sa.json(), "step_screenshot_dump_tap": sb.json(),
+               "step_ratio_p50": round3(s50), "step_ratio_p95": round3(s95)}),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1636,7 +1890,7 @@ fn bench_hang(
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects scenarios by name (tap, screenshot, ui, breakdown,
-    // scale, footprint, hang).
+    // observe, scale, footprint, hang).
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let want = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
     let q = quick();
@@ -1668,6 +1922,10 @@ fn main() {
             let sim = sims[0].clone();
             bench_footprint(&sim_rt, &p, &sim, if q { 3 } else { 10 }, &mut rep);
             eprintln!("[{:.0} s] footprint done", started.elapsed().as_secs_f64());
+        }
+        if want("observe") {
+            bench_observe(&rt, &p, n_heavy, &mut rep);
+            eprintln!("[{:.0} s] observe done", started.elapsed().as_secs_f64());
         }
         if want("breakdown") {
             bench_breakdown(&sim_rt, &rt, &p, if q { 5 } else { 15 }, &mut rep);

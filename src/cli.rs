@@ -287,6 +287,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             data_dir: Some(args.data_dir.clone()),
             api_key,
             allow_serials,
+            labels: policy.labels.clone(),
             lease_grace: args.lease_grace,
             max_message_bytes: args.max_message_bytes,
             drain_timeout: args.drain_timeout,

@@ -7,7 +7,8 @@
 //!   "allow_serials": ["R58N123ABC"],
 //!   "disabled_tools": ["android_open_url"],
 //!   "enabled_risky_tools": ["android_app_uninstall", "android_app_clear_data", "android_shell"],
-//!   "shell_allow_prefixes": ["dumpsys battery", "getprop ", "pm list features"]
+//!   "shell_allow_prefixes": ["dumpsys battery", "getprop ", "pm list features"],
+//!   "labels": {"R58N123ABC": ["pool:checkout", "sim:carrier-x"]}
 //! }
 //! ```
 
@@ -39,6 +40,9 @@ pub struct Policy {
     /// Upper bound on every tool's deadline (`--tool-deadline-max`; not a policy-file key). `None`: each tool's own.
     #[serde(skip)]
     pub tool_deadline_max: Option<std::time::Duration>,
+    /// Operator labels per serial, which a bind can require (`labels` of the `adb_device` flow).
+    #[serde(default)]
+    pub labels: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Policy {
@@ -87,6 +91,18 @@ impl Policy {
                 "shell_allow_prefixes entry {p:?} must be plain words, `<arg>` for one argument word, and optionally \
                  a final `<args>` (or a trailing space) for any further argument words"
             ));
+        }
+        for (serial, labels) in &self.labels {
+            if serial.is_empty() || serial.len() > 128 || serial.bytes().any(|b| !b.is_ascii_graphic()) {
+                return Err(format!("labels: {serial:?} is not a device serial"));
+            }
+            if let Some(l) = labels.iter().find(|l| !crate::channels::matching::valid_label(l)) {
+                return Err(format!(
+                    "labels of {serial}: {l:?} is not a valid label (printable ASCII without spaces or commas, at \
+                     most {} characters)",
+                    crate::channels::matching::MAX_LABEL_LEN
+                ));
+            }
         }
         Ok(())
     }

@@ -23,6 +23,8 @@ pub struct ServeConfig {
     pub data_dir: Option<PathBuf>,
     pub api_key: Option<String>,
     pub allow_serials: Vec<String>,
+    /// Operator labels per serial (policy file), for device matching at bind.
+    pub labels: crate::channels::matching::Labels,
     pub lease_grace: Duration,
     pub max_message_bytes: usize,
     pub drain_timeout: Duration,
@@ -149,6 +151,7 @@ async fn start_inner(
     let hub_cfg = HubConfig {
         lease_grace: cfg.lease_grace,
         allow_serials: cfg.allow_serials.clone(),
+        labels: cfg.labels.clone(),
         api_key_required: cfg.api_key.is_some(),
     };
     // Without a data dir (in-process tests) the cache lives in a private temporary directory.

@@ -343,11 +343,12 @@ async fn binding_during_verification_waits_for_it() {
         assert_eq!(a["payload"]["status"], "authenticated", "{a}");
         assert!(t0.elapsed() < Duration::from_secs(6), "bounded wait: {:?}", t0.elapsed());
         sim.set_fault(xagent_adb_connector::sim::Fault::None);
-        // Without a device at all, the answer is not delayed once the list has settled.
+        // Without a free device, the answer is not delayed once the list has settled (and says why: the only
+        // phone is held by the first channel).
         let (ch2, _) = c.open(None).await;
         let t0 = Instant::now();
         let a = c.request("auth.start", Some(&ch2), json!({"flow_id": "adb_device"})).await;
-        assert_eq!(error_code(&a), "device_not_found", "{a}");
+        assert_eq!(error_code(&a), "device_busy", "{a}");
         assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
     })
     .await

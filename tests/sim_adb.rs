@@ -58,7 +58,7 @@ async fn shell_getprop_tap_and_exit_codes() {
         assert!(unknown.stderr.contains("frobnicate: inaccessible or not found"), "{}", unknown.stderr);
         assert_eq!(quoted.text(), "done\n");
         assert_eq!(sim.events()[1], InputEvent::Text("a b".into()));
-        assert!(sim.commands().contains(&"getprop ro.product.model".to_string()), "{:?}", sim.commands());
+        assert!(sim.commands().iter().any(|c| c.starts_with("getprop ro.product.model")), "{:?}", sim.commands());
         sim.shutdown().await;
     });
 }

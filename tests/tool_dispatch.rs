@@ -75,6 +75,8 @@ async fn setup() -> (xagent_adb_connector::run::Running, Arc<Devices>, Arc<Mutex
             key: DeviceKey { server: "s".into(), serial: "SIM0001".into() },
             state: DeviceState::Online,
             model: "Sim".into(),
+            manufacturer: "Google".into(),
+            sdk: Some(34),
         }]),
         tx: broadcast::channel(8).0,
     });
@@ -99,6 +101,7 @@ async fn setup() -> (xagent_adb_connector::run::Running, Arc<Devices>, Arc<Mutex
         data_dir: None,
         api_key: None,
         allow_serials: vec![],
+        labels: Default::default(),
         lease_grace: Duration::from_secs(60),
         max_message_bytes: 1 << 20,
         drain_timeout: Duration::from_secs(2),

@@ -8,6 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::matching::{self, Constraints};
 use super::{internal, mask_serial, to_value, Hub};
 use crate::device::{DeviceKey, DeviceState};
 use crate::protocol::errors::{ErrorCode, ProtoError};
@@ -121,12 +122,21 @@ impl Hub {
             Some(Value::Object(m)) => m.clone(),
             Some(_) => return fail(ErrorCode::AuthInputInvalid, "auth.start input must be an object".into()),
         };
-        if let Some(k) = input.keys().find(|k| k.as_str() != "serial") {
+        if let Some(k) =
+            input.keys().find(|k| k.as_str() != "serial" && !matching::CONSTRAINT_FIELDS.contains(&k.as_str()))
+        {
             return fail(
                 ErrorCode::AuthInputInvalid,
-                format!("auth.start input field {k:?} is unknown (only `serial`)"),
+                format!(
+                    "auth.start input field {k:?} is unknown (known: serial, {})",
+                    matching::CONSTRAINT_FIELDS.join(", ")
+                ),
             );
         }
+        let constraints = match Constraints::from_input(&input) {
+            Ok(c) => c,
+            Err(e) => return fail(e.code, e.message),
+        };
         let serial = match input.get("serial") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s.trim().is_empty() => None,
@@ -158,7 +168,16 @@ impl Hub {
                     ),
                 )
             }
-            None => match self.pick_device(serial.as_deref()) {
+            None if serial.is_some() && !constraints.is_empty() => {
+                return fail(
+                    ErrorCode::AuthInputInvalid,
+                    format!(
+                        "give either `serial` or device constraints ({}), not both",
+                        matching::CONSTRAINT_FIELDS.join(", ")
+                    ),
+                )
+            }
+            None => match self.pick_device(serial.as_deref(), &constraints) {
                 Ok(p) => p,
                 Err(e) => return fail(e.code, e.message),
             },
@@ -204,7 +223,7 @@ impl Hub {
 
     /// Chooses a device: the named serial, or the first online allowed device no channel holds, or failing that
     /// the first free allowed device that awaits the person's approval.
-    fn pick_device(&self, serial: Option<&str>) -> Result<Pick, ProtoError> {
+    fn pick_device(&self, serial: Option<&str>, constraints: &Constraints) -> Result<Pick, ProtoError> {
         let allowed = |s: &str| self.cfg.allow_serials.is_empty() || self.cfg.allow_serials.iter().any(|a| a == s);
         let held: std::collections::HashSet<DeviceKey> =
             self.lock().channels.values().filter_map(|c| c.binding.clone()).collect();
@@ -237,18 +256,11 @@ impl Hub {
                     }
                 }
             }
-            None => {
-                let free = |st: DeviceState| {
-                    devices.iter().find(|d| d.state == st && self.device_allowed(&d.key) && !held.contains(&d.key))
-                };
-                if let Some(d) = free(DeviceState::Online) {
-                    return Ok(Pick::Online(d.key.clone()));
-                }
-                if let Some(d) = free(DeviceState::Unauthorized) {
-                    return Ok(Pick::NeedsApproval(d.key.clone()));
-                }
-                Err(ProtoError::new(ErrorCode::DeviceNotFound, "no free online device is available to bind"))
-            }
+            None => match matching::choose(constraints, &devices, |k| self.device_allowed(k), &held, &self.cfg.labels)?
+            {
+                matching::Choice::Online(k) => Ok(Pick::Online(k)),
+                matching::Choice::NeedsApproval(k) => Ok(Pick::NeedsApproval(k)),
+            },
         }
     }
 

@@ -9,6 +9,7 @@
 //! takes on its own. Instances restored at start-up start with a lease too.
 
 mod auth;
+pub mod matching;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -42,6 +43,8 @@ pub struct HubConfig {
     pub lease_grace: Duration,
     /// Operator allowlist of serials that may be bound (empty = all).
     pub allow_serials: Vec<String>,
+    /// Operator labels per serial (policy file): what the `labels` constraint of a bind matches.
+    pub labels: matching::Labels,
     pub api_key_required: bool,
 }
 

@@ -25,6 +25,8 @@ impl FakeBackend {
                         key: DeviceKey { server: "srv".into(), serial: s.to_string() },
                         state: *st,
                         model: "Pixel".into(),
+                        manufacturer: "Google".into(),
+                        sdk: Some(34),
                     })
                     .collect(),
             ),
@@ -67,6 +69,7 @@ fn hub_with(store: Store, backend: Arc<FakeBackend>, grace: Duration, allow: &[&
     let cfg = HubConfig {
         lease_grace: grace,
         allow_serials: allow.iter().map(|s| s.to_string()).collect(),
+        labels: Default::default(),
         api_key_required: false,
     };
     Hub::new(store, Arc::new(Registry::empty()), backend, cfg).unwrap()

@@ -38,7 +38,7 @@ pub struct AdbBackend {
     /// Devices verified reachable since they last came online, with `ro.product.model` as the phone reports it
     /// (the adb server's `model:` is sanitised: `Pixel_7__sim_`). A device the adb server lists as `device` counts
     /// as online only once it is in here: a shell round trip proved it answers.
-    verified: Mutex<HashMap<DeviceKey, String>>,
+    verified: Mutex<HashMap<DeviceKey, Identity>>,
     verifying: Mutex<std::collections::HashSet<DeviceKey>>,
     /// Which listed serials are the same phone (`ro.serialno`); the channel layer sees one key per phone.
     identities: Mutex<super::identity::Identities>,
@@ -46,6 +46,32 @@ pub struct AdbBackend {
     shell_v2: Mutex<HashMap<DeviceKey, bool>>,
     /// Servers whose device list was applied at least once (see [`Backend::settling`]).
     listed: Mutex<std::collections::HashSet<SocketAddrV4>>,
+}
+
+/// What the verification probe learns about a device: model, manufacturer, SDK level, and the phone's own serial.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Identity {
+    pub model: String,
+    pub manufacturer: String,
+    pub sdk: Option<u32>,
+    /// `ro.serialno`: the same on every path (USB, Wi-Fi) to one phone; empty when the phone does not say.
+    pub hw_serial: String,
+}
+
+/// The verification probe: one round trip for everything [`Identity`] holds, in its order.
+const PROBE: &str =
+    "getprop ro.product.model; getprop ro.product.manufacturer; getprop ro.build.version.sdk; getprop ro.serialno";
+
+impl Identity {
+    /// Parses the probe's four `getprop` lines (model, manufacturer, SDK level, serial).
+    fn parse(out: &str) -> Identity {
+        let mut l = out.lines().map(str::trim);
+        let model = l.next().filter(|m| !m.is_empty()).unwrap_or("Android device").to_owned();
+        let manufacturer = l.next().unwrap_or("").to_owned();
+        let sdk = l.next().and_then(|s| s.parse().ok());
+        let hw_serial = l.next().unwrap_or("").to_owned();
+        Identity { model, manufacturer, sdk, hw_serial }
+    }
 }
 
 fn state_of(adb_state: &str) -> DeviceState {
@@ -196,12 +222,12 @@ impl AdbBackend {
                     state = DeviceState::Offline;
                     to_verify.push(key.clone());
                 }
-                let model = verified
-                    .get(&key)
-                    .cloned()
-                    .or(d.model.filter(|m| !m.is_empty()))
-                    .unwrap_or_else(|| "Android device".into());
-                let info = DeviceInfo { key: key.clone(), state, model };
+                let id = verified.get(&key).cloned().unwrap_or_else(|| Identity {
+                    model: d.model.filter(|m| !m.is_empty()).unwrap_or_else(|| "Android device".into()),
+                    ..Identity::default()
+                });
+                let info =
+                    DeviceInfo { key: key.clone(), state, model: id.model, manufacturer: id.manufacturer, sdk: id.sdk };
                 if map.get(&key) != Some(&info) {
                     changed.push(key.clone());
                     map.insert(key.clone(), info);
@@ -250,11 +276,10 @@ impl AdbBackend {
     /// Proves a newly listed device answers (one `getprop`), learns its model name, then reports it online. A
     /// device that does not answer stays offline and is tried again on the next poll.
     async fn verify(self: Arc<Self>, key: DeviceKey) {
-        let probe = self.shell_ok(&key, "getprop ro.product.model", false, Duration::from_secs(5)).await;
+        let probe = self.shell_ok(&key, PROBE, false, Duration::from_secs(5)).await;
         self.verifying.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
         let model = match probe {
-            Ok(out) if !out.trim().is_empty() => out.trim().to_owned(),
-            Ok(_) => "Android device".to_owned(),
+            Ok(out) => Identity::parse(&out),
             Err(e) => {
                 tracing::warn!(device = %key, error = %e, "device listed online but not answering; will retry");
                 return;
@@ -262,8 +287,8 @@ impl AdbBackend {
         };
         // The phone's own serial tells a second path (USB + Wi-Fi, `emulator-N` + `127.0.0.1:N+1`) from a second
         // phone. A phone that does not say stays its own device.
-        if let Ok(hw) = self.shell_ok(&key, "getprop ro.serialno", false, Duration::from_secs(5)).await {
-            let hw = hw.trim();
+        {
+            let hw = model.hw_serial.as_str();
             if !hw.is_empty() {
                 let (presented, paths) = {
                     let mut ids = self.ids();
@@ -283,15 +308,17 @@ impl AdbBackend {
     }
 
     /// Records a device as verified reachable and, if the adb server still lists it as `device`, online.
-    fn mark_verified(&self, key: &DeviceKey, model: String) {
-        self.verified.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), model.clone());
+    fn mark_verified(&self, key: &DeviceKey, id: Identity) {
+        self.verified.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), id.clone());
         let changed = {
             let mut map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
             match map.get_mut(key) {
                 // Only a device still pending verification flips: one that went away meanwhile stays as it is.
                 Some(d) if d.state == DeviceState::Offline => {
                     d.state = DeviceState::Online;
-                    d.model = model;
+                    d.model = id.model;
+                    d.manufacturer = id.manufacturer;
+                    d.sdk = id.sdk;
                     true
                 }
                 _ => false,
@@ -531,16 +558,59 @@ impl Backend for AdbBackend {
             title: "绑定 Android 设备",
             description: Some(
                 "Bind one Android phone attached to this connector's adb server(s). Leave the serial empty to take \
-                 any free online phone.",
+                 any free online phone, optionally one matching every given constraint (model, manufacturer, SDK \
+                 range, operator labels).",
             ),
-            fields: vec![AuthField {
-                name: "serial",
-                label: "设备序列号 (可选)",
-                input_type: "text",
-                required: false,
-                placeholder: Some("as printed by `adb devices`, e.g. R58N123ABC"),
-                help_text: Some("Empty: bind any free, online, authorised device."),
-            }],
+            fields: vec![
+                AuthField {
+                    name: "serial",
+                    label: "设备序列号 (可选)",
+                    input_type: "text",
+                    required: false,
+                    placeholder: Some("as printed by `adb devices`, e.g. R58N123ABC"),
+                    help_text: Some("Empty: bind any free, online, authorised device (matching the fields below)."),
+                },
+                AuthField {
+                    name: "model",
+                    label: "型号 (可选)",
+                    input_type: "text",
+                    required: false,
+                    placeholder: Some("e.g. Pixel 7"),
+                    help_text: Some("ro.product.model, case-insensitive; without a serial only."),
+                },
+                AuthField {
+                    name: "manufacturer",
+                    label: "厂商 (可选)",
+                    input_type: "text",
+                    required: false,
+                    placeholder: Some("e.g. samsung"),
+                    help_text: Some("ro.product.manufacturer, case-insensitive."),
+                },
+                AuthField {
+                    name: "min_sdk",
+                    label: "最低 SDK (可选)",
+                    input_type: "text",
+                    required: false,
+                    placeholder: Some("e.g. 30"),
+                    help_text: Some("Lowest Android API level accepted."),
+                },
+                AuthField {
+                    name: "max_sdk",
+                    label: "最高 SDK (可选)",
+                    input_type: "text",
+                    required: false,
+                    placeholder: Some("e.g. 34"),
+                    help_text: Some("Highest Android API level accepted."),
+                },
+                AuthField {
+                    name: "labels",
+                    label: "标签 (可选)",
+                    input_type: "text",
+                    required: false,
+                    placeholder: Some("e.g. pool:checkout, sim:carrier-x"),
+                    help_text: Some("Comma-separated operator labels (policy file); the device must have all."),
+                },
+            ],
         }]
     }
 
@@ -623,10 +693,14 @@ mod tests {
         assert_eq!(rx.try_recv().unwrap().serial, "A");
         assert_eq!(rx.try_recv().unwrap().serial, "B");
         assert_eq!(b.info(&key("A")).unwrap().state, DeviceState::Offline, "listed, not yet verified");
-        b.mark_verified(&key("A"), "Pixel 7 (sim)".into());
+        b.mark_verified(&key("A"), Identity::parse("Pixel 7 (sim)\nGoogle\n34\n"));
         assert_eq!(rx.try_recv().unwrap().serial, "A");
         assert_eq!(b.info(&key("A")).unwrap().state, DeviceState::Online);
         assert_eq!(b.info(&key("A")).unwrap().model, "Pixel 7 (sim)");
+        assert_eq!(
+            (b.info(&key("A")).unwrap().manufacturer.as_str(), b.info(&key("A")).unwrap().sdk),
+            ("Google", Some(34))
+        );
         b.apply(server, vec![dev("A", "device"), dev("B", "unauthorized")]);
         assert!(rx.try_recv().is_err(), "no change, no announcement");
         b.apply(server, vec![dev("B", "device")]);

@@ -54,6 +54,10 @@ pub struct DeviceInfo {
     pub state: DeviceState,
     /// Display-level model name (descriptor `target.display_name`), e.g. "Pixel 7".
     pub model: String,
+    /// `ro.product.manufacturer` and `ro.build.version.sdk`, learnt when the device is verified (empty / `None`
+    /// before that): what device matching at bind compares (`channels/matching.rs`).
+    pub manufacturer: String,
+    pub sdk: Option<u32>,
 }
 
 /// What the channel layer needs from the device layer.

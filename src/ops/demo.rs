@@ -200,6 +200,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             data_dir: Some(dir.path.clone()),
             api_key: None,
             allow_serials: Vec::new(),
+            labels: Default::default(),
             lease_grace: Duration::from_secs(3600),
             max_message_bytes: 1 << 20,
             drain_timeout: Duration::from_secs(10),

@@ -41,6 +41,14 @@ pub enum ErrorCode {
     UnsupportedText,
     /// `android_ui_wait` saw no matching element within its timeout.
     UiWaitTimeout,
+    /// An element from an observation is no longer on screen and could not be re-resolved by its identity.
+    StaleElement,
+    /// An element selector matched more than one element (and gave no `nth`).
+    AmbiguousElement,
+    /// No element matches the selector (or `android_scroll` did not find it within `max_swipes`).
+    ElementNotFound,
+    /// An `observation_id` that is unknown, expired, from another channel or another device.
+    ObservationExpired,
     /// Too many tool calls running on one channel.
     RateLimited,
     /// The server is shutting down and takes no new work.
@@ -80,6 +88,10 @@ impl ErrorCode {
             Self::PermissionDenied => "permission_denied",
             Self::UnsupportedText => "unsupported_text",
             Self::UiWaitTimeout => "ui_wait_timeout",
+            Self::StaleElement => "stale_element",
+            Self::AmbiguousElement => "ambiguous_element",
+            Self::ElementNotFound => "element_not_found",
+            Self::ObservationExpired => "observation_expired",
             Self::RateLimited => "rate_limited",
             Self::ShuttingDown => "shutting_down",
             Self::Internal => "internal_error",
@@ -118,6 +130,10 @@ impl ErrorCode {
         Self::PermissionDenied,
         Self::UnsupportedText,
         Self::UiWaitTimeout,
+        Self::StaleElement,
+        Self::AmbiguousElement,
+        Self::ElementNotFound,
+        Self::ObservationExpired,
         Self::RateLimited,
         Self::ShuttingDown,
         Self::Internal,

@@ -416,6 +416,7 @@ fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
                     dev.log('I', "SimHome", &format!("Increment clicked, Count: {n}"));
                 }
                 TapOutcome::FocusedField => dev.log('I', "SimHome", "Text field focused"),
+                TapOutcome::Clicked(label) => dev.log('I', "DemoList", &format!("Clicked {label}")),
                 TapOutcome::Nothing => {}
             }
             0
@@ -428,6 +429,7 @@ fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
             let n: Vec<i32> = nums.into_iter().flatten().collect();
             let duration_ms = n.get(4).copied().unwrap_or(300).max(0) as u32;
             dev.record_event(InputEvent::Swipe { x1: n[0], y1: n[1], x2: n[2], y2: n[3], duration_ms });
+            dev.ui.swipe(n[0], n[1], n[2], n[3]);
             dev.log(
                 'D',
                 "InputDispatcher",
@@ -1027,6 +1029,13 @@ fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
         Some("activity") => io.out(&format!(
             "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n  * Task{{9a8b7c6 #12 type=standard A=10123:{} U=0 visible=true mode=fullscreen translucent=false sz=1}}\n    * ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n\n  ResumedActivity: ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n    mResumedActivity: ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n    mFocusedApp=ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n",
             dev.ui.foreground.package
+        )),
+        // The soft keyboard is up while a text field has focus.
+        Some("input_method") => io.out(&format!(
+            "Input Method Manager Service state:\n  mCurMethodId={}\n  mServedView=null\n  mInputShown={}\n  mShowRequested={}\n",
+            dev.settings.get(&("secure".to_string(), "default_input_method".to_string())).map_or("null", String::as_str),
+            dev.ui.text_focused && dev.ui.on_home(),
+            dev.ui.text_focused && dev.ui.on_home()
         )),
         Some("power") => io.out(&format!("POWER MANAGER (dumpsys power)\n  mWakefulness={}\n  mDisplayReady=true\n  Display Power: state={}\n", if on { "Awake" } else { "Asleep" }, if on { "ON" } else { "OFF" })),
         Some("display") => io.out(&format!("DISPLAY MANAGER (dumpsys display)\n  mDefaultDisplay: DisplayDeviceInfo{{\"Built-in Screen\": {} x {}, {} fps, density {}}}\n", dev.cfg.screen_width, dev.cfg.screen_height, 60, dev.cfg.density)),

@@ -213,6 +213,16 @@ impl SimPhone {
         self.device().ui.counter
     }
 
+    /// Labels of the demo app's elements that taps hit ("OK (left)", "Item 7"), oldest first.
+    pub fn clicks(&self) -> Vec<String> {
+        self.device().ui.clicks.clone()
+    }
+
+    /// How far the demo app's list is scrolled, in pixels.
+    pub fn list_offset(&self) -> i32 {
+        self.device().ui.list_offset
+    }
+
     /// Appends one line to the phone's logcat buffer, as an app calling `android.util.Log` would.
     pub fn log(&self, priority: char, tag: &str, message: &str) {
         self.device().log(priority, tag, message);

@@ -6,6 +6,11 @@
 //! therefore has a labelled "Increment" button whose taps increment a visible counter, and a text
 //! field that `input text` appends to. Layout is proportional to the configured screen so other
 //! resolutions work too.
+//!
+//! The demo app (`com.xagent.demo`, [`DEMO_PACKAGE`]) is the screen element-targeted tools are tested on: two
+//! buttons with the same text ("OK"), and a scrollable list of [`DEMO_ROWS`] rows, longer than the screen, that
+//! `input swipe` scrolls (so the screen can change between an observation and an action, as on a real phone).
+//! Taps on its elements are recorded in [`Ui::clicks`] by label.
 
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
@@ -13,6 +18,10 @@ use image::{ExtendedColorType, ImageEncoder};
 /// Package/activity of the home screen (the launcher), what `dumpsys window` reports at boot.
 pub const HOME_PACKAGE: &str = "com.android.launcher3";
 pub const HOME_ACTIVITY: &str = "com.android.launcher3.uioverrides.QuickstepLauncher";
+/// The demo app whose main activity shows the list screen.
+pub const DEMO_PACKAGE: &str = "com.xagent.demo";
+/// Rows of the demo list ("Item 1" .. "Item 30"): about 2.5 screens.
+pub const DEMO_ROWS: i32 = 30;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rect {
@@ -63,11 +72,24 @@ pub struct Layout {
 }
 
 /// What a tap hit (so the caller can log it like a real app would).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TapOutcome {
     Incremented,
     FocusedField,
+    /// An element of the demo app, by label ("OK (left)", "Item 7").
+    Clicked(String),
     Nothing,
+}
+
+/// Geometry of the demo app's list screen.
+#[derive(Debug, Clone, Copy)]
+pub struct DemoLayout {
+    pub title: Rect,
+    pub ok_left: Rect,
+    pub ok_right: Rect,
+    /// The scrollable list's viewport.
+    pub list: Rect,
+    pub row_height: i32,
 }
 
 #[derive(Debug, Clone)]
@@ -81,6 +103,10 @@ pub struct Ui {
     /// Activities below the foreground one; `KEYCODE_BACK` pops.
     pub back_stack: Vec<Activity>,
     pub screen_on: bool,
+    /// How far the demo list is scrolled, in pixels (0 = top).
+    pub list_offset: i32,
+    /// Labels of the demo app's elements that taps hit, oldest first.
+    pub clicks: Vec<String>,
 }
 
 impl Ui {
@@ -94,6 +120,59 @@ impl Ui {
             foreground: Activity::home(),
             back_stack: Vec::new(),
             screen_on: true,
+            list_offset: 0,
+            clicks: Vec::new(),
+        }
+    }
+
+    pub fn on_demo(&self) -> bool {
+        self.foreground.package == DEMO_PACKAGE
+    }
+
+    pub fn demo_layout(&self) -> DemoLayout {
+        let (w, h) = (self.width as i32, self.height as i32);
+        let px = |num: i32, den: i32, total: i32| total * num / den;
+        DemoLayout {
+            title: Rect { left: px(1, 12, w), top: px(60, 1000, h), right: px(11, 12, w), bottom: px(110, 1000, h) },
+            ok_left: Rect { left: px(1, 12, w), top: px(150, 1000, h), right: px(5, 12, w), bottom: px(200, 1000, h) },
+            ok_right: Rect {
+                left: px(7, 12, w),
+                top: px(150, 1000, h),
+                right: px(11, 12, w),
+                bottom: px(200, 1000, h),
+            },
+            list: Rect { left: 0, top: px(250, 1000, h), right: w, bottom: px(950, 1000, h) },
+            row_height: px(60, 1000, h).max(1),
+        }
+    }
+
+    /// The demo list's largest scroll offset (the last row at the viewport's bottom).
+    pub fn max_list_offset(&self) -> i32 {
+        let l = self.demo_layout();
+        (DEMO_ROWS * l.row_height - (l.list.bottom - l.list.top)).max(0)
+    }
+
+    /// Visible rows of the demo list: (1-based number, bounds clipped to the viewport, as uiautomator reports them).
+    pub fn visible_rows(&self) -> Vec<(i32, Rect)> {
+        let l = self.demo_layout();
+        (0..DEMO_ROWS)
+            .filter_map(|i| {
+                let top = l.list.top + i * l.row_height - self.list_offset;
+                let r = Rect {
+                    left: l.list.left,
+                    top: top.max(l.list.top),
+                    right: l.list.right,
+                    bottom: (top + l.row_height).min(l.list.bottom),
+                };
+                (r.bottom > r.top).then_some((i + 1, r))
+            })
+            .collect()
+    }
+
+    /// `input swipe`: a vertical drag inside the demo list scrolls it (content follows the finger).
+    pub fn swipe(&mut self, x1: i32, y1: i32, _x2: i32, y2: i32) {
+        if self.screen_on && self.on_demo() && self.demo_layout().list.contains(x1, y1) {
+            self.list_offset = (self.list_offset + (y1 - y2)).clamp(0, self.max_list_offset());
         }
     }
 
@@ -121,6 +200,23 @@ impl Ui {
     }
 
     pub fn tap(&mut self, x: i32, y: i32) -> TapOutcome {
+        if self.screen_on && self.on_demo() {
+            let d = self.demo_layout();
+            let hit = if d.ok_left.contains(x, y) {
+                Some("OK (left)".to_owned())
+            } else if d.ok_right.contains(x, y) {
+                Some("OK (right)".to_owned())
+            } else {
+                self.visible_rows().into_iter().find(|(_, r)| r.contains(x, y)).map(|(n, _)| format!("Item {n}"))
+            };
+            return match hit {
+                Some(label) => {
+                    self.clicks.push(label.clone());
+                    TapOutcome::Clicked(label)
+                }
+                None => TapOutcome::Nothing,
+            };
+        }
         if !self.screen_on || !self.on_home() {
             return TapOutcome::Nothing;
         }
@@ -232,6 +328,26 @@ impl Ui {
             t.focused = self.text_focused;
             t.long_clickable = true;
             push(&mut nodes, t);
+        } else if self.on_demo() {
+            let d = self.demo_layout();
+            push(&mut nodes, Node::text("Demo list", "com.xagent.demo:id/title", d.title));
+            for (id, r) in [("ok_left", d.ok_left), ("ok_right", d.ok_right)] {
+                let mut b = Node::text("OK", &format!("com.xagent.demo:id/{id}"), r);
+                b.class = "android.widget.Button";
+                b.clickable = true;
+                b.focusable = true;
+                push(&mut nodes, b);
+            }
+            let mut list = Node::text("", "com.xagent.demo:id/list", d.list);
+            list.class = "androidx.recyclerview.widget.RecyclerView";
+            list.scrollable = true;
+            list.focusable = true;
+            push(&mut nodes, list);
+            for (n, r) in self.visible_rows() {
+                let mut row = Node::text(&format!("Item {n}"), "com.xagent.demo:id/row", r);
+                row.clickable = true;
+                push(&mut nodes, row);
+            }
         } else {
             push(&mut nodes, Node::text(pkg, "android:id/title", l.title));
             push(&mut nodes, Node::text(&self.foreground.activity, "android:id/text1", l.counter));
@@ -282,6 +398,18 @@ impl Ui {
             let step = ((l.bar_area.right - l.bar_area.left) / 50).max(1);
             let len = (self.counter.min(50) as i32) * step;
             c.fill(Rect { right: l.bar_area.left + len, ..l.bar_area }, [67, 160, 71, 255]);
+        } else if self.on_demo() {
+            let d = self.demo_layout();
+            c.fill(d.ok_left, [25, 118, 210, 255]);
+            c.fill(d.ok_right, [25, 118, 210, 255]);
+            c.fill(d.list, [255, 255, 255, 255]);
+            for (n, r) in self.visible_rows() {
+                let shade = if n % 2 == 0 { 224 } else { 245 };
+                c.fill(
+                    Rect { left: r.left, top: r.top + 1, right: r.right, bottom: r.bottom - 1 },
+                    [shade, shade, shade, 255],
+                );
+            }
         }
         c.px
     }
@@ -328,6 +456,7 @@ struct Node {
     focusable: bool,
     focused: bool,
     long_clickable: bool,
+    scrollable: bool,
     bounds: Rect,
 }
 
@@ -342,6 +471,7 @@ impl Node {
             focusable: false,
             focused: false,
             long_clickable: false,
+            scrollable: false,
             bounds,
         }
     }
@@ -349,7 +479,7 @@ impl Node {
         format!(
             "<node index=\"{index}\" text=\"{}\" resource-id=\"{}\" class=\"{}\" package=\"{}\" content-desc=\"{}\" \
              checkable=\"false\" checked=\"false\" clickable=\"{}\" enabled=\"true\" focusable=\"{}\" focused=\"{}\" \
-             scrollable=\"false\" long-clickable=\"{}\" password=\"false\" selected=\"false\" bounds=\"{}\" />",
+             scrollable=\"{}\" long-clickable=\"{}\" password=\"false\" selected=\"false\" bounds=\"{}\" />",
             xml_escape(&self.text),
             xml_escape(&self.id),
             self.class,
@@ -358,6 +488,7 @@ impl Node {
             self.clickable,
             self.focusable,
             self.focused,
+            self.scrollable,
             self.long_clickable,
             self.bounds.bounds()
         )

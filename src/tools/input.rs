@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::device::{invalid, tool, Ctx};
+use super::target::{self, Resolved, Target};
+use super::ui::{self, Element};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::shell::{base64, input_text_chunks, quote};
@@ -60,21 +62,26 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_tap",
                 title: "Tap the screen",
-                description: "Tap once at (x, y) on the bound phone's screen. Take coordinates from an \
-                              android_ui_dump element's `center`; verify the effect with a new observation.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["x", "y"], "properties": {
+                description: "Tap once on the bound phone's screen: on `element` (preferred: {index, \
+                              observation_id} from android_observe, or a selector such as {text: \"OK\"}; checked \
+                              against the screen right before tapping, fails with stale_element rather than tap the \
+                              wrong thing) or at (x, y). The result says which element was tapped and where; verify \
+                              the effect with a new observation.",
+                input: json!({"type": "object", "additionalProperties": false, "properties": {
+                    "element": target::element_arg_schema("The element to tap (instead of x, y)"),
                     "x": point_schema("Horizontal position"), "y": point_schema("Vertical position")}}),
                 output: json!({"type": "object", "required": ["x", "y"], "properties": {
-                    "x": {"type": "integer"}, "y": {"type": "integer"}}}),
+                    "x": {"type": "integer"}, "y": {"type": "integer"},
+                    "element": acted_schema(), "re_resolved": {"type": "boolean",
+                        "description": "The observed element had moved; it was found again by its identity"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(10),
             },
             adb,
             |c| async move {
-                let (x, y) = (c.i64("x").unwrap_or(0), c.i64("y").unwrap_or(0));
-                c.check_point(x, y, "tap point").await?;
+                let (x, y, on) = locate(&c, "tap point").await?;
                 c.adb.shell_ok(&c.device, &format!("input tap {x} {y}"), true, c.spec.deadline).await?;
-                Ok(json!({"x": x, "y": y}))
+                Ok(with_element(json!({"x": x, "y": y}), on))
             },
         ),
         tool(
@@ -111,40 +118,43 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_long_press",
                 title: "Long-press the screen",
-                description: "Press and hold at (x, y) for duration_ms (default 800) — opens context menus, starts \
-                              drag mode. Coordinates as for android_tap.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["x", "y"], "properties": {
+                description: "Press and hold on `element` or at (x, y) for duration_ms (default 800) — opens \
+                              context menus, starts drag mode. Targets as for android_tap.",
+                input: json!({"type": "object", "additionalProperties": false, "properties": {
+                    "element": target::element_arg_schema("The element to press (instead of x, y)"),
                     "x": point_schema("Horizontal position"), "y": point_schema("Vertical position"),
                     "duration_ms": {"type": "integer", "minimum": 400, "maximum": 10000, "default": 800,
                                     "description": "How long to hold, in milliseconds"}}}),
                 output: json!({"type": "object", "required": ["x", "y", "duration_ms"], "properties": {
-                    "x": {"type": "integer"}, "y": {"type": "integer"}, "duration_ms": {"type": "integer"}}}),
+                    "x": {"type": "integer"}, "y": {"type": "integer"}, "duration_ms": {"type": "integer"},
+                    "element": acted_schema(), "re_resolved": {"type": "boolean"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
             |c| async move {
-                let (x, y) = (c.i64("x").unwrap_or(0), c.i64("y").unwrap_or(0));
                 let ms = c.i64("duration_ms").unwrap_or(800);
-                c.check_point(x, y, "press point").await?;
+                let (x, y, on) = locate(&c, "press point").await?;
                 // A swipe that does not move is how `input` expresses a long press on every Android version.
                 c.adb.shell_ok(&c.device, &format!("input swipe {x} {y} {x} {y} {ms}"), true, c.spec.deadline).await?;
-                Ok(json!({"x": x, "y": y, "duration_ms": ms}))
+                Ok(with_element(json!({"x": x, "y": y, "duration_ms": ms}), on))
             },
         ),
         tool(
             ToolSpec {
                 id: "android_input_text",
                 title: "Type text",
-                description: "Type text into the focused input field (tap the field first). Up to 1000 characters. \
-                              ASCII is typed with `input text`; other text (CJK, emoji, accents) needs the ADB \
+                description: "Type text into the focused input field, or into `element` (tapped first to focus \
+                              it; same targets as android_tap). Up to 1000 characters. ASCII is typed with `input text`; other text (CJK, emoji, accents) needs the ADB \
                               Keyboard IME installed on the phone (error unsupported_text otherwise). Set \
                               submit=true to press ENTER afterwards. The text is never logged.",
                 input: json!({"type": "object", "additionalProperties": false, "required": ["text"], "properties": {
                     "text": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Text to type"},
+                    "element": target::element_arg_schema("The input field to focus and type into"),
                     "submit": {"type": "boolean", "default": false, "description": "Press ENTER after typing"}}}),
                 output: json!({"type": "object", "required": ["typed_chars", "method"], "properties": {
                     "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"},
+                    "element": acted_schema(), "re_resolved": {"type": "boolean"},
                     "method": {"type": "string", "enum": ["input_text", "adb_keyboard"]}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(30),
@@ -160,12 +170,22 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     )));
                 }
                 let submit = c.bool("submit").unwrap_or(false);
+                let on = match target::parse(&c.args, "element")? {
+                    Some(t) => {
+                        let r = target::resolve(&c, &t).await?;
+                        let (x, y) = r.point();
+                        c.check_point(x, y, "element centre").await?;
+                        c.adb.shell_ok(&c.device, &format!("input tap {x} {y}"), true, c.spec.deadline).await?;
+                        Some(r)
+                    }
+                    None => None,
+                };
                 let method =
                     if text.is_ascii() { type_ascii(&c, &text).await? } else { type_unicode(&c, &text).await? };
                 if submit {
                     c.adb.shell_ok(&c.device, "input keyevent KEYCODE_ENTER", true, c.spec.deadline).await?;
                 }
-                Ok(json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method}))
+                Ok(with_element(json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method}), on))
             },
         ),
         tool(
@@ -219,7 +239,156 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 Ok(json!({"url": url, "opened": true}))
             },
         ),
+        tool(
+            ToolSpec {
+                id: "android_scroll",
+                title: "Scroll until an element is visible",
+                description: "Scroll inside a scrollable container (`element`, e.g. a list from android_observe; \
+                              default: the middle of the screen) in `direction` (down = reveal what is below). \
+                              With `until` (a selector), swipes until a matching element is visible and returns it \
+                              (fails with element_not_found after max_swipes, or at the end of the list, listing \
+                              what was seen); without it, swipes max_swipes times (default 1).",
+                input: json!({"type": "object", "additionalProperties": false, "required": ["direction"], "properties": {
+                    "direction": {"type": "string", "enum": ["down", "up", "right", "left"],
+                                  "description": "Which way to move through the content: down shows what is below"},
+                    "element": target::element_arg_schema("The scrollable container (default: the screen)"),
+                    "until": target::element_arg_schema("Stop when an element matching this selector is visible"),
+                    "max_swipes": {"type": "integer", "minimum": 1, "maximum": MAX_SWIPES,
+                                   "description": "Swipes at most (default 5 with `until`, else 1)"}}}),
+                output: json!({"type": "object", "required": ["swipes", "reached_end"], "properties": {
+                    "swipes": {"type": "integer"}, "reached_end": {"type": "boolean",
+                        "description": "The last swipe did not change what the container shows"},
+                    "found": {"type": "boolean"}, "element": acted_schema()}}),
+                side_effect: true,
+                deadline: Duration::from_secs(90),
+            },
+            adb,
+            |c| async move { scroll(c).await },
+        ),
     ]
+}
+
+/// Upper bound of `android_scroll`'s `max_swipes` (each swipe costs a gesture and a UI dump).
+pub const MAX_SWIPES: u64 = 10;
+
+/// Texts a scroll's `element_not_found` lists at most.
+const SEEN_LISTED: usize = 30;
+
+async fn scroll(c: Ctx) -> Result<Value, ProtoError> {
+    let direction = c.str("direction").unwrap_or("down").to_owned();
+    let until = match target::parse(&c.args, "until")? {
+        Some(Target::Selector(s)) => Some(s),
+        Some(Target::Observed { .. }) => {
+            return Err(invalid("argument `until` must be a selector (text, text_contains, resource_id, content_desc)"))
+        }
+        None => None,
+    };
+    let max = c.i64("max_swipes").map_or(if until.is_some() { 5 } else { 1 }, |n| n.clamp(1, MAX_SWIPES as i64));
+    // The container: its bounds now, or the screen without its top and bottom bars.
+    let area = match target::parse(&c.args, "element")? {
+        Some(t) => target::resolve(&c, &t).await?.element.bounds,
+        None => {
+            let (w, h) = c.adb.display_size(&c.device).await?;
+            let (w, h) = (w as i32, h as i32);
+            [0, h / 10, w, h * 9 / 10]
+        }
+    };
+    let [l, t, r, b] = area;
+    let (cx, cy, dx, dy) = ((l + r) / 2, (t + b) / 2, (r - l) * 3 / 10, (b - t) * 3 / 10);
+    // Content moves with the finger: to see what is below, drag upwards.
+    let (x1, y1, x2, y2) = match direction.as_str() {
+        "down" => (cx, cy + dy, cx, cy - dy),
+        "up" => (cx, cy - dy, cx, cy + dy),
+        "right" => (cx + dx, cy, cx - dx, cy),
+        "left" => (cx - dx, cy, cx + dx, cy),
+        other => return Err(invalid(format!("argument `direction` must be down, up, left or right, not {other:?}"))),
+    };
+    c.check_point(i64::from(x1), i64::from(y1), "swipe start").await?;
+    c.check_point(i64::from(x2), i64::from(y2), "swipe end").await?;
+    let inside = |e: &Element| e.bounds[0] < r && e.bounds[2] > l && e.bounds[1] < b && e.bounds[3] > t;
+    let shown = |now: &[Element]| -> Vec<(String, [i32; 4])> {
+        now.iter().filter(|e| inside(e) && !e.password).map(|e| (e.text.clone(), e.bounds)).collect()
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut swipes = 0;
+    let mut last: Option<Vec<(String, [i32; 4])>> = None;
+    loop {
+        let now = ui::dump(&c, Duration::from_secs(15)).await?;
+        if let Some(sel) = &until {
+            if let Some(e) = now.iter().find(|e| sel.matches(e)) {
+                let r = Resolved { element: e.clone(), re_resolved: false };
+                return Ok(json!({"found": true, "swipes": swipes, "reached_end": false, "element": r.to_json()}));
+            }
+        }
+        let view = shown(&now);
+        for (text, _) in &view {
+            if !text.is_empty() && !seen.contains(text) {
+                seen.push(text.clone());
+            }
+        }
+        let reached_end = last.as_ref() == Some(&view);
+        if reached_end || swipes >= max {
+            let Some(sel) = until else {
+                return Ok(json!({"swipes": swipes, "reached_end": reached_end}));
+            };
+            let why = if reached_end { "the content stopped moving (end reached)" } else { "max_swipes reached" };
+            let mut list: Vec<String> = seen.iter().take(SEEN_LISTED).map(|t| format!("{t:?}")).collect();
+            if seen.len() > SEEN_LISTED {
+                list.push(format!("… {} more", seen.len() - SEEN_LISTED));
+            }
+            return Err(ProtoError::new(
+                ErrorCode::ElementNotFound,
+                format!(
+                    "no element matches {} after {swipes} swipe(s) {direction} ({why}); seen: {}",
+                    sel.describe(),
+                    if list.is_empty() { "no text".to_owned() } else { list.join(", ") }
+                ),
+            ));
+        }
+        last = Some(view);
+        c.adb.shell_ok(&c.device, &format!("input swipe {x1} {y1} {x2} {y2} 400"), true, c.spec.deadline).await?;
+        swipes += 1;
+    }
+}
+
+/// The schema of the `element` part of an action's result.
+fn acted_schema() -> Value {
+    json!({"type": "object", "description": "The element acted on, as it was on screen right before the action",
+        "required": ["index", "class", "bounds", "center"], "properties": {
+        "index": {"type": "integer"}, "class": {"type": "string"}, "text": {"type": "string"},
+        "resource_id": {"type": "string"}, "content_desc": {"type": "string"},
+        "bounds": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4},
+        "center": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}})
+}
+
+/// Where a pointer action lands: the resolved `element`'s centre, or `x`/`y` (exactly one of the two forms).
+async fn locate(c: &Ctx, what: &str) -> Result<(i64, i64, Option<Resolved>), ProtoError> {
+    let target = target::parse(&c.args, "element")?;
+    let (x, y, on) = match (target, c.i64("x"), c.i64("y")) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            return Err(invalid("give either `element` or `x` and `y`, not both"))
+        }
+        (Some(t), None, None) => {
+            let r = target::resolve(c, &t).await?;
+            let (x, y) = r.point();
+            (x, y, Some(r))
+        }
+        (None, Some(x), Some(y)) => (x, y, None),
+        (None, _, _) => {
+            return Err(invalid("give `element` (from android_observe, or a selector) or both `x` and `y`"))
+        }
+    };
+    c.check_point(x, y, what).await?;
+    Ok((x, y, on))
+}
+
+/// Adds which element was acted on to an action's result.
+fn with_element(mut v: Value, on: Option<Resolved>) -> Value {
+    if let Some(r) = on {
+        v["element"] = r.to_json();
+        v["re_resolved"] = json!(r.re_resolved);
+    }
+    v
 }
 
 /// ASCII goes through `input text`, chunked so that `%s` and spaces survive (see `input_text_chunks`).

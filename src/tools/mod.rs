@@ -6,10 +6,12 @@ pub mod device;
 pub mod files;
 pub mod input;
 pub mod logcat;
+pub mod observe;
 pub mod schema;
 pub mod screen;
 pub mod shell;
 pub mod status;
+pub mod target;
 pub mod ui;
 
 use std::collections::HashMap;
@@ -110,6 +112,7 @@ impl Registry {
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));
         tools.extend(screen::tools(adb));
+        tools.extend(observe::tools(adb));
         tools.extend(files::tools(adb));
         tools.extend(apps::risky_tools(adb, policy));
         tools.extend(shell::tools(adb, policy));

@@ -26,7 +26,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::{CompressionType, FilterType as PngFilter, PngEncoder};
 use image::{ImageEncoder, RgbImage};
 use serde_json::json;
@@ -181,22 +180,35 @@ pub async fn capture(
     }
 }
 
-/// Downscales by area averaging: each output pixel is the exact area-weighted mean of the source pixels it covers.
-/// For screenshots (downscale only, factor ~2) this is as sharp as bilinear (50 dB PSNR against `image`'s
-/// Triangle filter in `BENCHMARKS.md`) at a sixth of the cost: integer arithmetic, two separable passes, and no
-/// float image the size of the source (Triangle allocated 22 MB per 1080×2400 frame and took ~100 ms of the
-/// ~200 ms screenshot); this streams with a few KiB of working memory.
+/// Downscales by area averaging: each output pixel is the area-weighted mean of the source pixels it covers
+/// (12-bit fixed-point weights). For screenshots (downscale only, factor ~2) this is as sharp as bilinear (50 dB
+/// PSNR against `image`'s Triangle filter in `BENCHMARKS.md`) at a fraction of the cost, with a few KiB of working
+/// memory instead of a float image the size of the source (Triangle allocated 22 MB per 1080×2400 frame).
 pub fn area_downscale(src: &RgbImage, nw: u32, nh: u32) -> RgbImage {
+    let (w, h) = src.dimensions();
+    let out = area_downscale_raw(src.as_raw(), w as usize, h as usize, 3, nw, nh);
+    RgbImage::from_raw(nw.max(1), nh.max(1), out).expect("buffer sized for nw × nh × 3")
+}
+
+/// [`area_downscale`] over raw interleaved pixels of `bpp` bytes (3 = RGB, 4 = RGBA/RGBX: the fourth byte is
+/// skipped, so an RGBA frame is converted to RGB in the same pass). Returns tightly packed RGB.
+///
+/// Vertical pass first: each output row is the weighted sum of the (≤ 3 at factor ~2) source rows it covers,
+/// accumulated over the whole row at once — a straight multiply-add over contiguous bytes that the compiler
+/// vectorises — and only then the horizontal pass on that one accumulated row. The previous order (horizontal
+/// per source row, with per-output tap vectors) did the expensive, gather-like pass on every source row: 12.8 ms
+/// p50 for a 1080×2400 frame against 6.4 ms now, same run (bench `frame_cpu`, `BENCHMARKS.md`).
+pub fn area_downscale_raw(px: &[u8], w: usize, h: usize, bpp: usize, nw: u32, nh: u32) -> Vec<u8> {
     /// For each output index: the first source index and the weights (sum = 4096) of the sources it covers.
-    fn taps(n_in: u32, n_out: u32) -> Vec<(usize, Vec<u32>)> {
-        let scale = f64::from(n_in) / f64::from(n_out);
+    fn taps(n_in: usize, n_out: usize) -> Vec<(usize, Vec<u32>)> {
+        let scale = n_in as f64 / n_out as f64;
         (0..n_out)
             .map(|o| {
-                let (a, b) = (f64::from(o) * scale, f64::from(o + 1) * scale);
-                let first = a.floor() as usize;
-                let last = (b.ceil() as usize).min(n_in as usize);
+                let (a, b) = (o as f64 * scale, (o + 1) as f64 * scale);
+                let first = (a.floor() as usize).min(n_in - 1);
+                let last = (b.ceil() as usize).clamp(first + 1, n_in);
                 let cover: Vec<f64> = (first..last).map(|i| ((i + 1) as f64).min(b) - (i as f64).max(a)).collect();
-                let total: f64 = cover.iter().sum();
+                let total: f64 = cover.iter().sum::<f64>().max(f64::MIN_POSITIVE);
                 let mut w: Vec<u32> = cover.iter().map(|c| (c / total * 4096.0).round() as u32).collect();
                 // Rounding must not change the total, or flat colours would drift.
                 let sum: u32 = w.iter().sum();
@@ -207,46 +219,54 @@ pub fn area_downscale(src: &RgbImage, nw: u32, nh: u32) -> RgbImage {
             })
             .collect()
     }
-    let (w, h) = (src.width() as usize, src.height() as usize);
-    let (nw_u, nh_u) = (nw.max(1) as usize, nh.max(1) as usize);
-    let (tx, ty) = (taps(w as u32, nw_u as u32), taps(h as u32, nh_u as u32));
-    let raw = src.as_raw();
-    // Streams row by row: one horizontally reduced source row and one accumulator row at a time, so the working
-    // memory is a few KiB instead of an intermediate image (source rows on an output-row boundary are reduced
-    // twice, a few percent more work).
-    let mut hrow = vec![0u32; nw_u * 3];
-    let mut acc = vec![0u64; nw_u * 3];
-    let mut out = vec![0u8; nw_u * nh_u * 3];
-    for (oy, (first_y, wys)) in ty.iter().enumerate() {
+    let (nw, nh) = (nw.max(1) as usize, nh.max(1) as usize);
+    assert!(bpp >= 3 && px.len() >= w * h * bpp && w > 0 && h > 0, "frame buffer smaller than w × h × bpp");
+    let (tx, ty) = (taps(w, nw), taps(h, nh));
+    // Horizontal taps flattened to a fixed width (zero-weight padding kept inside the row), so the inner loop has
+    // no per-output allocation to chase.
+    let maxt = tx.iter().map(|(_, ws)| ws.len()).max().unwrap_or(1);
+    let mut hx = Vec::with_capacity(nw);
+    let mut hw = vec![0u32; nw * maxt];
+    for (o, (first, ws)) in tx.iter().enumerate() {
+        // `maxt` columns from `start` stay inside the row; the real taps sit at `first - start`.
+        let start = (*first).min(w - maxt);
+        let off = first - start;
+        hw[o * maxt + off..o * maxt + off + ws.len()].copy_from_slice(ws);
+        hx.push(start * bpp);
+    }
+    let stride = w * bpp;
+    // One accumulated source row: 255 × 4096 fits easily in u32.
+    let mut acc = vec![0u32; stride];
+    let mut out = vec![0u8; nw * nh * 3];
+    for ((first_y, wys), dst) in ty.iter().zip(out.chunks_exact_mut(nw * 3)) {
         acc.iter_mut().for_each(|a| *a = 0);
-        for (ky, wy) in wys.iter().enumerate() {
-            let y = first_y + ky;
-            let row = &raw[y * w * 3..(y + 1) * w * 3];
-            for (ox, (first_x, wxs)) in tx.iter().enumerate() {
-                let mut px = [0u32; 3];
-                for (kx, wx) in wxs.iter().enumerate() {
-                    let p = &row[(first_x + kx) * 3..(first_x + kx) * 3 + 3];
-                    for c in 0..3 {
-                        px[c] += u32::from(p[c]) * wx;
-                    }
-                }
-                hrow[ox * 3..ox * 3 + 3].copy_from_slice(&px);
-            }
-            // 255 × 4096 × 4096 needs more than 32 bits: accumulate wide, round once.
-            for (a, v) in acc.iter_mut().zip(&hrow) {
-                *a += u64::from(*v) * u64::from(*wy);
+        for (ky, &wy) in wys.iter().enumerate() {
+            let row = &px[(first_y + ky) * stride..(first_y + ky + 1) * stride];
+            for (a, &p) in acc.iter_mut().zip(row) {
+                *a += u32::from(p) * wy;
             }
         }
-        for (d, a) in out[oy * nw_u * 3..(oy + 1) * nw_u * 3].iter_mut().zip(&acc) {
-            *d = ((a + (1 << 23)) >> 24).min(255) as u8;
+        // Horizontal. Both weight sets sum to exactly 4096, so the total is at most 255 × 4096 × 4096 (+ the
+        // rounding half) < 2³²: u32 is exact.
+        for ((&x0, wxs), d) in hx.iter().zip(hw.chunks_exact(maxt)).zip(dst.chunks_exact_mut(3)) {
+            let mut sum = [1u32 << 23; 3];
+            for (k, &wx) in wxs.iter().enumerate() {
+                let p = &acc[x0 + k * bpp..x0 + k * bpp + 3];
+                sum[0] += p[0] * wx;
+                sum[1] += p[1] * wx;
+                sum[2] += p[2] * wx;
+            }
+            d[0] = (sum[0] >> 24).min(255) as u8;
+            d[1] = (sum[1] >> 24).min(255) as u8;
+            d[2] = (sum[2] >> 24).min(255) as u8;
         }
     }
-    RgbImage::from_raw(nw_u as u32, nh_u as u32, out).expect("buffer sized for nw × nh × 3")
+    out
 }
 
 /// Screenshots in progress at once (capture + scale + encode hold ~20 MB each and are CPU-bound): without a bound,
 /// 64 phones screenshotting together took 2.3 GB and starved every other request (`BENCHMARKS.md`, scale).
-fn capture_permits() -> &'static tokio::sync::Semaphore {
+pub(crate) fn capture_permits() -> &'static tokio::sync::Semaphore {
     static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
     PERMITS.get_or_init(|| {
         let n = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
@@ -264,22 +284,44 @@ pub enum Format {
 /// Scales `img` so its long side is at most `max_side` (0 = keep) and encodes it. CPU-bound: call it on a
 /// blocking thread.
 pub fn render(img: RgbImage, max_side: u32, format: Format) -> Result<(Vec<u8>, u32, u32), ProtoError> {
+    encode(&fit(img, max_side), format)
+}
+
+/// Scales `img` so its long side is at most `max_side` (0 = keep). `android_observe` draws its marks between this
+/// and [`encode`], on the image the agent will see.
+pub fn fit(img: RgbImage, max_side: u32) -> RgbImage {
     let (w, h) = img.dimensions();
     let long = w.max(h);
-    let img = if max_side > 0 && long > max_side {
+    if max_side > 0 && long > max_side {
         let s = f64::from(max_side) / f64::from(long);
         let nw = ((f64::from(w) * s).round() as u32).max(1);
         let nh = ((f64::from(h) * s).round() as u32).max(1);
         area_downscale(&img, nw, nh)
     } else {
         img
+    }
+}
+
+/// JPEG through `jpeg-encoder`: 2–3× faster than `image`'s encoder on screenshots (AVX2 where the CPU has it,
+/// portable code elsewhere, pure Rust so the static ARM builds need nothing more) and smaller files at the same
+/// quality. Chroma is box-averaged (like libjpeg), not point-sampled, so thin coloured lines — the observe marks,
+/// UI accents — keep their colour.
+fn encode_jpeg(img: &RgbImage, quality: u8, out: &mut Vec<u8>) -> Result<(), String> {
+    let (w, h) = img.dimensions();
+    let (Ok(w16), Ok(h16)) = (u16::try_from(w), u16::try_from(h)) else {
+        return Err(format!("{w}×{h} is larger than JPEG allows (65535 px a side)"));
     };
+    let mut enc = jpeg_encoder::Encoder::new(out, quality.clamp(1, 100));
+    enc.set_chroma_subsampling_method(jpeg_encoder::ChromaSubsamplingMethod::Average);
+    enc.encode(img.as_raw(), w16, h16, jpeg_encoder::ColorType::Rgb).map_err(|e| e.to_string())
+}
+
+/// Encodes an image as it is. CPU-bound: call it on a blocking thread.
+pub fn encode(img: &RgbImage, format: Format) -> Result<(Vec<u8>, u32, u32), ProtoError> {
     let (w, h) = img.dimensions();
     let mut out = Vec::new();
     let r = match format {
-        Format::Jpeg { quality } => {
-            JpegEncoder::new_with_quality(&mut out, quality.clamp(1, 100)).encode_image(&img).map_err(|e| e.to_string())
-        }
+        Format::Jpeg { quality } => encode_jpeg(img, quality, &mut out),
         Format::Png => PngEncoder::new_with_quality(&mut out, CompressionType::Fast, PngFilter::Adaptive)
             .write_image(img.as_raw(), w, h, image::ExtendedColorType::Rgb8)
             .map_err(|e| e.to_string()),
@@ -442,6 +484,44 @@ mod tests {
             / ours.as_raw().len() as f64;
         let psnr = 10.0 * (255.0f64 * 255.0 / mse.max(1e-9)).log10();
         assert!(psnr > 25.0, "PSNR {psnr:.1} dB");
+    }
+
+    /// The two-pass fixed-point downscale equals the direct definition (Σ wx·wy·p over the covered source
+    /// pixels, rounded once), for RGB and for RGBA input (alpha skipped), at sizes that do not divide evenly.
+    #[test]
+    fn area_downscale_matches_the_direct_sum_and_fuses_rgba() {
+        let (w, h, nw, nh) = (203usize, 451usize, 97u32, 216u32);
+        let rgb: Vec<u8> = (0..w * h * 3).map(|i| ((i * 7919) % 251) as u8).collect();
+        let rgba: Vec<u8> = rgb.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 77]).collect();
+        let fast = area_downscale_raw(&rgb, w, h, 3, nw, nh);
+        assert_eq!(fast, area_downscale_raw(&rgba, w, h, 4, nw, nh), "RGBA input gives the same RGB");
+        // Direct definition with the same 12-bit weights.
+        let weights = |n_in: usize, n_out: usize, o: usize| -> Vec<(usize, u64)> {
+            let s = n_in as f64 / n_out as f64;
+            let (a, b) = (o as f64 * s, (o + 1) as f64 * s);
+            let idx: Vec<usize> = (a.floor() as usize..(b.ceil() as usize).min(n_in)).collect();
+            let cover: Vec<f64> = idx.iter().map(|&i| ((i + 1) as f64).min(b) - (i as f64).max(a)).collect();
+            let total: f64 = cover.iter().sum();
+            let mut wts: Vec<u64> = cover.iter().map(|c| (c / total * 4096.0).round() as u64).collect();
+            let sum: u64 = wts.iter().sum();
+            let m = wts.iter_mut().max().unwrap();
+            *m = (*m + 4096).saturating_sub(sum);
+            idx.into_iter().zip(wts).collect()
+        };
+        for oy in 0..nh as usize {
+            for ox in 0..nw as usize {
+                for c in 0..3 {
+                    let mut acc = 0u64;
+                    for (y, wy) in weights(h, nh as usize, oy) {
+                        for (x, wx) in weights(w, nw as usize, ox) {
+                            acc += u64::from(rgb[(y * w + x) * 3 + c]) * wy * wx;
+                        }
+                    }
+                    let want = ((acc + (1 << 23)) >> 24).min(255) as u8;
+                    assert_eq!(fast[(oy * nw as usize + ox) * 3 + c], want, "({ox},{oy}) channel {c}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -68,11 +68,11 @@ impl Element {
         [(self.bounds[0] + self.bounds[2]) / 2, (self.bounds[1] + self.bounds[3]) / 2]
     }
 
-    fn is_interactive(&self) -> bool {
+    pub fn is_interactive(&self) -> bool {
         self.enabled && (self.clickable || self.scrollable || self.focusable)
     }
 
-    fn is_interesting(&self) -> bool {
+    pub fn is_interesting(&self) -> bool {
         !self.text.is_empty() || !self.content_desc.is_empty() || !self.resource_id.is_empty() || self.is_interactive()
     }
 

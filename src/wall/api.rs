@@ -231,7 +231,18 @@ fn all_devices(app: &App, w: &Wall) -> Vec<DeviceInfo> {
     }
     let mut out: BTreeMap<DeviceKey, DeviceInfo> = seen
         .iter()
-        .map(|(k, model)| (k.clone(), DeviceInfo { key: k.clone(), state: DeviceState::Gone, model: model.clone() }))
+        .map(|(k, model)| {
+            (
+                k.clone(),
+                DeviceInfo {
+                    key: k.clone(),
+                    state: DeviceState::Gone,
+                    model: model.clone(),
+                    manufacturer: String::new(),
+                    sdk: None,
+                },
+            )
+        })
         .collect();
     for d in now {
         out.insert(d.key.clone(), d);

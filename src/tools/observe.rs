@@ -1,0 +1,463 @@
+//! `android_observe`: everything an agent needs to decide its next step, from one call. One screen capture and one
+//! UI dump are taken concurrently (with the foreground window, the keyboard state and the screen geometry); the
+//! screenshot gets numbered marks (a box around each interactive element, its index in a small label at a corner)
+//! and the element list carries the same indices, so an agent can look at the picture and act by number
+//! (`element: {index, observation_id}` on the control tools, resolved by [`super::target`]).
+//!
+//! The observation (its elements, the channel and the device) is kept server-side for [`OBSERVATION_TTL`], at most
+//! [`OBSERVATIONS_PER_CHANNEL`] per channel, so a later action can check that the element it targets is still the
+//! one the agent saw.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use image::RgbImage;
+use serde_json::{json, Value};
+
+use super::device::{tool, Ctx};
+use super::screen::{self, CapturePath, Format, DEFAULT_PATH};
+use super::ui::{self, Element};
+use super::{Tool, ToolSpec};
+use crate::device::adb::AdbBackend;
+use crate::device::DeviceKey;
+use crate::files::{self, NewFile};
+use crate::protocol::errors::{ErrorCode, ProtoError};
+
+/// How long an observation can be acted on. Agents think between steps (an LLM turn can take a minute); after
+/// this the screen has likely changed anyway and the agent should observe again.
+pub const OBSERVATION_TTL: Duration = Duration::from_secs(300);
+/// Observations kept per channel (the newest win): an agent acts on its latest few, never on dozens.
+pub const OBSERVATIONS_PER_CHANNEL: usize = 8;
+/// Channels whose observations are kept at once (bounds memory whatever the number of channels).
+const MAX_CHANNELS: usize = 4096;
+
+/// One observe's element list, kept to check a later action against.
+#[derive(Debug)]
+pub struct Observation {
+    pub id: String,
+    pub device: DeviceKey,
+    pub created: Instant,
+    /// Every element of the dump, in document order (`index` = position).
+    pub elements: Vec<Element>,
+}
+
+type Store = Mutex<HashMap<String, VecDeque<Arc<Observation>>>>;
+
+/// Process-wide: channel ids are unique per process and an observation is only ever read by its own channel.
+fn store() -> &'static Store {
+    static STORE: OnceLock<Store> = OnceLock::new();
+    STORE.get_or_init(Default::default)
+}
+
+/// Keeps `obs` for `channel`, dropping expired observations and the channel's oldest beyond the per-channel cap.
+pub fn remember(channel: &str, obs: Observation) -> Arc<Observation> {
+    let obs = Arc::new(obs);
+    let mut map = store().lock().unwrap_or_else(|e| e.into_inner());
+    if map.len() >= MAX_CHANNELS {
+        map.retain(|_, q| q.back().is_some_and(|o| o.created.elapsed() < OBSERVATION_TTL));
+        if map.len() >= MAX_CHANNELS {
+            // Still full of live channels: forget the one whose newest observation is oldest.
+            let oldest = map.iter().min_by_key(|(_, q)| q.back().map(|o| o.created)).map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                map.remove(&k);
+            }
+        }
+    }
+    let q = map.entry(channel.to_owned()).or_default();
+    q.retain(|o| o.created.elapsed() < OBSERVATION_TTL);
+    while q.len() >= OBSERVATIONS_PER_CHANNEL {
+        q.pop_front();
+    }
+    q.push_back(obs.clone());
+    obs
+}
+
+/// The observation `id` of `channel` on `device`, or `observation_expired` saying what to do.
+pub fn recall(channel: &str, device: &DeviceKey, id: &str) -> Result<Arc<Observation>, ProtoError> {
+    let map = store().lock().unwrap_or_else(|e| e.into_inner());
+    let found = map.get(channel).and_then(|q| q.iter().find(|o| o.id == id)).cloned();
+    match found {
+        Some(o) if o.created.elapsed() < OBSERVATION_TTL && &o.device == device => Ok(o),
+        Some(o) if &o.device != device => Err(ProtoError::new(
+            ErrorCode::ObservationExpired,
+            format!("observation {id:?} was taken on another device; call android_observe again"),
+        )),
+        _ => Err(ProtoError::new(
+            ErrorCode::ObservationExpired,
+            format!(
+                "observation {:?} is unknown or expired (observations live {} s, the last {} per channel are \
+                 kept); call android_observe again",
+                id.chars().take(64).collect::<String>(),
+                OBSERVATION_TTL.as_secs(),
+                OBSERVATIONS_PER_CHANNEL
+            ),
+        )),
+    }
+}
+
+// ---- marks -------------------------------------------------------------------------------------------------------
+
+/// The box colour: a saturated magenta-pink that stands out on the white, grey, blue and dark surfaces of most UIs.
+pub const MARK_COLOR: [u8; 3] = [236, 0, 140];
+/// Label background (drawn at [`LABEL_ALPHA`] over the screenshot): a darker shade of the box colour, so white
+/// digits keep a high contrast on any background while the element below still shows through.
+const LABEL_COLOR: [u8; 3] = [120, 0, 70];
+const LABEL_ALPHA: u32 = 205; // of 255, ≈ 80 %
+
+/// 3×5 bitmap digits, row-major, most significant bit first (15 bits per glyph).
+const DIGITS: [u16; 10] = [
+    0b111_101_101_101_111,
+    0b010_110_010_010_111,
+    0b111_001_111_100_111,
+    0b111_001_111_001_111,
+    0b101_101_111_001_001,
+    0b111_100_111_001_111,
+    0b111_100_111_101_111,
+    0b111_001_001_001_001,
+    0b111_101_111_101_111,
+    0b111_101_111_001_111,
+];
+
+/// Whether cell (`col`, `row`) of `digit`'s 3×5 glyph is lit.
+pub fn glyph_on(digit: u8, col: u32, row: u32) -> bool {
+    DIGITS[usize::from(digit % 10)] >> (14 - (row * 3 + col)) & 1 == 1
+}
+
+/// Geometry of the marks for an image whose long side is `long`: (box line width, glyph cell size).
+pub fn mark_metrics(long: u32) -> (u32, u32) {
+    ((long / 400).max(2), (long / 320).max(2))
+}
+
+/// Where one mark's label went (image pixels; the digits start at `x + cell`, `y + cell`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub index: usize,
+    pub x: u32,
+    pub y: u32,
+    pub w: u32,
+    pub h: u32,
+}
+
+impl Label {
+    fn overlaps(&self, o: &Label) -> bool {
+        self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
+    }
+}
+
+/// Draws a box and a numbered label for each `(index, bounds)` (bounds in device pixels; `sx`/`sy` map them to
+/// image pixels). Boxes are drawn inside the element's bounds; the label sits in a corner of the box (the first
+/// of top-left, top-right, bottom-left, bottom-right that does not cover an earlier label), so it hides as little
+/// of the element's own content as possible.
+pub fn draw_marks(img: &mut RgbImage, marks: &[(usize, [i32; 4])], sx: f64, sy: f64) -> Vec<Label> {
+    let (iw, ih) = img.dimensions();
+    let (lw, cell) = mark_metrics(iw.max(ih));
+    let mut labels: Vec<Label> = Vec::new();
+    for &(index, b) in marks {
+        let map = |v: i32, s: f64, max: u32| ((f64::from(v) * s).round().max(0.0) as u32).min(max);
+        let (x0, y0, x1, y1) = (map(b[0], sx, iw), map(b[1], sy, ih), map(b[2], sx, iw), map(b[3], sy, ih));
+        if x1 <= x0 || y1 <= y0 {
+            continue;
+        }
+        let t = lw.min((x1 - x0) / 2).min((y1 - y0) / 2).max(1);
+        fill(img, x0, y0, x1, y0 + t, MARK_COLOR, 255);
+        fill(img, x0, y1 - t, x1, y1, MARK_COLOR, 255);
+        fill(img, x0, y0, x0 + t, y1, MARK_COLOR, 255);
+        fill(img, x1 - t, y0, x1, y1, MARK_COLOR, 255);
+
+        let text = index.to_string();
+        let n = text.len() as u32;
+        let (w, h) = (n * 4 * cell + cell, 7 * cell);
+        let (left, top) = (x0 + t, y0 + t);
+        let right = x1.saturating_sub(t + w).max(left);
+        let bottom = y1.saturating_sub(t + h).max(top);
+        let place =
+            |x: u32, y: u32| Label { index, x: x.min(iw.saturating_sub(w)), y: y.min(ih.saturating_sub(h)), w, h };
+        let candidates = [place(left, top), place(right, top), place(left, bottom), place(right, bottom)];
+        let label = candidates.iter().copied().find(|c| labels.iter().all(|l| !l.overlaps(c))).unwrap_or(candidates[0]);
+        fill(img, label.x, label.y, label.x + w, label.y + h, LABEL_COLOR, LABEL_ALPHA);
+        for (i, d) in text.bytes().enumerate() {
+            let gx = label.x + cell + i as u32 * 4 * cell;
+            for row in 0..5 {
+                for col in 0..3 {
+                    if glyph_on(d - b'0', col, row) {
+                        let (px, py) = (gx + col * cell, label.y + cell + row * cell);
+                        fill(img, px, py, px + cell, py + cell, [255, 255, 255], 255);
+                    }
+                }
+            }
+        }
+        labels.push(label);
+    }
+    labels
+}
+
+/// Blends `color` at `alpha`/255 over the rectangle [x0, x1) × [y0, y1), clipped to the image.
+fn fill(img: &mut RgbImage, x0: u32, y0: u32, x1: u32, y1: u32, color: [u8; 3], alpha: u32) {
+    let (w, h) = img.dimensions();
+    for y in y0.min(h)..y1.min(h) {
+        for x in x0.min(w)..x1.min(w) {
+            let p = img.get_pixel_mut(x, y);
+            for (v, c) in p.0.iter_mut().zip(color) {
+                *v = ((u32::from(c) * alpha + u32::from(*v) * (255 - alpha) + 127) / 255) as u8;
+            }
+        }
+    }
+}
+
+// ---- the tool ----------------------------------------------------------------------------------------------------
+
+/// `mInputShown=true` in `dumpsys input_method`: the soft keyboard is up.
+fn keyboard_shown(text: &str) -> bool {
+    text.lines().any(|l| l.trim().starts_with("mInputShown=true") || l.contains(" mInputShown=true"))
+}
+
+fn element_schema() -> Value {
+    json!({"type": "object", "required": ["index", "class", "bounds", "center"], "properties": {
+        "index": {"type": "integer", "description": "The number on the mark; pass it with observation_id as `element`"},
+        "package": {"type": "string"},
+        "text": {"type": "string"}, "resource_id": {"type": "string"}, "content_desc": {"type": "string"},
+        "class": {"type": "string"}, "clickable": {"type": "boolean"}, "enabled": {"type": "boolean"},
+        "focused": {"type": "boolean"}, "checked": {"type": "boolean"}, "scrollable": {"type": "boolean"},
+        "password": {"type": "boolean"},
+        "marked": {"type": "boolean", "description": "Interactive: has a numbered box in the image"},
+        "bounds": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4},
+        "center": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}})
+}
+
+pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
+    vec![tool(
+        ToolSpec {
+            id: "android_observe",
+            title: "Observe the screen (screenshot with numbered marks + elements)",
+            description: "One call for the next decision: a screenshot (file reference + one-time URL) where every \
+                          interactive element has a numbered box, the element list with the same numbers (bounds \
+                          and centre in device pixels, text, resource id, content description, class, flags), the \
+                          foreground package/activity, screen size and orientation, whether the keyboard is shown, \
+                          and an `observation_id`. Act on an element with android_tap / android_long_press / \
+                          android_input_text `element: {index, observation_id}`: the connector checks it is still \
+                          there first (stale_element otherwise). Observations expire after 300 s.",
+            input: json!({"type": "object", "additionalProperties": false, "properties": {
+                "marks": {"type": "boolean", "default": true, "description": "Draw numbered boxes around interactive elements"},
+                "max_side": {"type": "integer", "minimum": 0, "maximum": 8192, "default": 1280,
+                             "description": "Longest side of the image in pixels (downscaled if larger); 0 = full resolution"},
+                "quality": {"type": "integer", "minimum": 1, "maximum": 100, "default": 80, "description": "JPEG quality"},
+                "only_interactive": {"type": "boolean", "default": false,
+                                     "description": "List only the interactive (marked) elements"},
+                "max_elements": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 300,
+                                 "description": "Cap on the number of elements listed"}}}),
+            output: json!({"type": "object",
+                "required": ["observation_id", "files", "width", "height", "scale", "screen_width", "screen_height",
+                             "orientation", "keyboard_shown", "elements", "count", "truncated"],
+                "properties": {
+                    "observation_id": {"type": "string"},
+                    "files": {"type": "array", "items": files::file_item_schema()},
+                    "width": {"type": "integer"}, "height": {"type": "integer"},
+                    "scale": {"type": "number", "description": "image px / device px"},
+                    "screen_width": {"type": "integer", "description": "In the current orientation"},
+                    "screen_height": {"type": "integer"},
+                    "orientation": {"type": "string", "enum": ["portrait", "landscape"]},
+                    "foreground_package": {"type": "string"}, "foreground_activity": {"type": "string"},
+                    "keyboard_shown": {"type": "boolean"},
+                    "count": {"type": "integer"}, "truncated": {"type": "boolean"},
+                    "elements": {"type": "array", "items": element_schema()}}}),
+            side_effect: false,
+            deadline: Duration::from_secs(30),
+        },
+        adb,
+        |c| async move { observe(c).await },
+    )]
+}
+
+async fn observe(c: Ctx) -> Result<Value, ProtoError> {
+    let marks = c.bool("marks").unwrap_or(true);
+    let max_side = c.i64("max_side").unwrap_or(1280).clamp(0, 8192) as u32;
+    let quality = c.i64("quality").unwrap_or(80).clamp(1, 100) as u8;
+    let only_interactive = c.bool("only_interactive").unwrap_or(false);
+    let max = c.i64("max_elements").unwrap_or(300).max(1) as usize;
+    let d = c.spec.deadline;
+
+    // Everything at once: the capture, the dump and the small queries share nothing on the phone.
+    let frame = async {
+        let _permit = screen::capture_permits()
+            .acquire()
+            .await
+            .map_err(|_| ProtoError::new(ErrorCode::Internal, "screenshot limiter closed"))?;
+        match screen::capture(&c.adb, &c.device, DEFAULT_PATH, d).await {
+            Ok(f) => Ok(f),
+            Err(e) if e.code == ErrorCode::DeviceTimeout => Err(e),
+            Err(e) => {
+                tracing::debug!(error = %e, "framebuffer capture failed; falling back to raw screencap");
+                screen::capture(&c.adb, &c.device, CapturePath::Raw, d).await
+            }
+        }
+    };
+    let state = c.adb.shell(
+        &c.device,
+        "dumpsys window windows | grep -E 'mCurrentFocus|mFocusedApp'; dumpsys input_method | grep mInputShown",
+        false,
+        d,
+    );
+    let geometry = async { (c.adb.screen_size(&c.device).await, c.adb.rotation(&c.device).await.ok()) };
+    let (frame, elements, state, (size, rotation)) = tokio::join!(frame, ui::dump(&c, d), state, geometry);
+    let (frame, elements, (nw, nh)) = (frame?, elements?, size?);
+    let state = state.map(|o| o.stdout).unwrap_or_default();
+    let landscape = rotation.is_some_and(|r| r % 2 == 1);
+    let (screen_w, screen_h) = if landscape { (nh, nw) } else { (nw, nh) };
+
+    let to_mark: Vec<(usize, [i32; 4])> = if marks {
+        elements.iter().filter(|e| e.is_interactive()).map(|e| (e.index, e.bounds)).collect()
+    } else {
+        vec![]
+    };
+    let meta = NewFile {
+        channel_id: c.call.channel_id.clone(),
+        filename: format!("observe-{}.jpg", crate::protocol::now_ms()),
+        mime: "image/jpeg".into(),
+    };
+    let cache = c.files.clone();
+    let (row, w, h) = tokio::task::spawn_blocking(move || {
+        let (fw, fh) = frame.image.dimensions();
+        let mut img = screen::fit(frame.image, max_side);
+        let (iw, ih) = img.dimensions();
+        // Element bounds are in the frame's pixel space (the current orientation).
+        draw_marks(&mut img, &to_mark, f64::from(iw) / f64::from(fw), f64::from(ih) / f64::from(fh));
+        let (bytes, w, h) = screen::encode(&img, Format::Jpeg { quality })?;
+        let row = cache.store_bytes(&bytes, meta).map_err(|e| e.into_proto("the observation image"))?;
+        Ok::<_, ProtoError>((row, w, h))
+    })
+    .await
+    .map_err(|_| ProtoError::new(ErrorCode::Internal, "observation image encoding failed unexpectedly"))??;
+
+    let picked: Vec<&Element> =
+        elements.iter().filter(|e| e.is_interesting() && (!only_interactive || e.is_interactive())).collect();
+    let truncated = picked.len() > max;
+    let listed: Vec<Value> = picked
+        .iter()
+        .take(max)
+        .map(|e| {
+            let mut v = e.to_json();
+            if marks && e.is_interactive() {
+                v["marked"] = json!(true);
+            }
+            v
+        })
+        .collect();
+    let id = format!("obs_{}", crate::protocol::ids::random_hex(8));
+    remember(
+        &c.call.channel_id,
+        Observation { id: id.clone(), device: c.device.clone(), created: Instant::now(), elements },
+    );
+    let scale = f64::from(w.max(h)) / f64::from(screen_w.max(screen_h).max(1));
+    let mut out = json!({
+        "observation_id": id,
+        "files": [files::describe(&row)],
+        "width": w, "height": h, "scale": (scale * 10_000.0).round() / 10_000.0,
+        "screen_width": screen_w, "screen_height": screen_h,
+        "orientation": if landscape { "landscape" } else { "portrait" },
+        "keyboard_shown": keyboard_shown(&state),
+        "count": listed.len(), "truncated": truncated, "elements": listed,
+    });
+    if let Some((pkg, act)) = super::status::foreground(&state) {
+        out["foreground_package"] = json!(pkg);
+        out["foreground_activity"] = json!(act);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use image::Rgb;
+
+    fn luma(p: &Rgb<u8>) -> f64 {
+        0.299 * f64::from(p.0[0]) + 0.587 * f64::from(p.0[1]) + 0.114 * f64::from(p.0[2])
+    }
+
+    /// The marks survive JPEG: decoded pixels show the box on every edge of the element (and not inside it), and
+    /// the label's digits read back as the element's index, on a light and on a dark background.
+    #[test]
+    fn marks_are_boxes_at_the_right_places_with_readable_labels() {
+        for bg in [[240u8, 240, 240], [20, 20, 30]] {
+            // A 1080×2400 "screen" downscaled to 576×1280 as observe does by default.
+            let mut img = screen::fit(RgbImage::from_pixel(1080, 2400, Rgb(bg)), 1280);
+            let s = 576.0 / 1080.0;
+            let elements = [(7usize, [337, 900, 742, 1056]), (42usize, [100, 1500, 980, 1700])];
+            let labels = draw_marks(&mut img, &elements, s, s);
+            let (jpeg, _, _) = screen::encode(&img, Format::Jpeg { quality: 80 }).unwrap();
+            let back = image::load_from_memory(&jpeg).unwrap().into_rgb8();
+            let (lw, cell) = mark_metrics(1280);
+            let near = |p: &Rgb<u8>, c: [u8; 3]| (0..3).all(|i| (i32::from(p.0[i]) - i32::from(c[i])).abs() < 60);
+            for (k, &(index, b)) in elements.iter().enumerate() {
+                let m = |v: i32| (f64::from(v) * s).round() as u32;
+                let (x0, y0, x1, y1) = (m(b[0]), m(b[1]), m(b[2]), m(b[3]));
+                let (mx, my) = ((x0 + x1) / 2, (y0 + y1) / 2);
+                let mid = lw / 2;
+                // Box pixels in the middle of each edge (away from the label corner).
+                for (x, y) in [(mx, y0 + mid), (mx, y1 - 1 - mid), (x0 + mid, my), (x1 - 1 - mid, my)] {
+                    let p = back.get_pixel(x, y);
+                    assert!(near(p, MARK_COLOR), "element {index}: ({x},{y}) = {p:?} is not the mark colour");
+                }
+                // Just outside the box and well inside it: the background, untouched.
+                for (x, y) in [(mx, y0.saturating_sub(4)), (mx, y1 + 3), (mx, my + 8)] {
+                    assert!(near(back.get_pixel(x, y), bg), "element {index}: ({x},{y}) should be background");
+                }
+                // The label is at the box's top-left corner and its digits read back.
+                let l = labels[k];
+                assert_eq!((l.index, l.x, l.y), (index, x0 + lw, y0 + lw));
+                for (i, d) in index.to_string().bytes().enumerate() {
+                    let gx = l.x + cell + i as u32 * 4 * cell;
+                    for row in 0..5 {
+                        for col in 0..3 {
+                            let p = back.get_pixel(gx + col * cell + cell / 2, l.y + cell + row * cell + cell / 2);
+                            let lit = luma(p) > 170.0;
+                            assert_eq!(
+                                lit,
+                                glyph_on(d - b'0', col, row),
+                                "digit {} cell ({col},{row}): {p:?}",
+                                d - b'0'
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn labels_of_nested_elements_do_not_cover_each_other() {
+        // A list container and its first row share the top-left corner.
+        let mut img = RgbImage::from_pixel(540, 1200, Rgb([255, 255, 255]));
+        let labels = draw_marks(&mut img, &[(3, [0, 300, 540, 1140]), (4, [0, 300, 540, 372])], 1.0, 1.0);
+        assert_eq!(labels.len(), 2);
+        assert!(!labels[0].overlaps(&labels[1]), "{labels:?}");
+    }
+
+    #[test]
+    fn observation_store_is_per_channel_bounded_and_device_checked() {
+        let dev = DeviceKey { server: "s".into(), serial: "a".into() };
+        let other = DeviceKey { server: "s".into(), serial: "b".into() };
+        let ch = format!("ch_{}", crate::protocol::ids::random_hex(4));
+        let mk = |i: usize| Observation {
+            id: format!("obs_{ch}_{i}"),
+            device: dev.clone(),
+            created: Instant::now(),
+            elements: vec![],
+        };
+        for i in 0..OBSERVATIONS_PER_CHANNEL + 2 {
+            remember(&ch, mk(i));
+        }
+        assert_eq!(recall(&ch, &dev, &format!("obs_{ch}_0")).unwrap_err().code, ErrorCode::ObservationExpired);
+        assert!(recall(&ch, &dev, &format!("obs_{ch}_{}", OBSERVATIONS_PER_CHANNEL + 1)).is_ok());
+        let e = recall(&ch, &other, &format!("obs_{ch}_{}", OBSERVATIONS_PER_CHANNEL + 1)).unwrap_err();
+        assert!(e.message.contains("another device"), "{e}");
+        assert!(recall("some_other_channel", &dev, &format!("obs_{ch}_9")).is_err(), "other channels never see it");
+    }
+
+    #[test]
+    fn keyboard_state() {
+        assert!(keyboard_shown("Input Method Manager\n  mInputShown=true\n"));
+        assert!(!keyboard_shown("  mInputShown=false\n"));
+        assert!(!keyboard_shown(""));
+    }
+}

@@ -1,0 +1,435 @@
+//! Element targets for the control tools (`element` on `android_tap`, `android_long_press`, `android_input_text`,
+//! `android_scroll`): either `{index, observation_id}` from an `android_observe`, or a selector
+//! `{text | text_contains | resource_id | content_desc, class?, nth?}`.
+//!
+//! Never act on the wrong thing: every target is resolved against a fresh UI dump taken right before the action.
+//! An observed element must still be there with the same identity (class, resource id, text, content
+//! description) and nearly the same bounds ([`BOUNDS_TOLERANCE`]); if it moved (a list scrolled), it is
+//! re-resolved by that identity when exactly one element has it; otherwise the call fails with `stale_element`
+//! and lists what is on screen now. A selector that matches several elements fails with `ambiguous_element`
+//! (unless `nth` picks one), one that matches nothing with `element_not_found` and the nearest texts.
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::device::{invalid, Ctx};
+use super::observe;
+use super::ui::{self, Element};
+use crate::protocol::errors::{ErrorCode, ProtoError};
+
+/// How far (device pixels, per edge) an observed element may have moved and still count as the same one in place.
+pub const BOUNDS_TOLERANCE: i32 = 16;
+/// Elements listed in an error (candidates, matches, nearest texts).
+const LISTED: usize = 8;
+/// Deadline of the fresh dump taken before an action.
+const DUMP_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The JSON schema of `element` (shared by every tool that takes one).
+pub fn element_arg_schema(what: &str) -> Value {
+    let s = |d: &str| json!({"type": "string", "minLength": 1, "maxLength": 200, "description": d});
+    json!({"type": "object", "additionalProperties": false,
+        "description": format!("{what}: either {{index, observation_id}} from android_observe, or a selector \
+                                {{text | text_contains | resource_id | content_desc, class?, nth?}}. Re-checked \
+                                against the screen right before acting."),
+        "properties": {
+            "index": {"type": "integer", "minimum": 0, "maximum": 100000, "description": "Element number from android_observe"},
+            "observation_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The observe call the index is from"},
+            "text": s("Exact element text"),
+            "text_contains": s("Case-insensitive substring of the element text"),
+            "resource_id": s("Full id (pkg:id/name) or just name"),
+            "content_desc": s("Substring of the content description"),
+            "class": s("Class name, full (android.widget.Button) or short (Button)"),
+            "nth": {"type": "integer", "minimum": 0, "maximum": 1000, "description": "Pick the nth match (0-based, document order) when several match"}}})
+}
+
+/// What an `element` argument asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Target {
+    Observed { index: usize, observation_id: String },
+    Selector(Selector),
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Selector {
+    pub text: Option<String>,
+    pub text_contains: Option<String>,
+    pub resource_id: Option<String>,
+    pub content_desc: Option<String>,
+    pub class: Option<String>,
+    pub nth: Option<usize>,
+}
+
+impl Selector {
+    pub fn matches(&self, e: &Element) -> bool {
+        let area = e.bounds[2] > e.bounds[0] && e.bounds[3] > e.bounds[1];
+        area && self.text.as_ref().is_none_or(|t| !e.password && e.text == *t)
+            && self
+                .text_contains
+                .as_ref()
+                .is_none_or(|t| !e.password && e.text.to_lowercase().contains(&t.to_lowercase()))
+            && self
+                .resource_id
+                .as_ref()
+                .is_none_or(|i| e.resource_id == *i || e.resource_id.ends_with(&format!(":id/{i}")))
+            && self.content_desc.as_ref().is_none_or(|d| e.content_desc.contains(d.as_str()))
+            && self.class.as_ref().is_none_or(|c| e.class == *c || e.class.rsplit('.').next() == Some(c.as_str()))
+    }
+
+    /// `text="OK", class="Button"`, for messages.
+    pub fn describe(&self) -> String {
+        [
+            ("text", &self.text),
+            ("text_contains", &self.text_contains),
+            ("resource_id", &self.resource_id),
+            ("content_desc", &self.content_desc),
+            ("class", &self.class),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v:?}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+
+    /// The string an agent was looking for, to rank the nearest texts by.
+    fn needle(&self) -> &str {
+        self.text
+            .as_deref()
+            .or(self.text_contains.as_deref())
+            .or(self.content_desc.as_deref())
+            .or(self.resource_id.as_deref())
+            .unwrap_or("")
+    }
+}
+
+/// Reads `args[name]` as a target (`None` when absent). Errors name the field and say what is accepted.
+pub fn parse(args: &Map<String, Value>, name: &str) -> Result<Option<Target>, ProtoError> {
+    let Some(v) = args.get(name) else { return Ok(None) };
+    let o = v.as_object().ok_or_else(|| invalid(format!("argument `{name}` must be an object")))?;
+    let s = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+    let sel = Selector {
+        text: s("text"),
+        text_contains: s("text_contains"),
+        resource_id: s("resource_id"),
+        content_desc: s("content_desc"),
+        class: s("class"),
+        nth: o.get("nth").and_then(Value::as_u64).map(|n| n as usize),
+    };
+    let has_criterion =
+        sel.text.is_some() || sel.text_contains.is_some() || sel.resource_id.is_some() || sel.content_desc.is_some();
+    match (o.get("index").and_then(Value::as_u64), s("observation_id")) {
+        (Some(index), Some(observation_id)) => {
+            if has_criterion || sel.class.is_some() || sel.nth.is_some() {
+                return Err(invalid(format!(
+                    "argument `{name}`: give either {{index, observation_id}} or a selector, not both"
+                )));
+            }
+            Ok(Some(Target::Observed { index: index as usize, observation_id }))
+        }
+        (Some(_), None) => Err(invalid(format!(
+            "argument `{name}.index` needs `{name}.observation_id` (the android_observe call it is from)"
+        ))),
+        (None, Some(_)) => Err(invalid(format!("argument `{name}.observation_id` needs `{name}.index`"))),
+        (None, None) if has_criterion => Ok(Some(Target::Selector(sel))),
+        (None, None) => Err(invalid(format!(
+            "argument `{name}` needs {{index, observation_id}} or at least one of text, text_contains, resource_id, \
+             content_desc"
+        ))),
+    }
+}
+
+/// An element resolved against the current screen.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub element: Element,
+    /// The observed element had moved and was found again by its identity.
+    pub re_resolved: bool,
+}
+
+impl Resolved {
+    /// Where to act: the centre of the element's bounds.
+    pub fn point(&self) -> (i64, i64) {
+        let [x, y] = self.element.center();
+        (i64::from(x), i64::from(y))
+    }
+
+    /// The `element` part of an action's result: which element, where.
+    pub fn to_json(&self) -> Value {
+        let mut v = self.element.to_json();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("package");
+        }
+        v
+    }
+}
+
+/// Same identity: class, resource id, text, content description.
+fn same_identity(a: &Element, b: &Element) -> bool {
+    a.class == b.class && a.resource_id == b.resource_id && a.text == b.text && a.content_desc == b.content_desc
+}
+
+fn has_identity(e: &Element) -> bool {
+    !e.resource_id.is_empty() || !e.text.is_empty() || !e.content_desc.is_empty()
+}
+
+fn near(a: &[i32; 4], b: &[i32; 4]) -> bool {
+    a.iter().zip(b).all(|(x, y)| (x - y).abs() <= BOUNDS_TOLERANCE)
+}
+
+/// `#12 "Item 9" (540, 700)`: an element as errors list it (never a password field's text).
+fn brief(e: &Element) -> String {
+    let [x, y] = e.center();
+    let label = if e.password {
+        "(password field)".to_owned()
+    } else if !e.text.is_empty() {
+        format!("{:?}", e.text.chars().take(40).collect::<String>())
+    } else if !e.content_desc.is_empty() {
+        format!("desc {:?}", e.content_desc.chars().take(40).collect::<String>())
+    } else if !e.resource_id.is_empty() {
+        format!("id {}", e.resource_id.rsplit('/').next().unwrap_or(&e.resource_id))
+    } else {
+        e.class.rsplit('.').next().unwrap_or(&e.class).to_owned()
+    };
+    format!("#{} {label} at ({x}, {y})", e.index)
+}
+
+fn list(els: &[&Element]) -> String {
+    let mut s: Vec<String> = els.iter().take(LISTED).map(|e| brief(e)).collect();
+    if els.len() > LISTED {
+        s.push(format!("… {} more", els.len() - LISTED));
+    }
+    s.join("; ")
+}
+
+/// Resolves `target` against `now` (a fresh dump). Pure, so every rule is unit-tested.
+pub fn resolve_in(
+    target: &Target,
+    observed: Option<&observe::Observation>,
+    now: &[Element],
+) -> Result<Resolved, ProtoError> {
+    match target {
+        Target::Observed { index, observation_id } => {
+            let obs = observed.expect("observed targets come with their observation");
+            let Some(was) = obs.elements.get(*index) else {
+                return Err(invalid(format!(
+                    "observation {observation_id} has no element {index} (its indices are 0..{})",
+                    obs.elements.len().saturating_sub(1)
+                )));
+            };
+            let same: Vec<&Element> = now.iter().filter(|e| same_identity(e, was)).collect();
+            if let Some(e) = same.iter().find(|e| near(&e.bounds, &was.bounds)) {
+                return Ok(Resolved { element: (*e).clone(), re_resolved: false });
+            }
+            if same.len() == 1 && has_identity(was) {
+                return Ok(Resolved { element: same[0].clone(), re_resolved: true });
+            }
+            let why = if same.is_empty() { "is no longer on screen" } else { "moved and is no longer unique" };
+            let candidates: Vec<&Element> = now.iter().filter(|e| e.is_interactive() && has_identity(e)).collect();
+            Err(ProtoError::new(
+                ErrorCode::StaleElement,
+                format!(
+                    "element {} of observation {observation_id} {why}; nothing was done. On screen now: {}. Call \
+                     android_observe again.",
+                    brief(was),
+                    if candidates.is_empty() { "no interactive elements".to_owned() } else { list(&candidates) }
+                ),
+            ))
+        }
+        Target::Selector(sel) => {
+            let matches: Vec<&Element> = now.iter().filter(|e| sel.matches(e)).collect();
+            match (matches.len(), sel.nth) {
+                (0, _) => Err(ProtoError::new(
+                    ErrorCode::ElementNotFound,
+                    format!(
+                        "no element matches {}; nearest texts on screen: {}",
+                        sel.describe(),
+                        nearest(sel.needle(), now)
+                    ),
+                )),
+                (n, Some(k)) if k >= n => Err(ProtoError::new(
+                    ErrorCode::ElementNotFound,
+                    format!("nth={k} but only {n} element(s) match {}: {}", sel.describe(), list(&matches)),
+                )),
+                (_, Some(k)) => Ok(Resolved { element: matches[k].clone(), re_resolved: false }),
+                (1, None) => Ok(Resolved { element: matches[0].clone(), re_resolved: false }),
+                (n, None) => Err(ProtoError::new(
+                    ErrorCode::AmbiguousElement,
+                    format!(
+                        "{n} elements match {}: {}; add `nth` (0-based) or a more specific criterion (resource_id, \
+                         class)",
+                        sel.describe(),
+                        list(&matches)
+                    ),
+                )),
+            }
+        }
+    }
+}
+
+/// The texts (and content descriptions) on screen closest to `needle`, best first, for "did you mean".
+fn nearest(needle: &str, now: &[Element]) -> String {
+    let needle = needle.to_lowercase();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut scored: Vec<(usize, String)> = now
+        .iter()
+        .filter(|e| !e.password)
+        .flat_map(|e| [e.text.clone(), e.content_desc.clone()])
+        .filter(|t| !t.is_empty() && seen.insert(t.clone()))
+        .map(|t| (distance(&needle, &t.to_lowercase()), t))
+        .collect();
+    scored.sort();
+    if scored.is_empty() {
+        return "none (the screen has no text)".into();
+    }
+    scored
+        .iter()
+        .take(5)
+        .map(|(_, t)| format!("{:?}", t.chars().take(40).collect::<String>()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Levenshtein distance over chars, with a containing string counted as closest.
+fn distance(a: &str, b: &str) -> usize {
+    if !a.is_empty() && b.contains(a) {
+        return b.chars().count() - a.chars().count();
+    }
+    let a: Vec<char> = a.chars().take(100).collect();
+    let b: Vec<char> = b.chars().take(100).collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Resolves `target` on the bound phone: looks up the observation (same channel, same device, not expired),
+/// dumps the UI now and applies [`resolve_in`].
+pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
+    let obs = match target {
+        Target::Observed { observation_id, .. } => {
+            Some(observe::recall(&c.call.channel_id, &c.device, observation_id)?)
+        }
+        Target::Selector(_) => None,
+    };
+    let now = ui::dump(c, DUMP_DEADLINE).await?;
+    resolve_in(target, obs.as_deref(), &now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn el(index: usize, text: &str, id: &str, bounds: [i32; 4]) -> Element {
+        let mut e = ui::parse_dump(&format!(
+            r#"<hierarchy><node text="{text}" resource-id="{id}" class="android.widget.Button" package="p" content-desc="" clickable="true" enabled="true" bounds="[{},{}][{},{}]" /></hierarchy>"#,
+            bounds[0], bounds[1], bounds[2], bounds[3]
+        ))
+        .unwrap()
+        .remove(0);
+        e.index = index;
+        e
+    }
+
+    fn obs(elements: Vec<Element>) -> observe::Observation {
+        observe::Observation {
+            id: "obs_1".into(),
+            device: crate::device::DeviceKey { server: "s".into(), serial: "x".into() },
+            created: Instant::now(),
+            elements,
+        }
+    }
+
+    fn observed(index: usize) -> Target {
+        Target::Observed { index, observation_id: "obs_1".into() }
+    }
+
+    fn sel(f: impl FnOnce(&mut Selector)) -> Target {
+        let mut s = Selector::default();
+        f(&mut s);
+        Target::Selector(s)
+    }
+
+    #[test]
+    fn observed_elements_are_checked_then_re_resolved_or_stale() {
+        let then =
+            vec![el(0, "Item 1", "p:id/row", [0, 100, 100, 200]), el(1, "Item 2", "p:id/row", [0, 200, 100, 300])];
+        let o = obs(then.clone());
+        // Unchanged (a few pixels of jitter allowed).
+        let mut moved_a_bit = then.clone();
+        moved_a_bit[1].bounds[1] += 3;
+        let r = resolve_in(&observed(1), Some(&o), &moved_a_bit).unwrap();
+        assert_eq!((r.element.text.as_str(), r.re_resolved), ("Item 2", false));
+        // Scrolled: found again by identity, at its new place.
+        let scrolled =
+            vec![el(0, "Item 2", "p:id/row", [0, 50, 100, 150]), el(1, "Item 3", "p:id/row", [0, 150, 100, 250])];
+        let r = resolve_in(&observed(1), Some(&o), &scrolled).unwrap();
+        assert_eq!((r.element.text.as_str(), r.re_resolved, r.point()), ("Item 2", true, (50, 100)));
+        // Gone: stale, listing what is there now.
+        let gone = vec![el(0, "Item 7", "p:id/row", [0, 100, 100, 200])];
+        let e = resolve_in(&observed(1), Some(&o), &gone).unwrap_err();
+        assert_eq!(e.code, ErrorCode::StaleElement);
+        assert!(e.message.contains("\"Item 2\"") && e.message.contains("#0 \"Item 7\" at (50, 150)"), "{e}");
+        // Moved and now twice on screen: refuse rather than guess.
+        let twice = vec![el(0, "Item 2", "p:id/row", [0, 0, 100, 90]), el(1, "Item 2", "p:id/row", [0, 500, 100, 600])];
+        assert_eq!(resolve_in(&observed(1), Some(&o), &twice).unwrap_err().code, ErrorCode::StaleElement);
+        // An index the observation does not have.
+        assert_eq!(resolve_in(&observed(9), Some(&o), &then).unwrap_err().code, ErrorCode::InvalidArguments);
+    }
+
+    #[test]
+    fn selectors_resolve_or_explain() {
+        let now = vec![
+            el(0, "OK", "p:id/ok_left", [0, 0, 100, 50]),
+            el(1, "OK", "p:id/ok_right", [200, 0, 300, 50]),
+            el(2, "Settings", "p:id/settings", [0, 100, 300, 150]),
+        ];
+        let e = resolve_in(&sel(|s| s.text = Some("OK".into())), None, &now).unwrap_err();
+        assert_eq!(e.code, ErrorCode::AmbiguousElement);
+        assert!(e.message.contains("#0 \"OK\" at (50, 25)") && e.message.contains("#1 \"OK\" at (250, 25)"), "{e}");
+        let r = resolve_in(&sel(|s| (s.text, s.nth) = (Some("OK".into()), Some(1))), None, &now).unwrap();
+        assert_eq!(r.element.index, 1);
+        let r = resolve_in(&sel(|s| s.resource_id = Some("ok_right".into())), None, &now).unwrap();
+        assert_eq!(r.point(), (250, 25));
+        let r =
+            resolve_in(&sel(|s| (s.text_contains, s.class) = (Some("sett".into()), Some("Button".into()))), None, &now);
+        assert_eq!(r.unwrap().element.index, 2);
+        let e = resolve_in(&sel(|s| s.text = Some("Setings".into())), None, &now).unwrap_err();
+        assert_eq!(e.code, ErrorCode::ElementNotFound);
+        assert!(
+            e.message.starts_with("no element matches text=\"Setings\"; nearest texts on screen: \"Settings\""),
+            "{e}"
+        );
+        let e = resolve_in(&sel(|s| (s.text, s.nth) = (Some("OK".into()), Some(2))), None, &now).unwrap_err();
+        assert_eq!(e.code, ErrorCode::ElementNotFound);
+    }
+
+    #[test]
+    fn parse_checks_the_shape() {
+        let p = |v: Value| parse(json!({ "element": v }).as_object().unwrap(), "element");
+        assert_eq!(p(json!({"index": 3, "observation_id": "o"})).unwrap(), Some(observed_id(3, "o")));
+        assert!(p(json!({"index": 3})).unwrap_err().message.contains("observation_id"));
+        assert!(p(json!({"index": 3, "observation_id": "o", "text": "x"})).is_err());
+        assert!(p(json!({"class": "Button"})).is_err(), "class alone is too broad");
+        assert!(matches!(p(json!({"text": "OK", "nth": 1})).unwrap(), Some(Target::Selector(_))));
+        assert_eq!(parse(&Map::new(), "element").unwrap(), None);
+    }
+
+    fn observed_id(index: usize, id: &str) -> Target {
+        Target::Observed { index, observation_id: id.into() }
+    }
+
+    #[test]
+    fn password_text_is_never_matched_or_listed() {
+        let mut pw = el(0, "hunter2", "p:id/pw", [0, 0, 10, 10]);
+        pw.password = true;
+        let e = resolve_in(&sel(|s| s.text = Some("hunter2".into())), None, &[pw]).unwrap_err();
+        assert!(!e.message.contains("hunter2") || e.message.starts_with("no element matches text=\"hunter2\""));
+        assert!(!e.message["no element matches text=\"hunter2\"".len()..].contains("hunter2"), "{e}");
+    }
+}

@@ -1,0 +1,278 @@
+//! `android_observe` and element-targeted actions end to end: real connector binary → real adb server → simulated
+//! phone. Effects are asserted on the phone's own event log and click log (which element a tap hit).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::adb::*;
+use common::*;
+use serde_json::{json, Value};
+use xagent_adb_connector::sim::{InputEvent, SimPhone};
+use xagent_adb_connector::tools::observe::{glyph_on, mark_metrics, MARK_COLOR};
+
+struct Rig {
+    adb: Arc<AdbServer>,
+    sim: SimPhone,
+    serial: String,
+    srv: Server,
+    c: Client,
+    ch: String,
+    _dir: tempfile::TempDir,
+}
+
+async fn rig() -> Rig {
+    let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("127.0.0.1:{}", adb.port);
+    let srv = Server::start(dir.path(), &["--adb-server", &server], &[]);
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch = c.bind(None).await;
+    Rig { adb, sim, serial, srv, c, ch, _dir: dir }
+}
+
+impl Rig {
+    /// Changes the phone behind the connector's back, as a person (or the app itself) would.
+    async fn sim_shell(&self, cmd: &str) {
+        let (adb, serial, cmd) = (self.adb.clone(), self.serial.clone(), cmd.to_owned());
+        let out = blocking(move || adb.adb(&["-s", &serial, "shell", &cmd])).await;
+        assert_eq!(out.status, Some(0), "{}", out.stderr);
+    }
+
+    async fn invoke(&mut self, tool: &str, args: Value) -> Value {
+        let mut a = args;
+        a["connector_channel_id"] = json!(self.ch);
+        let ch = self.ch.clone();
+        let ack = self.c.request("tool.invoke", Some(&ch), json!({"tool_id": tool, "arguments": a})).await;
+        assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
+        ack
+    }
+
+    async fn ok(&mut self, tool: &str, args: Value) -> Value {
+        let ack = self.invoke(tool, args).await;
+        assert!(ack.get("error").is_none(), "{tool} failed: {ack}");
+        ack["payload"]["result"].clone()
+    }
+
+    async fn err(&mut self, tool: &str, args: Value) -> (String, String) {
+        let ack = self.invoke(tool, args).await;
+        (error_code(&ack).to_owned(), ack["error"]["message"].as_str().unwrap_or("").to_owned())
+    }
+
+    async fn demo_app(&mut self) {
+        self.ok("android_app_launch", json!({"package": "com.xagent.demo"})).await;
+    }
+}
+
+fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(120), f)
+}
+
+fn find<'a>(obs: &'a Value, text: &str) -> &'a Value {
+    obs["elements"].as_array().unwrap().iter().find(|e| e["text"] == text).unwrap_or_else(|| panic!("{text}: {obs}"))
+}
+
+fn centre(e: &Value) -> (i32, i32) {
+    (e["center"][0].as_i64().unwrap() as i32, e["center"][1].as_i64().unwrap() as i32)
+}
+
+fn luma(p: &image::Rgb<u8>) -> f64 {
+    0.299 * f64::from(p.0[0]) + 0.587 * f64::from(p.0[1]) + 0.114 * f64::from(p.0[2])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_returns_a_marked_screenshot_the_elements_and_the_phone_state() {
+    bounded(async {
+        let mut r = rig().await;
+        let obs = r.ok("android_observe", json!({"quality": 90})).await;
+        assert!(obs["observation_id"].as_str().unwrap().starts_with("obs_"), "{obs}");
+        assert_eq!((obs["screen_width"].as_u64(), obs["screen_height"].as_u64()), (Some(1080), Some(2400)));
+        assert_eq!((obs["width"].as_u64(), obs["height"].as_u64()), (Some(576), Some(1280)));
+        assert_eq!(obs["orientation"], "portrait");
+        assert_eq!(obs["foreground_package"], "com.android.launcher3");
+        assert_eq!(obs["keyboard_shown"], false);
+        let button = find(&obs, "Increment").clone();
+        assert_eq!(button["marked"], true, "interactive elements are marked: {button}");
+        assert!(find(&obs, "Sim Home").get("marked").is_none(), "plain text is listed but not marked");
+
+        // The image: decode the downloaded JPEG and find the button's box and its number.
+        let url = obs["files"][0]["download_url"].as_str().unwrap().to_owned();
+        let resp = get(r.srv.addr, &url).await;
+        assert_eq!(resp.status, 200);
+        let img = image::load_from_memory(&resp.body).unwrap().into_rgb8();
+        assert_eq!(img.dimensions(), (576, 1280));
+        let s = 576.0 / 1080.0;
+        let b: Vec<f64> = button["bounds"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() * s).collect();
+        let (x0, y0, x1, y1) = (b[0].round() as u32, b[1].round() as u32, b[2].round() as u32, b[3].round() as u32);
+        let (lw, cell) = mark_metrics(1280);
+        let is_mark = |p: &image::Rgb<u8>| (0..3).all(|i| (i32::from(p.0[i]) - i32::from(MARK_COLOR[i])).abs() < 60);
+        let (mx, my) = ((x0 + x1) / 2, (y0 + y1) / 2);
+        for (x, y) in [(mx, y0 + lw / 2), (mx, y1 - 1 - lw / 2), (x0 + lw / 2, my), (x1 - 1 - lw / 2, my)] {
+            assert!(is_mark(img.get_pixel(x, y)), "box edge at ({x},{y}): {:?}", img.get_pixel(x, y));
+        }
+        assert!(!is_mark(img.get_pixel(mx, my)), "the box is an outline; the button shows through");
+        // The label at the box's top-left corner reads the element's index.
+        let index = button["index"].as_u64().unwrap().to_string();
+        let (lx, ly) = (x0 + lw, y0 + lw);
+        for (i, d) in index.bytes().enumerate() {
+            let gx = lx + cell + i as u32 * 4 * cell;
+            for row in 0..5 {
+                for col in 0..3 {
+                    let p = img.get_pixel(gx + col * cell + cell / 2, ly + cell + row * cell + cell / 2);
+                    assert_eq!(luma(p) > 170.0, glyph_on(d - b'0', col, row), "label digit {d} ({col},{row}): {p:?}");
+                }
+            }
+        }
+
+        // Unchanged screen, same numbers; a focused field shows the keyboard.
+        let again = r.ok("android_observe", json!({"marks": false})).await;
+        assert_eq!(find(&again, "Increment")["index"], button["index"]);
+        assert_ne!(again["observation_id"], obs["observation_id"]);
+        let field = obs["elements"].as_array().unwrap().iter().find(|e| e["class"] == "EditText").unwrap().clone();
+        let oid = obs["observation_id"].clone();
+        r.ok("android_tap", json!({"element": {"index": field["index"], "observation_id": oid}})).await;
+        let typing = r.ok("android_observe", json!({"only_interactive": true})).await;
+        assert_eq!(typing["keyboard_shown"], true);
+        assert!(typing["elements"].as_array().unwrap().iter().all(|e| e["marked"] == true), "{typing}");
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tap_by_index_lands_on_the_centre_re_resolves_a_moved_element_and_never_taps_a_stale_one() {
+    bounded(async {
+        let mut r = rig().await;
+        r.demo_app().await;
+        let obs = r.ok("android_observe", json!({})).await;
+        let oid = obs["observation_id"].clone();
+        let (item3, item5, item2) =
+            (find(&obs, "Item 3").clone(), find(&obs, "Item 5").clone(), find(&obs, "Item 2").clone());
+
+        // Unchanged screen: the tap lands on the element's centre.
+        r.sim.clear_events();
+        let tap = r.ok("android_tap", json!({"element": {"index": item3["index"], "observation_id": oid}})).await;
+        let (x, y) = centre(&item3);
+        assert_eq!(r.sim.events(), vec![InputEvent::Tap { x, y }]);
+        assert_eq!(r.sim.clicks(), vec!["Item 3"]);
+        assert_eq!((tap["x"].as_i64(), tap["y"].as_i64()), (Some(x.into()), Some(y.into())));
+        assert_eq!((tap["element"]["text"].clone(), tap["re_resolved"].clone()), (json!("Item 3"), json!(false)));
+
+        // The list scrolls between observe and act: the element is found again where it is now.
+        r.sim_shell("input swipe 540 1500 540 1200 50").await;
+        assert_eq!(r.sim.list_offset(), 300);
+        r.sim.clear_events();
+        let tap = r.ok("android_tap", json!({"element": {"index": item5["index"], "observation_id": oid}})).await;
+        assert_eq!(tap["re_resolved"], true, "{tap}");
+        let (x, y) = centre(&item5);
+        assert_eq!(r.sim.events(), vec![InputEvent::Tap { x, y: y - 300 }], "moved with the list");
+        assert_eq!(r.sim.clicks().last().map(String::as_str), Some("Item 5"));
+
+        // Scrolled so far that the element left the screen: stale, and nothing is tapped.
+        r.sim_shell("input swipe 540 2000 540 700 50").await;
+        r.sim.clear_events();
+        let (code, msg) =
+            r.err("android_tap", json!({"element": {"index": item2["index"], "observation_id": oid}})).await;
+        assert_eq!(code, "stale_element", "{msg}");
+        assert!(msg.contains("\"Item 2\"") && msg.contains("On screen now: ") && msg.contains("\"Item 12\""), "{msg}");
+        let (code, _) =
+            r.err("android_long_press", json!({"element": {"index": item2["index"], "observation_id": oid}})).await;
+        assert_eq!(code, "stale_element");
+        assert_eq!(r.sim.events(), vec![], "a stale index never taps");
+
+        // Unknown observation, both forms at once.
+        let (code, msg) = r.err("android_tap", json!({"element": {"index": 1, "observation_id": "obs_nope"}})).await;
+        assert_eq!(code, "observation_expired", "{msg}");
+        let (code, msg) = r.err("android_tap", json!({"x": 5, "y": 5, "element": {"text": "OK", "nth": 0}})).await;
+        assert_eq!(
+            (code.as_str(), msg.as_str()),
+            ("invalid_arguments", "give either `element` or `x` and `y`, not both")
+        );
+        let (code, _) = r.err("android_tap", json!({"x": 5})).await;
+        assert_eq!(code, "invalid_arguments");
+        assert_eq!(r.sim.events(), vec![]);
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selectors_refuse_ambiguity_suggest_near_texts_and_type_into_fields() {
+    bounded(async {
+        let mut r = rig().await;
+        r.demo_app().await;
+        r.sim.clear_events();
+        let (code, msg) = r.err("android_tap", json!({"element": {"text": "OK"}})).await;
+        assert_eq!(code, "ambiguous_element");
+        assert!(msg.starts_with("2 elements match text=\"OK\": #") && msg.contains("nth"), "{msg}");
+        let (code, msg) = r.err("android_tap", json!({"element": {"text": "Okay"}})).await;
+        assert_eq!(code, "element_not_found");
+        assert!(msg.contains("nearest texts on screen: \"OK\""), "{msg}");
+        assert_eq!(r.sim.events(), vec![], "no tap on a refused selector");
+
+        let tap = r.ok("android_tap", json!({"element": {"text": "OK", "nth": 1}})).await;
+        assert_eq!(tap["element"]["resource_id"], "com.xagent.demo:id/ok_right");
+        let tap2 = r.ok("android_long_press", json!({"element": {"resource_id": "ok_left", "class": "Button"}})).await;
+        assert_eq!(tap2["duration_ms"], 800);
+        assert_eq!(r.sim.clicks(), vec!["OK (right)".to_owned()], "a long press is not a click");
+        let (x, y) = (tap["x"].as_i64().unwrap() as i32, tap["y"].as_i64().unwrap() as i32);
+        let (lx, ly) = (tap2["x"].as_i64().unwrap() as i32, tap2["y"].as_i64().unwrap() as i32);
+        assert_eq!(
+            r.sim.events(),
+            vec![InputEvent::Tap { x, y }, InputEvent::Swipe { x1: lx, y1: ly, x2: lx, y2: ly, duration_ms: 800 }]
+        );
+
+        // Typing into a field by selector: focus tap on its centre, then the text.
+        r.ok("android_key", json!({"key": "HOME"})).await;
+        r.sim.clear_events();
+        let typed = r.ok("android_input_text", json!({"text": "hi", "element": {"resource_id": "input"}})).await;
+        assert_eq!(typed["element"]["class"], "EditText");
+        let (x, y) = centre(&typed["element"]);
+        assert_eq!(r.sim.events(), vec![InputEvent::Tap { x, y }, InputEvent::Text("hi".into())]);
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scroll_until_finds_the_row_or_says_what_it_saw() {
+    bounded(async {
+        let mut r = rig().await;
+        r.demo_app().await;
+        let found = r
+            .ok(
+                "android_scroll",
+                json!({"direction": "down", "element": {"resource_id": "list"}, "until": {"text": "Item 25"}}),
+            )
+            .await;
+        assert_eq!((found["found"].clone(), found["element"]["text"].clone()), (json!(true), json!("Item 25")));
+        let swipes = found["swipes"].as_u64().unwrap();
+        assert!((1..=5).contains(&swipes), "{found}");
+        let swipe_count = r.sim.events().iter().filter(|e| matches!(e, InputEvent::Swipe { .. })).count();
+        assert_eq!(swipe_count as u64, swipes);
+        // The row it returned is where it is: tapping its centre clicks it.
+        let (x, y) = centre(&found["element"]);
+        r.ok("android_tap", json!({"x": x, "y": y})).await;
+        assert_eq!(r.sim.clicks().last().map(String::as_str), Some("Item 25"));
+
+        // Down to the end: the list stops moving, and the error lists what was seen.
+        let (code, msg) =
+            r.err("android_scroll", json!({"direction": "down", "until": {"text": "Item 99"}, "max_swipes": 10})).await;
+        assert_eq!(code, "element_not_found");
+        assert!(msg.contains("end reached") && msg.contains("\"Item 30\""), "{msg}");
+        let (code, msg) = r.err("android_scroll", json!({"direction": "up", "max_swipes": 11})).await;
+        assert_eq!(code, "invalid_arguments", "{msg}");
+        let (code, _) =
+            r.err("android_scroll", json!({"direction": "up", "until": {"index": 1, "observation_id": "obs_x"}})).await;
+        assert_eq!(code, "invalid_arguments");
+        // Without `until`: one swipe up.
+        let before = r.sim.list_offset();
+        let up = r.ok("android_scroll", json!({"direction": "up", "element": {"resource_id": "list"}})).await;
+        assert_eq!(up["swipes"], 1);
+        assert!(r.sim.list_offset() < before);
+    })
+    .await
+    .expect("test timed out");
+}
