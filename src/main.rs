@@ -39,8 +39,16 @@ fn fail(e: cli::ConfigError) -> ExitCode {
     ExitCode::from(e.code as u8)
 }
 
+/// The runtime. Blocking threads serve SQLite writes (serialised by the store's mutex anyway), file I/O and JPEG
+/// encoding: a burst of calls ending together (hundreds of stuck calls timing out at once) must not leave hundreds of
+/// idle threads behind, so the pool is small and an idle thread exits after a second instead of tokio's ten.
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(32)
+        .thread_keep_alive(std::time::Duration::from_secs(1))
+        .build()
+        .expect("tokio runtime")
 }
 
 /// Serves until SIGTERM/Ctrl-C, then drains.
