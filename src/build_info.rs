@@ -31,3 +31,19 @@ pub const LONG_VERSION: &str = concat!(
     env!("XAGENT_VERSION_DETAIL"),
     ", protocol 3.0, profile xagent.device.v1)"
 );
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm). Shared by every
+/// place that prints a UTC date without a date crate (`audit tail`, the simulated phone's logcat); `build.rs` keeps
+/// its own copy because a build script cannot use the crate.
+pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}

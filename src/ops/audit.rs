@@ -96,23 +96,9 @@ pub fn tail(data_dir: &Path, n: u64, json: bool) -> i32 {
 /// Milliseconds since the epoch as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T12:00:00.123Z`.
 pub fn utc(ms: u64) -> String {
     let secs = (ms / 1000) as i64;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let (y, mo, d) = crate::build_info::civil_from_days(secs.div_euclid(86_400));
     let rem = secs.rem_euclid(86_400);
     format!("{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60, ms % 1000)
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]

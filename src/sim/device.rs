@@ -214,7 +214,7 @@ impl Device {
 pub fn format_log(l: &LogLine, format: &str) -> String {
     let secs = (l.unix_ms / 1000) as i64;
     let ms = l.unix_ms % 1000;
-    let (_, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let (_, mo, d) = crate::build_info::civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
     let (hh, mm, ss) = (sod / 3600, (sod % 3600) / 60, sod % 60);
     let ts = format!("{mo:02}-{d:02} {hh:02}:{mm:02}:{ss:02}.{ms:03}");
@@ -225,18 +225,4 @@ pub fn format_log(l: &LogLine, format: &str) -> String {
         "raw" => l.msg.clone(),
         _ => format!("{ts} {:5} {:5} {} {}: {}", l.pid, l.tid, l.prio, l.tag, l.msg),
     }
-}
-
-/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's civil-from-days).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
