@@ -237,7 +237,8 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         return crate::cli::exit::FAILURE;
     }
     sayln!(
-        "\nNow try it yourself (Ctrl-C to stop):\n  curl -s http://{addr}/connector-card.json | head -40\n  curl -s \
+        "\nNow try it yourself (Ctrl-C to stop):\n  open http://{addr}/ in a browser: the device wall (live phones)\n  \
+         curl -s http://{addr}/connector-card.json | head -40\n  curl -s \
          http://{addr}/health\n  curl -s http://{addr}/skill.md\n  websocat -H 'Sec-WebSocket-Protocol: \
          xagent.connector.packet.v1' ws://{addr}/ws   # then paste packets from device-profile/examples/session.jsonl\n  \
          (websocat is one static binary: https://github.com/vi/websocat/releases, or `cargo install websocat`;\n   \
