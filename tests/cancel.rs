@@ -56,10 +56,9 @@ async fn rig(cfg: SimConfig, extra: &[&str]) -> Rig {
 }
 
 impl Rig {
-    async fn invoke(&mut self, tool: &str, mut args: Value) -> Value {
-        args["connector_channel_id"] = json!(self.ch);
+    async fn invoke(&mut self, tool: &str, args: Value) -> Value {
         let ch = self.ch.clone();
-        self.c.request("tool.invoke", Some(&ch), json!({"tool_id": tool, "arguments": args})).await
+        self.c.invoke(&ch, tool, args).await
     }
 
     async fn ok(&mut self, tool: &str, args: Value) -> Value {

@@ -15,15 +15,6 @@ fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
     tokio::time::timeout(Duration::from_secs(120), f)
 }
 
-async fn tap(c: &mut Client, ch: &str, x: i64, y: i64) -> Value {
-    c.request(
-        "tool.invoke",
-        Some(ch),
-        json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": x, "y": y}}),
-    )
-    .await
-}
-
 async fn wait_push(c: &mut Client, ch: &str, status: &str) -> Value {
     loop {
         let v = c.recv().await;
@@ -49,7 +40,7 @@ async fn adb_server_killed_and_restarted_is_followed() {
         let a = adb.clone();
         blocking(move || a.adb(&["kill-server"])).await;
         wait_push(&mut c, &ch, "offline").await;
-        let e = tap(&mut c, &ch, 1, 1).await;
+        let e = c.tap(&ch, 1, 1).await;
         assert_eq!(error_code(&e), "device_offline");
 
         let (a, s) = (adb.clone(), serial.clone());
@@ -61,7 +52,7 @@ async fn adb_server_killed_and_restarted_is_followed() {
         })
         .await;
         wait_push(&mut c, &ch, "connected").await;
-        let ok = tap(&mut c, &ch, 2, 2).await;
+        let ok = c.tap(&ch, 2, 2).await;
         assert!(ok.get("error").is_none(), "{ok}");
         assert_eq!(sim.events(), vec![InputEvent::Tap { x: 2, y: 2 }]);
         assert!(srv
@@ -85,8 +76,8 @@ async fn one_connector_fronts_several_adb_servers() {
         c.hello(None).await;
         let ch1 = c.bind(Some(&serial1)).await;
         let ch2 = c.bind(Some(&serial2)).await;
-        tap(&mut c, &ch1, 101, 1).await;
-        tap(&mut c, &ch2, 202, 2).await;
+        c.tap(&ch1, 101, 1).await;
+        c.tap(&ch2, 202, 2).await;
         assert_eq!(sim1.events(), vec![InputEvent::Tap { x: 101, y: 1 }]);
         assert_eq!(sim2.events(), vec![InputEvent::Tap { x: 202, y: 2 }]);
         let _ = (adb1, adb2);
@@ -136,7 +127,7 @@ async fn sixteen_phones_several_channels_no_cross_talk() {
                 }
                 for round in 0..3 {
                     for (i, ch) in &mine {
-                        let a = tap(&mut c, ch, (*i as i64) * 10 + round, 7).await;
+                        let a = c.tap(ch, (*i as i64) * 10 + round, 7).await;
                         assert!(a.get("error").is_none(), "{a}");
                     }
                 }
@@ -187,7 +178,7 @@ async fn no_adb_server_is_ever_spawned_by_the_connector() {
                 .await;
             assert!(a.get("error").is_none(), "{a}");
         }
-        tap(&mut c, &ch, 3, 3).await;
+        c.tap(&ch, 3, 3).await;
         assert!(!marker.exists(), "the connector ran adb: {:?}", std::fs::read_to_string(&marker));
     })
     .await
@@ -254,7 +245,7 @@ async fn device_actions_are_audited_in_a_tamper_evident_chain() {
         let mut c = ws(srv.addr, None).await;
         c.hello(None).await;
         let ch = c.bind(None).await;
-        tap(&mut c, &ch, 4, 4).await;
+        c.tap(&ch, 4, 4).await;
         let typed = json!({"tool_id": "android_input_text", "arguments": {"connector_channel_id": ch, "text": "s3cret-pin"},
                            "context": {"tool_call_id": "call_txt"}});
         c.request("tool.invoke", Some(&ch), typed).await;

@@ -42,10 +42,8 @@ impl Rig {
     }
 
     async fn invoke(&mut self, tool: &str, args: Value) -> Value {
-        let mut a = args;
-        a["connector_channel_id"] = json!(self.ch);
         let ch = self.ch.clone();
-        let ack = self.c.request("tool.invoke", Some(&ch), json!({"tool_id": tool, "arguments": a})).await;
+        let ack = self.c.invoke(&ch, tool, args).await;
         assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
         ack
     }

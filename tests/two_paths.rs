@@ -8,17 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::adb::*;
 use common::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use xagent_adb_connector::sim::InputEvent;
-
-async fn tap(c: &mut Client, ch: &str, x: i64, y: i64) -> Value {
-    c.request(
-        "tool.invoke",
-        Some(ch),
-        json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": x, "y": y}}),
-    )
-    .await
-}
 
 /// Polls `/health` until the connector sees exactly one device, online (bounded).
 async fn one_online_device(srv: &Server, why: &str) {
@@ -44,7 +35,7 @@ async fn paths_joined(srv: &Server, n: usize) {
 
 async fn tap_lands(c: &mut Client, ch: &str, sim: &xagent_adb_connector::sim::SimPhone, x: i64) {
     sim.clear_events();
-    let ack = tap(c, ch, x, 7).await;
+    let ack = c.tap(ch, x, 7).await;
     assert!(ack["error"].is_null(), "{ack}");
     assert!(sim.events().contains(&InputEvent::Tap { x: x as i32, y: 7 }), "{:?}", sim.events());
 }

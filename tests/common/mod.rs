@@ -290,6 +290,18 @@ impl Client {
         }
     }
 
+    /// `tool.invoke` of `tool` on `channel`, with the channel id in the arguments as xAgent sends it; the reply
+    /// (an ack, or an `error` packet for routing failures).
+    pub async fn invoke(&mut self, channel: &str, tool: &str, mut args: Value) -> Value {
+        args["connector_channel_id"] = json!(channel);
+        self.request("tool.invoke", Some(channel), json!({"tool_id": tool, "arguments": args})).await
+    }
+
+    /// `android_tap` at (x, y) on `channel`; the reply.
+    pub async fn tap(&mut self, channel: &str, x: i64, y: i64) -> Value {
+        self.invoke(channel, "android_tap", json!({"x": x, "y": y})).await
+    }
+
     pub async fn hello(&mut self, connector_id: Option<&str>) -> String {
         let mut p = json!({"connector_card_id": "device.adb", "protocol_version": "3.0",
                            "supported_profiles": ["xagent.im.v2", "xagent.device.v1"]});
