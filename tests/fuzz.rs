@@ -143,7 +143,7 @@ fn packet_validator() -> &'static jsonschema::Validator {
     static V: OnceLock<jsonschema::Validator> = OnceLock::new();
     V.get_or_init(|| {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/xagent-schemas/xagent.connector.packet.v1.schema.json");
+            .join("tests/fixtures/xagent-schemas/xagent.connector.packet.v1.schema.json");
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("official schema {} missing: {e}", path.display()));
         jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()

@@ -1,7 +1,8 @@
 //! Wire types and validation of the xAgent Connector Common Protocol 3.0: no I/O here.
 //!
-//! Only this module knows JSON field names of the wire. Everything is unit-tested against the official schemas in
-//! `../shared/xagent-schemas/` and the cross-rules of the protocol text.
+//! Only this module knows JSON field names of the wire. The cross-rules of the protocol text are unit-tested here;
+//! everything the connector sends is checked against the official schemas (vendored in
+//! `tests/fixtures/xagent-schemas/`) by the integration tests.
 
 pub mod card;
 pub mod descriptor;

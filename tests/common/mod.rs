@@ -1,5 +1,5 @@
 //! Test support: run the real binary on an ephemeral loopback port, speak raw HTTP/1.1 and WebSocket to it, and
-//! validate what it sends against the official schemas in `../shared/xagent-schemas/`.
+//! validate what it sends against the official schemas vendored in `tests/fixtures/xagent-schemas/`.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -20,10 +20,10 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 pub const T: Duration = Duration::from_secs(10);
 
 pub fn schema_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/xagent-schemas")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/xagent-schemas")
 }
 
-/// A compiled official schema. Panics with a clear message when the shared schemas are missing (CI has them).
+/// A compiled official schema (vendored copy, see `tests/fixtures/xagent-schemas/SOURCE.md`).
 pub fn schema(name: &str) -> jsonschema::Validator {
     let path = schema_dir().join(name);
     let text =
