@@ -257,6 +257,33 @@ async fn a_hung_device_times_out_and_the_worker_recovers() {
     .expect("test timed out");
 }
 
+/// A phone whose adbd stops answering (the transport is up, the adb server is healthy, stream OPENs go
+/// unanswered) is a `device_timeout` naming the phone and the command, not the adb server's fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_that_stops_answering_is_a_device_timeout_naming_it() {
+    bounded(async {
+        let mut r = rig().await;
+        r.ok("android_device_status", json!({})).await; // caches the screen size
+        r.sim.set_fault(Fault::Unresponsive);
+        let a = r.invoke("android_input_text", json!({"text": "hunter2 secret"})).await;
+        assert_eq!(error_code(&a), "device_timeout", "{a}");
+        let msg = a["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(&r.serial), "names the phone: {msg}");
+        assert!(msg.contains("input text"), "names the command: {msg}");
+        assert!(!msg.contains("adb server did not answer"), "blames the adb server: {msg}");
+        assert!(!msg.contains("hunter2"), "typed text leaked: {msg}");
+        let a = r.invoke("android_tap", json!({"x": 5, "y": 5})).await;
+        assert_eq!(error_code(&a), "device_timeout", "{a}");
+        assert!(a["error"]["message"].as_str().unwrap().contains("input tap"), "{a}");
+        // The phone comes back: the next command runs.
+        r.sim.set_fault(Fault::None);
+        r.ok("android_tap", json!({"x": 6, "y": 6})).await;
+        assert_eq!(r.sim.events().last(), Some(&InputEvent::Tap { x: 6, y: 6 }));
+    })
+    .await
+    .expect("test timed out");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthorized_device_is_reported_and_refused() {
     bounded(async {

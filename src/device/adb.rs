@@ -374,7 +374,11 @@ impl AdbBackend {
             Ok(r) => r,
             Err(_) => Err(ProtoError::new(
                 ErrorCode::DeviceTimeout,
-                format!("the device did not answer within {} ms (the command was hung up)", deadline.as_millis()),
+                format!(
+                    "the phone {} did not answer within {} ms (the command was hung up)",
+                    path.serial,
+                    deadline.as_millis()
+                ),
             )),
         }
     }
@@ -398,7 +402,17 @@ impl AdbBackend {
         ordered: bool,
         deadline: Duration,
     ) -> Result<ShellOut, ProtoError> {
-        self.op(key, ordered, deadline, |d| async move { d.shell(cmd).await }).await
+        self.op(key, ordered, deadline, |d| async move { d.shell(cmd).await }).await.map_err(|mut e| {
+            // Name the command (program and verb only: arguments may be typed text) in a timeout.
+            if e.code == ErrorCode::DeviceTimeout && !e.message.contains('`') {
+                e.message = e.message.replacen(
+                    " did not answer ",
+                    &format!(" did not answer `{}` ", super::shell::label(cmd)),
+                    1,
+                );
+            }
+            e
+        })
     }
 
     /// `exec:CMD`: raw stdout, at most `cap` bytes. An observation unless `ordered`.

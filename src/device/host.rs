@@ -43,7 +43,8 @@ impl std::fmt::Display for HostError {
     }
 }
 
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bound on each read/write of a host-protocol exchange (connect, request, status, reply block).
+pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 async fn read_exact(s: &mut TcpStream, buf: &mut [u8]) -> Result<(), HostError> {
     match timeout(IO_TIMEOUT, s.read_exact(buf)).await {

@@ -19,6 +19,25 @@ pub fn quote(s: &str) -> String {
     out
 }
 
+/// What an error may say about a command: its program and, for tools with verbs (`input tap`, `dumpsys window`,
+/// `am start`), the verb — never further arguments, which can carry typed text or other secrets.
+pub fn label(cmd: &str) -> String {
+    let mut words = cmd.split_whitespace();
+    let Some(prog) = words.next() else { return String::new() };
+    let prog: String = prog.chars().take(40).collect();
+    let verb_tools = ["input", "dumpsys", "am", "pm", "cmd", "wm", "settings", "uiautomator", "screencap", "getprop"];
+    match words.next() {
+        Some(v)
+            if verb_tools.contains(&prog.as_str())
+                && v.len() <= 24
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-') =>
+        {
+            format!("{prog} {v}")
+        }
+        _ => prog,
+    }
+}
+
 /// `input text` treats `%s` as a space and cannot type a literal `%s`; spaces must be sent as `%s`. This splits
 /// the text into chunks that each encode exactly the original characters, for one `input text` call each.
 pub fn input_text_chunks(text: &str) -> Vec<String> {
@@ -65,6 +84,17 @@ pub fn base64(data: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_name_the_command_but_never_its_arguments() {
+        assert_eq!(label("input text 'hunter2'"), "input text");
+        assert_eq!(label("input tap 5 5"), "input tap");
+        assert_eq!(label("dumpsys window displays | grep x"), "dumpsys window");
+        assert_eq!(label("echo 'secret'"), "echo");
+        assert_eq!(label("am broadcast -a ADB_INPUT_B64 --es msg aGk="), "am broadcast");
+        assert_eq!(label("input 'secret with spaces'"), "input");
+        assert_eq!(label(""), "");
+    }
 
     #[test]
     fn quoting_neutralises_every_metacharacter() {

@@ -85,6 +85,18 @@ pub async fn features(server: SocketAddr, serial: &str) -> Result<Vec<String>, P
     Ok(text.split(',').map(|f| f.trim().to_owned()).filter(|f| !f.is_empty()).collect())
 }
 
+/// `shell,v2,raw:input tap 1 2` → `shell: input tap`; never the command's arguments (see [`super::shell::label`]).
+fn service_label(service: &str) -> String {
+    let (kind, rest) = service.split_once(':').unwrap_or((service, ""));
+    let kind = kind.split(',').next().unwrap_or(kind);
+    // `shell_v1` wraps the command in `sh -c '…'`.
+    let rest = rest.strip_prefix("sh -c '").unwrap_or(rest);
+    match kind {
+        "shell" | "exec" => format!("{kind}: {}", super::shell::label(rest)),
+        _ => kind.to_owned(),
+    }
+}
+
 /// A connection to one device service. Dropping it closes the TCP connection and with it the device stream.
 pub struct Stream {
     s: TcpStream,
@@ -94,7 +106,21 @@ pub struct Stream {
 /// Opens `service` on the device `serial` through the adb server at `server`.
 pub async fn open(server: SocketAddr, serial: &str, service: &str) -> Result<Stream, ProtoError> {
     let mut s = host::request(server, &format!("host:transport:{serial}")).await.map_err(map_host_error)?;
-    host::send_request(&mut s, service).await.map_err(map_host_error)?;
+    // The adb server answered `host:transport:` itself; it answers the service request only once the phone has
+    // accepted the stream (adbd's OKAY to our OPEN). Silence here is the phone's, not the server's: saying
+    // "adb server did not answer" would send the operator after a healthy server.
+    host::send_request(&mut s, service).await.map_err(|e| match e {
+        HostError::Timeout => ProtoError::new(
+            ErrorCode::DeviceTimeout,
+            format!(
+                "the phone {serial} did not answer `{}` within {} s (the adb server is answering; the phone's adbd \
+                 or its USB/network link is hung — replug or reboot the phone)",
+                service_label(service),
+                host::IO_TIMEOUT.as_secs()
+            ),
+        ),
+        e => map_host_error(e),
+    })?;
     let _ = s.set_nodelay(true);
     let what = service.split(':').next().unwrap_or(service).to_owned();
     Ok(Stream { s, what })

@@ -83,6 +83,10 @@ pub enum Fault {
     Latency(Duration),
     /// Shell/exec commands are accepted (and logged) but not answered until the fault changes.
     Hang,
+    /// adbd is wedged: the transport stays up (the adb server still lists the device as `device`), but service
+    /// OPENs are never answered — no OKAY, no CLSE — as on a phone whose adbd or USB stack hangs. The adb server
+    /// then never answers the host's service request either.
+    Unresponsive,
     /// Existing transports are closed and new TCP connections are closed immediately, so the adb
     /// server first shows the device `offline` and then drops it.
     Offline,

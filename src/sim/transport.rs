@@ -391,6 +391,10 @@ impl Conn {
         if remote == 0 {
             return;
         }
+        if *self.shared.fault.borrow() == Fault::Unresponsive {
+            tracing::debug!("sim: unresponsive, leaving an OPEN unanswered");
+            return;
+        }
         let end = m.data.iter().position(|b| *b == 0).unwrap_or(m.data.len());
         let raw = &m.data[..end];
         // abb/abb_exec separate arguments with NULs, so take everything up to the trailing NUL.
