@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, watch};
 
+use super::formats;
 use super::host;
 pub use super::transport::ShellOut;
 use super::transport::{self, FbHeader, FileStat};
@@ -34,6 +35,8 @@ pub struct AdbBackend {
     changes: broadcast::Sender<DeviceKey>,
     locks: Mutex<HashMap<DeviceKey, Arc<tokio::sync::Mutex<()>>>>,
     screen: Mutex<HashMap<DeviceKey, (u32, u32)>>,
+    /// Last rotation read per device and when: reused for [`ROTATION_TTL`] (a turn of the phone is seen within it).
+    rotations: Mutex<HashMap<DeviceKey, (Instant, u8)>>,
     reachable: Mutex<HashMap<SocketAddrV4, bool>>,
     /// Devices verified reachable since they last came online, with `ro.product.model` as the phone reports it
     /// (the adb server's `model:` is sanitised: `Pixel_7__sim_`). A device the adb server lists as `device` counts
@@ -90,6 +93,7 @@ impl AdbBackend {
             changes: broadcast::channel(256).0,
             locks: Mutex::new(HashMap::new()),
             screen: Mutex::new(HashMap::new()),
+            rotations: Mutex::new(HashMap::new()),
             reachable: Mutex::new(HashMap::new()),
             verified: Mutex::new(HashMap::new()),
             verifying: Mutex::new(std::collections::HashSet::new()),
@@ -492,7 +496,8 @@ impl AdbBackend {
             return Ok(*s);
         }
         let out = self.shell_ok(key, "wm size", false, Duration::from_secs(5)).await?;
-        let size = parse_wm_size(&out)
+        let size = formats::wm_size(&out)
+            .effective()
             .ok_or_else(|| ProtoError::new(ErrorCode::ToolInvokeFailed, "could not read the screen size (wm size)"))?;
         self.screen.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), size);
         Ok(size)
@@ -500,11 +505,19 @@ impl AdbBackend {
 }
 
 impl AdbBackend {
-    /// The display's current rotation in quarter turns (0–3) from the touch mapper (`dumpsys input`).
-    /// A device whose touch mapper prints no `SurfaceOrientation` (grep exits 1) counts as unrotated.
+    /// The display's current rotation in quarter turns (0–3) from the touch mapper (`dumpsys input`, one round
+    /// trip; every form of the versions, see [`formats::rotation`]), reused for [`ROTATION_TTL`]. A phone that
+    /// prints none of them counts as unrotated.
     pub async fn rotation(&self, key: &DeviceKey) -> Result<u8, ProtoError> {
-        let out = self.shell(key, "dumpsys input | grep SurfaceOrientation", false, Duration::from_secs(5)).await?;
-        Ok(parse_rotation(&out.stdout).unwrap_or(0))
+        if let Some((at, r)) = self.rotations.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+            if at.elapsed() < ROTATION_TTL {
+                return Ok(*r);
+            }
+        }
+        let out = self.shell(key, ROTATION_COMMAND, false, Duration::from_secs(5)).await?;
+        let r = formats::rotation(&out.stdout).unwrap_or(0);
+        self.rotations.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (Instant::now(), r));
+        Ok(r)
     }
 
     /// The screen size in the current orientation: the natural size, swapped when rotated a quarter turn.
@@ -545,23 +558,12 @@ impl Device {
     }
 }
 
-/// `SurfaceOrientation: 1` → 1.
-pub fn parse_rotation(text: &str) -> Option<u8> {
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("SurfaceOrientation:")?.trim().parse::<u8>().ok())
-        .filter(|r| *r < 4)
-}
+/// How long a rotation read is reused: a burst of taps costs one `dumpsys input`, a turned phone is seen within 1 s.
+pub const ROTATION_TTL: Duration = Duration::from_secs(1);
 
-/// `Physical size: 1080x2400` / `Override size: 720x1600` → the size in effect.
-pub fn parse_wm_size(text: &str) -> Option<(u32, u32)> {
-    let find = |prefix: &str| {
-        text.lines().find_map(|l| l.trim().strip_prefix(prefix)).and_then(|v| {
-            let (w, h) = v.trim().split_once('x')?;
-            Some((w.trim().parse().ok()?, h.trim().parse().ok()?))
-        })
-    };
-    find("Override size:").or_else(|| find("Physical size:"))
-}
+/// The lines of `dumpsys input` that [`formats::rotation`] reads, in every version's form.
+const ROTATION_COMMAND: &str =
+    "dumpsys input | grep -E 'SurfaceOrientation:|InputDeviceOrientation:|Viewport INTERNAL:'; true";
 
 impl Backend for AdbBackend {
     fn auth_flows(&self) -> Vec<AuthFlow> {
@@ -675,16 +677,10 @@ mod tests {
 
     #[test]
     fn wm_size_prefers_override() {
-        assert_eq!(parse_wm_size("Physical size: 1080x2400\n"), Some((1080, 2400)));
-        assert_eq!(parse_wm_size("Physical size: 1080x2400\nOverride size: 720x1600\n"), Some((720, 1600)));
-        assert_eq!(parse_wm_size("garbage"), None);
-    }
-
-    #[test]
-    fn rotation_parses() {
-        assert_eq!(parse_rotation("      SurfaceOrientation: 1\n"), Some(1));
-        assert_eq!(parse_rotation("nothing"), None);
-        assert_eq!(parse_rotation("SurfaceOrientation: 9"), None);
+        let size = |t: &str| formats::wm_size(t).effective();
+        assert_eq!(size("Physical size: 1080x2400\n"), Some((1080, 2400)));
+        assert_eq!(size("Physical size: 1080x2400\nOverride size: 720x1600\n"), Some((720, 1600)));
+        assert_eq!(size("garbage"), None);
     }
 
     #[test]

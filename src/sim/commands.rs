@@ -1010,39 +1010,138 @@ fn monkey(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
 }
 
 fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
-    let fg = dev.ui.foreground.component();
     let on = dev.ui.screen_on;
     match args.first().copied() {
         Some("battery") => io.out(&format!(
             "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n  Wireless powered: false\n  Dock powered: false\n  Max charging current: 500000\n  Max charging voltage: 5000000\n  Charge counter: 3100000\n  status: 2\n  health: 2\n  present: true\n  level: {}\n  scale: 100\n  voltage: 4210\n  temperature: 268\n  technology: Li-ion\n",
             dev.battery_level
         )),
-        Some("input") => {
-            // Rotation follows `settings put system user_rotation N` (auto-rotate is off on the sim).
-            let rot = dev.settings.get(&("system".to_string(), "user_rotation".to_string())).and_then(|v| v.parse::<u8>().ok()).unwrap_or(0) % 4;
-            io.out(&format!("INPUT MANAGER (dumpsys input)\n\nInput Reader State:\n  Device 4: sec_touchscreen\n    Touch Input Mapper (mode - DIRECT):\n      Viewport INTERNAL: displayId=0, orientation={rot}\n      SurfaceOrientation: {rot}\n"))
-        }
-        Some("window") => io.out(&format!(
-            "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5f3a2b1 u0 {fg}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{a1b2c3 4242:u0a10123}}\n\n  mGlobalConfiguration={{1.0 ?mcc?mnc [en_US] ldltr sw411dp w411dp h914dp {}dpi nrml long port finger -keyb/v/h -nav/h winConfig={{ mBounds=Rect(0, 0 - {}, {}) }}}}\n  mHasPermanentDpad=false\n  mTopFocusedDisplayId=0\n  mCurrentFocus=Window{{5f3a2b1 u0 {fg}}}\n  mFocusedApp=ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n  mScreenOn={on}\n  mAwake={on}\n  mScreenOnEarly={on} mScreenOnFully={on}\n  mKeyguardDrawComplete=true mWindowManagerDrawComplete=true\n  mDreamingLockscreen=false\n  mShowingDream=false mDreamingLockscreen=false\n  isKeyguardShowing=false\n",
-            dev.cfg.density, dev.cfg.screen_width, dev.cfg.screen_height
-        )),
-        Some("activity") => io.out(&format!(
-            "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n  * Task{{9a8b7c6 #12 type=standard A=10123:{} U=0 visible=true mode=fullscreen translucent=false sz=1}}\n    * ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n\n  ResumedActivity: ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n    mResumedActivity: ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n    mFocusedApp=ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n",
-            dev.ui.foreground.package
-        )),
-        // The soft keyboard is up while a text field has focus.
-        Some("input_method") => io.out(&format!(
-            "Input Method Manager Service state:\n  mCurMethodId={}\n  mServedView=null\n  mInputShown={}\n  mShowRequested={}\n",
-            dev.settings.get(&("secure".to_string(), "default_input_method".to_string())).map_or("null", String::as_str),
-            dev.ui.text_focused && dev.ui.on_home(),
-            dev.ui.text_focused && dev.ui.on_home()
-        )),
+        Some("input") => io.out(&dumpsys_input(dev)),
+        Some("window") => match args.get(1).copied() {
+            Some("windows" | "w") => io.out(&dumpsys_window_windows(dev)),
+            Some("displays" | "d") => io.out(&dumpsys_window_displays(dev)),
+            // Anything else prints every section, as `dumpsys window` without arguments does.
+            _ => io.out(&format!("{}\n{}", dumpsys_window_displays(dev), dumpsys_window_windows(dev))),
+        },
+        Some("activity") => io.out(&dumpsys_activities(dev)),
+        Some("input_method") => io.out(&dumpsys_input_method(dev)),
         Some("power") => io.out(&format!("POWER MANAGER (dumpsys power)\n  mWakefulness={}\n  mDisplayReady=true\n  Display Power: state={}\n", if on { "Awake" } else { "Asleep" }, if on { "ON" } else { "OFF" })),
         Some("display") => io.out(&format!("DISPLAY MANAGER (dumpsys display)\n  mDefaultDisplay: DisplayDeviceInfo{{\"Built-in Screen\": {} x {}, {} fps, density {}}}\n", dev.cfg.screen_width, dev.cfg.screen_height, 60, dev.cfg.density)),
         Some(other) => io.out(&format!("Can't find service: {other}\n")),
         None => io.out("Currently running services:\n  activity\n  battery\n  display\n  input_method\n  package\n  power\n  window\n"),
     }
     0
+}
+
+/// The simulated display's rotation (quarter turns): `settings put system user_rotation N` (auto-rotate is off).
+fn sim_rotation(dev: &Device) -> u8 {
+    dev.settings
+        .get(&("system".to_string(), "user_rotation".to_string()))
+        .and_then(|v| v.parse::<u8>().ok())
+        .unwrap_or(0)
+        % 4
+}
+
+/// `pkg/pkg.Act` → `pkg/.Act`, as ActivityRecord prints a component inside its own package.
+fn short_component(package: &str, activity: &str) -> String {
+    match activity.strip_prefix(package) {
+        Some(rest) if rest.starts_with('.') => format!("{package}/{rest}"),
+        _ => format!("{package}/{activity}"),
+    }
+}
+
+/// ` u0` from 4.2 (API 17, multi-user); absent before (tests/fixtures/real: `focus-4.1-*`).
+fn user_tag(dev: &Device) -> &'static str {
+    if dev.cfg.sdk >= 17 {
+        " u0"
+    } else {
+        ""
+    }
+}
+
+/// The focus pair in the form of the SDK level: `mFocusedApp=AppWindowToken{… ActivityRecord{… t12}}}` up to 9
+/// (API 28), `mFocusedApp=ActivityRecord{… t12}` from 10 (tests/fixtures/real/INDEX.md).
+fn focus_lines(dev: &Device, indent: &str) -> String {
+    let fg = &dev.ui.foreground;
+    let u = user_tag(dev);
+    let record = format!("ActivityRecord{{7c8d9e0{u} {} t12}}", short_component(&fg.package, &fg.activity));
+    let app =
+        if dev.cfg.sdk >= 29 { record } else { format!("AppWindowToken{{3e1f2a7 token=Token{{91b5c04 {record}}}}}") };
+    format!("{indent}mCurrentFocus=Window{{5f3a2b1{u} {}}}\n{indent}mFocusedApp={app}\n", fg.component())
+}
+
+/// `dumpsys window windows`: the window list. Up to Android 10 (API 29 already moved them, see appium-adb
+/// `dumpWindows`) the focus lines follow it; from then on they are only in the display section. The screen and
+/// keyguard lines stay here.
+fn dumpsys_window_windows(dev: &Device) -> String {
+    let on = dev.ui.screen_on;
+    let u = user_tag(dev);
+    let focus = if dev.cfg.sdk <= 28 { focus_lines(dev, "  ") } else { String::new() };
+    format!(
+        "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5f3a2b1{u} {fg}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{a1b2c3 4242:u0a10123}}\n\n  mGlobalConfiguration={{1.0 ?mcc?mnc [en_US] ldltr sw411dp w411dp h914dp {dpi}dpi nrml long port finger -keyb/v/h -nav/h winConfig={{ mBounds=Rect(0, 0 - {w}, {h}) }}}}\n  mHasPermanentDpad=false\n  mTopFocusedDisplayId=0\n{focus}  mScreenOn={on}\n  mAwake={on}\n  mScreenOnEarly={on} mScreenOnFully={on}\n  mKeyguardDrawComplete=true mWindowManagerDrawComplete=true\n  mDreamingLockscreen=false\n  mShowingDream=false mDreamingLockscreen=false\n  isKeyguardShowing=false\n",
+        fg = dev.ui.foreground.component(),
+        dpi = dev.cfg.density,
+        w = dev.cfg.screen_width,
+        h = dev.cfg.screen_height,
+    )
+}
+
+/// `dumpsys window displays`: one section per display (`Display: mDisplayId=0 …`); from Android 10 each holds
+/// its `mCurrentFocus`/`mFocusedApp` pair (uiautomator2 issue #816, Android 12: INDEX.md `focus-12-*`).
+fn dumpsys_window_displays(dev: &Device) -> String {
+    let (w, h) = (dev.cfg.screen_width, dev.cfg.screen_height);
+    let rot = sim_rotation(dev);
+    let (cw, ch) = if rot % 2 == 1 { (h, w) } else { (w, h) };
+    let focus =
+        if dev.cfg.sdk >= 29 { format!("\n  mLayoutSeq=105\n{}", focus_lines(dev, "  ")) } else { String::new() };
+    format!(
+        "WINDOW MANAGER DISPLAY CONTENTS (dumpsys window displays)\n  Display: mDisplayId=0 rootTasks=2\n    init={w}x{h} {dpi}dpi cur={cw}x{ch} app={cw}x{ch} rng={w}x{w}-{h}x{h}\n    deferred=false mLayoutNeeded=false\n{focus}\n  DisplayRotation\n    mRotation={rot} mDeferredRotationPauseCount=0\n",
+        dpi = dev.cfg.density
+    )
+}
+
+/// `dumpsys activity activities`: `mResumedActivity:` and, from Android 10, `topResumedActivity=`.
+fn dumpsys_activities(dev: &Device) -> String {
+    let fg = &dev.ui.foreground;
+    let u = user_tag(dev);
+    let rec = format!("ActivityRecord{{7c8d9e0{u} {} t12}}", short_component(&fg.package, &fg.activity));
+    let top = if dev.cfg.sdk >= 29 { format!("  topResumedActivity={rec}\n") } else { String::new() };
+    format!(
+        "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n  * Task{{9a8b7c6 #12 type=standard A=10123:{} U=0 visible=true mode=fullscreen translucent=false sz=1}}\n    * {rec}\n\n    mResumedActivity: {rec}\n{top}",
+        fg.package
+    )
+}
+
+/// `dumpsys input`: the touchscreen's orientation as the SDK level prints it — `SurfaceOrientation: N` up to 12,
+/// `InputDeviceOrientation: N` on 13–14, `InputDeviceOrientation: RotationN` (degrees) from 15 — and the
+/// built-in viewport's `orientation=N` (INDEX.md `input-*`).
+fn dumpsys_input(dev: &Device) -> String {
+    let rot = sim_rotation(dev);
+    let (w, h) = (dev.cfg.screen_width, dev.cfg.screen_height);
+    let (lw, lh) = if rot % 2 == 1 { (h, w) } else { (w, h) };
+    let orientation = match dev.cfg.sdk {
+        0..=32 => format!("SurfaceOrientation: {rot}"),
+        33..=34 => format!("InputDeviceOrientation: {rot}"),
+        _ => format!("InputDeviceOrientation: Rotation{}", u32::from(rot) * 90),
+    };
+    format!(
+        "INPUT MANAGER (dumpsys input)\n\nInput Reader State (Nums of device: 1):\n  Device 4: sec_touchscreen\n    Generation: 12\n    IsExternal: false\n    Sources: TOUCHSCREEN\n    Touch Input Mapper (mode - DIRECT):\n      Parameters:\n        GestureMode: MULTI_TOUCH\n        DeviceType: TOUCH_SCREEN\n        OrientationAware: true\n        Orientation: 0\n      Viewport INTERNAL: displayId=0, uniqueId=local:0, port=0, orientation={rot}, logicalFrame=[0, 0, {lw}, {lh}], physicalFrame=[0, 0, {lw}, {lh}], deviceSize=[{w}, {h}], isActive=[1]\n      {orientation}\n      Translation and Scaling Factors:\n        XScale: 1.000\n        YScale: 1.000\n"
+    )
+}
+
+/// `dumpsys input_method`: up to 13 one line `mShowRequested=… mShowExplicitlyRequested=… mShowForced=…
+/// mInputShown=…`; from 14 `mInputShown=` alone on its line (INDEX.md `ime-*`). The soft keyboard is up while
+/// a text field has focus.
+fn dumpsys_input_method(dev: &Device) -> String {
+    let shown = dev.ui.text_focused && dev.ui.on_home();
+    let ime =
+        dev.settings.get(&("secure".to_string(), "default_input_method".to_string())).map_or("null", String::as_str);
+    let state = if dev.cfg.sdk >= 34 {
+        format!("  mInputShown={shown}\n")
+    } else {
+        format!("  mShowRequested={shown} mShowExplicitlyRequested=false mShowForced=false mInputShown={shown}\n")
+    };
+    format!("Input Method Manager Service state:\n  mCurMethodId={ime}\n  mServedView=null\n{state}")
 }
 
 fn prio_rank(p: char) -> u8 {

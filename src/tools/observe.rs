@@ -20,7 +20,8 @@ use super::screen::{self, CapturePath, Format, DEFAULT_PATH};
 use super::ui::{self, Element};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
-use crate::device::DeviceKey;
+use crate::device::formats;
+use crate::device::{Backend, DeviceKey};
 use crate::files::{self, NewFile};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
@@ -207,11 +208,6 @@ fn fill(img: &mut RgbImage, x0: u32, y0: u32, x1: u32, y1: u32, color: [u8; 3], 
 
 // ---- the tool ----------------------------------------------------------------------------------------------------
 
-/// `mInputShown=true` in `dumpsys input_method`: the soft keyboard is up.
-fn keyboard_shown(text: &str) -> bool {
-    text.lines().any(|l| l.trim().starts_with("mInputShown=true") || l.contains(" mInputShown=true"))
-}
-
 fn element_schema() -> Value {
     json!({"type": "object", "required": ["index", "class", "bounds", "center"], "properties": {
         "index": {"type": "integer", "description": "The number on the mark; pass it with observation_id as `element`"},
@@ -257,6 +253,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "screen_width": {"type": "integer", "description": "In the current orientation"},
                     "screen_height": {"type": "integer"},
                     "orientation": {"type": "string", "enum": ["portrait", "landscape"]},
+                    "rotation_degrees": {"type": "integer", "enum": [0, 90, 180, 270], "description": "The display's rotation from its natural orientation (Surface.ROTATION_*); screen_width/height, element bounds and the image are in this rotated space"},
                     "foreground_package": {"type": "string"}, "foreground_activity": {"type": "string"},
                     "keyboard_shown": {"type": "boolean"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
@@ -292,12 +289,10 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
             }
         }
     };
-    let state = c.adb.shell(
-        &c.device,
-        "dumpsys window windows | grep -E 'mCurrentFocus|mFocusedApp'; dumpsys input_method | grep mInputShown",
-        false,
-        d,
-    );
+    // One round trip for the foreground (the section that prints it depends on the version) and the keyboard.
+    let sdk = c.adb.info(&c.device).and_then(|i| i.sdk);
+    let state_cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
+    let state = c.adb.shell(&c.device, &state_cmd, false, d);
     let geometry = async { (c.adb.screen_size(&c.device).await, c.adb.rotation(&c.device).await.ok()) };
     let (frame, elements, state, (size, rotation)) = tokio::join!(frame, ui::dump(&c, d), state, geometry);
     let (frame, elements, (nw, nh)) = (frame?, elements?, size?);
@@ -355,10 +350,11 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
         "width": w, "height": h, "scale": (scale * 10_000.0).round() / 10_000.0,
         "screen_width": screen_w, "screen_height": screen_h,
         "orientation": if landscape { "landscape" } else { "portrait" },
-        "keyboard_shown": keyboard_shown(&state),
+        "rotation_degrees": u16::from(rotation.unwrap_or(0)) * 90,
+        "keyboard_shown": formats::keyboard_shown(&state).unwrap_or(false),
         "count": listed.len(), "truncated": truncated, "elements": listed,
     });
-    if let Some((pkg, act)) = super::status::foreground(&state) {
+    if let Some((pkg, act)) = formats::foreground(&state) {
         out["foreground_package"] = json!(pkg);
         out["foreground_activity"] = json!(act);
     }
@@ -452,12 +448,5 @@ mod tests {
         let e = recall(&ch, &other, &format!("obs_{ch}_{}", OBSERVATIONS_PER_CHANNEL + 1)).unwrap_err();
         assert!(e.message.contains("another device"), "{e}");
         assert!(recall("some_other_channel", &dev, &format!("obs_{ch}_9")).is_err(), "other channels never see it");
-    }
-
-    #[test]
-    fn keyboard_state() {
-        assert!(keyboard_shown("Input Method Manager\n  mInputShown=true\n"));
-        assert!(!keyboard_shown("  mInputShown=false\n"));
-        assert!(!keyboard_shown(""));
     }
 }

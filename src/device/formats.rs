@@ -1,0 +1,277 @@
+//! Parsers of what phones print: `dumpsys window` / `activity` (foreground), `dumpsys input` (rotation),
+//! `dumpsys input_method` (soft keyboard), `dumpsys battery`, `wm size`, `getprop`. Pure functions, no I/O.
+//!
+//! Every format here changed across Android versions and vendors; each parser is table-tested over outputs
+//! recorded on real phones (`tests/fixtures/real/`, provenance in its `INDEX.md`). Phones are hostile input too:
+//! nothing here indexes without checking, and names taken from the output are checked against a grammar.
+
+use std::collections::BTreeMap;
+
+/// What [`foreground_command`] runs. Android ≤ 10 prints the focus lines under `dumpsys window windows`;
+/// from 11 (appium-adb already switches at API 29) only in the display section (`dumpsys window displays`), one
+/// `mCurrentFocus`/`mFocusedApp` pair per display. The section headers (`WINDOW MANAGER …`, `Display:
+/// mDisplayId=N`) are kept so that [`foreground`] knows which display a pair belongs to.
+const FOCUS_GREP: &str = "grep -E 'WINDOW MANAGER|Display: mDisplayId=|mCurrentFocus=|mFocusedApp='";
+
+/// The one shell command whose output [`foreground`] reads, for a phone of this SDK level (`None`: unknown, ask
+/// both sections). Always exits 0, so that "no focus" is not a failed command.
+pub fn foreground_command(sdk: Option<u32>) -> String {
+    match sdk {
+        Some(s) if s >= 30 => format!("dumpsys window displays | {FOCUS_GREP}; true"),
+        Some(s) if s <= 28 => format!("dumpsys window windows | {FOCUS_GREP}; true"),
+        _ => format!("dumpsys window displays | {FOCUS_GREP}; dumpsys window windows | {FOCUS_GREP}; true"),
+    }
+}
+
+/// `pkg/.Act` or `pkg/pkg.Act` → (package, fully qualified activity), when both are well-formed names.
+fn component(word: &str) -> Option<(String, String)> {
+    let word = word.trim_end_matches(['}', ',', ':']);
+    let (pkg, act) = word.split_once('/')?;
+    let java = |s: &str, extra: &[char]| {
+        !s.is_empty()
+            && s.len() <= 255
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || extra.contains(&c))
+    };
+    if !java(pkg, &[]) || !pkg.contains('.') || pkg.starts_with('.') || !java(act, &['$']) {
+        return None;
+    }
+    let act = if act.starts_with('.') { format!("{pkg}{act}") } else { act.to_owned() };
+    Some((pkg.to_owned(), act))
+}
+
+/// The first `package/activity` word of a line.
+fn component_in(line: &str) -> Option<(String, String)> {
+    line.split(|c: char| c.is_whitespace() || c == '{').find_map(component)
+}
+
+/// The app in front of the main display (display 0), from the output of [`foreground_command`], a full or
+/// sectioned `dumpsys window`, or `dumpsys activity activities` (`mResumedActivity:` / `topResumedActivity=`).
+///
+/// Per display, a focused window with a component wins; a focused window without one (`NotificationShade`, a TV
+/// overlay, `Window{com.android.systemui:b3ce339 u0 NotificationShade type=2040 }`) falls back to the display's
+/// focused app. With several displays, display 0's pair is taken; lines outside a display section (Android ≤ 10's
+/// `windows` section, or grepped lines without headers) are used when display 0 says nothing.
+pub fn foreground(text: &str) -> Option<(String, String)> {
+    // (display, current focus component, focused app component) in the order met.
+    #[derive(Default)]
+    struct Pair {
+        current: Option<(String, String)>,
+        app: Option<(String, String)>,
+    }
+    let mut display0 = Pair::default();
+    let mut loose = Pair::default();
+    let mut others = Pair::default();
+    let mut display: Option<u32> = None;
+    for line in text.lines().take(200_000) {
+        let t = line.trim();
+        if t.starts_with("WINDOW MANAGER ") || t.starts_with("ACTIVITY MANAGER ") {
+            display = None;
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("Display: mDisplayId=") {
+            display = rest.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse().ok());
+            continue;
+        }
+        let slot = match display {
+            Some(0) => &mut display0,
+            None => &mut loose,
+            Some(_) => &mut others,
+        };
+        if let Some(v) = t.strip_prefix("mCurrentFocus=") {
+            if slot.current.is_none() {
+                slot.current = component_in(v);
+            }
+        } else if let Some(v) = t.strip_prefix("mFocusedApp=").or_else(|| {
+            t.strip_prefix("mResumedActivity:")
+                .or_else(|| t.strip_prefix("topResumedActivity="))
+                .or_else(|| t.strip_prefix("ResumedActivity:"))
+        }) {
+            if slot.app.is_none() {
+                slot.app = component_in(v);
+            }
+        }
+    }
+    [display0, loose, others].into_iter().find_map(|p| p.current.or(p.app))
+}
+
+/// The display's rotation in quarter turns (0–3) from `dumpsys input`: `SurfaceOrientation: N` (≤ 12),
+/// `InputDeviceOrientation: N` (13–14), `InputDeviceOrientation: RotationN` (15+), else the
+/// `Viewport INTERNAL: … orientation=N` line (the built-in display's viewport, all versions since 9).
+pub fn rotation(text: &str) -> Option<u8> {
+    let quarter = |v: &str| -> Option<u8> {
+        let v = v.trim();
+        let n: u32 = v.strip_prefix("Rotation").unwrap_or(v).trim().parse().ok()?;
+        match n {
+            0..=3 => Some(n as u8),
+            90 | 180 | 270 => Some((n / 90) as u8),
+            _ => None,
+        }
+    };
+    let mut viewport = None;
+    for line in text.lines().take(200_000) {
+        let t = line.trim();
+        if let Some(v) = t.strip_prefix("SurfaceOrientation:").or_else(|| t.strip_prefix("InputDeviceOrientation:")) {
+            if let Some(r) = quarter(v) {
+                return Some(r);
+            }
+        }
+        if viewport.is_none() && t.starts_with("Viewport INTERNAL:") {
+            viewport = t.split([' ', ',']).find_map(|w| w.strip_prefix("orientation=")).and_then(quarter);
+        }
+    }
+    viewport
+}
+
+/// Whether the soft keyboard is shown, from `dumpsys input_method`: `mInputShown=` is one field of the
+/// `mShowRequested=… mInputShown=…` line up to 13 and alone on its line from 14. `None` if neither is there.
+pub fn keyboard_shown(text: &str) -> Option<bool> {
+    text.lines().take(200_000).find_map(|l| {
+        let i = l.find("mInputShown=")?;
+        // A field of its own: at the line start or after a space (not e.g. `mLastInputShown=`).
+        if i > 0 && !l[..i].ends_with(char::is_whitespace) {
+            return None;
+        }
+        let v = l[i + "mInputShown=".len()..].split_whitespace().next()?;
+        match v {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        }
+    })
+}
+
+/// `dumpsys battery`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Battery {
+    pub level: Option<i64>,
+    pub plugged: bool,
+    /// BatteryManager.BATTERY_STATUS_*: `charging`, `discharging`, `not_charging`, `full`, `unknown`.
+    pub status: &'static str,
+}
+
+/// `key: value` lines of `dumpsys battery` (vendor extras such as `mod level:` or `Charge counter:` ignored).
+/// A `scale` other than 100 turns `level` into a percentage.
+pub fn battery(text: &str) -> Battery {
+    let get = |k: &str| {
+        text.lines().take(10_000).find_map(|l| {
+            let (a, b) = l.trim().split_once(':')?;
+            (a.trim() == k).then(|| b.trim().to_owned())
+        })
+    };
+    let num = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
+    let level = match (num("level"), num("scale")) {
+        (Some(l), Some(s)) if s > 0 && s != 100 => Some(l.saturating_mul(100) / s),
+        (l, _) => l,
+    }
+    .filter(|l| (0..=100).contains(l));
+    let plugged = ["AC powered", "USB powered", "Wireless powered", "Dock powered"]
+        .iter()
+        .any(|k| get(k).as_deref() == Some("true"));
+    // Plugged in is not the same as charging (a full or an overheated battery is plugged but not charging).
+    let status = match num("status") {
+        Some(2) => "charging",
+        Some(3) => "discharging",
+        Some(4) => "not_charging",
+        Some(5) => "full",
+        _ => "unknown",
+    };
+    Battery { level, plugged, status }
+}
+
+/// `wm size`: the physical size and the override (`wm size WxH`) if any. Both are of the natural (portrait)
+/// orientation whatever the rotation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WmSize {
+    pub physical: Option<(u32, u32)>,
+    pub overridden: Option<(u32, u32)>,
+}
+
+impl WmSize {
+    /// The size in effect: an override wins.
+    pub fn effective(&self) -> Option<(u32, u32)> {
+        self.overridden.or(self.physical)
+    }
+}
+
+pub fn wm_size(text: &str) -> WmSize {
+    let find = |prefix: &str| {
+        text.lines().find_map(|l| l.trim().strip_prefix(prefix)).and_then(|v| {
+            let (w, h) = v.trim().split_once('x')?;
+            let (w, h): (u32, u32) = (w.trim().parse().ok()?, h.trim().parse().ok()?);
+            (w > 0 && h > 0 && w <= 100_000 && h <= 100_000).then_some((w, h))
+        })
+    };
+    WmSize { physical: find("Physical size:"), overridden: find("Override size:") }
+}
+
+/// `getprop` (all properties): `[key]: [value]` per property; a value may span several lines (e.g.
+/// `ro.build.description` on some vendor builds, or values with embedded newlines), ending at the `]` that
+/// closes a line. Values are bounded to 8 KiB each, at most 10 000 properties.
+pub fn getprop(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if out.len() >= 10_000 {
+            break;
+        }
+        let Some(rest) = line.trim_start().strip_prefix('[') else { continue };
+        let Some((key, rest)) = rest.split_once("]: [") else { continue };
+        let mut value = String::from(rest);
+        // Continue until a line ends with `]`.
+        while !value.ends_with(']') {
+            match lines.next() {
+                Some(next) if value.len() < 8192 => {
+                    value.push('\n');
+                    value.push_str(next);
+                }
+                _ => break,
+            }
+        }
+        let value = value.strip_suffix(']').unwrap_or(&value);
+        let value: String = value.chars().take(8192).collect();
+        out.insert(key.to_owned(), value);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn components_are_checked() {
+        assert_eq!(component("com.a/.B}"), Some(("com.a".into(), "com.a.B".into())));
+        assert_eq!(component("com.a/com.b.C$D,"), Some(("com.a".into(), "com.b.C$D".into())));
+        assert_eq!(component("a/b"), None, "a package has a dot");
+        assert_eq!(component("com.a/../../x;rm"), None);
+        assert_eq!(component("NotificationShade"), None);
+    }
+
+    #[test]
+    fn foreground_prefers_display_0_and_falls_back_from_overlays() {
+        let t = "WINDOW MANAGER DISPLAY CONTENTS (dumpsys window displays)\n  Display: mDisplayId=1\n  \
+                 mCurrentFocus=Window{1 u0 com.x/.Cover}\n  mFocusedApp=ActivityRecord{2 u0 com.x/.Cover t3}\n  \
+                 Display: mDisplayId=0 rootTasks=7\n  mCurrentFocus=Window{3 u0 NotificationShade}\n  \
+                 mFocusedApp=ActivityRecord{4 u0 com.y/.Main t9}\n";
+        assert_eq!(foreground(t), Some(("com.y".into(), "com.y.Main".into())));
+        assert_eq!(foreground("  mCurrentFocus=null\n  mFocusedApp=null\n"), None);
+    }
+
+    #[test]
+    fn rotation_forms() {
+        assert_eq!(rotation("      SurfaceOrientation: 1\n"), Some(1));
+        assert_eq!(rotation("    InputDeviceOrientation: 3\n"), Some(3));
+        assert_eq!(rotation("    InputDeviceOrientation: Rotation90\n"), Some(1));
+        assert_eq!(rotation("Viewport INTERNAL: displayId=0, uniqueId=local:0, port=0, orientation=2, x"), Some(2));
+        assert_eq!(rotation("SurfaceOrientation: 9"), None);
+        assert_eq!(rotation("nothing"), None);
+    }
+
+    #[test]
+    fn getprop_multi_line() {
+        let p = getprop("[a.b]: [1]\n[c.d]: [two\nlines]\n[e]: []\n");
+        assert_eq!(p.get("a.b").map(String::as_str), Some("1"));
+        assert_eq!(p.get("c.d").map(String::as_str), Some("two\nlines"));
+        assert_eq!(p.get("e").map(String::as_str), Some(""));
+    }
+}
