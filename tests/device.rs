@@ -447,3 +447,55 @@ async fn side_effects_run_once_per_tool_call_id() {
     .await
     .expect("test timed out");
 }
+
+/// The phone as a real one of `sdk` prints itself (focus lines in the display section from Android 10/11,
+/// `SurfaceOrientation` / `InputDeviceOrientation: N` / `RotationN`, the IME line of its version): the connector
+/// reads the foreground app, the rotation and the keyboard, and range-checks taps in the rotated space.
+async fn formats_of(sdk: u32, release: &str) {
+    let cfg = SimConfig { sdk, android_version: release.into(), ..SimConfig::default() };
+    let mut r = rig_with(cfg).await;
+    let st = r.ok("android_device_status", json!({})).await;
+    assert_eq!(st["foreground_package"], "com.android.launcher3", "sdk {sdk}: {st}");
+    assert_eq!(st["foreground_activity"], "com.android.launcher3.uioverrides.QuickstepLauncher", "sdk {sdk}: {st}");
+    assert_eq!((st["rotation_degrees"].as_u64(), st["screen_width"].as_u64()), (Some(0), Some(1080)), "{st}");
+    let obs = r.ok("android_observe", json!({"marks": false})).await;
+    assert_eq!(obs["foreground_package"], "com.android.launcher3", "sdk {sdk}: observe");
+    assert_eq!(obs["keyboard_shown"], false);
+
+    // Landscape: a 1080×2400 phone is 2400×1080; the rotation is re-read after its 1 s cache.
+    r.sim_shell("settings put system user_rotation 1").await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    r.sim.clear_events();
+    r.ok("android_tap", json!({"x": 2000, "y": 500})).await;
+    assert_eq!(r.sim.events(), vec![InputEvent::Tap { x: 2000, y: 500 }], "sdk {sdk}: the tap lands where asked");
+    let a = r.invoke("android_tap", json!({"x": 500, "y": 1500})).await;
+    assert_eq!(error_code(&a), "invalid_arguments", "sdk {sdk}: {a}");
+    assert!(a["error"]["message"].as_str().unwrap().contains("2400×1080"), "{a}");
+    assert_eq!(r.sim.events().len(), 1, "a refused tap sends nothing");
+    let st = r.ok("android_device_status", json!({})).await;
+    assert_eq!(st["rotation_degrees"], 90, "sdk {sdk}: {st}");
+    assert_eq!((st["screen_width"].as_u64(), st["screen_height"].as_u64()), (Some(2400), Some(1080)), "{st}");
+    assert_eq!(st["orientation"], "landscape");
+    let obs = r.ok("android_observe", json!({"marks": false})).await;
+    assert_eq!((obs["screen_width"].as_u64(), obs["rotation_degrees"].as_u64()), (Some(2400), Some(90)), "{obs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn formats_of_android_9() {
+    bounded(formats_of(28, "9")).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn formats_of_android_11() {
+    bounded(formats_of(30, "11")).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn formats_of_android_13() {
+    bounded(formats_of(33, "13")).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn formats_of_android_15() {
+    bounded(formats_of(35, "15")).await.expect("test timed out");
+}
