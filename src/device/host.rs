@@ -145,13 +145,19 @@ impl Tracker {
     }
 }
 
-/// Parses `adb devices -l` output: `SERIAL<ws>STATE<ws>key:value...` per line.
+/// Parses `adb devices -l` output: `SERIAL<ws>STATE<ws>key:value...` per line. Also takes the CLI's output (its
+/// `List of devices attached` header and `* daemon …` lines are skipped) and the multi-word state `no permissions
+/// (…); see [url]` of a USB device the adb server may not open (tests/fixtures/real/devices-*).
 pub fn parse_devices(text: &str) -> Vec<ListedDevice> {
     text.lines()
+        .filter(|l| !l.starts_with("List of devices attached") && !l.starts_with("* "))
         .filter_map(|line| {
             let mut parts = line.split_whitespace();
             let serial = parts.next()?.to_owned();
-            let state = parts.next()?.to_owned();
+            let mut state = parts.next()?.to_owned();
+            if state == "no" && line.contains("no permissions") {
+                state = "no permissions".into();
+            }
             let model = parts.find_map(|p| p.strip_prefix("model:")).map(|m| m.replace('_', " ").trim().to_owned());
             Some(ListedDevice { serial, state, model })
         })

@@ -1,0 +1,169 @@
+//! Table tests over outputs recorded on real phones (`tests/fixtures/real/`, provenance in its `INDEX.md`). Every
+//! expected value is written by hand from reading the sample, never produced by the parser.
+
+use std::path::PathBuf;
+
+use xagent_adb_connector::device::formats::{self, Battery, WmSize};
+use xagent_adb_connector::device::host::parse_devices;
+use xagent_adb_connector::tools::ui::parse_dump;
+
+fn sample(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn fg(pkg: &str, act: &str) -> Option<(String, String)> {
+    Some((pkg.to_owned(), act.to_owned()))
+}
+
+#[test]
+fn every_sample_is_indexed_and_there_are_at_least_40() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real");
+    let index = std::fs::read_to_string(dir.join("INDEX.md")).unwrap();
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name == "INDEX.md" {
+            continue;
+        }
+        n += 1;
+        assert!(index.contains(&format!("| {name} |")), "{name} has no row in INDEX.md");
+    }
+    assert!(n >= 40, "only {n} samples");
+}
+
+#[test]
+fn foreground_on_every_focus_sample() {
+    let table: &[(&str, Option<(String, String)>)] = &[
+        // ≤ 4.1: no `u0`; the focused window names the app.
+        ("focus-4.1-no-u0-appwindowtoken.txt", fg("com.android.settings", "com.android.settings.SubSettings")),
+        // Two displays grepped without headers: the one focused window with a component.
+        (
+            "focus-10-multi-display-samsung-cover-a.txt",
+            fg("eu.niko.smart.universal", "crc648a3abc16689e594e.MainActivity"),
+        ),
+        (
+            "focus-10-multi-display-samsung-cover-b.txt",
+            fg("com.example.android", "com.example.android.activity.main.MainActivity"),
+        ),
+        (
+            "focus-vendor-comma-isShadow.txt",
+            fg("com.example.android.contactmanager", "com.example.android.contactmanager.ContactManager"),
+        ),
+        (
+            "focus-only-current-focus.txt",
+            fg("com.example.android.contactmanager", "com.example.android.contactmanager.ContactManager"),
+        ),
+        ("focus-null-app.txt", None),
+        ("focus-null-current.txt", None),
+        ("focus-9-tv-launcher.txt", fg("com.google.android.tvlauncher", "com.google.android.tvlauncher.MainActivity")),
+        // A slash-less overlay window falls back to the focused app behind it.
+        ("focus-9-tv-sony-overlay.txt", fg("tunein.player", "tunein.ui.leanback.ui.activities.TvHomeActivity")),
+        ("focus-tv-sony-overlay-alone.txt", None),
+        ("activity-tv-mresumed.txt", fg("com.google.android.tvlauncher", "com.google.android.tvlauncher.MainActivity")),
+        ("activity-mresumed-cyanogenmod.txt", fg("com.cyanogenmod.trebuchet", "com.android.launcher3.Launcher")),
+        (
+            "activity-5.x-xtc-watch-mresumed.txt",
+            fg("com.xtc.watch", "com.xtc.watch.view.home.activity.XtcHomeActivity"),
+        ),
+        // Android 12: the pair is in the display section.
+        ("focus-12-displays-snapcam-u2-816.txt", fg("org.codeaurora.snapcam", "com.android.camera.CameraLauncher")),
+        ("focus-14-notificationshade-auto-mobile.txt", None),
+        // `windows` sections without focus lines: window tokens (`mToken=ActivityRecord{…}`) are not the focus.
+        ("window-windows-11-tv-kodi.txt", None),
+        ("window-windows-12-notificationshade-appium-566.txt", None),
+        ("window-windows-9-appwindowtoken-appium-desktop-1250.txt", None),
+        ("displays-old-awesome-adb.txt", None),
+    ];
+    for (name, want) in table {
+        assert_eq!(&formats::foreground(&sample(name)), want, "{name}");
+    }
+}
+
+#[test]
+fn rotation_on_every_input_sample() {
+    let table: &[(&str, Option<u8>)] = &[
+        // No SurfaceOrientation: the built-in viewport says 0 (`Orientation: 0` of the parameters is not it).
+        ("input-13-redroid-viewport-maaend-4635.txt", Some(0)),
+        // `Orientation: Rotation0` is a mapper parameter, not the display's rotation: unknown.
+        ("input-emulator-no-surface-orientation-android-world-284.txt", None),
+        ("input-firetv-4k-ha-firemote-225.txt", None),
+    ];
+    for (name, want) in table {
+        assert_eq!(&formats::rotation(&sample(name)), want, "{name}");
+    }
+}
+
+#[test]
+fn keyboard_on_every_ime_sample() {
+    assert_eq!(formats::keyboard_shown(&sample("ime-appium-hidden.txt")), Some(false));
+    assert_eq!(formats::keyboard_shown(&sample("ime-appium-shown.txt")), Some(true));
+    // Both version forms as printed (Android 13 one line / 14 alone), and a field that only ends in the name.
+    let one_line = "  mShowRequested=true mShowExplicitlyRequested=false mShowForced=false mInputShown=true\n";
+    assert_eq!(formats::keyboard_shown(one_line), Some(true));
+    assert_eq!(formats::keyboard_shown("  mLastInputShown=true\n"), None);
+}
+
+#[test]
+fn battery_on_every_sample() {
+    let b = |name| formats::battery(&sample(name));
+    assert_eq!(b("battery-samsung-vendor-extras.txt"), Battery { level: Some(100), plugged: true, status: "full" });
+    assert_eq!(b("battery-xiaomi-hyperos3.txt"), Battery { level: Some(80), plugged: true, status: "charging" });
+    assert_eq!(b("battery-nexus5-awesome-adb.txt"), Battery { level: Some(44), plugged: true, status: "charging" });
+}
+
+#[test]
+fn wm_size_on_every_sample() {
+    assert_eq!(
+        formats::wm_size(&sample("wm-size-override-awesome-adb.txt")),
+        WmSize { physical: Some((1080, 1920)), overridden: Some((480, 1024)) }
+    );
+    assert_eq!(formats::wm_size(&sample("wm-size-override-awesome-adb.txt")).effective(), Some((480, 1024)));
+    assert_eq!(
+        formats::wm_size(&sample("wm-size-physical-awesome-adb.txt")),
+        WmSize { physical: Some((1080, 1920)), overridden: None }
+    );
+    assert_eq!(
+        formats::wm_size(&sample("wm-size-redmi-permission-denied.txt")),
+        WmSize { physical: Some((720, 1280)), overridden: None }
+    );
+}
+
+#[test]
+fn adb_devices_in_odd_states() {
+    let states = |name| -> Vec<(String, String)> {
+        parse_devices(&sample(name)).into_iter().map(|d| (d.serial, d.state)).collect()
+    };
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(states("devices-no-permissions-openpilot.txt"), vec![pair("863276c1", "no permissions")]);
+    assert_eq!(states("devices-no-permissions-plugdev.txt"), vec![pair("009d1cd696d5194a", "no permissions")]);
+    assert_eq!(states("devices-question-marks-no-permissions.txt"), vec![pair("????????????", "no permissions")]);
+    assert_eq!(states("devices-unauthorized.txt"), vec![pair("335b3080", "unauthorized")]);
+    assert_eq!(states("devices-offline-awesome-adb.txt"), vec![pair("cf264b8f", "offline")]);
+    assert_eq!(states("devices-none-awesome-adb.txt"), vec![]);
+    assert_eq!(
+        states("devices-three-awesome-adb.txt"),
+        vec![pair("cf264b8f", "device"), pair("emulator-5554", "device"), pair("10.129.164.6:5555", "device")]
+    );
+    let l = parse_devices(&sample("devices-l-appium.txt"));
+    let models: Vec<Option<&str>> = l.iter().map(|d| d.model.as_deref()).collect();
+    assert_eq!(models, vec![Some("Android SDK built for x86 64"), Some("Nexus 7")]);
+}
+
+#[test]
+fn ui_dumps_from_real_phones() {
+    // One line, zero-size nodes, a newline entity in a text.
+    let e = parse_dump(&sample("ui-pixel5-oneline-zero-size-talos.xml")).unwrap();
+    assert_eq!(e.len(), 34);
+    let next = e.iter().find(|e| e.text == "NEXT").unwrap();
+    assert_eq!((next.clickable, next.bounds), (true, [554, 556, 1052, 688]));
+    assert_eq!(next.resource_id, "com.balsdon.accessibilityDeveloperService:id/swipeRight");
+    assert!(e.iter().any(|e| e.text.starts_with("Run\nadb shell settings put secure")));
+    let heading3 = e.iter().find(|e| e.text == "Heading 3").unwrap();
+    assert_eq!(heading3.bounds, [0, 0, 0, 0]);
+    // The "dumped to" line and a shell prompt before the XML.
+    let e = parse_dump(&sample("ui-huawei-wechat-dumped-to-first-appium-14726.txt")).unwrap();
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[1].resource_id, "com.tencent.mm:id/g2s");
+    assert_eq!(e[1].bounds, [0, 0, 720, 1184]);
+}
