@@ -166,4 +166,26 @@ fn ui_dumps_from_real_phones() {
     assert_eq!(e.len(), 2);
     assert_eq!(e[1].resource_id, "com.tencent.mm:id/g2s");
     assert_eq!(e[1].bounds, [0, 0, 720, 1184]);
+    // As `uiautomator dump /dev/tty` prints it: the XML, then the "dumped to" line (sic).
+    let tty = format!("{}UI hierchary dumped to: /dev/tty\n", sample("ui-pixel5-oneline-zero-size-talos.xml"));
+    assert_eq!(parse_dump(&tty).unwrap().len(), 34);
+}
+
+#[test]
+fn ui_dumps_are_read_as_xml_within_bounds() {
+    // Values quoted either way, entities and references decoded by the XML parser.
+    let xml = "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation='1'>\
+               <node index='0' text='caf\u{e9} \u{1f600} &amp; &#x4E2D;' NAF=\"true\" class='android.view.View' \
+               clickable=\"true\" bounds='[0,0][10,10]' /></hierarchy>";
+    let e = parse_dump(xml).unwrap();
+    assert_eq!(e[0].text, "caf\u{e9} \u{1f600} & \u{4e2d}");
+    assert!(e[0].clickable);
+    // Not XML, a DTD (entity expansion), too deep: refused with a reason, never a panic.
+    assert!(parse_dump("<hierarchy><node text=\"a></hierarchy>").unwrap_err().contains("well-formed"));
+    let dtd = "<?xml version='1.0'?><!DOCTYPE h [<!ENTITY a 'aaaa'>]><hierarchy><node text='&a;'/></hierarchy>";
+    assert!(parse_dump(dtd).is_err());
+    let deep = format!("<hierarchy>{}{}</hierarchy>", "<node>".repeat(300), "</node>".repeat(300));
+    assert!(parse_dump(&deep).unwrap_err().contains("deeper"));
+    let many = format!("<hierarchy>{}</hierarchy>", "<node/>".repeat(50_001));
+    assert!(parse_dump(&many).unwrap_err().contains("more than"));
 }

@@ -441,10 +441,23 @@ pub fn xml_escape(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&apos;"),
+            // KXmlSerializer writes whitespace controls in attribute values as references (tests/fixtures/real:
+            // `Run&#10;adb shell …` in ui-pixel5-oneline-zero-size-talos.xml).
+            '\n' => o.push_str("&#10;"),
+            '\r' => o.push_str("&#13;"),
+            '\t' => o.push_str("&#9;"),
+            // uiautomator's dumper replaces characters XML cannot carry with '.'
+            // (AccessibilityNodeInfoDumper.stripInvalidXMLChars), so a real dump is always well-formed.
+            c if !xml_char(c) => o.push('.'),
             c => o.push(c),
         }
     }
     o
+}
+
+/// Characters uiautomator keeps in a dump (XML 1.0 `Char`, minus the C1 controls its dumper also strips).
+pub fn xml_char(c: char) -> bool {
+    !matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}'..='\u{84}' | '\u{86}'..='\u{9f}' | '\u{fdd0}'..='\u{fddf}' | '\u{fffe}' | '\u{ffff}')
 }
 
 struct Node {

@@ -1,8 +1,8 @@
 //! Observation tools over the accessibility tree: `android_ui_dump` and `android_ui_wait`.
 //!
-//! The dump comes from `uiautomator dump`; it is parsed here (the XML is machine-written: one `<node …>` per view,
-//! attributes in double quotes, the five standard entities and numeric references) into a compact element list with
-//! centres an agent can tap directly.
+//! The dump comes from `uiautomator dump`; it is parsed here with an XML parser (`roxmltree`: one `<node>` per
+//! view; text before `<?xml` and the trailing `UI hierchary dumped to:` line are cut off; bytes, nodes and depth
+//! are bounded) into a compact element list with centres an agent can tap directly.
 //!
 //! One dump in flight per phone: a phone has a single UiAutomation connection, so two `uiautomator dump`s at once
 //! fail there. Callers that arrive while a dump runs share its result ([`dump`] is single-flight per device). The
@@ -110,46 +110,6 @@ impl Element {
     }
 }
 
-fn unescape(s: &str) -> String {
-    if !s.contains('&') {
-        return s.to_owned();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find('&') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        let Some(end) = rest.find(';').filter(|&e| e <= 10) else {
-            out.push('&');
-            rest = &rest[1..];
-            continue;
-        };
-        let ent = &rest[1..end];
-        let ch = match ent {
-            "amp" => Some('&'),
-            "lt" => Some('<'),
-            "gt" => Some('>'),
-            "quot" => Some('"'),
-            "apos" => Some('\''),
-            _ if ent.starts_with("#x") => u32::from_str_radix(&ent[2..], 16).ok().and_then(char::from_u32),
-            _ if ent.starts_with('#') => ent[1..].parse().ok().and_then(char::from_u32),
-            _ => None,
-        };
-        match ch {
-            Some(c) => {
-                out.push(c);
-                rest = &rest[end + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// `[x1,y1][x2,y2]`
 fn parse_bounds(s: &str) -> Option<[i32; 4]> {
     let nums: Vec<i32> = s
@@ -160,74 +120,79 @@ fn parse_bounds(s: &str) -> Option<[i32; 4]> {
     (nums.len() == 4).then(|| [nums[0], nums[1], nums[2], nums[3]])
 }
 
-/// Parses every `<node …>` of a uiautomator dump, in document order.
-pub fn parse_dump(xml: &str) -> Result<Vec<Element>, String> {
-    if !xml.contains("<hierarchy") {
-        return Err("the UI dump is not a uiautomator hierarchy".into());
-    }
-    let mut out = Vec::new();
-    let mut rest = xml;
-    while let Some(i) = rest.find("<node") {
-        rest = &rest[i + 5..];
-        let end = tag_end(rest).ok_or("unterminated <node> tag")?;
-        let attrs = &rest[..end];
-        rest = &rest[end..];
-        let mut e = Element {
-            index: out.len(),
-            text: String::new(),
-            resource_id: String::new(),
-            class: String::new(),
-            package: String::new(),
-            content_desc: String::new(),
-            clickable: false,
-            enabled: true,
-            focused: false,
-            checked: false,
-            scrollable: false,
-            focusable: false,
-            password: false,
-            bounds: [0; 4],
-        };
-        let mut a = attrs;
-        while let Some(eq) = a.find("=\"") {
-            let name = a[..eq].trim();
-            let after = &a[eq + 2..];
-            let close = after.find('"').ok_or("unterminated attribute value")?;
-            let value = unescape(&after[..close]);
-            match name {
-                "text" => e.text = value,
-                "resource-id" => e.resource_id = value,
-                "class" => e.class = value,
-                "package" => e.package = value,
-                "content-desc" => e.content_desc = value,
-                "clickable" => e.clickable = value == "true",
-                "enabled" => e.enabled = value == "true",
-                "focused" => e.focused = value == "true",
-                "checked" => e.checked = value == "true",
-                "scrollable" => e.scrollable = value == "true",
-                "focusable" => e.focusable = value == "true",
-                "password" => e.password = value == "true",
-                "bounds" => e.bounds = parse_bounds(&value).ok_or_else(|| format!("bad bounds {value:?}"))?,
-                _ => {}
-            }
-            a = &after[close + 1..];
-        }
-        out.push(e);
-    }
-    Ok(out)
+/// Largest UI dump accepted (a WebView page with thousands of nodes is a few MB).
+pub const DUMP_MAX_BYTES: usize = 16 << 20;
+/// Most `<node>` elements read from one dump.
+pub const DUMP_MAX_NODES: usize = 50_000;
+/// Deepest `<node>` nesting accepted.
+pub const DUMP_MAX_DEPTH: usize = 256;
+
+/// The XML document of `uiautomator dump` output: from `<?xml` (or `<hierarchy`) to the closing `</hierarchy>`.
+/// Text around it — a shell prompt before, the `UI hierchary dumped to: …` line after — is not XML.
+fn dump_document(out: &str) -> Result<&str, String> {
+    let start = out.find("<?xml").or_else(|| out.find("<hierarchy")).ok_or("the UI dump is not a uiautomator hierarchy")?;
+    let doc = &out[start..];
+    let end = match doc.rfind("</hierarchy>") {
+        Some(i) => i + "</hierarchy>".len(),
+        // An empty screen may be `<hierarchy rotation="0"/>`: end at the line that closes it.
+        None => doc.find("UI hierchary dumped to").unwrap_or(doc.len()),
+    };
+    Ok(&doc[..end])
 }
 
-/// Index of the `>` that ends the tag, skipping `>` inside quoted values.
-fn tag_end(s: &str) -> Option<usize> {
-    let mut quoted = false;
-    for (i, c) in s.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            '>' if !quoted => return Some(i),
-            _ => {}
-        }
+/// Parses every `<node>` of a uiautomator dump, in document order, with an XML parser (values quoted either way,
+/// entities and character references, comments are all XML's business, not ours). Bounded: at most
+/// [`DUMP_MAX_BYTES`], [`DUMP_MAX_NODES`] nodes nested at most [`DUMP_MAX_DEPTH`] deep; a DTD is refused.
+pub fn parse_dump(out: &str) -> Result<Vec<Element>, String> {
+    if out.len() > DUMP_MAX_BYTES {
+        return Err(format!("the UI dump is larger than {DUMP_MAX_BYTES} bytes"));
     }
-    None
+    let xml = dump_document(out)?;
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: false,
+        // Elements, attributes' text nodes and whitespace text count towards roxmltree's own limit.
+        nodes_limit: u32::try_from(DUMP_MAX_NODES.saturating_mul(4)).unwrap_or(u32::MAX),
+        ..roxmltree::ParsingOptions::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(xml, opts)
+        .map_err(|e| format!("the UI dump is not well-formed XML: {e}"))?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "hierarchy" {
+        return Err(format!("the UI dump's root is <{}>, not <hierarchy>", root.tag_name().name()));
+    }
+    let mut out = Vec::new();
+    for n in root.descendants().filter(|n| n.is_element() && n.tag_name().name() == "node") {
+        if out.len() >= DUMP_MAX_NODES {
+            return Err(format!("the UI dump has more than {DUMP_MAX_NODES} nodes"));
+        }
+        // Depth below <hierarchy>; ancestors() includes the node itself and the document root.
+        if n.ancestors().take(DUMP_MAX_DEPTH + 3).count() > DUMP_MAX_DEPTH + 2 {
+            return Err(format!("the UI dump nests nodes deeper than {DUMP_MAX_DEPTH}"));
+        }
+        let attr = |name: &str| n.attribute(name).unwrap_or("");
+        let flag = |name: &str| n.attribute(name) == Some("true");
+        let bounds = match n.attribute("bounds") {
+            Some(v) => parse_bounds(v).ok_or_else(|| format!("bad bounds {v:?}"))?,
+            None => [0; 4],
+        };
+        out.push(Element {
+            index: out.len(),
+            text: attr("text").to_owned(),
+            resource_id: attr("resource-id").to_owned(),
+            class: attr("class").to_owned(),
+            package: attr("package").to_owned(),
+            content_desc: attr("content-desc").to_owned(),
+            clickable: flag("clickable"),
+            enabled: n.attribute("enabled") != Some("false"),
+            focused: flag("focused"),
+            checked: flag("checked"),
+            scrollable: flag("scrollable"),
+            focusable: flag("focusable"),
+            password: flag("password"),
+            bounds,
+        });
+    }
+    Ok(out)
 }
 
 /// Dumps and parses the hierarchy, retrying the transient failures uiautomator is known for ("could not get idle
