@@ -4,6 +4,7 @@
 pub mod adb;
 pub mod host;
 pub mod identity;
+pub mod power;
 pub mod shell;
 pub mod transport;
 

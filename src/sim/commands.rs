@@ -244,8 +244,13 @@ fn getprop(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
     0
 }
 
-fn wm(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
+fn wm(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     match args.first() {
+        // Silent and exit 0 whatever the keyguard does, as on a real phone (a secure keyguard shows its bouncer).
+        Some(&"dismiss-keyguard") => {
+            dev.ui.dismiss_keyguard();
+            0
+        }
         Some(&"size") => {
             io.out(&format!("Physical size: {}x{}\n", dev.cfg.screen_width, dev.cfg.screen_height));
             0
@@ -539,6 +544,13 @@ fn uiautomator(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         .find(|a| !a.starts_with('-'))
         .map(|s| s.to_string())
         .unwrap_or_else(|| "/sdcard/window_dump.xml".into());
+    if dev.ui.never_idle {
+        // DumpCommand: waitForIdle(1 s idle within 10 s) times out → this line on stderr, no file, and the
+        // command still exits 0.
+        io.sleep += dev.idle_timeout;
+        io.err("ERROR: could not get idle state.\n");
+        return 0;
+    }
     let xml = dev.ui.dump_xml();
     if path == "/dev/tty" || path == "/dev/stdout" {
         if dev.cfg.dump_to_tty {
@@ -1022,6 +1034,7 @@ fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
             let rot = dev.settings.get(&("system".to_string(), "user_rotation".to_string())).and_then(|v| v.parse::<u8>().ok()).unwrap_or(0) % 4;
             io.out(&format!("INPUT MANAGER (dumpsys input)\n\nInput Reader State:\n  Device 4: sec_touchscreen\n    Touch Input Mapper (mode - DIRECT):\n      Viewport INTERNAL: displayId=0, orientation={rot}\n      SurfaceOrientation: {rot}\n"))
         }
+        Some("window") if args.get(1) == Some(&"policy") => io.out(&window_policy_dump(dev)),
         Some("window") => io.out(&format!(
             "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5f3a2b1 u0 {fg}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{a1b2c3 4242:u0a10123}}\n\n  mGlobalConfiguration={{1.0 ?mcc?mnc [en_US] ldltr sw411dp w411dp h914dp {}dpi nrml long port finger -keyb/v/h -nav/h winConfig={{ mBounds=Rect(0, 0 - {}, {}) }}}}\n  mHasPermanentDpad=false\n  mTopFocusedDisplayId=0\n  mCurrentFocus=Window{{5f3a2b1 u0 {fg}}}\n  mFocusedApp=ActivityRecord{{7c8d9e0 u0 {fg} t12}}\n  mScreenOn={on}\n  mAwake={on}\n  mScreenOnEarly={on} mScreenOnFully={on}\n  mKeyguardDrawComplete=true mWindowManagerDrawComplete=true\n  mDreamingLockscreen=false\n  mShowingDream=false mDreamingLockscreen=false\n  isKeyguardShowing=false\n",
             dev.cfg.density, dev.cfg.screen_width, dev.cfg.screen_height
@@ -1037,12 +1050,67 @@ fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
             dev.ui.text_focused && dev.ui.on_home(),
             dev.ui.text_focused && dev.ui.on_home()
         )),
-        Some("power") => io.out(&format!("POWER MANAGER (dumpsys power)\n  mWakefulness={}\n  mDisplayReady=true\n  Display Power: state={}\n", if on { "Awake" } else { "Asleep" }, if on { "ON" } else { "OFF" })),
+        Some("power") => io.out(&power_dump(dev)),
         Some("display") => io.out(&format!("DISPLAY MANAGER (dumpsys display)\n  mDefaultDisplay: DisplayDeviceInfo{{\"Built-in Screen\": {} x {}, {} fps, density {}}}\n", dev.cfg.screen_width, dev.cfg.screen_height, 60, dev.cfg.density)),
         Some(other) => io.out(&format!("Can't find service: {other}\n")),
         None => io.out("Currently running services:\n  activity\n  battery\n  display\n  input_method\n  package\n  power\n  window\n"),
     }
     0
+}
+
+/// `dumpsys power` (the lines that tell the screen state; a real dump has ~200 more): `mWakefulness=` in the
+/// "Power Manager State" block and `Display Power: state=` further down, as printed from Android 4.2 to 15
+/// (samples: tests/fixtures/real/state-power-*.txt).
+fn power_dump(dev: &Device) -> String {
+    let on = dev.ui.screen_on;
+    let (wake, state) = if on { ("Awake", "ON") } else { ("Asleep", "OFF") };
+    format!(
+        "POWER MANAGER (dumpsys power)\n\nPower Manager State:\n  mDirty=0x0\n  mWakefulness={wake}\n  \
+         mWakefulnessChanging=false\n  mIsPowered=true\n  mPlugType=2\n  mBatteryLevel={}\n  mDockState=0\n  \
+         mStayOn=false\n  mProximityPositive=false\n  mBootCompleted=true\n  mSystemReady=true\n  \
+         mHalAutoSuspendModeEnabled=false\n  mHalInteractiveModeEnabled={on}\n  mWakeLockSummary=0x0\n\n\
+         Wake Locks: size=0\n\nSuspend Blockers: size=4\n  PowerManagerService.WakeLocks: ref count=0\n  \
+         PowerManagerService.Display: ref count={}\n\nDisplay Power: state={state}\n",
+        dev.battery_level,
+        u8::from(on)
+    )
+}
+
+/// `dumpsys window policy`: the keyguard lines. From Android 8 (API 26) the KeyguardServiceDelegate block with
+/// its KeyguardStateMonitor (appium-adb fixtures, Android 11 emulator in appium-adb#566); before that the one
+/// `mShowingLockscreen=… mDreamingLockscreen=…` line (appium-adb fixtures). Samples:
+/// tests/fixtures/real/state-window-policy-*.txt.
+fn window_policy_dump(dev: &Device) -> String {
+    let ui = &dev.ui;
+    let shown = ui.keyguard_showing;
+    let secure = ui.lock == super::ui::LockMode::Secure;
+    let mut o = String::from(
+        "WINDOW MANAGER POLICY STATE (dumpsys window policy)\n    mSafeMode=false mSystemReady=true \
+         mSystemBooted=true\n    mLidState=LID_ABSENT mLidOpenRotation=-1 mCameraLensCoverState=LENS_COVER_ABSENT \
+         mHdmiPlugged=false\n    mShortPressOnPowerBehavior=SHORT_PRESS_POWER_GO_TO_SLEEP\n",
+    );
+    if dev.cfg.sdk >= 26 {
+        let (screen, interactive) = if ui.screen_on {
+            ("SCREEN_STATE_ON", "INTERACTIVE_STATE_AWAKE")
+        } else {
+            ("SCREEN_STATE_OFF", "INTERACTIVE_STATE_SLEEP")
+        };
+        o.push_str(&format!(
+            "    KeyguardServiceDelegate\n      showing={shown}\n      showingAndNotOccluded={shown}\n      \
+             inputRestricted={shown}\n      occluded=false\n      secure={secure}\n      dreaming=false\n      \
+             systemIsReady=true\n      deviceHasKeyguard=true\n      enabled=true\n      \
+             offReason=OFF_BECAUSE_OF_USER\n      currentUser=0\n      bootCompleted=true\n      \
+             screenState={screen}\n      interactiveState={interactive}\n      KeyguardStateMonitor\n        \
+             mIsShowing={shown}\n        mSimSecure=false\n        mInputRestricted={shown}\n        \
+             mTrusted=false\n        mCurrentUserId=0\n"
+        ));
+    } else {
+        o.push_str(&format!(
+            "    mShowingLockscreen={shown} mShowingDream=false mDreamingLockscreen={} mTopIsFullscreen=false\n",
+            shown && !ui.screen_on
+        ));
+    }
+    o
 }
 
 fn prio_rank(p: char) -> u8 {

@@ -330,6 +330,37 @@ pub fn encode(img: &RgbImage, format: Format) -> Result<(Vec<u8>, u32, u32), Pro
     Ok((out, w, h))
 }
 
+/// The colour of a frame that is one uniform colour, or `None`. Checked on the decoded frame: every 4th pixel of
+/// every 4th row, each within ±2 per channel of the first (captures can be dithered). A real screen differs
+/// within its first rows (status bar, text), so a normal frame costs a handful of comparisons; a blank one about
+/// 1/16 of its pixels (≈ 160 k for 1080×2400, well under a millisecond).
+pub fn uniform_colour(img: &RgbImage) -> Option<[u8; 3]> {
+    let first = img.get_pixel_checked(0, 0)?.0;
+    let near = |p: [u8; 3]| p.iter().zip(first).all(|(a, b)| a.abs_diff(b) <= 2);
+    for y in (0..img.height()).step_by(4) {
+        for x in (0..img.width()).step_by(4) {
+            if !near(img.get_pixel(x, y).0) {
+                return None;
+            }
+        }
+    }
+    Some(first)
+}
+
+/// `frame_blank` and its `hint` for a result: a uniform frame while the screen is on (or its state unknown). A
+/// sleeping phone's black frame is not "blank": `screen_on: false` says why.
+pub fn blank_frame(colour: Option<[u8; 3]>, screen_on: Option<bool>) -> Option<String> {
+    let [r, g, b] = colour?;
+    if screen_on == Some(false) {
+        return None;
+    }
+    Some(format!(
+        "the picture is one uniform colour (#{r:02x}{g:02x}{b:02x}) although the screen is on: a secure window \
+         (FLAG_SECURE: banking, passwords, DRM video) or a failed capture. The picture shows nothing; use the \
+         element list (android_ui_dump / the elements of android_observe) to see and act"
+    ))
+}
+
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
     vec![tool(
         ToolSpec {
@@ -350,7 +381,10 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "files": {"type": "array", "items": files::file_item_schema()},
                     "width": {"type": "integer"}, "height": {"type": "integer"},
                     "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"},
-                    "scale": {"type": "number"}}}),
+                    "scale": {"type": "number"},
+                    "screen_on": {"type": ["boolean", "null"], "description": "false: the phone sleeps (the picture is black; android_wake)"},
+                    "frame_blank": {"type": "boolean", "description": "The picture is one uniform colour while the screen is on (secure window, DRM video, failed capture); see hint"},
+                    "hint": {"type": "string"}}}),
             side_effect: false,
             deadline: Duration::from_secs(30),
         },
@@ -363,6 +397,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             };
             let max_side = c.i64("max_side").unwrap_or(1280).clamp(0, 8192) as u32;
             let (screen_w, screen_h) = c.adb.screen_size(&c.device).await?;
+            // Cached for a second; an unreadable state only means frame_blank cannot exclude a sleeping phone.
+            let screen_on = c.adb.screen_state(&c.device).await.ok().and_then(|s| s.screen_on);
             let _permit = capture_permits()
                 .acquire()
                 .await
@@ -386,21 +422,31 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 mime: mime.into(),
             };
             let cache = c.files.clone();
-            let (row, w, h) = tokio::task::spawn_blocking(move || {
+            let (row, w, h, uniform) = tokio::task::spawn_blocking(move || {
+                let uniform = uniform_colour(&frame.image);
                 let (bytes, w, h) = render(frame.image, max_side, format)?;
                 let row = cache.store_bytes(&bytes, meta).map_err(|e| e.into_proto("the screenshot"))?;
-                Ok::<_, ProtoError>((row, w, h))
+                Ok::<_, ProtoError>((row, w, h, uniform))
             })
             .await
             .map_err(|_| ProtoError::new(ErrorCode::Internal, "screenshot encoding failed unexpectedly"))??;
             // Orientation-agnostic: the long sides correspond whether the phone is in portrait or landscape.
             let scale = f64::from(w.max(h)) / f64::from(screen_w.max(screen_h).max(1));
-            Ok(json!({
+            let mut out = json!({
                 "files": [files::describe(&row)],
                 "width": w, "height": h,
                 "screen_width": screen_w, "screen_height": screen_h,
                 "scale": (scale * 10_000.0).round() / 10_000.0,
-            }))
+                "screen_on": screen_on,
+                "frame_blank": false,
+            });
+            if let Some(hint) = blank_frame(uniform, screen_on) {
+                out["frame_blank"] = json!(true);
+                out["hint"] = json!(hint);
+            } else if screen_on == Some(false) {
+                out["hint"] = json!("the screen is off, so the picture is black: android_wake turns it on");
+            }
+            Ok(out)
         },
     )]
 }
