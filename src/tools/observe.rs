@@ -382,6 +382,15 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
         "frame_blank": false, "ui_available": ui_unavailable.is_none(),
         "count": listed.len(), "truncated": truncated, "elements": listed,
     });
+    let power = if uniform.is_some() {
+        // Asleep since the last read, or a blank frame? Ask afresh (see screen::screen_on_for).
+        c.adb.forget_screen_state(&c.device);
+        c.adb.screen_state(&c.device).await.unwrap_or(power)
+    } else {
+        power
+    };
+    out["screen_on"] = json!(power.screen_on);
+    out["locked"] = json!(power.locked);
     let mut hints = Vec::new();
     if let Some(hint) = screen::blank_frame(uniform, power.screen_on) {
         out["frame_blank"] = json!(true);

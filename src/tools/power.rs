@@ -125,6 +125,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             },
             adb,
             |c| async move {
+                // An explicit request reads afresh: the phone may have slept since the last (cached) read.
+                c.adb.forget_screen_state(&c.device);
                 let st = c.adb.screen_state(&c.device).await?;
                 if !st.asleep() {
                     return Ok(json!({"woke": false, "screen_on": st.screen_on, "locked": st.locked}));
@@ -159,6 +161,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
 
 async fn unlock(c: Ctx) -> Result<Value, ProtoError> {
     let d = c.spec.deadline;
+    c.adb.forget_screen_state(&c.device);
     let mut st = c.adb.screen_state(&c.device).await?;
     let mut woke = false;
     if st.asleep() {
@@ -180,8 +183,16 @@ async fn unlock(c: Ctx) -> Result<Value, ProtoError> {
     let (w, h) = c.adb.display_size(&c.device).await?;
     let (x, y1, y2) = (w / 2, h * 4 / 5, h / 5);
     c.adb.shell_ok(&c.device, &format!("input swipe {x} {y1} {x} {y2} 300"), true, d).await?;
-    if !settle(&c, |s| !s.is_locked()).await?.is_locked() {
+    let st = settle(&c, |s| !s.is_locked()).await?;
+    if !st.is_locked() {
         return Ok(json!({"unlocked": true, "woke": woke, "method": "swipe_up"}));
+    }
+    if st.asleep() {
+        // Not a credential problem: the screen went (or stayed) off meanwhile, and a dark keyguard takes nothing.
+        return Err(ProtoError::new(
+            ErrorCode::DeviceLocked,
+            "the screen is off again and the lock screen is still showing; call android_unlock again",
+        ));
     }
     Err(secure_lock("the lock screen stayed after wm dismiss-keyguard and a swipe up"))
 }

@@ -30,7 +30,7 @@ use image::codecs::png::{CompressionType, FilterType as PngFilter, PngEncoder};
 use image::{ImageEncoder, RgbImage};
 use serde_json::json;
 
-use super::device::{invalid, tool};
+use super::device::{invalid, tool, Ctx};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::transport::FbHeader;
@@ -361,6 +361,16 @@ pub fn blank_frame(colour: Option<[u8; 3]>, screen_on: Option<bool>) -> Option<S
     ))
 }
 
+/// Whether the screen is on, to go with a capture: the cached state for a normal frame; read afresh for a uniform
+/// one, which is either a phone that fell asleep since the last read or a blank frame (a wrong guess here would
+/// send the agent after the wrong cause). An unreadable state is `None` (frame_blank cannot exclude sleep then).
+pub async fn screen_on_for(c: &Ctx, uniform: bool) -> Option<bool> {
+    if uniform {
+        c.adb.forget_screen_state(&c.device);
+    }
+    c.adb.screen_state(&c.device).await.ok().and_then(|s| s.screen_on)
+}
+
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
     vec![tool(
         ToolSpec {
@@ -397,8 +407,6 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             };
             let max_side = c.i64("max_side").unwrap_or(1280).clamp(0, 8192) as u32;
             let (screen_w, screen_h) = c.adb.screen_size(&c.device).await?;
-            // Cached for a second; an unreadable state only means frame_blank cannot exclude a sleeping phone.
-            let screen_on = c.adb.screen_state(&c.device).await.ok().and_then(|s| s.screen_on);
             let _permit = capture_permits()
                 .acquire()
                 .await
@@ -430,6 +438,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             })
             .await
             .map_err(|_| ProtoError::new(ErrorCode::Internal, "screenshot encoding failed unexpectedly"))??;
+            let screen_on = screen_on_for(&c, uniform.is_some()).await;
             // Orientation-agnostic: the long sides correspond whether the phone is in portrait or landscape.
             let scale = f64::from(w.max(h)) / f64::from(screen_w.max(screen_h).max(1));
             let mut out = json!({
