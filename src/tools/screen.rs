@@ -464,6 +464,25 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn uniform_frames_are_found_and_a_single_glyph_is_enough_to_tell() {
+        let mut img = RgbImage::from_pixel(1080, 2400, image::Rgb([0, 0, 0]));
+        assert_eq!(uniform_colour(&img), Some([0, 0, 0]));
+        // Dithering of ±2 is still one colour; a 4×4 block of text anywhere is not.
+        img.put_pixel(8, 8, image::Rgb([2, 1, 0]));
+        assert_eq!(uniform_colour(&img), Some([0, 0, 0]));
+        for y in 1200..1204 {
+            for x in 537..541 {
+                img.put_pixel(x, y, image::Rgb([255, 255, 255]));
+            }
+        }
+        assert_eq!(uniform_colour(&img), None);
+        assert!(blank_frame(Some([0, 0, 0]), Some(true)).unwrap().contains("FLAG_SECURE"));
+        assert!(blank_frame(Some([0, 0, 0]), None).is_some(), "unknown screen state: still reported");
+        assert_eq!(blank_frame(Some([0, 0, 0]), Some(false)), None, "a sleeping phone is not a blank frame");
+        assert_eq!(blank_frame(None, Some(true)), None);
+    }
+
     fn raw(w: u32, h: u32, format: u32, header16: bool, px: &[u8]) -> Vec<u8> {
         let mut v = Vec::new();
         for n in [w, h, format] {
