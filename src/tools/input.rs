@@ -93,7 +93,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                     "element": acted_schema(), "re_resolved": {"type": "boolean",
                         "description": "The observed element had moved; it was found again by its identity"}}}),
                 side_effect: true,
-                deadline: Duration::from_secs(20),
+                deadline: Duration::from_secs(15),
             },
             adb,
             move |c| async move {
