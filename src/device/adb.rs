@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, watch};
 
 use super::host;
+use super::power::{self, ScreenState};
 pub use super::transport::ShellOut;
 use super::transport::{self, FbHeader, FileStat};
-use super::power::{self, ScreenState};
 use super::{Backend, DeviceInfo, DeviceKey, DeviceState};
 use crate::protocol::card::{AuthField, AuthFlow};
 use crate::protocol::errors::{ErrorCode, ProtoError};

@@ -16,7 +16,8 @@
 
 /// The query: one round trip, filtered on the phone. `grep` exits 1 when a vendor prints none of the lines,
 /// which only means "unknown".
-pub const QUERY: &str = "dumpsys power | grep -E 'mWakefulness=|getWakefulnessLocked|Display Power: state=|mScreenOn='; \
+pub const QUERY: &str =
+    "dumpsys power | grep -E 'mWakefulness=|getWakefulnessLocked|Display Power: state=|mScreenOn='; \
                          dumpsys window policy | grep -E 'showing=|secure=|mIsShowing=|mInputRestricted=|\
                          mShowingLockscreen=|mDreamingLockscreen=|isStatusBarKeyguard='";
 
@@ -36,9 +37,8 @@ impl ScreenState {
     pub fn parse(text: &str) -> ScreenState {
         // `key=value` anywhere on a line (4.x prints several per line: `mShowingLockscreen=true mShowingDream=…`).
         let value = |key: &str| -> Option<&str> {
-            text.lines().find_map(|l| {
-                l.split_whitespace().find_map(|w| w.strip_prefix(key)?.strip_prefix('=').map(str::trim))
-            })
+            text.lines()
+                .find_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix(key)?.strip_prefix('=').map(str::trim)))
         };
         let flag = |key: &str| value(key).and_then(|v| v.parse::<bool>().ok());
 

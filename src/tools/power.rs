@@ -64,7 +64,8 @@ pub async fn ready_for_input(c: &Ctx, gate: InputGate) -> Result<bool, ProtoErro
 fn locked(st: ScreenState, woke: bool) -> ProtoError {
     let woke = if woke { " (the screen was off; it was woken)" } else { "" };
     let what = if st.secure == Some(true) {
-        "it needs a PIN, pattern or password, which the connector never types: ask a person to unlock the phone"
+        "the phone reports a PIN, pattern or password lock, which the connector never types: ask a person to \
+         unlock the phone (android_unlock can only open a swipe lock)"
     } else {
         "call android_unlock (it opens a swipe lock; a PIN, pattern or password lock needs a person)"
     };
@@ -172,9 +173,9 @@ async fn unlock(c: Ctx) -> Result<Value, ProtoError> {
     if !st.is_locked() {
         return Ok(json!({"unlocked": true, "woke": woke, "method": "not_locked"}));
     }
-    if st.secure == Some(true) {
-        return Err(secure_lock("the phone reports a secure keyguard"));
-    }
+    // The delegate's `secure=` is not trusted to decide: AOSP initialises it to true until SystemUI reports, so a
+    // stale `true` would refuse a swipe lock. Trying costs one harmless dismiss (a secure keyguard shows its
+    // bouncer) and one swipe.
     c.adb.shell_ok(&c.device, "wm dismiss-keyguard", true, d).await?;
     if !settle(&c, |s| !s.is_locked()).await?.is_locked() {
         return Ok(json!({"unlocked": true, "woke": woke, "method": "dismiss_keyguard"}));
