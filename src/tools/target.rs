@@ -22,8 +22,9 @@ use crate::protocol::errors::{ErrorCode, ProtoError};
 pub const BOUNDS_TOLERANCE: i32 = 16;
 /// Elements listed in an error (candidates, matches, nearest texts).
 const LISTED: usize = 8;
-/// Deadline of the fresh dump taken before an action.
-const DUMP_DEADLINE: Duration = Duration::from_secs(10);
+/// Deadline of the fresh dump taken before an action: longer than uiautomator's own 10 s idle wait, so a screen that
+/// never idles ends in `ui_unavailable` (its cause), not in a timeout.
+const DUMP_DEADLINE: Duration = Duration::from_secs(14);
 
 /// The JSON schema of `element` (shared by every tool that takes one).
 pub fn element_arg_schema(what: &str) -> Value {
