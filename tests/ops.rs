@@ -1,4 +1,5 @@
-//! Operator commands through the real binary: `demo`, `devices`, `doctor`, `sim`, and `GET /metrics`.
+//! Operator commands through the real binary: `demo` (and the commands it prints), `call`, `devices`, `doctor`,
+//! `sim`, and `GET /metrics`.
 
 mod common;
 
@@ -325,4 +326,44 @@ fn sim_command_serves_phones_on_consecutive_ports() {
     assert_eq!(&head[..4], b"CNXN");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Against a connector that has a key, doctor without the key says to pass `--api-key-file` — not "run sudo" (we
+/// may be root already, and no file was unreadable) and not "every problem is a permission problem".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_without_the_key_of_a_keyed_connector_says_to_pass_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let kf = dir.path().join("key");
+    std::fs::write(&kf, "k-doctor-1").unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--api-key-file", kf.to_str().unwrap()], &[]);
+    let (addr, data, conf) = (srv.addr, srv.data_dir.clone(), dir.path().join("no-installed-service"));
+    let doctor = move |key: Option<std::path::PathBuf>| {
+        let (data, conf) = (data.clone(), conf.clone());
+        async move {
+            blocking(move || {
+                let mut cmd = Command::new(BIN);
+                cmd.args(["doctor", "--adb-server", "127.0.0.1:1", "--listen", &addr.to_string(), "--data-dir"])
+                    .arg(&data)
+                    .env("XAGENT_ADB_CONFIG_DIR", &conf)
+                    .env_remove("XAGENT_CONNECTOR_API_KEY")
+                    .env_remove("XAGENT_ADB_API_KEY_FILE");
+                if let Some(k) = key {
+                    cmd.arg("--api-key-file").arg(k);
+                }
+                let out = cmd.output().unwrap();
+                (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+            })
+            .await
+        }
+    };
+    let (code, text) = doctor(None).await;
+    assert_eq!(code, Some(1), "{text}");
+    let line =
+        text.lines().skip_while(|l| !l.contains("a connector answers on")).take(2).collect::<Vec<_>>().join("\n");
+    assert!(line.contains("wants its system API key") && line.contains("--api-key-file"), "{text}");
+    assert!(!text.contains("sudo xagent-adb-connector doctor"), "no permission problem here:\n{text}");
+    assert!(!text.contains("every problem is a permission problem"), "{text}");
+    // With the key the same check passes.
+    let (_, text) = doctor(Some(kf.clone())).await;
+    assert!(text.contains(&format!("ok    a connector is running on {addr}")), "{text}");
 }
