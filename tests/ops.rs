@@ -169,6 +169,16 @@ fn demo_hand_over_commands_work_as_printed() {
     for tool in ["android_ui_dump", "android_tap", "android_ui_wait", "android_screenshot"] {
         assert!(out.contains(tool), "{tool} missing from the audit tail:\n{out}");
     }
+    // The columns line up although cells differ in width (the tour's calls carry no tool_call_id, `call`'s do).
+    let lines: Vec<&str> = out.lines().collect();
+    let seq_end = lines[0].find("SEQ").unwrap() + 3;
+    let starts = |l: &str| -> Vec<usize> {
+        let c: Vec<char> = l.chars().collect();
+        (seq_end..c.len()).filter(|&i| c[i] != ' ' && c[i - 1] == ' ' && c[i - 2] == ' ').collect()
+    };
+    for l in &lines[1..] {
+        assert_eq!(starts(l), starts(lines[0]), "audit tail columns do not line up:\n{out}");
+    }
 
     if Command::new("curl").arg("--version").output().is_ok_and(|o| o.status.success()) {
         let (code, out, err) = run(&find("/health"));
