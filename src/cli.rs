@@ -78,16 +78,18 @@ pub enum Command {
 
 const CALL_HELP: &str = "\
 How it works:
-  Opens the connector's WebSocket (GET /ws) and sends, like xAgent: connector.hello → channel.open → auth.start
-  (flow adb_device: any free online phone, or --serial) → tool.invoke → channel.close. The phone is held only for
-  the call. The tool's result is printed on stdout as JSON; a result with files (screenshots, pulled files) also
-  prints each file's one-time download URL on stderr, or saves the first one with --out.
+  Opens the connector's WebSocket (GET /ws) and sends what xAgent sends: connector.hello,
+  channel.open, auth.start (flow adb_device: any free online phone, or --serial), tool.invoke,
+  then auth.logout and channel.close, so the phone is held only for the call (also on an error,
+  --timeout or Ctrl-C). The result is printed on stdout as JSON; a file in it (screenshot, pulled
+  file) gets its one-time download URL printed on stderr, or is saved with --out.
 
 Arguments:
-  key=value      typed by the tool's input schema: x=100 is a number for android_tap, text=123 stays text for
-                 android_input_text, enabled=true a boolean (`card` shows every schema)
-  key:=JSON      raw JSON, as in httpie: element:='{\"text\":\"OK\"}'  keys:='[\"HOME\"]'
-  --json '{…}'   all arguments as one object (key=value words are applied on top)
+  key=value     typed by the tool's input schema: x=100 is a number for android_tap, text=123
+                stays text for android_input_text, only_interactive=true is a boolean
+                (`card` shows every schema)
+  key:=JSON     raw JSON, as in httpie: element:='{\"text\":\"OK\"}'
+  --json '{…}'  all arguments as one object (key=value words are applied on top)
 
 Examples:
   xagent-adb-connector call android_device_status
@@ -95,13 +97,14 @@ Examples:
   xagent-adb-connector call android_ui_dump only_interactive=true | jq '.elements[].text'
   xagent-adb-connector call android_tap element:='{\"text\":\"OK\",\"nth\":0}'
   xagent-adb-connector call android_screenshot --out screen.jpg
-  xagent-adb-connector call android_input_text --json '{\"text\":\"hello world\"}' --api-key-file key
+  xagent-adb-connector call android_input_text --json '{\"text\":\"hello\"}' --api-key-file key
 
 Exit status:
-  0 the tool succeeded · 1 it failed (the error code and message are printed: e.g. device_busy, invalid_arguments,
-  unauthorized) or the connector could not be reached · 2 bad command line · 3 unreadable or empty key file
+  0 the tool succeeded · 1 it failed (its error code and message are printed, e.g. device_busy,
+  invalid_arguments) or the connector could not be reached or refused the key · 2 bad command
+  line · 3 unreadable or empty key file
 
-On an installed box (sudo) the service's key is found by itself (/etc/xagent-adb-connector/api-key).";
+Run as root on an installed box, it uses the service's key (/etc/xagent-adb-connector/api-key).";
 
 #[derive(Args, Debug, Clone)]
 pub struct CallArgs {

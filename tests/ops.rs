@@ -377,3 +377,69 @@ async fn doctor_without_the_key_of_a_keyed_connector_says_to_pass_it() {
     let (_, text) = doctor(Some(kf.clone())).await;
     assert!(text.contains(&format!("ok    a connector is running on {addr}")), "{text}");
 }
+
+/// `call` holds the phone only for the call: after a call that fails, times out or is interrupted (SIGINT), the
+/// one phone is free for the next client at once (not after the hour of lease grace); and errors name their code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_gives_the_phone_back_on_every_path() {
+    let (adb, _sim, serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    let url = format!("http://{}", srv.addr);
+    let call = move |args: Vec<String>| {
+        let url = url.clone();
+        blocking(move || {
+            let out = Command::new(BIN)
+                .arg("call")
+                .args(&args)
+                .args(["--url", &url])
+                .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config")
+                .env_remove("XAGENT_ADB_API_KEY_FILE")
+                .output()
+                .unwrap();
+            let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+            (out.status.code(), text(&out.stdout), text(&out.stderr))
+        })
+    };
+    let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // The tracker may still be verifying the phone: the first call retries auth.start for a while by itself.
+    let (code, out, err) = call(w(&["android_tap", "x=10", "y=20", "--serial", &serial])).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap(), json!({"x": 10, "y": 20}));
+    // A refused call: exit 1 with the error code; the phone is free again.
+    let (code, _, err) = call(w(&["android_tap", "x=-5", "y=1"])).await;
+    assert_eq!(code, Some(1));
+    assert!(err.contains("android_tap: invalid_arguments:"), "{err}");
+    // Past --timeout while the tool still runs.
+    let (code, _, err) = call(w(&["android_ui_wait", "text=Never there", "timeout_ms=20000", "--timeout", "2s"])).await;
+    assert_eq!(code, Some(1));
+    assert!(err.contains("before the timeout"), "{err}");
+    let (code, out, err) = call(w(&["android_tap", "x=1", "y=1"])).await;
+    assert_eq!(code, Some(0), "the phone was not given back after the timeout: {out}{err}");
+    // Interrupted with SIGINT (Ctrl-C) while the tool runs.
+    let url = format!("http://{}", srv.addr);
+    let status = blocking(move || {
+        let mut child = Command::new(BIN)
+            .args(["call", "android_ui_wait", "text=Never there", "timeout_ms=20000", "--url", &url])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+                break (st.code(), err);
+            }
+            assert!(Instant::now() < deadline, "call did not end on SIGINT");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await;
+    assert_eq!(status.0, Some(1), "{}", status.1);
+    assert!(status.1.contains("interrupted; the phone was released"), "{}", status.1);
+    let (code, out, err) = call(w(&["android_tap", "x=2", "y=2"])).await;
+    assert_eq!(code, Some(0), "the phone was not given back after Ctrl-C: {out}{err}");
+}
