@@ -117,9 +117,10 @@ pub struct CallArgs {
     /// All tool arguments as one JSON object; key=value words are applied on top.
     #[arg(long, value_name = "JSON")]
     pub json: Option<String>,
-    /// The connector's base URL (plain HTTP; run `call` on the connector's box).
-    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8790", env = "XAGENT_ADB_URL")]
-    pub url: String,
+    /// The connector's base URL (plain HTTP; run `call` on the connector's box). Default: the installed
+    /// service's --listen (XAGENT_ADB_LISTEN, 0.0.0.0 read as 127.0.0.1), else http://127.0.0.1:8790.
+    #[arg(long, value_name = "URL", env = "XAGENT_ADB_URL")]
+    pub url: Option<String>,
     #[command(flatten)]
     pub key: KeyArgs,
     /// Bind this phone (its serial as `devices` lists it) instead of any free online one.

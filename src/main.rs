@@ -183,8 +183,9 @@ fn main() -> ExitCode {
                 Ok(a) => a,
                 Err(e) => return fail(cli::ConfigError { code: e.code, message: e.message }),
             };
+            let url = args.url.clone().unwrap_or_else(ops::call::default_url);
             let input = ops::call::CallInput {
-                url: &args.url,
+                url: &url,
                 api_key,
                 tool: &args.tool,
                 arguments,

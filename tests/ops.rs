@@ -442,4 +442,18 @@ async fn call_gives_the_phone_back_on_every_path() {
     assert!(status.1.contains("interrupted; the phone was released"), "{}", status.1);
     let (code, out, err) = call(w(&["android_tap", "x=2", "y=2"])).await;
     assert_eq!(code, Some(0), "the phone was not given back after Ctrl-C: {out}{err}");
+    // Without --url: the connector of this box, from XAGENT_ADB_LISTEN (the installed service's env file sets it;
+    // 0.0.0.0 is reached on loopback).
+    let listen = format!("0.0.0.0:{}", srv.addr.port());
+    let out = blocking(move || {
+        Command::new(BIN)
+            .args(["call", "android_tap", "x=3", "y=3"])
+            .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config")
+            .env("XAGENT_ADB_LISTEN", listen)
+            .env_remove("XAGENT_ADB_URL")
+            .output()
+            .unwrap()
+    })
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

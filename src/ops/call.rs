@@ -75,6 +75,25 @@ pub fn parse_url(url: &str) -> Result<(SocketAddr, String), CallError> {
     Ok((addr, authority.to_owned()))
 }
 
+/// The URL when `--url` is not given: the connector this box runs (`XAGENT_ADB_LISTEN`, which the installed
+/// service's env file provides; an all-interfaces address is reached on loopback), else the default listen address.
+pub fn default_url() -> String {
+    let listen = std::env::var("XAGENT_ADB_LISTEN").ok().and_then(|l| crate::cli::parse_listen(l.trim()).ok());
+    match listen {
+        Some(mut a) => {
+            if a.ip().is_unspecified() {
+                a.set_ip(if a.is_ipv4() {
+                    std::net::Ipv4Addr::LOCALHOST.into()
+                } else {
+                    std::net::Ipv6Addr::LOCALHOST.into()
+                });
+            }
+            format!("http://{a}")
+        }
+        None => "http://127.0.0.1:8790".to_owned(),
+    }
+}
+
 /// Builds the tool's `arguments` from `--json` and `key=value` / `key:=JSON` words (the words win).
 pub fn build_arguments(tool: &str, json_arg: Option<&str>, words: &[String]) -> Result<Map<String, Value>, CallError> {
     let mut args = match json_arg {
