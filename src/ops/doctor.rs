@@ -32,6 +32,14 @@ impl Report {
         self.failures += 1;
         outln!("  FAIL  {what}\n        fix: {fix}");
     }
+    /// A check that failed only because of a permission failure already reported (e.g. no key to probe with).
+    fn follows_denied(&mut self, what: &str) {
+        self.failures += 1;
+        if !is_root() {
+            self.denied += 1;
+        }
+        outln!("  FAIL  {what}\n        fix: see the permission failure above");
+    }
     /// A file this user may not read. "Run with sudo" is the fix only for someone who is not root already.
     fn denied(&mut self, what: &str) {
         self.failures += 1;
@@ -144,7 +152,8 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
     match std::net::TcpListener::bind(input.listen) {
         Ok(_) => r.ok(&format!("{} is free to listen on", input.listen)),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
-            running_connector(&mut r, input.listen, key, input.api_key.is_err()).await
+            let key_problem = input.api_key.as_ref().err().map(|(_, denied)| *denied);
+            running_connector(&mut r, input.listen, key, key_problem).await
         }
         Err(e) => r.fail(
             &format!("cannot listen on {}: {e}", input.listen),
@@ -281,7 +290,8 @@ fn adb_server_owner(r: &mut Report, server: SocketAddrV4) {
 }
 
 /// The port is taken: is it our own connector (a running install) or something else?
-async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<String>, key_unreadable: bool) {
+/// `key_problem`: the key file could not be used — `Some(true)` for lack of permission, `Some(false)` otherwise.
+async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<String>, key_problem: Option<bool>) {
     let target = match listen.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), listen.port()),
         IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), listen.port()),
@@ -310,17 +320,21 @@ async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<Strin
         }
         // No key at all (none given, none installed): not a permission problem — the operator has to name it.
         // An installed key file doctor may not read was already reported (and counted) under "security".
-        Ok((401 | 403, _)) if key.is_none() => r.fail(
-            &format!("a connector answers on {listen} but wants its system API key, and doctor has none"),
-            &if key_unreadable {
-                "see the API key failure above".to_owned()
-            } else {
-                format!(
-                    "pass the key it was started with: `xagent-adb-connector doctor --listen {listen} --api-key-file \
-                     FILE` (or set XAGENT_CONNECTOR_API_KEY)"
-                )
-            },
-        ),
+        Ok((401 | 403, _)) if key.is_none() => {
+            let what = format!("a connector answers on {listen} but wants its system API key, and doctor has none");
+            match key_problem {
+                // Follows from the unreadable key file: part of that permission problem, not another one.
+                Some(true) => r.follows_denied(&what),
+                Some(false) => r.fail(&what, "see the API key failure above"),
+                None => r.fail(
+                    &what,
+                    &format!(
+                        "pass the key it was started with: `xagent-adb-connector doctor --listen {listen} \
+                         --api-key-file FILE` (or set XAGENT_CONNECTOR_API_KEY)"
+                    ),
+                ),
+            }
+        }
         Ok((401 | 403, _)) => r.fail(
             &format!("a connector answers on {listen} but refuses this API key"),
             "use the service's key (/etc/xagent-adb-connector/api-key)",
