@@ -238,6 +238,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, env = "XAGENT_ADB_HEADER_TIMEOUT")]
     pub header_timeout: Duration,
 
+    /// Time a small request body (the wall login, any JSON; not uploads) has to arrive whole after its head.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, env = "XAGENT_ADB_BODY_TIMEOUT")]
+    pub body_timeout: Duration,
+
     /// Time a WebSocket session has to complete connector.hello before it is closed (1008).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, env = "XAGENT_ADB_HELLO_TIMEOUT")]
     pub hello_timeout: Duration,
@@ -296,6 +300,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
                 max_channels: args.max_channels as usize,
                 max_connections_per_ip: args.max_connections_per_ip as usize,
                 header_timeout: args.header_timeout,
+                body_timeout: args.body_timeout,
                 hello_timeout: args.hello_timeout,
                 ws_write_timeout: args.ws_write_timeout,
             },

@@ -43,6 +43,8 @@ pub struct Gauges {
     pub cache_bytes: u64,
     pub cache_files: u64,
     pub in_flight_tools: u64,
+    /// `(surface, wrong keys, refused by the per-source limit)` of every key check surface.
+    pub auth: Vec<(&'static str, u64, u64)>,
 }
 
 impl Metrics {
@@ -179,6 +181,26 @@ impl Metrics {
             "gauge",
             "Tool calls running now.",
             format!("xagent_tools_in_flight {}\n", g.in_flight_tools),
+        );
+        let mut failures = String::new();
+        let mut throttled = String::new();
+        for (surface, f, t) in &g.auth {
+            let _ = writeln!(failures, "xagent_auth_failures_total{{surface=\"{surface}\"}} {f}");
+            let _ = writeln!(throttled, "xagent_auth_throttled_total{{surface=\"{surface}\"}} {t}");
+        }
+        block(
+            &mut out,
+            "xagent_auth_failures_total",
+            "counter",
+            "Wrong system API keys presented, by surface (login, api, health, metrics, upload, download, ws).",
+            failures,
+        );
+        block(
+            &mut out,
+            "xagent_auth_throttled_total",
+            "counter",
+            "Key checks refused with 429 because their source spent its wrong-key budget, by surface.",
+            throttled,
         );
         out
     }

@@ -212,6 +212,7 @@ async fn start_inner(
         per_ip: Default::default(),
         health: crate::server::control::WriteHealth::new(store_for_health, files_dir.clone()),
         wall,
+        auth: Default::default(),
     });
     hub.backend().clone().start(shutdown_rx.clone());
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
+use super::auth::{check_api_key, Surface};
 use super::{control, transfer, ws, App};
 
 pub type Body = BoxBody<Bytes, std::io::Error>;
@@ -45,23 +46,39 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     diff == 0 && a.len() == b.len()
 }
 
-/// `Authorization: Bearer <key>` when a key is configured (protocol §3). `Err` is the 401 to send.
-pub fn check_api_key<B>(app: &App, req: &Request<B>) -> Result<(), Box<Response<Body>>> {
-    let Some(key) = app.cfg.api_key.as_deref() else { return Ok(()) };
-    let presented = req
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim);
-    match presented {
-        Some(p) if constant_time_eq(p.as_bytes(), key.as_bytes()) => Ok(()),
-        Some(_) => Err(Box::new(error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong"))),
-        None => Err(Box::new(error(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "this endpoint requires Authorization: Bearer <system API key>",
+/// Reads a small request body (JSON of the wall's API; never an upload) whole: at most `max` bytes, and all of it
+/// within `deadline` of the call. Why a deadline: hyper's header timeout ends with the head, and a client that
+/// announces a body and never sends it would otherwise hold its connection (and a slot of the per-address and
+/// global connection caps) for as long as it likes. `Err` is the 408/413/400 to send; the connection is closed
+/// after it (hyper never reuses a connection whose body was not read to the end).
+pub async fn read_small_body(
+    body: hyper::body::Incoming,
+    max: usize,
+    deadline: std::time::Duration,
+) -> Result<Bytes, Box<Response<Body>>> {
+    match tokio::time::timeout(deadline, http_body_util::Limited::new(body, max).collect()).await {
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(Box::new(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_arguments",
+            &format!("the request body is larger than {max} bytes"),
         ))),
+        Ok(Err(_)) => {
+            Err(Box::new(error(StatusCode::BAD_REQUEST, "invalid_arguments", "the request body was cut off")))
+        }
+        Err(_) => {
+            static GATE: super::LogGate = super::LogGate::new();
+            if let Some(suppressed) = GATE.allow() {
+                tracing::info!(deadline_s = deadline.as_secs_f64(), suppressed, "request body not received in time");
+            }
+            let mut r = error(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                &format!("the request body did not arrive within {} s", deadline.as_secs_f64()),
+            );
+            r.headers_mut().insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+            Err(Box::new(r))
+        }
     }
 }
 
@@ -78,11 +95,11 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
     let resp = match path.as_str() {
         "/connector-card.json" if get => control::card(&app),
         "/skill.md" if get => control::skill(),
-        "/health" if get => match check_api_key(&app, &req) {
+        "/health" if get => match check_api_key(&app, &req, Surface::Health) {
             Ok(()) => control::health(&app).await,
             Err(r) => *r,
         },
-        "/metrics" if get => match check_api_key(&app, &req) {
+        "/metrics" if get => match check_api_key(&app, &req, Surface::Metrics) {
             Ok(()) => control::metrics(&app),
             Err(r) => *r,
         },

@@ -33,7 +33,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 use tokio_util::io::ReaderStream;
 
-use super::http::{check_api_key, constant_time_eq, error, full, json_response, Body};
+use super::auth::{check_api_key, Surface};
+use super::http::{constant_time_eq, error, full, json_response, Body};
 use super::App;
 use crate::files::{self, names, AsyncWriter, CacheError, ClaimRefused, DownloadClaim, NewFile};
 
@@ -125,7 +126,7 @@ pub async fn download<B>(app: &Arc<App>, req: &Request<B>, file_ref: &str) -> Re
     let asking_channel = req.headers().get(CHANNEL_HEADER).and_then(|v| v.to_str().ok()).map(str::trim);
     let mut backend_ok = false;
     if req.headers().contains_key(AUTHORIZATION) {
-        if let Err(r) = check_api_key(app, req) {
+        if let Err(r) = check_api_key(app, req, Surface::Download) {
             return *r;
         }
         backend_ok = app.cfg.api_key.is_some() && asking_channel == Some(row.channel_id.as_str());
@@ -274,7 +275,7 @@ fn check_request(
     req: &Request<Incoming>,
     declared: Option<u64>,
 ) -> Result<(String, String), Box<Response<Body>>> {
-    check_api_key(app, req)?;
+    check_api_key(app, req, Surface::Upload)?;
     let channel = req
         .headers()
         .get(CHANNEL_HEADER)

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE, ETAG, SET_COOKIE};
 use hyper::{Method, Request, Response, StatusCode};
@@ -18,7 +17,7 @@ use crate::channels::Holder;
 use crate::device::{DeviceInfo, DeviceKey, DeviceState};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::now_ms;
-use crate::server::http::{error, full, json_response, Body};
+use crate::server::http::{error, full, json_response, read_small_body, Body};
 use crate::server::App;
 
 /// Largest login body.
@@ -142,15 +141,10 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
             "send the login as Content-Type: application/json {\"api_key\": \"…\"}",
         );
     }
-    let body = match Limited::new(req.into_body(), MAX_LOGIN_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid_arguments",
-                &format!("the login body is larger than {MAX_LOGIN_BODY} bytes or was cut off"),
-            )
-        }
+    let ip = crate::server::auth::peer_ip(&req);
+    let body = match read_small_body(req.into_body(), MAX_LOGIN_BODY, app.cfg.limits.body_timeout).await {
+        Ok(b) => b,
+        Err(r) => return *r,
     };
     let presented = match serde_json::from_slice::<Value>(&body) {
         Ok(v) => match v.get("api_key") {
@@ -166,17 +160,8 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
         Err(_) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", "the login body is not valid JSON"),
     };
     if let Some(key) = app.cfg.api_key.as_deref() {
-        if !w.sessions.login_allowed() {
-            return error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                "too many wrong keys in the last minute; wait a minute and try again",
-            );
-        }
-        if !crate::server::http::constant_time_eq(presented.as_bytes(), key.as_bytes()) {
-            w.sessions.login_failed();
-            tracing::warn!("device wall: login with a wrong API key");
-            return error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong");
+        if let Err(r) = crate::server::auth::verify(app, ip, key, &presented, crate::server::auth::Surface::Login) {
+            return *r;
         }
     }
     let (id, csrf) = w.sessions.create();

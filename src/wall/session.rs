@@ -11,19 +11,17 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hyper::header::{AUTHORIZATION, COOKIE};
+use hyper::header::COOKIE;
 use hyper::{Request, StatusCode};
 
 use crate::protocol::ids::random_hex;
 use crate::server::http::{constant_time_eq, error, Body};
-use crate::server::App;
+use crate::server::{auth, App};
 
 pub const COOKIE_NAME: &str = "xagent_wall";
 pub const CSRF_HEADER: &str = "x-csrf-token";
 /// Sessions kept at once; the oldest is dropped beyond this (each login makes one).
 const MAX_SESSIONS: usize = 256;
-/// Wrong keys accepted per minute (the whole server) before login answers 429: slows guessing.
-pub const MAX_FAILED_LOGINS_PER_MINUTE: usize = 10;
 
 struct Session {
     csrf: String,
@@ -34,7 +32,6 @@ struct Session {
 pub struct Sessions {
     ttl: Duration,
     map: Mutex<HashMap<String, Session>>,
-    failures: Mutex<Vec<Instant>>,
 }
 
 /// How a request was authorised.
@@ -51,7 +48,7 @@ pub type Denied = Box<hyper::Response<Body>>;
 
 impl Sessions {
     pub fn new(ttl: Duration) -> Sessions {
-        Sessions { ttl, map: Mutex::new(HashMap::new()), failures: Mutex::new(Vec::new()) }
+        Sessions { ttl, map: Mutex::new(HashMap::new()) }
     }
 
     pub fn ttl(&self) -> Duration {
@@ -86,18 +83,6 @@ impl Sessions {
         self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
     }
 
-    /// Records a failed login; `false` when the minute's budget is spent.
-    pub fn login_allowed(&self) -> bool {
-        let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        f.retain(|t| now.duration_since(*t) < Duration::from_secs(60));
-        f.len() < MAX_FAILED_LOGINS_PER_MINUTE
-    }
-
-    pub fn login_failed(&self) {
-        self.failures.lock().unwrap_or_else(|e| e.into_inner()).push(Instant::now());
-    }
-
     /// The `Set-Cookie` value of a new session.
     pub fn cookie(&self, id: &str) -> String {
         format!("{COOKIE_NAME}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", self.ttl.as_secs())
@@ -122,23 +107,11 @@ fn cookie_value<B>(req: &Request<B>, name: &str) -> Option<String> {
     })
 }
 
-fn bearer<B>(req: &Request<B>) -> Option<&str> {
-    req.headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim)
-}
-
 /// Checks that the request may read the wall's data. `Err` is the 401 to send.
 pub fn authorize<B>(app: &App, sessions: &Sessions, req: &Request<B>) -> Result<Principal, Denied> {
     if let Some(key) = app.cfg.api_key.as_deref() {
-        if let Some(p) = bearer(req) {
-            return if constant_time_eq(p.as_bytes(), key.as_bytes()) {
-                Ok(Principal::Bearer)
-            } else {
-                Err(Box::new(error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong")))
-            };
+        if let Some(p) = auth::bearer(req) {
+            return auth::verify(app, auth::peer_ip(req), key, p, auth::Surface::Api).map(|()| Principal::Bearer);
         }
     }
     if let Some((id, csrf)) = sessions.of_request(req) {

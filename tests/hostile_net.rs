@@ -1,0 +1,187 @@
+//! Hostile networks and hostile web pages (issue #22, the HTTP half): slow bodies, key guessing from many
+//! addresses, foreign origins and rebound host names, non-reading event streams. Every test drives the real binary
+//! over loopback with raw sockets, using source addresses in 127.0.0.0/8 to act as several hosts.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+const KEY: &str = "net-test-key-0b1e55ed";
+
+fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(120), f)
+}
+
+/// Opens a connection from `source` (any 127/8 address works on Linux loopback).
+async fn connect_from(source: &str, addr: SocketAddr) -> TcpStream {
+    let sock = TcpSocket::new_v4().unwrap();
+    sock.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    tokio::time::timeout(T, sock.connect(addr)).await.expect("connect timed out").unwrap()
+}
+
+/// One request from `source` with `Connection: close`; returns the raw answer (head and body).
+async fn raw_from(source: &str, addr: SocketAddr, request: String) -> String {
+    let mut s = connect_from(source, addr).await;
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(T, s.read_to_end(&mut raw)).await.expect("answer timed out").unwrap();
+    String::from_utf8_lossy(&raw).into_owned()
+}
+
+fn status_of(raw: &str) -> u16 {
+    raw.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+/// `GET path` from `source` with extra header lines (each ending in `\r\n`); returns (status, raw answer).
+async fn get_from(source: &str, addr: SocketAddr, path: &str, extra: &str) -> (u16, String) {
+    let raw =
+        raw_from(source, addr, format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n"))
+            .await;
+    (status_of(&raw), raw)
+}
+
+async fn login_from(source: &str, addr: SocketAddr, key: &str) -> u16 {
+    let body = format!("{{\"api_key\":\"{key}\"}}");
+    let req = format!(
+        "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    status_of(&raw_from(source, addr, req).await)
+}
+
+/// A WebSocket upgrade from `source`: the status of the handshake answer (101 when accepted).
+async fn upgrade_from(source: &str, addr: SocketAddr, extra: &str) -> u16 {
+    let mut s = connect_from(source, addr).await;
+    let req = format!(
+        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: xagent.connector.packet.v1\r\n{extra}\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(T, s.read(&mut buf)).await.expect("handshake timed out").unwrap();
+    status_of(&String::from_utf8_lossy(&buf[..n]))
+}
+
+/// Reads until EOF (or an error); returns what arrived, or `None` when the socket was still open after `within`.
+async fn read_until_closed(s: &mut TcpStream, within: Duration) -> Option<String> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(String::from_utf8_lossy(&raw).into_owned()),
+            Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
+            Err(_) => return None,
+        }
+    }
+}
+
+fn key_file(dir: &std::path::Path) -> String {
+    let path = dir.join("key");
+    std::fs::write(&path, format!("{KEY}\n")).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// Item 3: connections that send login headers and never the body used to hold their connection slots forever;
+/// a host that filled its per-address cap that way was locked out, and with the global cap everyone was. Now
+/// the body has a deadline: each gets 408 and is closed, `/health` keeps answering from another address all the
+/// while, and the address is served again afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_that_never_arrive_are_cut_off_by_the_body_deadline() {
+    const HELD: usize = 24;
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv =
+            Server::start(dir.path(), &["--body-timeout", "1s", "--max-connections-per-ip", &HELD.to_string()], &[]);
+        let addr = srv.addr;
+        let mut held = Vec::new();
+        for _ in 0..HELD {
+            let mut s = connect_from("127.0.0.3", addr).await;
+            let head = format!(
+                "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Content-Length: 200\r\n\r\n{{\"api_key\":"
+            );
+            s.write_all(head.as_bytes()).await.unwrap();
+            held.push(s);
+        }
+        // The address is full now; another host is served regardless.
+        let (status, _) = get_from("127.0.0.2", addr, "/health", "").await;
+        assert_eq!(status, 200);
+        let started = Instant::now();
+        for s in held.iter_mut() {
+            let got = read_until_closed(s, Duration::from_secs(15)).await;
+            let got = got.expect("a connection whose body never came was kept open");
+            assert!(got.contains("408") && got.contains("request_timeout"), "{got}");
+        }
+        eprintln!("{HELD} stalled bodies closed after {:?}", started.elapsed());
+        drop(held);
+        // The address is welcome again.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if get_from("127.0.0.3", addr, "/health", "").await.0 == 200 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the address stayed locked out");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("timed out");
+}
+
+/// Item 7: wrong keys are limited per source on every key check (Bearer on /health, /metrics, /api/v1, the
+/// WebSocket upgrade, the login form), the right key from another address still works, and the failures are
+/// counted in /metrics by surface.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_keys_are_limited_per_source_on_every_surface() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let kf = key_file(dir.path());
+        let srv = Server::start(&dir.path().join("data"), &["--api-key-file", &kf], &[]);
+        let addr = srv.addr;
+        let wrong = "Authorization: Bearer guess\r\n";
+        let right = format!("Authorization: Bearer {KEY}\r\n");
+        // Ten wrong Bearer guesses from one address, spread over the surfaces: each a 401.
+        for path in ["/health", "/metrics", "/api/v1/devices", "/health", "/metrics"] {
+            assert_eq!(get_from("127.0.0.4", addr, path, wrong).await.0, 401, "{path}");
+        }
+        for _ in 0..5 {
+            assert_eq!(upgrade_from("127.0.0.4", addr, wrong).await, 401);
+        }
+        // The eleventh check from that address is refused whatever it presents, with Retry-After.
+        let (status, raw) = get_from("127.0.0.4", addr, "/health", &right).await;
+        assert_eq!(status, 429, "{raw}");
+        assert!(raw.to_ascii_lowercase().contains("retry-after:"), "{raw}");
+        assert_eq!(upgrade_from("127.0.0.4", addr, &right).await, 429);
+        assert_eq!(login_from("127.0.0.4", addr, KEY).await, 429);
+        // Another address with the right key is not affected, on any surface.
+        assert_eq!(get_from("127.0.0.5", addr, "/health", &right).await.0, 200);
+        assert_eq!(upgrade_from("127.0.0.5", addr, &right).await, 101);
+        assert_eq!(login_from("127.0.0.5", addr, KEY).await, 200);
+        // The login form has the same per-source budget.
+        for _ in 0..10 {
+            assert_eq!(login_from("127.0.0.6", addr, "guess").await, 401);
+        }
+        assert_eq!(login_from("127.0.0.6", addr, KEY).await, 429);
+        assert_eq!(login_from("127.0.0.7", addr, KEY).await, 200);
+        // Counted by surface.
+        let (status, metrics) = get_from("127.0.0.5", addr, "/metrics", &right).await;
+        assert_eq!(status, 200);
+        for (surface, n) in [("health", 2), ("metrics", 2), ("api", 1), ("ws", 5), ("login", 10)] {
+            let line = format!("xagent_auth_failures_total{{surface=\"{surface}\"}} {n}\n");
+            assert!(metrics.contains(&line), "missing {line:?} in\n{metrics}");
+        }
+        assert!(metrics.contains("xagent_auth_throttled_total{surface=\"login\"} 2\n"), "{metrics}");
+        let logs = srv.logs().join("\n");
+        assert!(!logs.contains(KEY), "the key must never be logged");
+    })
+    .await
+    .expect("timed out");
+}
