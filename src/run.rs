@@ -30,6 +30,8 @@ pub struct ServeConfig {
     pub drain_timeout: Duration,
     /// Caps against hostile clients (sessions, channels, per-address connections, timeouts).
     pub limits: crate::server::Limits,
+    /// Host names a browser may use for the wall when there is no key (`--allowed-host`).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Transfer-plane settings (kept apart from [`ServeConfig`] so that embedders that do not care get the defaults
@@ -202,6 +204,7 @@ async fn start_inner(
             max_connections: 1024,
             upload_max_bytes: transfer.upload_max_bytes,
             limits: cfg.limits,
+            allowed_hosts: cfg.allowed_hosts,
         },
         shutdown: shutdown_rx.clone(),
         tasks: Tracker::default(),

@@ -88,10 +88,45 @@ fn method_not_allowed(allow: &'static str) -> Response<Body> {
     r
 }
 
+/// Without a key: a request to the wall under a host name we do not know (DNS rebinding), or a WebSocket upgrade
+/// from another origin's page, gets 403 (see [`super::origin`]).
+fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<Body>> {
+    if app.cfg.api_key.is_some() {
+        return None;
+    }
+    let header = |name| req.headers().get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let host = header(hyper::header::HOST).unwrap_or("");
+    let allowed = &app.cfg.allowed_hosts;
+    if path == "/ws" {
+        let origin = header(hyper::header::ORIGIN)?;
+        if super::origin::origin_allowed(origin, host, allowed) {
+            return None;
+        }
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+            "this connector has no API key, so /ws refuses WebSocket requests from web pages of other origins",
+        ));
+    }
+    if crate::wall::owns(path) && !super::origin::host_allowed(host, allowed) {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+            "unknown Host: without an API key the wall answers only IP addresses, localhost and the names given \
+             with --allowed-host",
+        ));
+    }
+    None
+}
+
 pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
     let get = method == Method::GET || method == Method::HEAD;
+    if let Some(refused) = foreign_page(&app, &req, &path) {
+        tracing::debug!(%method, %path, status = refused.status().as_u16(), "http");
+        return Ok(refused);
+    }
     let resp = match path.as_str() {
         "/connector-card.json" if get => control::card(&app),
         "/skill.md" if get => control::skill(),

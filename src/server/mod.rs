@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod control;
 pub mod http;
+pub mod origin;
 pub mod parts;
 pub mod transfer;
 pub mod ws;
@@ -41,6 +42,9 @@ pub struct ServerConfig {
     pub upload_max_bytes: u64,
     /// Caps against hostile or runaway clients (see [`Limits`]).
     pub limits: Limits,
+    /// Host names (besides IP literals and localhost) a browser may use to reach the wall when there is no key
+    /// (`--allowed-host`; see [`origin`]).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Caps that keep one client (with or without the key) from exhausting memory, disk, sockets or the hub.
