@@ -225,9 +225,12 @@ mod tests {
             cache_bytes: 1234,
             cache_files: 2,
             in_flight_tools: 1,
+            auth: vec![("login", 4, 1)],
         };
         let text = m.render(&g);
         for needle in [
+            "xagent_auth_failures_total{surface=\"login\"} 4",
+            "xagent_auth_throttled_total{surface=\"login\"} 1",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"ok\"} 2",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"device_timeout\"} 1",
             "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.01\"} 1",
