@@ -259,3 +259,111 @@ fn no_key_on_a_network_address_refuses_to_start() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("without an API key") && err.contains("--allow-no-api-key-on-network"), "{err}");
 }
+
+/// Opens `/api/v1/events` from `source` with extra header lines; returns the socket after the response head, and
+/// the head.
+async fn open_events(source: &str, addr: SocketAddr, extra: &str) -> (TcpStream, String) {
+    let mut s = connect_from(source, addr).await;
+    let req = format!("GET /api/v1/events HTTP/1.1\r\nHost: {addr}\r\n{extra}\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(T, s.read(&mut byte)).await.expect("no answer head").unwrap();
+        assert!(n == 1, "closed before the head ended: {}", String::from_utf8_lossy(&head));
+        head.push(byte[0]);
+    }
+    (s, String::from_utf8_lossy(&head).into_owned())
+}
+
+/// Item 4: an idle wall does not change; the stream sends its document once, then only keepalives (it used to
+/// resend it every 2 s because `uptime_s` changed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unchanged_wall_is_sent_once() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &[], &[]);
+        let (mut s, head) = open_events("127.0.0.1", srv.addr, "").await;
+        assert_eq!(status_of(&head), 200, "{head}");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 65536];
+        let until = Instant::now() + Duration::from_millis(6500); // three ticks and more
+        while let Ok(Ok(n)) =
+            tokio::time::timeout(until.saturating_duration_since(Instant::now()), s.read(&mut buf)).await
+        {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8_lossy(&got);
+        assert_eq!(text.matches("event: devices").count(), 1, "{text}");
+        assert!(text.contains("\"uptime_s\""), "the document still carries the uptime for the page: {text}");
+    })
+    .await
+    .expect("timed out");
+}
+
+/// Low list: the 33rd stream gets a clear 503 (the page says so and retries) instead of a silent refusal; a stream
+/// ends when its session logs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_are_capped_with_a_clear_answer_and_end_at_logout() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let kf = key_file(dir.path());
+        let srv = Server::start(&dir.path().join("data"), &["--api-key-file", &kf], &[]);
+        let addr = srv.addr;
+        // Log in and open a stream with the session cookie.
+        let body = format!("{{\"api_key\":\"{KEY}\"}}");
+        let raw = raw_from(
+            "127.0.0.1",
+            addr,
+            format!(
+                "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+        .await;
+        assert_eq!(status_of(&raw), 200, "{raw}");
+        let set_cookie = raw.lines().find(|l| l.to_ascii_lowercase().starts_with("set-cookie:")).unwrap();
+        let cookie = set_cookie.split_once(':').unwrap().1.trim().split(';').next().unwrap().to_owned();
+        let csrf = raw.split("\"csrf_token\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+        let (mut session_stream, head) = open_events("127.0.0.1", addr, &format!("Cookie: {cookie}\r\n")).await;
+        assert_eq!(status_of(&head), 200, "{head}");
+        // 31 more with the key fill the 32 slots; the next one is told why.
+        let bearer = format!("Authorization: Bearer {KEY}\r\n");
+        let mut open = Vec::new();
+        for _ in 0..31 {
+            let (s, head) = open_events("127.0.0.1", addr, &bearer).await;
+            assert_eq!(status_of(&head), 200, "{head}");
+            open.push(s);
+        }
+        let (status, raw) = get_from("127.0.0.1", addr, "/api/v1/events", &bearer).await;
+        assert_eq!(status, 503, "{raw}");
+        assert!(raw.contains("too_many_streams") && raw.to_ascii_lowercase().contains("retry-after:"), "{raw}");
+        // Logout ends the session's stream (within a tick or two), and frees its slot.
+        let out = raw_from(
+            "127.0.0.1",
+            addr,
+            format!(
+                "DELETE /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nCookie: {cookie}\r\n\
+                 X-CSRF-Token: {csrf}\r\n\r\n"
+            ),
+        )
+        .await;
+        assert_eq!(status_of(&out), 200, "{out}");
+        assert!(read_until_closed(&mut session_stream, Duration::from_secs(10)).await.is_some(), "stream outlived logout");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (_s, head) = open_events("127.0.0.1", addr, &bearer).await;
+            if status_of(&head) == 200 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the slot of the ended stream was not freed");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("timed out");
+}

@@ -16,7 +16,6 @@ use super::{device_id, no_device, Wall};
 use crate::channels::Holder;
 use crate::device::{DeviceInfo, DeviceKey, DeviceState};
 use crate::protocol::errors::{ErrorCode, ProtoError};
-use crate::protocol::now_ms;
 use crate::server::http::{error, full, json_response, read_small_body, Body};
 use crate::server::App;
 
@@ -68,7 +67,11 @@ pub async fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, method: &
         return if get { devices(app, &w).await } else { method_not_allowed("GET, HEAD") };
     }
     if rest == "/events" {
-        return if get { super::events::stream(app.clone(), w).await } else { method_not_allowed("GET") };
+        let session = match &principal {
+            Principal::Session { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        return if get { super::events::stream(app.clone(), w, session).await } else { method_not_allowed("GET") };
     }
     let tail = &rest["/devices/".len()..];
     let (id, action) = tail.split_once('/').unwrap_or((tail, ""));
@@ -334,7 +337,7 @@ fn connector_json(app: &App, w: &Wall, devices: &[DeviceInfo]) -> Value {
         "name": "xagent-adb-connector",
         "version": crate::build_info::BUILD.version,
         "uptime_s": uptime,
-        "started_ms": now_ms().saturating_sub(uptime * 1000),
+        "started_ms": w.started_ms,
         "api_key_required": app.cfg.api_key.is_some(),
         "adb_servers": servers,
         "counts": counts,

@@ -66,6 +66,8 @@ pub struct Wall {
     /// The ADB backend for device facts and thumbnails; `None` when the connector runs another backend.
     adb: Option<Arc<AdbBackend>>,
     started: Instant,
+    /// Wall-clock start (ms since the epoch), fixed once so the streamed document does not change with it.
+    started_ms: u64,
     sessions: session::Sessions,
     thumbs: thumbs::Thumbs,
     facts: thumbs::Facts,
@@ -88,6 +90,7 @@ impl Wall {
             cfg,
             adb,
             started: Instant::now(),
+            started_ms: crate::protocol::now_ms(),
         })
     }
 

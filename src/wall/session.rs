@@ -79,6 +79,11 @@ impl Sessions {
             .map(|(_, s)| s.csrf.clone())
     }
 
+    /// Whether the session `id` is still live (not logged out, not expired, not evicted).
+    pub fn alive(&self, id: &str) -> bool {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).get(id).is_some_and(|s| s.expires > Instant::now())
+    }
+
     pub fn remove(&self, id: &str) {
         self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
     }
