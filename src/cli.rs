@@ -263,6 +263,11 @@ pub struct ServeArgs {
     #[arg(long, env = "XAGENT_ADB_ALLOW_NO_API_KEY_ON_NETWORK")]
     pub allow_no_api_key_on_network: bool,
 
+    /// Mark the wall's session cookie `Secure` (browsers then send it over HTTPS only): for a wall reached through
+    /// a TLS-terminating proxy.
+    #[arg(long, env = "XAGENT_ADB_WALL_SECURE_COOKIE")]
+    pub wall_secure_cookie: bool,
+
     /// How long a device-wall thumbnail is reused before the phone is captured again (at least 2s).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_THUMBNAIL_INTERVAL")]
     pub wall_thumbnail_interval: Duration,
@@ -332,6 +337,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             session_ttl: args.wall_session_ttl,
             thumbnail_interval: args.wall_thumbnail_interval,
             data_dir: None,
+            secure_cookie: args.wall_secure_cookie,
         },
     })
 }

@@ -192,6 +192,7 @@ async fn start_inner(
             "no system API key configured: /health, /ws and /files/uploads are open to anyone who can reach {addr}"
         );
     }
+    wall.listening_on(addr.port());
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let app = Arc::new(App {
         hub: hub.clone(),

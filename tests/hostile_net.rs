@@ -367,3 +367,81 @@ async fn streams_are_capped_with_a_clear_answer_and_end_at_logout() {
     .await
     .expect("timed out");
 }
+
+fn header<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
+    let head = raw.split("\r\n\r\n").next()?;
+    head.lines().skip(1).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Low list: nosniff everywhere, no-store on refusals and API answers, a script hash instead of 'unsafe-inline',
+/// a session cookie named per connector (port) and `Secure` on request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_headers_and_the_cookie_are_hardened() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let kf = key_file(dir.path());
+        let srv = Server::start(&dir.path().join("data"), &["--api-key-file", &kf, "--wall-secure-cookie"], &[]);
+        let addr = srv.addr;
+        for (path, extra, status) in [
+            ("/connector-card.json", String::new(), 200),
+            ("/nope", String::new(), 404),
+            ("/health", String::new(), 401),
+            ("/api/v1/devices", String::new(), 401),
+            ("/api/v1/devices", format!("Authorization: Bearer {KEY}\r\n"), 200),
+            ("/api/v1/session", String::new(), 200),
+        ] {
+            let (got, raw) = get_from("127.0.0.1", addr, path, &extra).await;
+            assert_eq!(got, status, "{path}: {raw}");
+            assert_eq!(header(&raw, "x-content-type-options"), Some("nosniff"), "{path}: {raw}");
+            if status != 200 || path.starts_with("/api/v1") {
+                assert_eq!(header(&raw, "cache-control"), Some("no-store"), "{path}: {raw}");
+            }
+        }
+        let (_, page) = get_from("127.0.0.1", addr, "/", "").await;
+        let csp = header(&page, "content-security-policy").unwrap();
+        let script_src = csp.split(';').find(|d| d.trim().starts_with("script-src")).unwrap();
+        assert!(script_src.contains("'sha256-") && !script_src.contains("unsafe-inline"), "{csp}");
+        // The cookie: named after the port, Secure when asked.
+        let body = format!("{{\"api_key\":\"{KEY}\"}}");
+        let raw = raw_from(
+            "127.0.0.1",
+            addr,
+            format!(
+                "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+        .await;
+        let cookie = header(&raw, "set-cookie").unwrap();
+        assert!(cookie.starts_with(&format!("xagent_wall_{}=", addr.port())), "{cookie}");
+        assert!(cookie.contains("; Secure") && cookie.contains("HttpOnly"), "{cookie}");
+    })
+    .await
+    .expect("timed out");
+}
+
+/// Low list: in no-key mode anyone gets a session for the asking; one address asking hundreds of times must not
+/// evict the operator's session (it used to: 256 sessions, the oldest dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_sessions_cannot_evict_the_operators() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &[], &[]);
+        let addr = srv.addr;
+        let (_, raw) = get_from("127.0.0.1", addr, "/api/v1/session", "").await;
+        let cookie = header(&raw, "set-cookie").unwrap().split(';').next().unwrap().to_owned();
+        let csrf = raw.split("\"csrf_token\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+        for _ in 0..300 {
+            assert_eq!(get_from("127.0.0.9", addr, "/api/v1/session", "").await.0, 200);
+        }
+        let (_, raw) = get_from("127.0.0.1", addr, "/api/v1/session", &format!("Cookie: {cookie}\r\n")).await;
+        assert!(raw.contains(&csrf), "the operator's session was evicted: {raw}");
+        assert!(header(&raw, "set-cookie").is_none(), "a new session was handed out: {raw}");
+    })
+    .await
+    .expect("timed out");
+}

@@ -125,7 +125,7 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
     let get = method == Method::GET || method == Method::HEAD;
     if let Some(refused) = foreign_page(&app, &req, &path) {
         tracing::debug!(%method, %path, status = refused.status().as_u16(), "http");
-        return Ok(refused);
+        return Ok(common_headers(&path, refused));
     }
     let resp = match path.as_str() {
         "/connector-card.json" if get => control::card(&app),
@@ -151,7 +151,21 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
         _ => error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint at {path}")),
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "http");
-    Ok(resp)
+    Ok(common_headers(&path, resp))
+}
+
+/// Headers every answer carries: `nosniff` (a JSON error or a JPEG is never run as a script or page), and
+/// `Cache-Control: no-store` on refusals and on every devices-API answer (serials, CSRF tokens and screens must not
+/// stay in a shared cache), unless the handler chose a policy already.
+fn common_headers(path: &str, mut resp: Response<Body>) -> Response<Body> {
+    let status = resp.status();
+    let h = resp.headers_mut();
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    let refusal = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND);
+    if (refusal || path == "/api/v1" || path.starts_with("/api/v1/")) && !h.contains_key(hyper::header::CACHE_CONTROL) {
+        h.insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    resp
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE, ETAG, SET_C
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::session::{self, Principal, Sessions};
+use super::session::{self, Principal};
 use super::{device_id, no_device, Wall};
 use crate::channels::Holder;
 use crate::device::{DeviceInfo, DeviceKey, DeviceState};
@@ -114,7 +114,7 @@ fn session_status(app: &App, w: &Wall, req: &Request<Incoming>) -> Response<Body
             json!({"authenticated": true, "key_required": true, "csrf_token": null}).to_string(),
         )),
         Ok(Principal::Open) => {
-            let (id, csrf) = w.sessions.create();
+            let (id, csrf) = w.sessions.create(crate::server::auth::peer_ip(req));
             let body = json!({"authenticated": true, "key_required": false, "csrf_token": csrf});
             with_cookie(json_response(StatusCode::OK, body.to_string()), w.sessions.cookie(&id))
         }
@@ -167,7 +167,7 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
             return *r;
         }
     }
-    let (id, csrf) = w.sessions.create();
+    let (id, csrf) = w.sessions.create(ip);
     tracing::info!("device wall: operator logged in");
     let body = json!({"authenticated": true, "key_required": app.cfg.api_key.is_some(), "csrf_token": csrf,
                       "expires_in_s": w.sessions.ttl().as_secs()});
@@ -186,7 +186,7 @@ fn logout(app: &App, w: &Wall, req: &Request<Incoming>) -> Response<Body> {
     if let Principal::Session { id, .. } = &principal {
         w.sessions.remove(id);
     }
-    with_cookie(json_response(StatusCode::OK, json!({"authenticated": false}).to_string()), Sessions::cleared_cookie())
+    with_cookie(json_response(StatusCode::OK, json!({"authenticated": false}).to_string()), w.sessions.cleared_cookie())
 }
 
 // ---- views ---------------------------------------------------------------------------------------------------
