@@ -445,3 +445,41 @@ async fn anonymous_sessions_cannot_evict_the_operators() {
     .await
     .expect("timed out");
 }
+
+/// Item 3, uploads: they keep their own rule instead of the small-body deadline — at most 30 s without a byte
+/// (and 1 KiB/s on average after that). An upload that stops sending is answered 408 and closed instead of
+/// holding its connection (and its staging reservation) forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_that_stops_sending_is_cut_off() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--body-timeout", "1s"], &[]);
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let (ch, _) = c.open(None).await;
+        let boundary = "bnd-stall";
+        let head = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\
+             Content-Type: application/octet-stream\r\n\r\n"
+        );
+        let total = head.len() + 100_000 + format!("\r\n--{boundary}--\r\n").len();
+        let mut s = connect_from("127.0.0.1", srv.addr).await;
+        let req = format!(
+            "POST /files/uploads HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {total}\r\n\
+             Content-Type: multipart/form-data; boundary={boundary}\r\nX-XAgent-Connector-Channel-ID: {ch}\r\n\r\n{head}",
+            srv.addr
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        s.write_all(&[b'z'; 5000]).await.unwrap();
+        let started = Instant::now();
+        // Still open after the small-body deadline (an upload is not a small body)...
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        // ...and cut off by its own idle rule.
+        let got = read_until_closed(&mut s, Duration::from_secs(45)).await.expect("a stalled upload was kept open");
+        assert!(got.starts_with("HTTP/1.1 408") && got.contains("request_timeout"), "{got}");
+        let took = started.elapsed();
+        assert!(took >= Duration::from_secs(25), "cut off too early: {took:?}");
+    })
+    .await
+    .expect("timed out");
+}
