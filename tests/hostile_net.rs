@@ -247,14 +247,25 @@ async fn with_a_key_host_names_are_not_restricted() {
 #[test]
 fn no_key_on_a_network_address_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
         .args(["serve", "--listen", "0.0.0.0:0", "--adb-server", "127.0.0.1:1", "--data-dir"])
         .arg(dir.path())
         .env_remove("XAGENT_CONNECTOR_API_KEY")
         .env_remove("XAGENT_ADB_API_KEY_FILE")
         .env_remove("XAGENT_ADB_ALLOW_NO_API_KEY_ON_NETWORK")
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    // Bounded: a connector that does start (the old behaviour) is killed instead of hanging the test.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("without an API key") && err.contains("--allow-no-api-key-on-network"), "{err}");
