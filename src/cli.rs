@@ -303,6 +303,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, env = "XAGENT_ADB_HEADER_TIMEOUT")]
     pub header_timeout: Duration,
 
+    /// Time a small request body (the wall login, any JSON; not uploads) has to arrive whole after its head.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, env = "XAGENT_ADB_BODY_TIMEOUT")]
+    pub body_timeout: Duration,
+
     /// Time a WebSocket session has to complete connector.hello before it is closed (1008).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, env = "XAGENT_ADB_HELLO_TIMEOUT")]
     pub hello_timeout: Duration,
@@ -313,6 +317,21 @@ pub struct ServeArgs {
     /// Lifetime of a device-wall login (the session cookie expires with it).
     #[arg(long, value_name = "DURATION", default_value = "12h", value_parser = parse_duration, env = "XAGENT_ADB_WALL_SESSION_TTL")]
     pub wall_session_ttl: Duration,
+
+    /// Without an API key, a host name browsers may use to reach the wall (repeatable). IP addresses and
+    /// localhost always work; any other name is refused with 403 (DNS rebinding). Unused when a key is set.
+    #[arg(long = "allowed-host", value_name = "NAME", env = "XAGENT_ADB_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+
+    /// Serve without an API key on a non-loopback --listen address: anyone who reaches the port drives the
+    /// phones. Without this flag such a configuration is refused (exit 3).
+    #[arg(long, env = "XAGENT_ADB_ALLOW_NO_API_KEY_ON_NETWORK")]
+    pub allow_no_api_key_on_network: bool,
+
+    /// Mark the wall's session cookie `Secure` (browsers then send it over HTTPS only): for a wall reached through
+    /// a TLS-terminating proxy.
+    #[arg(long, env = "XAGENT_ADB_WALL_SECURE_COOKIE")]
+    pub wall_secure_cookie: bool,
 
     /// How long a device-wall thumbnail is reused before the phone is captured again (at least 2s).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_THUMBNAIL_INTERVAL")]
@@ -334,6 +353,7 @@ pub struct Resolved {
 /// Turns `serve` flags into a checked configuration (key, adb servers, policy, allowlist).
 pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     let api_key = resolve_api_key(&args.key)?;
+    check_exposure(args.listen, api_key.is_some(), args.allow_no_api_key_on_network)?;
     let adb_servers = resolve_adb_servers(&args.adb.adb_servers)?;
     let mut policy = load_policy(args.policy.as_deref())?;
     policy.tool_deadline_max = args.tool_deadline_max;
@@ -361,9 +381,11 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
                 max_channels: args.max_channels as usize,
                 max_connections_per_ip: args.max_connections_per_ip as usize,
                 header_timeout: args.header_timeout,
+                body_timeout: args.body_timeout,
                 hello_timeout: args.hello_timeout,
                 ws_write_timeout: args.ws_write_timeout,
             },
+            allowed_hosts: args.allowed_hosts.clone(),
         },
         transfer: crate::run::TransferConfig {
             cache: crate::files::Limits {
@@ -380,7 +402,24 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             session_ttl: args.wall_session_ttl,
             thumbnail_interval: args.wall_thumbnail_interval,
             data_dir: None,
+            secure_cookie: args.wall_secure_cookie,
         },
+    })
+}
+
+/// No key and a non-loopback listen address: every host that reaches the port drives the phones. Refused unless
+/// the operator says so with `--allow-no-api-key-on-network` (exit 3, like every unusable configuration).
+pub fn check_exposure(listen: SocketAddr, has_key: bool, allowed: bool) -> Result<(), ConfigError> {
+    if has_key || allowed || listen.ip().is_loopback() {
+        return Ok(());
+    }
+    Err(ConfigError {
+        code: exit::CONFIG,
+        message: format!(
+            "refusing to serve on {listen} without an API key: anyone who reaches it could drive the phones. Give a \
+             key with --api-key-file, listen on 127.0.0.1, or pass --allow-no-api-key-on-network if that is really \
+             what you want"
+        ),
     })
 }
 
@@ -582,6 +621,22 @@ mod tests {
         assert!(s.listen.ip().is_loopback() && s.listen.port() == 8790, "{}", s.listen);
         let e = Cli::try_parse_from(["x", "serve", "--listen", "8790"]).unwrap_err().to_string();
         assert!(e.contains("0.0.0.0:8790"), "{e}");
+    }
+
+    #[test]
+    fn no_key_on_a_network_address_needs_the_explicit_flag() {
+        let serve = |args: &[&str]| {
+            let mut v = vec!["x", "serve", "--data-dir", "/nonexistent"];
+            v.extend_from_slice(args);
+            let Command::Serve(s) = Cli::try_parse_from(v).unwrap().command else { panic!() };
+            resolve_serve(&s)
+        };
+        let e = serve(&["--listen", "0.0.0.0:8790"]).err().expect("refused");
+        assert_eq!(e.code, exit::CONFIG);
+        assert!(e.message.contains("--allow-no-api-key-on-network"), "{}", e.message);
+        assert!(serve(&["--listen", "0.0.0.0:8790", "--allow-no-api-key-on-network"]).is_ok());
+        assert!(serve(&["--listen", "127.0.0.2:8790"]).is_ok(), "loopback needs no key");
+        assert!(serve(&["--listen", "[::1]:8790"]).is_ok());
     }
 
     impl Cli {

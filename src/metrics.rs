@@ -43,6 +43,8 @@ pub struct Gauges {
     pub cache_bytes: u64,
     pub cache_files: u64,
     pub in_flight_tools: u64,
+    /// `(surface, wrong keys, refused by the per-source limit)` of every key check surface.
+    pub auth: Vec<(&'static str, u64, u64)>,
 }
 
 impl Metrics {
@@ -180,6 +182,26 @@ impl Metrics {
             "Tool calls running now.",
             format!("xagent_tools_in_flight {}\n", g.in_flight_tools),
         );
+        let mut failures = String::new();
+        let mut throttled = String::new();
+        for (surface, f, t) in &g.auth {
+            let _ = writeln!(failures, "xagent_auth_failures_total{{surface=\"{surface}\"}} {f}");
+            let _ = writeln!(throttled, "xagent_auth_throttled_total{{surface=\"{surface}\"}} {t}");
+        }
+        block(
+            &mut out,
+            "xagent_auth_failures_total",
+            "counter",
+            "Wrong system API keys presented, by surface (login, api, health, metrics, upload, download, ws).",
+            failures,
+        );
+        block(
+            &mut out,
+            "xagent_auth_throttled_total",
+            "counter",
+            "Key checks refused with 429 because their source spent its wrong-key budget, by surface.",
+            throttled,
+        );
         out
     }
 }
@@ -203,9 +225,12 @@ mod tests {
             cache_bytes: 1234,
             cache_files: 2,
             in_flight_tools: 1,
+            auth: vec![("login", 4, 1)],
         };
         let text = m.render(&g);
         for needle in [
+            "xagent_auth_failures_total{surface=\"login\"} 4",
+            "xagent_auth_throttled_total{surface=\"login\"} 1",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"ok\"} 2",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"device_timeout\"} 1",
             "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.01\"} 1",

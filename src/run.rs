@@ -30,6 +30,8 @@ pub struct ServeConfig {
     pub drain_timeout: Duration,
     /// Caps against hostile clients (sessions, channels, per-address connections, timeouts).
     pub limits: crate::server::Limits,
+    /// Host names a browser may use for the wall when there is no key (`--allowed-host`).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Transfer-plane settings (kept apart from [`ServeConfig`] so that embedders that do not care get the defaults
@@ -190,6 +192,7 @@ async fn start_inner(
             "no system API key configured: /health, /ws and /files/uploads are open to anyone who can reach {addr}"
         );
     }
+    wall.listening_on(addr.port());
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let app = Arc::new(App {
         hub: hub.clone(),
@@ -202,6 +205,7 @@ async fn start_inner(
             max_connections: 1024,
             upload_max_bytes: transfer.upload_max_bytes,
             limits: cfg.limits,
+            allowed_hosts: cfg.allowed_hosts,
         },
         shutdown: shutdown_rx.clone(),
         tasks: Tracker::default(),
@@ -212,6 +216,7 @@ async fn start_inner(
         per_ip: Default::default(),
         health: crate::server::control::WriteHealth::new(store_for_health, files_dir.clone()),
         wall,
+        auth: Default::default(),
     });
     hub.backend().clone().start(shutdown_rx.clone());
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));

@@ -125,6 +125,17 @@ RUST_LOG=info
 #XAGENT_ADB_LEASE_GRACE=1h
 #XAGENT_ADB_MAX_MESSAGE_BYTES=1048576
 #XAGENT_ADB_DRAIN_TIMEOUT=30s
+
+# A small request body (the wall login, any JSON; not uploads) must arrive whole this long after its head (408).
+#XAGENT_ADB_BODY_TIMEOUT=5s
+
+# The wall is reached through a TLS proxy: mark its session cookie Secure.
+#XAGENT_ADB_WALL_SECURE_COOKIE=true
+
+# Only without an API key (this service always has one): host names browsers may use for the wall (comma-
+# separated; IP addresses and localhost always work), and the explicit consent to serve keyless on the network.
+#XAGENT_ADB_ALLOWED_HOSTS=pi-lab-3.local
+#XAGENT_ADB_ALLOW_NO_API_KEY_ON_NETWORK=true
 EOF
   chmod 0644 "$CONF_DIR/env"
   step "env file: wrote defaults to $CONF_DIR/env (listens on 0.0.0.0:8790)"

@@ -106,6 +106,7 @@ async fn setup() -> (xagent_adb_connector::run::Running, Arc<Devices>, Arc<Mutex
         max_message_bytes: 1 << 20,
         drain_timeout: Duration::from_secs(2),
         limits: Default::default(),
+        allowed_hosts: Vec::new(),
     };
     let reg = Registry::new(vec![Arc::new(echo)]).unwrap();
     let running = start(cfg, reg, devices.clone()).await.map_err(|e| e.message).unwrap();

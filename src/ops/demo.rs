@@ -202,6 +202,11 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             return e.code;
         }
     };
+    // Without a key, on a network address every host could drive its phones (and the operator's).
+    if let Err(e) = crate::cli::check_exposure(args.listen, api_key.is_some(), false) {
+        eprintln!("error: the demo without --api-key-file listens on loopback only (--listen {})", args.listen);
+        return e.code;
+    }
     let dir = DemoDir::new(args.data_dir.clone());
     sayln!("xagent-adb-connector demo — everything on loopback, no phone needed");
     sayln!("  state in {}{}\n", dir.path.display(), if dir.remove { " (temporary, removed at exit)" } else { "" });
@@ -223,6 +228,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             max_message_bytes: 1 << 20,
             drain_timeout: Duration::from_secs(10),
             limits: Default::default(),
+            allowed_hosts: Vec::new(),
         },
         transfer: crate::run::TransferConfig::default(),
         adb_servers: vec![demo.adb_server],

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
+use super::auth::{check_api_key, Surface};
 use super::{control, transfer, ws, App};
 
 pub type Body = BoxBody<Bytes, std::io::Error>;
@@ -45,23 +46,39 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     diff == 0 && a.len() == b.len()
 }
 
-/// `Authorization: Bearer <key>` when a key is configured (protocol §3). `Err` is the 401 to send.
-pub fn check_api_key<B>(app: &App, req: &Request<B>) -> Result<(), Box<Response<Body>>> {
-    let Some(key) = app.cfg.api_key.as_deref() else { return Ok(()) };
-    let presented = req
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim);
-    match presented {
-        Some(p) if constant_time_eq(p.as_bytes(), key.as_bytes()) => Ok(()),
-        Some(_) => Err(Box::new(error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong"))),
-        None => Err(Box::new(error(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "this endpoint requires Authorization: Bearer <system API key>",
+/// Reads a small request body (JSON of the wall's API; never an upload) whole: at most `max` bytes, and all of it
+/// within `deadline` of the call. Why a deadline: hyper's header timeout ends with the head, and a client that
+/// announces a body and never sends it would otherwise hold its connection (and a slot of the per-address and
+/// global connection caps) for as long as it likes. `Err` is the 408/413/400 to send; the connection is closed
+/// after it (hyper never reuses a connection whose body was not read to the end).
+pub async fn read_small_body(
+    body: hyper::body::Incoming,
+    max: usize,
+    deadline: std::time::Duration,
+) -> Result<Bytes, Box<Response<Body>>> {
+    match tokio::time::timeout(deadline, http_body_util::Limited::new(body, max).collect()).await {
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(Box::new(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_arguments",
+            &format!("the request body is larger than {max} bytes"),
         ))),
+        Ok(Err(_)) => {
+            Err(Box::new(error(StatusCode::BAD_REQUEST, "invalid_arguments", "the request body was cut off")))
+        }
+        Err(_) => {
+            static GATE: super::LogGate = super::LogGate::new();
+            if let Some(suppressed) = GATE.allow() {
+                tracing::info!(deadline_s = deadline.as_secs_f64(), suppressed, "request body not received in time");
+            }
+            let mut r = error(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                &format!("the request body did not arrive within {} s", deadline.as_secs_f64()),
+            );
+            r.headers_mut().insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+            Err(Box::new(r))
+        }
     }
 }
 
@@ -71,18 +88,53 @@ fn method_not_allowed(allow: &'static str) -> Response<Body> {
     r
 }
 
+/// Without a key: a request to the wall under a host name we do not know (DNS rebinding), or a WebSocket upgrade
+/// from another origin's page, gets 403 (see [`super::origin`]).
+fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<Body>> {
+    if app.cfg.api_key.is_some() {
+        return None;
+    }
+    let header = |name| req.headers().get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let host = header(hyper::header::HOST).unwrap_or("");
+    let allowed = &app.cfg.allowed_hosts;
+    if path == "/ws" {
+        let origin = header(hyper::header::ORIGIN)?;
+        if super::origin::origin_allowed(origin, host, allowed) {
+            return None;
+        }
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+            "this connector has no API key, so /ws refuses WebSocket requests from web pages of other origins",
+        ));
+    }
+    if crate::wall::owns(path) && !super::origin::host_allowed(host, allowed) {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+            "unknown Host: without an API key the wall answers only IP addresses, localhost and the names given \
+             with --allowed-host",
+        ));
+    }
+    None
+}
+
 pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
     let get = method == Method::GET || method == Method::HEAD;
+    if let Some(refused) = foreign_page(&app, &req, &path) {
+        tracing::debug!(%method, %path, status = refused.status().as_u16(), "http");
+        return Ok(common_headers(&path, refused));
+    }
     let resp = match path.as_str() {
         "/connector-card.json" if get => control::card(&app),
         "/skill.md" if get => control::skill(),
-        "/health" if get => match check_api_key(&app, &req) {
+        "/health" if get => match check_api_key(&app, &req, Surface::Health) {
             Ok(()) => control::health(&app).await,
             Err(r) => *r,
         },
-        "/metrics" if get => match check_api_key(&app, &req) {
+        "/metrics" if get => match check_api_key(&app, &req, Surface::Metrics) {
             Ok(()) => control::metrics(&app),
             Err(r) => *r,
         },
@@ -99,7 +151,21 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
         _ => error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint at {path}")),
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "http");
-    Ok(resp)
+    Ok(common_headers(&path, resp))
+}
+
+/// Headers every answer carries: `nosniff` (a JSON error or a JPEG is never run as a script or page), and
+/// `Cache-Control: no-store` on refusals and on every devices-API answer (serials, CSRF tokens and screens must not
+/// stay in a shared cache), unless the handler chose a policy already.
+fn common_headers(path: &str, mut resp: Response<Body>) -> Response<Body> {
+    let status = resp.status();
+    let h = resp.headers_mut();
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    let refusal = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND);
+    if (refusal || path == "/api/v1" || path.starts_with("/api/v1/")) && !h.contains_key(hyper::header::CACHE_CONTROL) {
+        h.insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    resp
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 //! new work, finish (bounded by `drain_timeout`) the tool calls already running, deliver their acks, then close
 //! with 1001.
 
+pub mod auth;
 pub mod control;
 pub mod http;
+pub mod origin;
 pub mod parts;
 pub mod transfer;
 pub mod ws;
@@ -40,6 +42,9 @@ pub struct ServerConfig {
     pub upload_max_bytes: u64,
     /// Caps against hostile or runaway clients (see [`Limits`]).
     pub limits: Limits,
+    /// Host names (besides IP literals and localhost) a browser may use to reach the wall when there is no key
+    /// (`--allowed-host`; see [`origin`]).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Caps that keep one client (with or without the key) from exhausting memory, disk, sockets or the hub.
@@ -54,6 +59,8 @@ pub struct Limits {
     pub max_connections_per_ip: usize,
     /// A connection must deliver a complete request head within this time (slowloris).
     pub header_timeout: Duration,
+    /// A small request body (login, anything but an upload) must arrive whole within this time after its head.
+    pub body_timeout: Duration,
     /// A WebSocket session must complete `connector.hello` within this time, or it is closed (1008).
     pub hello_timeout: Duration,
     /// Longest a write to a WebSocket peer may stall (the peer does not read); then the session is closed.
@@ -67,6 +74,7 @@ impl Default for Limits {
             max_channels: 1000,
             max_connections_per_ip: 128,
             header_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(5),
             hello_timeout: Duration::from_secs(10),
             ws_write_timeout: Duration::from_secs(10),
         }
@@ -95,6 +103,8 @@ pub struct App {
     pub health: control::WriteHealth,
     /// The operator's device wall and devices API (`/`, `/api/v1/…`).
     pub wall: Arc<crate::wall::Wall>,
+    /// Per-source limit on wrong API keys, and the failure counters of `/metrics`.
+    pub auth: auth::AuthGate,
 }
 
 /// Live connection counts per peer IP address.
@@ -272,7 +282,8 @@ async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, app: 
     let upgrade_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let svc_app = app.clone();
     let asked = upgrade_asked.clone();
-    let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(auth::Peer(peer));
         if req.headers().contains_key(hyper::header::UPGRADE) {
             asked.store(true, Ordering::Relaxed);
         }

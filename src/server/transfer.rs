@@ -33,7 +33,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 use tokio_util::io::ReaderStream;
 
-use super::http::{check_api_key, constant_time_eq, error, full, json_response, Body};
+use super::auth::{check_api_key, Surface};
+use super::http::{constant_time_eq, error, full, json_response, Body};
 use super::App;
 use crate::files::{self, names, AsyncWriter, CacheError, ClaimRefused, DownloadClaim, NewFile};
 
@@ -48,6 +49,11 @@ const DRAIN_MAX: u64 = 1 << 20;
 const DRAIN_TIME: Duration = Duration::from_secs(2);
 /// Largest accepted optional text field (`recipient_ref`, `reply_token`).
 const SMALL_FIELD_MAX: u64 = 4 * 1024;
+/// An upload's own rule instead of the small-body deadline (a 256 MiB file over a slow link takes minutes): it may
+/// pause for at most [`UPLOAD_IDLE`], and after that long it must average [`UPLOAD_MIN_RATE`] bytes per second.
+/// A client that trickles a byte now and then no longer holds a connection slot (and a staging reservation).
+const UPLOAD_IDLE: Duration = Duration::from_secs(30);
+const UPLOAD_MIN_RATE: u64 = 1024;
 
 // ---- download ----------------------------------------------------------------------------------------------------
 
@@ -125,7 +131,7 @@ pub async fn download<B>(app: &Arc<App>, req: &Request<B>, file_ref: &str) -> Re
     let asking_channel = req.headers().get(CHANNEL_HEADER).and_then(|v| v.to_str().ok()).map(str::trim);
     let mut backend_ok = false;
     if req.headers().contains_key(AUTHORIZATION) {
-        if let Err(r) = check_api_key(app, req) {
+        if let Err(r) = check_api_key(app, req, Surface::Download) {
             return *r;
         }
         backend_ok = app.cfg.api_key.is_some() && asking_channel == Some(row.channel_id.as_str());
@@ -274,7 +280,7 @@ fn check_request(
     req: &Request<Incoming>,
     declared: Option<u64>,
 ) -> Result<(String, String), Box<Response<Body>>> {
-    check_api_key(app, req)?;
+    check_api_key(app, req, Surface::Upload)?;
     let channel = req
         .headers()
         .get(CHANNEL_HEADER)
@@ -325,6 +331,14 @@ async fn receive(
             .for_field("recipient_ref", SMALL_FIELD_MAX)
             .for_field("reply_token", SMALL_FIELD_MAX),
     );
+    let started = std::time::Instant::now();
+    let stalled = || {
+        Box::new(error(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            &format!("the upload paused for {} s or averaged under {UPLOAD_MIN_RATE} bytes/s", UPLOAD_IDLE.as_secs()),
+        ))
+    };
     let guarded = super::parts::Guarded::new(body, boundary);
     let mut form = multer::Multipart::with_constraints(guarded, boundary, constraints);
     let mut stored: Option<(AsyncWriter, NewFile)> = None;
@@ -345,7 +359,9 @@ async fn receive(
             bad("the multipart body is malformed or was cut off")
         }
     };
-    while let Some(mut field) = form.next_field().await.map_err(multer_err)? {
+    while let Some(mut field) =
+        tokio::time::timeout(UPLOAD_IDLE, form.next_field()).await.map_err(|_| stalled())?.map_err(multer_err)?
+    {
         match field.name() {
             Some("file") => {
                 if stored.is_some() {
@@ -358,16 +374,33 @@ async fn receive(
                     .filter(|m| m != "application/octet-stream" && names::is_safe_mime(m))
                     .unwrap_or_else(|| files::guess_mime(&filename).to_owned());
                 let mut w = app.files.async_writer(limit).await.map_err(|e| cache_err(e, limit))?;
-                while let Some(chunk) = field.chunk().await.map_err(multer_err)? {
+                let mut received = 0u64;
+                while let Some(chunk) = tokio::time::timeout(UPLOAD_IDLE, field.chunk())
+                    .await
+                    .map_err(|_| stalled())?
+                    .map_err(multer_err)?
+                {
+                    received = received.saturating_add(chunk.len() as u64);
+                    let secs = started.elapsed().as_secs();
+                    if secs >= UPLOAD_IDLE.as_secs() && received < secs.saturating_mul(UPLOAD_MIN_RATE) {
+                        return Err(stalled());
+                    }
                     w.write(&chunk).await.map_err(|e| cache_err(e, limit))?;
                 }
                 stored = Some((w, NewFile { channel_id: channel.to_owned(), filename, mime }));
             }
             // Accepted and ignored (§5.1): this connector has no recipients; the device is the channel's binding.
             Some("recipient_ref") | Some("reply_token") => {
-                field.text().await.map_err(multer_err)?;
+                tokio::time::timeout(UPLOAD_IDLE, field.text()).await.map_err(|_| stalled())?.map_err(multer_err)?;
             }
-            _ => while field.chunk().await.map_err(multer_err)?.is_some() {},
+            _ => {
+                while tokio::time::timeout(UPLOAD_IDLE, field.chunk())
+                    .await
+                    .map_err(|_| stalled())?
+                    .map_err(multer_err)?
+                    .is_some()
+                {}
+            }
         }
     }
     let (w, meta) = stored.ok_or_else(|| bad("the form has no `file` field"))?;

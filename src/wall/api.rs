@@ -6,19 +6,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE, ETAG, SET_COOKIE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::session::{self, Principal, Sessions};
+use super::session::{self, Principal};
 use super::{device_id, no_device, Wall};
 use crate::channels::Holder;
 use crate::device::{DeviceInfo, DeviceKey, DeviceState};
 use crate::protocol::errors::{ErrorCode, ProtoError};
-use crate::protocol::now_ms;
-use crate::server::http::{error, full, json_response, Body};
+use crate::server::http::{error, full, json_response, read_small_body, Body};
 use crate::server::App;
 
 /// Largest login body.
@@ -69,7 +67,11 @@ pub async fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, method: &
         return if get { devices(app, &w).await } else { method_not_allowed("GET, HEAD") };
     }
     if rest == "/events" {
-        return if get { super::events::stream(app.clone(), w).await } else { method_not_allowed("GET") };
+        let session = match &principal {
+            Principal::Session { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        return if get { super::events::stream(app.clone(), w, session).await } else { method_not_allowed("GET") };
     }
     let tail = &rest["/devices/".len()..];
     let (id, action) = tail.split_once('/').unwrap_or((tail, ""));
@@ -112,7 +114,7 @@ fn session_status(app: &App, w: &Wall, req: &Request<Incoming>) -> Response<Body
             json!({"authenticated": true, "key_required": true, "csrf_token": null}).to_string(),
         )),
         Ok(Principal::Open) => {
-            let (id, csrf) = w.sessions.create();
+            let (id, csrf) = w.sessions.create(crate::server::auth::peer_ip(req));
             let body = json!({"authenticated": true, "key_required": false, "csrf_token": csrf});
             with_cookie(json_response(StatusCode::OK, body.to_string()), w.sessions.cookie(&id))
         }
@@ -142,15 +144,10 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
             "send the login as Content-Type: application/json {\"api_key\": \"…\"}",
         );
     }
-    let body = match Limited::new(req.into_body(), MAX_LOGIN_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid_arguments",
-                &format!("the login body is larger than {MAX_LOGIN_BODY} bytes or was cut off"),
-            )
-        }
+    let ip = crate::server::auth::peer_ip(&req);
+    let body = match read_small_body(req.into_body(), MAX_LOGIN_BODY, app.cfg.limits.body_timeout).await {
+        Ok(b) => b,
+        Err(r) => return *r,
     };
     let presented = match serde_json::from_slice::<Value>(&body) {
         Ok(v) => match v.get("api_key") {
@@ -166,20 +163,11 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
         Err(_) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", "the login body is not valid JSON"),
     };
     if let Some(key) = app.cfg.api_key.as_deref() {
-        if !w.sessions.login_allowed() {
-            return error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                "too many wrong keys in the last minute; wait a minute and try again",
-            );
-        }
-        if !crate::server::http::constant_time_eq(presented.as_bytes(), key.as_bytes()) {
-            w.sessions.login_failed();
-            tracing::warn!("device wall: login with a wrong API key");
-            return error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong");
+        if let Err(r) = crate::server::auth::verify(app, ip, key, &presented, crate::server::auth::Surface::Login) {
+            return *r;
         }
     }
-    let (id, csrf) = w.sessions.create();
+    let (id, csrf) = w.sessions.create(ip);
     tracing::info!("device wall: operator logged in");
     let body = json!({"authenticated": true, "key_required": app.cfg.api_key.is_some(), "csrf_token": csrf,
                       "expires_in_s": w.sessions.ttl().as_secs()});
@@ -198,7 +186,7 @@ fn logout(app: &App, w: &Wall, req: &Request<Incoming>) -> Response<Body> {
     if let Principal::Session { id, .. } = &principal {
         w.sessions.remove(id);
     }
-    with_cookie(json_response(StatusCode::OK, json!({"authenticated": false}).to_string()), Sessions::cleared_cookie())
+    with_cookie(json_response(StatusCode::OK, json!({"authenticated": false}).to_string()), w.sessions.cleared_cookie())
 }
 
 // ---- views ---------------------------------------------------------------------------------------------------
@@ -349,7 +337,7 @@ fn connector_json(app: &App, w: &Wall, devices: &[DeviceInfo]) -> Value {
         "name": "xagent-adb-connector",
         "version": crate::build_info::BUILD.version,
         "uptime_s": uptime,
-        "started_ms": now_ms().saturating_sub(uptime * 1000),
+        "started_ms": w.started_ms,
         "api_key_required": app.cfg.api_key.is_some(),
         "adb_servers": servers,
         "counts": counts,

@@ -44,6 +44,8 @@ pub struct WallConfig {
     pub thumbnail_interval: Duration,
     /// The data dir, to warn when its file system is nearly full (`None`: in-process tests).
     pub data_dir: Option<PathBuf>,
+    /// Mark the session cookie `Secure` (`--wall-secure-cookie`: the wall is reached through a TLS proxy).
+    pub secure_cookie: bool,
 }
 
 impl Default for WallConfig {
@@ -52,6 +54,7 @@ impl Default for WallConfig {
             session_ttl: Duration::from_secs(12 * 3600),
             thumbnail_interval: MIN_THUMBNAIL_INTERVAL,
             data_dir: None,
+            secure_cookie: false,
         }
     }
 }
@@ -66,6 +69,8 @@ pub struct Wall {
     /// The ADB backend for device facts and thumbnails; `None` when the connector runs another backend.
     adb: Option<Arc<AdbBackend>>,
     started: Instant,
+    /// Wall-clock start (ms since the epoch), fixed once so the streamed document does not change with it.
+    started_ms: u64,
     sessions: session::Sessions,
     thumbs: thumbs::Thumbs,
     facts: thumbs::Facts,
@@ -79,7 +84,7 @@ impl Wall {
     pub fn new(mut cfg: WallConfig, adb: Option<Arc<AdbBackend>>) -> Arc<Wall> {
         cfg.thumbnail_interval = cfg.thumbnail_interval.max(MIN_THUMBNAIL_INTERVAL);
         Arc::new(Wall {
-            sessions: session::Sessions::new(cfg.session_ttl),
+            sessions: session::Sessions::new(cfg.session_ttl, cfg.secure_cookie),
             thumbs: thumbs::Thumbs::new(cfg.thumbnail_interval),
             facts: thumbs::Facts::default(),
             activity: activity::Activity::default(),
@@ -88,6 +93,7 @@ impl Wall {
             cfg,
             adb,
             started: Instant::now(),
+            started_ms: crate::protocol::now_ms(),
         })
     }
 
@@ -95,6 +101,11 @@ impl Wall {
     /// while an agent captures the screen, and records the call's duration for the wall's action list.
     pub fn agent_call(&self, channel_id: &str, device: &DeviceKey, tool_id: &str) -> AgentCall {
         self.activity.begin(channel_id, device, tool_id)
+    }
+
+    /// Names the session cookie after the port the connector listens on (see [`session::COOKIE_PREFIX`]).
+    pub fn listening_on(&self, port: u16) {
+        self.sessions.set_port(port);
     }
 
     /// A device changed state: its last picture no longer shows what the phone shows.
@@ -135,19 +146,75 @@ fn page() -> Response<Body> {
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
     h.insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     // Everything is inline and same-origin; nothing may be framed (clickjacking of the Release button).
-    h.insert(
-        CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' blob:; \
-             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        ),
-    );
+    h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_str(csp()).expect("the CSP is ASCII"));
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
     h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     r
 }
 
+/// The page's Content-Security-Policy: the one inline script is allowed by its SHA-256 (computed once from the
+/// embedded page, so an edit of the page can never leave a stale hash), never by `'unsafe-inline'`: markup that
+/// slipped into the page (a phone's model name, say) could not run.
+fn csp() -> &'static str {
+    static CSP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CSP.get_or_init(|| {
+        format!(
+            "default-src 'none'; script-src '{}'; style-src 'unsafe-inline'; img-src 'self' blob:; \
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+            script_hash(PAGE)
+        )
+    })
+}
+
+/// `sha256-<base64>` of the text between the page's `<script>` and `</script>`.
+fn script_hash(page: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let start = page.find("<script>").expect("the page has an inline script") + "<script>".len();
+    let len = page[start..].find("</script>").expect("the script ends");
+    let digest = Sha256::digest(&page.as_bytes()[start..start + len]);
+    format!("sha256-{}", base64(&digest))
+}
+
+/// Standard base64 with padding (RFC 4648 §4); 20 lines instead of a crate for one 32-byte hash.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// A 404 for an unknown device id.
 fn no_device(id: &str) -> Response<Body> {
     error(StatusCode::NOT_FOUND, "device_not_found", &format!("no device with id {id:?} (see GET /api/v1/devices)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        for (raw, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(raw.as_bytes()), enc);
+        }
+        assert!(csp().contains("script-src 'sha256-") && !csp().contains("script-src 'unsafe-inline'"));
+    }
 }

@@ -11,30 +11,38 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hyper::header::{AUTHORIZATION, COOKIE};
+use hyper::header::COOKIE;
 use hyper::{Request, StatusCode};
 
 use crate::protocol::ids::random_hex;
 use crate::server::http::{constant_time_eq, error, Body};
-use crate::server::App;
+use crate::server::{auth, App};
 
-pub const COOKIE_NAME: &str = "xagent_wall";
+/// The cookie name's prefix; the full name ends with the connector's port ([`Sessions::set_port`]): cookies are
+/// per host, not per port, so two connectors on one host would otherwise overwrite each other's session.
+pub const COOKIE_PREFIX: &str = "xagent_wall_";
 pub const CSRF_HEADER: &str = "x-csrf-token";
-/// Sessions kept at once; the oldest is dropped beyond this (each login makes one).
+/// Sessions kept at once; beyond this the least recently used one is dropped (each login makes one).
 const MAX_SESSIONS: usize = 256;
-/// Wrong keys accepted per minute (the whole server) before login answers 429: slows guessing.
-pub const MAX_FAILED_LOGINS_PER_MINUTE: usize = 10;
+/// Sessions one source address holds at once; beyond this *its own* least recently used one is dropped, so
+/// requests from one address (an open wall hands a session to anyone who asks) cannot evict everybody else's.
+pub const MAX_SESSIONS_PER_SOURCE: usize = 16;
 
 struct Session {
     csrf: String,
     expires: Instant,
-    created: Instant,
+    /// Last time a request presented it (eviction drops the least recently used).
+    used: Instant,
+    source: Option<std::net::IpAddr>,
 }
 
 pub struct Sessions {
     ttl: Duration,
+    /// `xagent_wall_<port>`, set once the port is bound.
+    name: std::sync::OnceLock<String>,
+    /// Adds `Secure` to the cookie (`--wall-secure-cookie`, behind a TLS proxy).
+    secure: bool,
     map: Mutex<HashMap<String, Session>>,
-    failures: Mutex<Vec<Instant>>,
 }
 
 /// How a request was authorised.
@@ -50,67 +58,91 @@ pub enum Principal {
 pub type Denied = Box<hyper::Response<Body>>;
 
 impl Sessions {
-    pub fn new(ttl: Duration) -> Sessions {
-        Sessions { ttl, map: Mutex::new(HashMap::new()), failures: Mutex::new(Vec::new()) }
+    pub fn new(ttl: Duration, secure: bool) -> Sessions {
+        Sessions { ttl, name: std::sync::OnceLock::new(), secure, map: Mutex::new(HashMap::new()) }
+    }
+
+    /// Names the cookie after the listening port (called once, after the bind).
+    pub fn set_port(&self, port: u16) {
+        let _ = self.name.set(format!("{COOKIE_PREFIX}{port}"));
+    }
+
+    fn name(&self) -> &str {
+        self.name.get().map_or("xagent_wall", String::as_str)
+    }
+
+    fn attributes(&self) -> &'static str {
+        if self.secure {
+            "Path=/; HttpOnly; SameSite=Strict; Secure"
+        } else {
+            "Path=/; HttpOnly; SameSite=Strict"
+        }
     }
 
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
-    /// Creates a session; returns (id, csrf).
-    pub fn create(&self) -> (String, String) {
+    /// Creates a session for a request from `source`; returns (id, csrf).
+    pub fn create(&self, source: Option<std::net::IpAddr>) -> (String, String) {
         let (id, csrf) = (random_hex(32), random_hex(32));
         let now = Instant::now();
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, s| s.expires > now);
-        if map.len() >= MAX_SESSIONS {
-            if let Some(oldest) = map.iter().min_by_key(|(_, s)| s.created).map(|(k, _)| k.clone()) {
-                map.remove(&oldest);
-            }
+        let lru = |map: &HashMap<String, Session>, same_source: bool| {
+            map.iter()
+                .filter(|(_, s)| !same_source || s.source == source)
+                .min_by_key(|(_, s)| s.used)
+                .map(|(k, _)| k.clone())
+        };
+        let own = map.values().filter(|s| s.source == source).count();
+        let victim = if own >= MAX_SESSIONS_PER_SOURCE {
+            lru(&map, true)
+        } else if map.len() >= MAX_SESSIONS {
+            lru(&map, false)
+        } else {
+            None
+        };
+        if let Some(v) = victim {
+            map.remove(&v);
         }
-        map.insert(id.clone(), Session { csrf: csrf.clone(), expires: now + self.ttl, created: now });
+        map.insert(id.clone(), Session { csrf: csrf.clone(), expires: now + self.ttl, used: now, source });
         (id, csrf)
     }
 
     /// The CSRF token of a live session.
     fn lookup(&self, id: &str) -> Option<String> {
-        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
         // Compare every id in constant time: the cookie value is a bearer secret too.
-        map.iter()
-            .find(|(k, s)| constant_time_eq(k.as_bytes(), id.as_bytes()) && s.expires > Instant::now())
-            .map(|(_, s)| s.csrf.clone())
+        map.iter_mut().find(|(k, s)| constant_time_eq(k.as_bytes(), id.as_bytes()) && s.expires > now).map(|(_, s)| {
+            s.used = now;
+            s.csrf.clone()
+        })
+    }
+
+    /// Whether the session `id` is still live (not logged out, not expired, not evicted).
+    pub fn alive(&self, id: &str) -> bool {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).get(id).is_some_and(|s| s.expires > Instant::now())
     }
 
     pub fn remove(&self, id: &str) {
         self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
     }
 
-    /// Records a failed login; `false` when the minute's budget is spent.
-    pub fn login_allowed(&self) -> bool {
-        let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        f.retain(|t| now.duration_since(*t) < Duration::from_secs(60));
-        f.len() < MAX_FAILED_LOGINS_PER_MINUTE
-    }
-
-    pub fn login_failed(&self) {
-        self.failures.lock().unwrap_or_else(|e| e.into_inner()).push(Instant::now());
-    }
-
     /// The `Set-Cookie` value of a new session.
     pub fn cookie(&self, id: &str) -> String {
-        format!("{COOKIE_NAME}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", self.ttl.as_secs())
+        format!("{}={id}; {}; Max-Age={}", self.name(), self.attributes(), self.ttl.as_secs())
     }
 
     /// The `Set-Cookie` value that deletes the cookie.
-    pub fn cleared_cookie() -> String {
-        format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+    pub fn cleared_cookie(&self) -> String {
+        format!("{}=; {}; Max-Age=0", self.name(), self.attributes())
     }
 
     /// The session named by the request's cookie, if it is live: (id, csrf).
     pub fn of_request<B>(&self, req: &Request<B>) -> Option<(String, String)> {
-        let id = cookie_value(req, COOKIE_NAME)?;
+        let id = cookie_value(req, self.name())?;
         self.lookup(&id).map(|csrf| (id, csrf))
     }
 }
@@ -122,23 +154,11 @@ fn cookie_value<B>(req: &Request<B>, name: &str) -> Option<String> {
     })
 }
 
-fn bearer<B>(req: &Request<B>) -> Option<&str> {
-    req.headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim)
-}
-
 /// Checks that the request may read the wall's data. `Err` is the 401 to send.
 pub fn authorize<B>(app: &App, sessions: &Sessions, req: &Request<B>) -> Result<Principal, Denied> {
     if let Some(key) = app.cfg.api_key.as_deref() {
-        if let Some(p) = bearer(req) {
-            return if constant_time_eq(p.as_bytes(), key.as_bytes()) {
-                Ok(Principal::Bearer)
-            } else {
-                Err(Box::new(error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong")))
-            };
+        if let Some(p) = auth::bearer(req) {
+            return auth::verify(app, auth::peer_ip(req), key, p, auth::Surface::Api).map(|()| Principal::Bearer);
         }
     }
     if let Some((id, csrf)) = sessions.of_request(req) {

@@ -2,8 +2,10 @@
 //! the phones almost nothing.
 //!
 //! Thumbnails: one async mutex per device, so at most one wall capture per device is in flight and concurrent
-//! viewers share its result; a thumbnail is reused for the configured interval (≥ 2 s); one capture at a time
-//! across all devices (the box's CPU belongs to the agents); while an agent's screenshot runs on the device the
+//! viewers share its result; a thumbnail is reused for the configured interval (≥ 2 s); at most
+//! [`GLOBAL_CAPTURES`] captures at a time across all devices (the box's CPU belongs to the agents), waited for at
+//! most [`SLOT_WAIT`], each bounded by [`CAPTURE_DEADLINE`] as a whole, and a phone whose capture timed out is left
+//! alone for [`HUNG_BACKOFF`] — so one hung phone can never stall every other thumbnail; while an agent's screenshot runs on the device the
 //! wall serves its last thumbnail (or `device_busy`) instead of capturing — the wall waits, never the agent. The
 //! capture goes through the screenshot tool's capture helper but never through the channel file cache or its
 //! one-time URLs: the JPEG lives only in this map.
@@ -23,8 +25,15 @@ use crate::tools::screen::{capture, render, CapturePath, Format, DEFAULT_PATH};
 /// Longest side of a wall thumbnail (the detail view shows the same image larger).
 pub const THUMB_MAX_SIDE: u32 = 720;
 const THUMB_QUALITY: u8 = 70;
-/// Deadline of one wall capture.
+/// Deadline of one wall capture, all of it (both capture paths and the JPEG encoding).
 const CAPTURE_DEADLINE: Duration = Duration::from_secs(10);
+/// Wall captures running at once on the whole box (the box's CPU belongs to the agents).
+const GLOBAL_CAPTURES: usize = 2;
+/// Longest a thumbnail request waits for one of those slots; then it answers `device_busy` (the page retries).
+const SLOT_WAIT: Duration = Duration::from_secs(3);
+/// After a capture ran into its deadline, the phone is not captured again for this long: a hung phone must not
+/// take a global slot every few seconds.
+const HUNG_BACKOFF: Duration = Duration::from_secs(30);
 /// Device facts older than this are read again.
 pub const FACTS_MAX_AGE: Duration = Duration::from_secs(60);
 
@@ -36,12 +45,19 @@ pub struct Thumb {
     taken: Instant,
 }
 
-type Slot = Arc<tokio::sync::Mutex<Option<Arc<Thumb>>>>;
+#[derive(Default)]
+struct Cached {
+    thumb: Option<Arc<Thumb>>,
+    /// Set when a capture timed out: no new capture before then.
+    hung_until: Option<Instant>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Cached>>;
 
 pub struct Thumbs {
     interval: Duration,
     slots: Mutex<HashMap<DeviceKey, Slot>>,
-    /// One wall capture at a time on the whole box.
+    /// [`GLOBAL_CAPTURES`] wall captures at a time on the whole box.
     permit: tokio::sync::Semaphore,
 }
 
@@ -53,7 +69,7 @@ pub enum Stale {
 
 impl Thumbs {
     pub fn new(interval: Duration) -> Thumbs {
-        Thumbs { interval, slots: Mutex::new(HashMap::new()), permit: tokio::sync::Semaphore::new(1) }
+        Thumbs { interval, slots: Mutex::new(HashMap::new()), permit: tokio::sync::Semaphore::new(GLOBAL_CAPTURES) }
     }
 
     fn slot(&self, key: &DeviceKey) -> Slot {
@@ -78,7 +94,7 @@ impl Thumbs {
         };
         if agent_capturing() {
             // Do not even queue behind our own capture: answer with what we have.
-            return match slot.try_lock().ok().and_then(|g| g.clone()) {
+            return match slot.try_lock().ok().and_then(|g| g.thumb.clone()) {
                 Some(t) => Ok((t, Some(Stale::AgentCapturing))),
                 None => Err(busy()),
             };
@@ -86,33 +102,61 @@ impl Thumbs {
         let mut cached = tokio::time::timeout(CAPTURE_DEADLINE * 2, slot.lock()).await.map_err(|_| {
             ProtoError::new(ErrorCode::DeviceTimeout, "the previous thumbnail capture is still running")
         })?;
-        if let Some(t) = cached.as_ref().filter(|t| t.taken.elapsed() < self.interval) {
+        if let Some(t) = cached.thumb.as_ref().filter(|t| t.taken.elapsed() < self.interval) {
             return Ok((t.clone(), None));
         }
-        let _permit = self
-            .permit
-            .acquire()
-            .await
-            .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail limiter closed"))?;
+        if cached.hung_until.is_some_and(|until| Instant::now() < until) {
+            return Err(ProtoError::new(
+                ErrorCode::DeviceTimeout,
+                "the phone did not deliver its screen in time; the wall tries again in a little while",
+            ));
+        }
+        // A bounded wait for a global slot: a phone that hangs holds one for at most CAPTURE_DEADLINE.
+        let _permit = match tokio::time::timeout(SLOT_WAIT, self.permit.acquire()).await {
+            Ok(Ok(p)) => p,
+            Ok(Err(_)) => return Err(ProtoError::new(ErrorCode::Internal, "thumbnail limiter closed")),
+            Err(_) => {
+                return Err(ProtoError::new(
+                    ErrorCode::DeviceBusy,
+                    "the wall is capturing other phones; it tries again shortly",
+                ))
+            }
+        };
         if agent_capturing() {
-            return match cached.clone() {
+            return match cached.thumb.clone() {
                 Some(t) => Ok((t, Some(Stale::AgentCapturing))),
                 None => Err(busy()),
             };
         }
-        let frame = match capture(adb, key, DEFAULT_PATH, CAPTURE_DEADLINE).await {
-            Ok(f) => f,
-            Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
-            Err(_) => capture(adb, key, CapturePath::Raw, CAPTURE_DEADLINE).await?,
+        let work = async {
+            let frame = match capture(adb, key, DEFAULT_PATH, CAPTURE_DEADLINE).await {
+                Ok(f) => f,
+                Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
+                Err(_) => capture(adb, key, CapturePath::Raw, CAPTURE_DEADLINE).await?,
+            };
+            tokio::task::spawn_blocking(move || {
+                render(frame.image, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
+            })
+            .await
+            .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly"))?
         };
-        let (jpeg, width, height) = tokio::task::spawn_blocking(move || {
-            render(frame.image, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
-        })
-        .await
-        .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly"))??;
+        let outcome = match tokio::time::timeout(CAPTURE_DEADLINE, work).await {
+            Ok(r) => r,
+            Err(_) => Err(ProtoError::new(ErrorCode::DeviceTimeout, "the thumbnail capture ran out of time")),
+        };
+        let (jpeg, width, height) = match outcome {
+            Ok(x) => x,
+            Err(e) => {
+                if e.code == ErrorCode::DeviceTimeout {
+                    cached.hung_until = Some(Instant::now() + HUNG_BACKOFF);
+                }
+                return Err(e);
+            }
+        };
         let t =
             Arc::new(Thumb { jpeg: Bytes::from(jpeg), width, height, captured_ms: now_ms(), taken: Instant::now() });
-        *cached = Some(t.clone());
+        cached.thumb = Some(t.clone());
+        cached.hung_until = None;
         Ok((t, None))
     }
 }

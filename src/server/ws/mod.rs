@@ -26,7 +26,8 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
-use super::http::{check_api_key, error, full, Body};
+use super::auth::{check_api_key, Surface};
+use super::http::{error, full, Body};
 use super::App;
 use crate::protocol::SUBPROTOCOL;
 
@@ -41,7 +42,7 @@ fn header_has_token(req: &Request<Incoming>, name: hyper::header::HeaderName, to
 
 /// Validates the handshake (key before upgrade, subprotocol offered) and hands the socket to a session.
 pub fn upgrade(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
-    if let Err(r) = check_api_key(&app, &req) {
+    if let Err(r) = check_api_key(&app, &req, Surface::Ws) {
         return *r;
     }
     if !header_has_token(&req, UPGRADE, "websocket") || !header_has_token(&req, CONNECTION, "upgrade") {
