@@ -232,7 +232,7 @@ pub async fn framebuffer(
     let words = match version {
         1 => 12,
         2 => 13,
-        v => return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("framebuffer header version {v}"))),
+        v => return Err(ProtoError::new(ErrorCode::BadFrame, format!("framebuffer header version {v}"))),
     };
     let mut w = Vec::with_capacity(words);
     for _ in 0..words {
@@ -249,15 +249,29 @@ pub async fn framebuffer(
         green: (w[8], w[9]),
         alpha: (w[10], w[11]),
     };
-    let expect = (h.width as usize) * (h.height as usize) * (h.bpp as usize / 8);
-    if h.size as usize > max_pixel_bytes || h.size as usize != expect || !matches!(h.bpp, 16 | 24 | 32) {
+    // Every word is the phone's claim: the product is computed checked (u32 × u32 × 4 overflows u64), and only
+    // after it matches `size` and the cap is anything allocated.
+    let expect = (h.width as usize).checked_mul(h.height as usize).and_then(|n| n.checked_mul(h.bpp as usize / 8));
+    if h.size as usize > max_pixel_bytes || expect != Some(h.size as usize) || !matches!(h.bpp, 16 | 24 | 32) {
         return Err(ProtoError::new(
-            ErrorCode::ToolInvokeFailed,
+            ErrorCode::BadFrame,
             format!("implausible framebuffer header {}×{} at {} bpp, {} bytes", h.width, h.height, h.bpp, h.size),
         ));
     }
     let mut px = vec![0u8; h.size as usize];
-    st.read_exact(&mut px).await?;
+    let mut got = 0;
+    while got < px.len() {
+        match st.s.read(&mut px[got..]).await {
+            Ok(0) => {
+                return Err(ProtoError::new(
+                    ErrorCode::BadFrame,
+                    format!("the framebuffer header announced {} bytes of pixels, the phone sent {got}", px.len()),
+                ))
+            }
+            Ok(n) => got += n,
+            Err(e) => return Err(io_failed("framebuffer", e)),
+        }
+    }
     Ok((h, px))
 }
 

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::fs::MemFs;
 use super::ui::Ui;
-use super::{InputEvent, SimConfig};
+use super::{FrameLie, InputEvent, SimConfig};
 
 /// Logcat ring size; old lines are dropped like the kernel log buffer does.
 const LOG_CAPACITY: usize = 2000;
@@ -47,6 +47,8 @@ pub struct Device {
     pub events: Vec<InputEvent>,
     pub battery_level: u32,
     pub installs: u32,
+    /// How screen captures lie (hostile-phone tests); [`FrameLie::None`] for an honest phone.
+    pub frame_lie: FrameLie,
 }
 
 pub fn now_unix_ms() -> u64 {
@@ -171,6 +173,7 @@ impl Device {
             events: Vec::new(),
             battery_level: 87,
             installs: 0,
+            frame_lie: FrameLie::None,
             cfg,
             serial,
         };

@@ -92,6 +92,23 @@ pub enum Fault {
     Unauthorized,
 }
 
+/// A hostile phone's screen captures (`framebuffer:`, `screencap`, `screencap -p`), for testing that nothing a
+/// phone sends can panic the connector. An honest phone never sends these; each lie is one a broken or malicious
+/// adbd could send, byte for byte in the real formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FrameLie {
+    #[default]
+    None,
+    /// `framebuffer:` names a red channel at bit offset 0xFFFFFFF8, length 8 (wraps to 0 in u32 arithmetic);
+    /// raw `screencap` claims one more row than it sends.
+    ChannelOverflow,
+    /// Honest headers, then half the pixels and the stream ends.
+    Truncated,
+    /// Every capture claims a 60 000 × 60 000 screen: `screencap -p` a valid PNG header (IHDR) with no pixel
+    /// data, the raw formats the same size with a few bytes.
+    Huge,
+}
+
 /// One injected input event, as recorded in the event log.
 #[derive(Clone, Debug, PartialEq)]
 pub enum InputEvent {
@@ -191,6 +208,11 @@ impl SimPhone {
 
     fn device(&self) -> std::sync::MutexGuard<'_, Device> {
         self.shared.device.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes every later screen capture lie (see [`FrameLie`]); `FrameLie::None` makes the phone honest again.
+    pub fn lie_about_frames(&self, lie: FrameLie) {
+        self.device().frame_lie = lie;
     }
 
     /// Every input event injected so far (oldest first).

@@ -1,0 +1,67 @@
+//! Hostile phones (issue 22): whatever a phone sends, the connector answers a clean error and keeps serving every
+//! other phone. Real binary, real adb server, simulated phones that lie in the real wire formats.
+
+mod common;
+mod wall_support;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+use wall_support::*;
+use xagent_adb_connector::sim::FrameLie;
+
+fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(180), f)
+}
+
+/// Item 1: a lying framebuffer / screencap header is `bad_frame` for the agent and an error on the wall, never a
+/// crash; an honest phone on the same connector keeps working after each lie. On the old code the wrapping
+/// channel-offset check let `0xFFFFFFF8 + 8` through, the pixel read panicked and `panic = "abort"` (release) or
+/// the dead blocking task (debug) took the call — and in release the whole connector — down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lying_screen_capture_is_a_clean_error_and_the_connector_keeps_serving() {
+    bounded(async {
+        let r = rig(&[(360, 800), (360, 800)], true).await;
+        let (liar, honest) = (&r.sims[0], &r.sims[1]);
+        r.wait_all_online().await;
+        let (liar_id, honest_id) = (r.id_of(&liar.serial()).await, r.id_of(&honest.serial()).await);
+        let mut c = ws(r.srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let liar_ch = c.bind(Some(&liar.serial())).await;
+        let honest_ch = c.bind(Some(&honest.serial())).await;
+        let (k, v) = bearer();
+        for lie in [FrameLie::ChannelOverflow, FrameLie::Truncated, FrameLie::Huge] {
+            liar.lie_about_frames(lie);
+            let before = liar.commands().len();
+            let a = c.invoke(&liar_ch, "android_screenshot", json!({})).await;
+            assert_eq!(error_code(&a), "bad_frame", "{lie:?}: {a}");
+            let msg = a["error"]["message"].as_str().unwrap_or_default();
+            assert!(msg.contains("screen capture") || msg.contains("framebuffer"), "{lie:?}: {msg}");
+            // Both capture paths were tried and both lied (framebuffer, then raw screencap).
+            let tried: Vec<String> = liar.commands()[before..].to_vec();
+            assert!(tried.iter().any(|c| c == "framebuffer:") && tried.iter().any(|c| c == "screencap"), "{tried:?}");
+
+            // The wall's thumbnail of the liar: an error answer, not a hang or a dead connection.
+            let thumb = http(r.srv.addr, "GET", &format!("/api/v1/devices/{liar_id}/screen.jpg"), &[(k, &v)], b"").await;
+            assert_eq!(thumb.status, 502, "{lie:?}: {}", thumb.text());
+            assert_eq!(error_code(&thumb.json()), "bad_frame", "{lie:?}: {}", thumb.text());
+
+            // The connector is alive and the honest phone still works, through the agent and the wall.
+            let ok = c.invoke(&honest_ch, "android_screenshot", json!({"max_side": 200})).await;
+            assert!(ok["error"].is_null(), "{lie:?}: the honest phone after the lie: {ok}");
+            assert_eq!(ok["payload"]["result"]["screen_width"], 360, "{ok}");
+            let thumb =
+                http(r.srv.addr, "GET", &format!("/api/v1/devices/{honest_id}/screen.jpg"), &[(k, &v)], b"").await;
+            assert_eq!(thumb.status, 200, "{lie:?}: {}", thumb.text());
+            assert_eq!(http(r.srv.addr, "GET", "/health", &[(k, &v)], b"").await.status, 200);
+        }
+        // An honest phone again: the same channel gets its screenshot (nothing stuck behind the lies).
+        liar.lie_about_frames(FrameLie::None);
+        let ok = c.invoke(&liar_ch, "android_screenshot", json!({"max_side": 200})).await;
+        assert!(ok["error"].is_null(), "{ok}");
+        assert!(!r.srv.logs().iter().any(|l| l.contains("panicked")), "a panic was logged");
+    })
+    .await
+    .expect("test timed out");
+}
