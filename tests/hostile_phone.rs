@@ -43,7 +43,8 @@ async fn a_lying_screen_capture_is_a_clean_error_and_the_connector_keeps_serving
             assert!(tried.iter().any(|c| c == "framebuffer:") && tried.iter().any(|c| c == "screencap"), "{tried:?}");
 
             // The wall's thumbnail of the liar: an error answer, not a hang or a dead connection.
-            let thumb = http(r.srv.addr, "GET", &format!("/api/v1/devices/{liar_id}/screen.jpg"), &[(k, &v)], b"").await;
+            let thumb =
+                http(r.srv.addr, "GET", &format!("/api/v1/devices/{liar_id}/screen.jpg"), &[(k, &v)], b"").await;
             assert_eq!(thumb.status, 502, "{lie:?}: {}", thumb.text());
             assert_eq!(error_code(&thumb.json()), "bad_frame", "{lie:?}: {}", thumb.text());
 

@@ -54,23 +54,28 @@ pub struct Identity {
     pub model: String,
     pub manufacturer: String,
     pub sdk: Option<u32>,
-    /// `ro.serialno`: the same on every path (USB, Wi-Fi) to one phone; empty when the phone does not say.
+    /// `ro.serialno` as the phone reports it: a claim (any phone can report any serial), used only together
+    /// with `boot_id` and the adb server to recognise a second path (`device::identity`). Empty when not said.
     pub hw_serial: String,
+    /// `/proc/sys/kernel/random/boot_id`: random per boot, unknowable to other phones. Empty when unreadable.
+    pub boot_id: String,
 }
 
-/// The verification probe: one round trip for everything [`Identity`] holds, in its order.
-const PROBE: &str =
-    "getprop ro.product.model; getprop ro.product.manufacturer; getprop ro.build.version.sdk; getprop ro.serialno";
+/// The verification probe: one round trip for everything [`Identity`] holds, in its order. The boot id is read
+/// last and may fail (its line is then empty; the probe still succeeds): such a phone stays its own device.
+const PROBE: &str = "getprop ro.product.model; getprop ro.product.manufacturer; getprop ro.build.version.sdk; \
+                     getprop ro.serialno; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo";
 
 impl Identity {
-    /// Parses the probe's four `getprop` lines (model, manufacturer, SDK level, serial).
+    /// Parses the probe's lines (model, manufacturer, SDK level, serial, boot id).
     fn parse(out: &str) -> Identity {
         let mut l = out.lines().map(str::trim);
         let model = l.next().filter(|m| !m.is_empty()).unwrap_or("Android device").to_owned();
         let manufacturer = l.next().unwrap_or("").to_owned();
         let sdk = l.next().and_then(|s| s.parse().ok());
         let hw_serial = l.next().unwrap_or("").to_owned();
-        Identity { model, manufacturer, sdk, hw_serial }
+        let boot_id = l.next().unwrap_or("").to_owned();
+        Identity { model, manufacturer, sdk, hw_serial, boot_id }
     }
 }
 
@@ -285,14 +290,13 @@ impl AdbBackend {
                 return;
             }
         };
-        // The phone's own serial tells a second path (USB + Wi-Fi, `emulator-N` + `127.0.0.1:N+1`) from a second
-        // phone. A phone that does not say stays its own device.
+        // Serial + boot id + the same adb server tell a second path (USB + Wi-Fi, `emulator-N` +
+        // `127.0.0.1:N+1`) from a second phone (`device::identity`). A phone without them stays its own device.
         {
-            let hw = model.hw_serial.as_str();
-            if !hw.is_empty() {
+            if let Some(proof) = super::identity::Proof::of(&key, &model.hw_serial, &model.boot_id) {
                 let (presented, paths) = {
                     let mut ids = self.ids();
-                    let presented = ids.learn(&key, hw);
+                    let presented = ids.learn(&key, proof);
                     let paths = ids.paths_of(&presented).len();
                     (presented, paths)
                 };

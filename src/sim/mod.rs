@@ -215,6 +215,18 @@ impl SimPhone {
         self.device().frame_lie = lie;
     }
 
+    /// Sets a system property (`getprop NAME` prints it from now on): a phone that claims another phone's
+    /// `ro.serialno`, or reports a 100 KB or bidi-spoofing `ro.product.model` (hostile-phone tests).
+    pub fn set_prop(&self, name: &str, value: &str) {
+        self.device().props.insert(name.to_owned(), value.to_owned());
+    }
+
+    /// The phone's `/proc/sys/kernel/random/boot_id` line, without its newline.
+    pub fn boot_id(&self) -> String {
+        self.read_file("/proc/sys/kernel/random/boot_id")
+            .map_or_else(String::new, |b| String::from_utf8_lossy(&b).trim().to_owned())
+    }
+
     /// Every input event injected so far (oldest first).
     pub fn events(&self) -> Vec<InputEvent> {
         self.device().events.clone()
