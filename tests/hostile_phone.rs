@@ -66,3 +66,70 @@ async fn a_lying_screen_capture_is_a_clean_error_and_the_connector_keeps_serving
     .await
     .expect("test timed out");
 }
+
+/// Item 4 (the phone's side): a 100 KB `ro.product.model` and a bidi-spoofing one are cut to 128 printable
+/// characters where they enter; the devices API stays small and neither reaches agents (descriptor
+/// `display_name`) or the wall unbounded or with U+202E. On the old code the devices API carried the 100 KB name
+/// and the override character.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn phone_strings_are_bounded_and_stripped_of_bidi_controls() {
+    use common::adb::*;
+    bounded(async {
+        let adb = std::sync::Arc::new(blocking(AdbServer::start).await.expect("adb"));
+        let (huge, spoof) = (start_sim().await, start_sim().await);
+        huge.set_prop("ro.product.model", &"M".repeat(100_000));
+        huge.set_prop("ro.product.manufacturer", &"\u{1b}[31m".repeat(20_000));
+        spoof.set_prop("ro.product.model", "Pixel \u{202E}7 (0987654321)\u{202C}\u{200F}");
+        for sim in [&huge, &spoof] {
+            let (a, s) = (adb.clone(), sim.serial());
+            blocking(move || {
+                a.connect(&s);
+                a.wait_state(&s, "device");
+            })
+            .await;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let key_file = dir.path().join("key");
+        std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+        let srv = Server::start(
+            &dir.path().join("data"),
+            &["--adb-server", &format!("127.0.0.1:{}", adb.port), "--api-key-file", key_file.to_str().unwrap()],
+            &[],
+        );
+        let (k, v) = bearer();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let (body, d) = loop {
+            let r = http(srv.addr, "GET", "/api/v1/devices", &[(k, &v)], b"").await;
+            assert_eq!(r.status, 200);
+            let d = r.json();
+            let online = d["devices"].as_array().unwrap().iter().filter(|x| x["state"] == "online").count();
+            if online == 2 {
+                break (r.body.len(), d);
+            }
+            assert!(std::time::Instant::now() < deadline, "phones never online: {d:#}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(body < 16 * 1024, "the devices API is {body} bytes");
+        let model_of = |serial: &str| {
+            d["devices"].as_array().unwrap().iter().find(|x| x["serial"] == json!(serial)).unwrap()["model"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(model_of(&huge.serial()), "M".repeat(128));
+        assert_eq!(model_of(&spoof.serial()), "Pixel 7 (0987654321)");
+
+        // What agents see: the descriptor's display_name, bounded and without the override.
+        let mut c = ws(srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        for (sim, want) in [(&huge, "M".repeat(128)), (&spoof, "Pixel 7 (0987654321)".to_owned())] {
+            let ch = c.bind(Some(&sim.serial())).await;
+            let (_, desc) = c.open(Some(&ch)).await;
+            let name = desc["target"]["display_name"].as_str().unwrap_or_else(|| panic!("{desc}"));
+            assert!(name.starts_with(&want) && name.chars().count() < 200, "{name}");
+            assert!(!name.chars().any(|ch| ch.is_control() || ('\u{202A}'..='\u{202E}').contains(&ch)), "{name:?}");
+        }
+    })
+    .await
+    .expect("test timed out");
+}

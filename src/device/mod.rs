@@ -5,6 +5,7 @@ pub mod adb;
 pub mod host;
 pub mod identity;
 pub mod shell;
+pub mod text;
 pub mod transport;
 
 use std::fmt;

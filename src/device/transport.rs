@@ -135,8 +135,9 @@ impl Stream {
     }
 }
 
-/// Runs `cmd` with the shell protocol v2: stdout and stderr apart, the exit status from the exit packet.
-pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str) -> Result<ShellOut, ProtoError> {
+/// Runs `cmd` with the shell protocol v2: stdout and stderr apart, the exit status from the exit packet. At most
+/// `cap` bytes of output (each packet's length field is checked before anything is allocated).
+pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str, cap: usize) -> Result<ShellOut, ProtoError> {
     let mut st = open(server, serial, &format!("shell,v2,raw:{cmd}")).await?;
     let (mut out, mut err) = (Vec::new(), Vec::new());
     loop {
@@ -152,10 +153,10 @@ pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str) -> Result<She
             Err(e) => return Err(io_failed("shell", e)),
         }
         let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
-        if out.len() + err.len() + len > SHELL_OUTPUT_MAX {
+        if out.len().saturating_add(err.len()).saturating_add(len) > cap {
             return Err(ProtoError::new(
                 ErrorCode::ToolInvokeFailed,
-                format!("the command printed more than {SHELL_OUTPUT_MAX} bytes"),
+                format!("the command printed more than {cap} bytes"),
             ));
         }
         let mut data = vec![0u8; len];
@@ -179,10 +180,10 @@ pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str) -> Result<She
 /// Runs `cmd` through plain `shell:` (phones without the `shell_v2` feature, Android < 7): stderr is merged into
 /// stdout and no exit status exists, so the command runs in its own `sh -c` (an `exit N` inside it ends only that
 /// shell) followed by a status line carrying a per-call random tag, which the command's own output cannot forge.
-pub async fn shell_v1(server: SocketAddr, serial: &str, cmd: &str) -> Result<ShellOut, ProtoError> {
+pub async fn shell_v1(server: SocketAddr, serial: &str, cmd: &str, cap: usize) -> Result<ShellOut, ProtoError> {
     let tag = format!("__xagent_status_{}__", crate::protocol::ids::random_hex(8));
     let st = open(server, serial, &format!("shell:sh -c {}; echo \"{tag}$?\"", super::shell::quote(cmd))).await?;
-    let raw = st.read_to_end(SHELL_OUTPUT_MAX).await?;
+    let raw = st.read_to_end(cap).await?;
     let text = String::from_utf8_lossy(&raw);
     let Some(pos) = text.rfind(&tag) else {
         return Err(ProtoError::new(
