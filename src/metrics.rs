@@ -43,6 +43,8 @@ pub struct Gauges {
     pub cache_bytes: u64,
     pub cache_files: u64,
     pub in_flight_tools: u64,
+    /// `android_observe` observations held (all channels).
+    pub observations_held: u64,
 }
 
 impl Metrics {
@@ -180,6 +182,13 @@ impl Metrics {
             "Tool calls running now.",
             format!("xagent_tools_in_flight {}\n", g.in_flight_tools),
         );
+        block(
+            &mut out,
+            "xagent_observations_held",
+            "gauge",
+            "android_observe observations kept for element targets (freed on logout, close and expiry).",
+            format!("xagent_observations_held {}\n", g.observations_held),
+        );
         out
     }
 }
@@ -203,10 +212,12 @@ mod tests {
             cache_bytes: 1234,
             cache_files: 2,
             in_flight_tools: 1,
+            observations_held: 5,
         };
         let text = m.render(&g);
         for needle in [
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"ok\"} 2",
+            "xagent_observations_held 5",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"device_timeout\"} 1",
             "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.01\"} 1",
             "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.5\"} 2",
