@@ -423,6 +423,18 @@ impl AdbBackend {
         self.op(key, ordered, deadline, |d| async move { d.shell(cmd).await }).await
     }
 
+    /// [`AdbBackend::shell`] reading at most `cap` bytes of output (beyond: `tool_invoke_failed` naming the cap).
+    pub async fn shell_capped(
+        &self,
+        key: &DeviceKey,
+        cmd: &str,
+        cap: usize,
+        ordered: bool,
+        deadline: Duration,
+    ) -> Result<ShellOut, ProtoError> {
+        self.op(key, ordered, deadline, |d| async move { d.shell_capped(cmd, cap).await }).await
+    }
+
     /// `exec:CMD`: raw stdout, at most `cap` bytes. An observation unless `ordered`.
     pub async fn exec(
         &self,

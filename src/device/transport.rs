@@ -400,3 +400,125 @@ fn sync_protocol(id: &[u8]) -> ProtoError {
         format!("adb: unexpected sync reply {:?}", String::from_utf8_lossy(id)),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    //! Hostile length fields, against a fake adb server on loopback that accepts the transport and the service and
+    //! then sends what a lying adbd would: every length is checked before anything is allocated or read.
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// A one-connection fake adb server: OKAY to `host:transport:` and to the service, then `reply`, then it
+    /// keeps the socket open (a reader that trusted a length would wait for bytes that never come).
+    async fn fake_adb(reply: Vec<u8>) -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            for _ in 0..2 {
+                let mut len = [0u8; 4];
+                s.read_exact(&mut len).await.unwrap();
+                let n = usize::from_str_radix(std::str::from_utf8(&len).unwrap(), 16).unwrap();
+                let mut req = vec![0u8; n];
+                s.read_exact(&mut req).await.unwrap();
+                s.write_all(b"OKAY").await.unwrap();
+            }
+            s.write_all(&reply).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        });
+        addr
+    }
+
+    async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(std::time::Duration::from_secs(10), f).await.expect("a lying length made us wait")
+    }
+
+    #[tokio::test]
+    async fn an_oversized_shell_v2_packet_is_refused_before_reading_it() {
+        let mut pkt = vec![ID_STDOUT];
+        pkt.extend_from_slice(&u32::MAX.to_le_bytes());
+        pkt.extend_from_slice(b"abc");
+        let server = fake_adb(pkt).await;
+        let e = bounded(shell_v2(server, "x", "true", SHELL_OUTPUT_MAX)).await.unwrap_err();
+        assert!(e.message.contains("printed more than"), "{e:?}");
+        // Two packets that each fit but together pass the cap.
+        let mut two = Vec::new();
+        for _ in 0..2 {
+            two.push(ID_STDOUT);
+            two.extend_from_slice(&600u32.to_le_bytes());
+            two.extend_from_slice(&[b'a'; 600]);
+        }
+        let server = fake_adb(two).await;
+        let e = bounded(shell_v2(server, "x", "true", 1000)).await.unwrap_err();
+        assert!(e.message.contains("more than 1000 bytes"), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn lying_sync_lengths_are_refused() {
+        let mut data = b"DATA".to_vec();
+        data.extend_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        let server = fake_adb(data).await;
+        let mut sync = Sync::open(server, "x").await.unwrap();
+        let e = bounded(sync.recv("/sdcard/f", |_| Ok(()))).await.unwrap_err();
+        assert!(e.message.contains("unexpected sync reply"), "{e:?}");
+        // A FAIL message claiming 4 GiB: the first 4 KiB are read, nothing more is allocated.
+        let mut fail = b"FAIL".to_vec();
+        fail.extend_from_slice(&u32::MAX.to_le_bytes());
+        fail.extend_from_slice(&[b'm'; 4096]);
+        let server = fake_adb(fail).await;
+        let mut sync = Sync::open(server, "x").await.unwrap();
+        let e = bounded(sync.recv("/sdcard/f", |_| Ok(()))).await.unwrap_err();
+        assert!(e.message.len() < 4096 + 100, "{}", e.message.len());
+    }
+
+    #[tokio::test]
+    async fn a_lying_framebuffer_header_is_bad_frame_before_allocating() {
+        let words = |w: &[u32]| w.iter().flat_map(|n| n.to_le_bytes()).collect::<Vec<u8>>();
+        // 60 000² × 4 bytes: `size` cannot hold it; width × height × 4 is computed checked.
+        let huge = words(&[
+            2,
+            32,
+            1,
+            60_000u32.wrapping_mul(60_000).wrapping_mul(4),
+            60_000,
+            60_000,
+            0,
+            8,
+            16,
+            8,
+            8,
+            8,
+            24,
+            8,
+        ]);
+        let e = bounded(framebuffer(fake_adb(huge).await, "x", 160 << 20)).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
+        // u32::MAX sides: the product overflows even u64.
+        let max = words(&[1, 32, 0, u32::MAX, u32::MAX, 0, 8, 16, 8, 8, 8, 24, 8]);
+        let e = bounded(framebuffer(fake_adb(max).await, "x", 160 << 20)).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
+        // An honest header, then fewer pixels than announced and the end of the stream.
+        let mut short = words(&[2, 32, 1, 16, 2, 2, 0, 8, 16, 8, 8, 8, 24, 8]);
+        short.extend_from_slice(&[0; 8]);
+        let server = {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            tokio::spawn(async move {
+                let (mut s, _) = l.accept().await.unwrap();
+                for _ in 0..2 {
+                    let mut len = [0u8; 4];
+                    s.read_exact(&mut len).await.unwrap();
+                    let n = usize::from_str_radix(std::str::from_utf8(&len).unwrap(), 16).unwrap();
+                    let mut req = vec![0u8; n];
+                    s.read_exact(&mut req).await.unwrap();
+                    s.write_all(b"OKAY").await.unwrap();
+                }
+                s.write_all(&short).await.unwrap();
+            });
+            addr
+        };
+        let e = bounded(framebuffer(server, "x", 160 << 20)).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
+        assert!(e.message.contains("sent 8"), "{e:?}");
+    }
+}
