@@ -133,3 +133,36 @@ async fn phone_strings_are_bounded_and_stripped_of_bidi_controls() {
     .await
     .expect("test timed out");
 }
+
+/// Item 1 (lengths): a phone whose shell-protocol v2 packets and sync `DATA` chunks announce ~4 GiB gets a clean
+/// error for that call — nothing is allocated for the claim, nothing waits for bytes that never come — and the
+/// connector keeps serving it (once honest) and the phone beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lying_shell_and_sync_lengths_are_clean_errors() {
+    bounded(async {
+        let r = rig(&[(360, 800), (360, 800)], true).await;
+        let (liar, honest) = (&r.sims[0], &r.sims[1]);
+        r.wait_all_online().await;
+        assert!(liar.write_file("/sdcard/Download/note.txt", b"hello"));
+        let mut c = ws(r.srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let liar_ch = c.bind(Some(&liar.serial())).await;
+        let honest_ch = c.bind(Some(&honest.serial())).await;
+
+        liar.lie_about_lengths(true);
+        let a = c.invoke(&liar_ch, "android_app_list", json!({})).await;
+        assert_eq!(error_code(&a), "tool_invoke_failed", "{a}");
+        assert!(a["error"]["message"].as_str().unwrap().contains("printed more than"), "{a}");
+        let a = c.invoke(&liar_ch, "android_file_pull", json!({"path": "/sdcard/Download/note.txt"})).await;
+        assert_eq!(error_code(&a), "tool_invoke_failed", "{a}");
+        let ok = c.invoke(&honest_ch, "android_app_list", json!({})).await;
+        assert!(ok["error"].is_null(), "the honest phone: {ok}");
+
+        liar.lie_about_lengths(false);
+        let ok = c.invoke(&liar_ch, "android_file_pull", json!({"path": "/sdcard/Download/note.txt"})).await;
+        assert!(ok["error"].is_null(), "honest again: {ok}");
+        assert_eq!(ok["payload"]["result"]["byte_size"], 5, "{ok}");
+    })
+    .await
+    .expect("test timed out");
+}

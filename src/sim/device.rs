@@ -49,6 +49,8 @@ pub struct Device {
     pub installs: u32,
     /// How screen captures lie (hostile-phone tests); [`FrameLie::None`] for an honest phone.
     pub frame_lie: FrameLie,
+    /// Shell-protocol v2 packets and sync `DATA` chunks announce 0xFFFFFFF0 bytes (hostile-phone tests).
+    pub length_lie: bool,
 }
 
 pub fn now_unix_ms() -> u64 {
@@ -174,6 +176,7 @@ impl Device {
             battery_level: 87,
             installs: 0,
             frame_lie: FrameLie::None,
+            length_lie: false,
             cfg,
             serial,
         };

@@ -215,6 +215,12 @@ impl SimPhone {
         self.device().frame_lie = lie;
     }
 
+    /// Makes every later shell-protocol v2 output packet and sync `DATA` chunk announce 0xFFFFFFF0 bytes (then
+    /// send a few and stall), as a broken or malicious adbd could; `false` makes the phone honest again.
+    pub fn lie_about_lengths(&self, lie: bool) {
+        self.device().length_lie = lie;
+    }
+
     /// Sets a system property (`getprop NAME` prints it from now on): a phone that claims another phone's
     /// `ro.serialno`, or reports a 100 KB or bidi-spoofing `ro.product.model` (hostile-phone tests).
     pub fn set_prop(&self, name: &str, value: &str) {

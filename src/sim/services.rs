@@ -340,7 +340,16 @@ async fn run_command(shared: &Arc<Shared>, cmd: &str, input: &mut StreamIn, out:
     let Some(res) = execute(shared, cmd, &stdin, input, out).await else {
         return;
     };
-    let bytes = if v2 {
+    let lie = shared.device.lock().unwrap_or_else(|e| e.into_inner()).length_lie;
+    let bytes = if v2 && lie {
+        // A stdout packet announcing ~4 GiB, a few bytes, then silence until the host hangs up.
+        let mut b = vec![1u8];
+        b.extend_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        b.extend_from_slice(b"lie");
+        let _ = out.write(&b).await;
+        input.wait_closed().await;
+        return;
+    } else if v2 {
         encode_v2(&res, !res.follow)
     } else {
         let mut b = res.stdout.clone();
