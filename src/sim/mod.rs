@@ -15,7 +15,11 @@
 //! - [`fs`]: the in-memory filesystem; [`device`]: the rest of the phone's state.
 //!
 //! Faults (latency, hang, offline, unauthorized, dropped connections) can be injected at runtime
-//! to test the connector's error handling against a realistic transport.
+//! to test the connector's error handling against a realistic transport. A phone can also be made hostile, in
+//! the real wire formats: lying screen captures ([`SimPhone::lie_about_frames`]), lying shell-v2/sync lengths
+//! ([`SimPhone::lie_about_lengths`]), any property value — another phone's `ro.serialno`, a 100 KB or
+//! bidi-spoofing model ([`SimPhone::set_prop`]). Each phone has its own random boot id
+//! (`/proc/sys/kernel/random/boot_id`), shared by the paths of [`SimPhone::listen_also`].
 
 pub mod commands;
 pub mod device;
