@@ -71,8 +71,8 @@ pub(crate) fn bad_frame(msg: impl Into<String>) -> ProtoError {
     ProtoError::new(ErrorCode::BadFrame, format!("unreadable screen capture: {}", msg.into()))
 }
 
-/// Decodes `screencap -p` output. The dimensions are checked against [`MAX_SIDE`] and the allocation against
-/// [`PNG_MAX_ALLOC`] from the header, before any pixel is inflated.
+/// Decodes `screencap -p` output. The dimensions are checked against `MAX_SIDE` and the allocation against
+/// `PNG_MAX_ALLOC` from the header, before any pixel is inflated.
 pub fn decode_png(data: &[u8]) -> Result<RgbImage, ProtoError> {
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(MAX_SIDE);
