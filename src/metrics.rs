@@ -45,6 +45,8 @@ pub struct Gauges {
     pub in_flight_tools: u64,
     /// `(surface, wrong keys, refused by the per-source limit)` of every key check surface.
     pub auth: Vec<(&'static str, u64, u64)>,
+    /// `android_observe` observations held (all channels).
+    pub observations_held: u64,
 }
 
 impl Metrics {
@@ -202,6 +204,13 @@ impl Metrics {
             "Key checks refused with 429 because their source spent its wrong-key budget, by surface.",
             throttled,
         );
+        block(
+            &mut out,
+            "xagent_observations_held",
+            "gauge",
+            "android_observe observations kept for element targets (freed on logout, close and expiry).",
+            format!("xagent_observations_held {}\n", g.observations_held),
+        );
         out
     }
 }
@@ -226,12 +235,14 @@ mod tests {
             cache_files: 2,
             in_flight_tools: 1,
             auth: vec![("login", 4, 1)],
+            observations_held: 5,
         };
         let text = m.render(&g);
         for needle in [
             "xagent_auth_failures_total{surface=\"login\"} 4",
             "xagent_auth_throttled_total{surface=\"login\"} 1",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"ok\"} 2",
+            "xagent_observations_held 5",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"device_timeout\"} 1",
             "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.01\"} 1",
             "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.5\"} 2",

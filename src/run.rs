@@ -222,6 +222,15 @@ async fn start_inner(
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));
     tokio::spawn(hub.clone().watch_devices(shutdown_rx.clone()));
     tokio::spawn(files.run_sweeper(shutdown_rx.clone()));
+    // Expired observations go even when their channel never observes again (`tools::observe::sweep`).
+    tokio::spawn(async {
+        let every = (crate::tools::observe::ttl() / 4).max(std::time::Duration::from_millis(100));
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            crate::tools::observe::sweep();
+        }
+    });
     let scratch = cfg.data_dir.is_none().then(|| files_dir.clone());
     let done = tokio::spawn(async move {
         server::serve(listener, app).await;

@@ -56,6 +56,12 @@ async fn one_phone_on_two_serials_is_one_device_with_one_lease() {
     let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
     paths_joined(&srv, 1).await;
     one_online_device(&srv, "two serials of one phone count as one device").await;
+    // The wall shows the one phone with both of its paths.
+    let d = get(srv.addr, "/api/v1/devices").await.json();
+    let mut want = vec![first.clone(), second.clone()];
+    want.sort();
+    assert_eq!(d["devices"].as_array().unwrap().len(), 1, "{d}");
+    assert_eq!(d["devices"][0]["paths"], json!(want), "{d}");
 
     // The first channel takes the phone; a second one can take it by neither serial, nor as "any free phone".
     let mut owner = ws(srv.addr, None).await;
@@ -158,4 +164,98 @@ async fn the_allowlist_admits_a_phone_by_any_of_its_serials() {
     c.hello(None).await;
     let ch = c.bind(None).await;
     tap_lands(&mut c, &ch, &sim, 51).await;
+}
+
+/// Polls `/health` until the connector sees `n` devices, all online (bounded).
+async fn online_devices(srv: &Server, n: u64, why: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let h = get(srv.addr, "/health").await.json();
+        if h["devices"] == n && h["devices_online"] == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{why}: /health = {h}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 22 item 2: a phone reporting another phone's `ro.serialno` (same adb server) is its own device. It gets
+/// none of the other phone's commands, and an allowlist naming the other phone does not admit it. On the old code
+/// the two were merged by the claimed serial: one device on /health, the impostor bindable under the allowlist,
+/// and commands routed to whichever path sorted first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_impostor_claiming_a_phones_serial_gets_neither_its_commands_nor_its_allowlist() {
+    let (adb, genuine, genuine_serial) = setup().await.expect("adb");
+    let impostor = start_sim().await;
+    impostor.set_prop("ro.serialno", &genuine_serial);
+    impostor.set_prop("ro.boot.serialno", &genuine_serial);
+    let impostor_serial = impostor.serial();
+    let (a, s) = (adb.clone(), impostor_serial.clone());
+    blocking(move || {
+        a.connect(&s);
+        a.wait_state(&s, "device");
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(
+        &dir.path().join("data"),
+        &["--adb-server", &format!("127.0.0.1:{}", adb.port), "--allow-serial", &genuine_serial],
+        &[],
+    );
+    online_devices(&srv, 2, "the impostor is a device of its own").await;
+    assert!(!srv.logs().iter().any(|l| l.contains("another path to the same phone")), "merged by a claim");
+    let d = get(srv.addr, "/api/v1/devices").await.json();
+    for serial in [&genuine_serial, &impostor_serial] {
+        let row = d["devices"].as_array().unwrap().iter().find(|x| x["serial"] == json!(serial)).cloned();
+        let row = row.unwrap_or_else(|| panic!("{serial} is not on the wall: {d}"));
+        assert_eq!(row["paths"], json!([serial]), "{d}");
+        assert_eq!(row["allowed"], json!(*serial == genuine_serial), "{d}");
+    }
+
+    // The agent's phone: every command lands on it, none on the impostor.
+    let mut owner = ws(srv.addr, None).await;
+    owner.hello(None).await;
+    let ch = owner.bind(Some(&genuine_serial)).await;
+    impostor.clear_events();
+    for x in [11, 12, 13] {
+        tap_lands(&mut owner, &ch, &genuine, x).await;
+    }
+    let typed = owner.invoke(&ch, "android_input_text", json!({"text": "secret"})).await;
+    assert!(typed["error"].is_null(), "{typed}");
+    assert_eq!(impostor.events(), vec![], "the impostor received commands meant for {genuine_serial}");
+
+    // The allowlist names the genuine phone's adb serial: the impostor's claim does not admit it.
+    let mut other = ws(srv.addr, None).await;
+    other.hello(None).await;
+    let (ch2, _) = other.open(None).await;
+    let a = other
+        .request("auth.start", Some(&ch2), json!({"flow_id": "adb_device", "input": {"serial": impostor_serial}}))
+        .await;
+    assert_eq!(error_code(&a), "permission_denied", "{a}");
+    let a = other.request("auth.start", Some(&ch2), json!({"flow_id": "adb_device", "input": {}})).await;
+    assert_ne!(a["payload"]["status"], "authenticated", "any free allowed phone must not be the impostor: {a}");
+    assert_eq!(impostor.events(), vec![]);
+}
+
+/// Two phones that really share a serial (cheap phones ship `0123456789ABCDEF`), on two adb servers: two devices,
+/// each bindable and each getting its own commands. On the old code they merged into one and one vanished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_serial_on_two_adb_servers_is_two_phones() {
+    let (adb1, sim1, serial1) = setup().await.expect("adb");
+    let (adb2, sim2, serial2) = setup().await.expect("adb");
+    for sim in [&sim1, &sim2] {
+        sim.set_prop("ro.serialno", "0123456789ABCDEF");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (s1, s2) = (format!("127.0.0.1:{}", adb1.port), format!("127.0.0.1:{}", adb2.port));
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &s1, "--adb-server", &s2], &[]);
+    online_devices(&srv, 2, "one phone per adb server").await;
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch1 = c.bind(Some(&serial1)).await;
+    let ch2 = c.bind(None).await;
+    tap_lands(&mut c, &ch1, &sim1, 61).await;
+    sim1.clear_events();
+    tap_lands(&mut c, &ch2, &sim2, 62).await;
+    assert_eq!(sim1.events(), vec![], "the second phone's tap reached the first ({serial2} vs {serial1})");
 }

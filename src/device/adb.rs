@@ -66,23 +66,35 @@ pub struct Identity {
     pub model: String,
     pub manufacturer: String,
     pub sdk: Option<u32>,
-    /// `ro.serialno`: the same on every path (USB, Wi-Fi) to one phone; empty when the phone does not say.
+    /// `ro.serialno` as the phone reports it: a claim (any phone can report any serial), used only together
+    /// with `boot_id` and the adb server to recognise a second path (`device::identity`). Empty when not said.
     pub hw_serial: String,
+    /// `/proc/sys/kernel/random/boot_id`: random per boot, unknowable to other phones. Empty when unreadable.
+    pub boot_id: String,
 }
 
-/// The verification probe: one round trip for everything [`Identity`] holds, in its order.
-const PROBE: &str =
-    "getprop ro.product.model; getprop ro.product.manufacturer; getprop ro.build.version.sdk; getprop ro.serialno";
+/// The verification probe: one round trip for everything [`Identity`] holds, in its order. The boot id is read
+/// last and may fail (its line is then empty; the probe still succeeds): such a phone stays its own device.
+const PROBE: &str = "getprop ro.product.model; getprop ro.product.manufacturer; getprop ro.build.version.sdk; \
+                     getprop ro.serialno; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo";
+
+/// Bytes the verification probe may print. Honest phones print ~150; a phone whose properties run past this never
+/// verifies (the warning says the probe printed too much) instead of holding megabytes per poll.
+const PROBE_OUTPUT_MAX: usize = 256 * 1024;
 
 impl Identity {
-    /// Parses the probe's four `getprop` lines (model, manufacturer, SDK level, serial).
+    /// Parses the probe's lines (model, manufacturer, SDK level, serial, boot id).
     fn parse(out: &str) -> Identity {
-        let mut l = out.lines().map(str::trim);
-        let model = l.next().filter(|m| !m.is_empty()).unwrap_or("Android device").to_owned();
-        let manufacturer = l.next().unwrap_or("").to_owned();
-        let sdk = l.next().and_then(|s| s.parse().ok());
-        let hw_serial = l.next().unwrap_or("").to_owned();
-        Identity { model, manufacturer, sdk, hw_serial }
+        use super::text::{phone_text, MAX_NAME_CHARS, MAX_SHORT_CHARS};
+        // Every value is the phone's say-so: bounded and stripped of control/bidi characters here, where it enters.
+        let mut l = out.lines();
+        let model = l.next().map(|m| phone_text(m, MAX_NAME_CHARS)).filter(|m| !m.is_empty());
+        let model = model.unwrap_or_else(|| "Android device".to_owned());
+        let manufacturer = l.next().map_or_else(String::new, |m| phone_text(m, MAX_NAME_CHARS));
+        let sdk = l.next().and_then(|s| phone_text(s, MAX_SHORT_CHARS).parse().ok());
+        let hw_serial = l.next().map_or_else(String::new, |s| phone_text(s, MAX_NAME_CHARS));
+        let boot_id = l.next().map_or_else(String::new, |s| phone_text(s, MAX_SHORT_CHARS));
+        Identity { model, manufacturer, sdk, hw_serial, boot_id }
     }
 }
 
@@ -237,7 +249,12 @@ impl AdbBackend {
                     to_verify.push(key.clone());
                 }
                 let id = verified.get(&key).cloned().unwrap_or_else(|| Identity {
-                    model: d.model.filter(|m| !m.is_empty()).unwrap_or_else(|| "Android device".into()),
+                    // The adb server's `model:` comes from the phone's banner: as untrusted as getprop.
+                    model: d
+                        .model
+                        .map(|m| super::text::phone_text(&m, super::text::MAX_NAME_CHARS))
+                        .filter(|m| !m.is_empty())
+                        .unwrap_or_else(|| "Android device".into()),
                     ..Identity::default()
                 });
                 let info =
@@ -291,7 +308,13 @@ impl AdbBackend {
     /// Proves a newly listed device answers (one `getprop`), learns its model name, then reports it online. A
     /// device that does not answer stays offline and is tried again on the next poll.
     async fn verify(self: Arc<Self>, key: DeviceKey) {
-        let probe = self.shell_ok(&key, PROBE, false, Duration::from_secs(5)).await;
+        let probe = self
+            .op(&key, false, Duration::from_secs(5), |d| async move { d.shell_capped(PROBE, PROBE_OUTPUT_MAX).await })
+            .await
+            .and_then(|out| match out.code {
+                0 => Ok(out.stdout),
+                code => Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("the probe exited {code}"))),
+            });
         self.verifying.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
         let model = match probe {
             Ok(out) => Identity::parse(&out),
@@ -300,14 +323,13 @@ impl AdbBackend {
                 return;
             }
         };
-        // The phone's own serial tells a second path (USB + Wi-Fi, `emulator-N` + `127.0.0.1:N+1`) from a second
-        // phone. A phone that does not say stays its own device.
+        // Serial + boot id + the same adb server tell a second path (USB + Wi-Fi, `emulator-N` +
+        // `127.0.0.1:N+1`) from a second phone (`device::identity`). A phone without them stays its own device.
         {
-            let hw = model.hw_serial.as_str();
-            if !hw.is_empty() {
+            if let Some(proof) = super::identity::Proof::of(&key, &model.hw_serial, &model.boot_id) {
                 let (presented, paths) = {
                     let mut ids = self.ids();
-                    let presented = ids.learn(&key, hw);
+                    let presented = ids.learn(&key, proof);
                     let paths = ids.paths_of(&presented).len();
                     (presented, paths)
                 };
@@ -433,6 +455,18 @@ impl AdbBackend {
             }
             e
         })
+    }
+
+    /// [`AdbBackend::shell`] reading at most `cap` bytes of output (beyond: `tool_invoke_failed` naming the cap).
+    pub async fn shell_capped(
+        &self,
+        key: &DeviceKey,
+        cmd: &str,
+        cap: usize,
+        ordered: bool,
+        deadline: Duration,
+    ) -> Result<ShellOut, ProtoError> {
+        self.op(key, ordered, deadline, |d| async move { d.shell_capped(cmd, cap).await }).await
     }
 
     /// `exec:CMD`: raw stdout, at most `cap` bytes. An observation unless `ordered`.
@@ -579,10 +613,15 @@ pub struct Device {
 
 impl Device {
     pub async fn shell(&self, cmd: &str) -> Result<ShellOut, ProtoError> {
+        self.shell_capped(cmd, transport::SHELL_OUTPUT_MAX).await
+    }
+
+    /// [`Device::shell`] reading at most `cap` bytes of output.
+    pub async fn shell_capped(&self, cmd: &str, cap: usize) -> Result<ShellOut, ProtoError> {
         if self.shell_v2 {
-            transport::shell_v2(self.server, &self.serial, cmd).await
+            transport::shell_v2(self.server, &self.serial, cmd, cap).await
         } else {
-            transport::shell_v1(self.server, &self.serial, cmd).await
+            transport::shell_v1(self.server, &self.serial, cmd, cap).await
         }
     }
 

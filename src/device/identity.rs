@@ -1,34 +1,73 @@
 //! One phone, several adb serials. The adb server lists a phone once per transport: USB (`R58N123ABC`) and Wi-Fi
 //! debugging (`192.168.1.7:5555`, or an mDNS `adb-…._adb-tls-connect._tcp`) at the same time, or a loopback port
 //! in 5555–5585 also as `emulator-5554`. A lease must follow the *physical* device, or two channels drive one
-//! phone. The phone's own `ro.serialno`, read when a path is verified, tells the paths apart from the phones.
+//! phone.
+//!
+//! What a phone *says* about itself is not evidence about another phone: `ro.serialno` can be set to anything
+//! (cheap phones really share `0123456789ABCDEF`; a hostile one copies a neighbour's), and merging by it sent an
+//! agent's taps and typed text to an impostor. Two paths are merged only with a [`Proof`] a phone cannot fake about
+//! another phone: both are listed by the *same adb server* and report the same `ro.serialno` *and* the same
+//! `/proc/sys/kernel/random/boot_id` (a random UUID the kernel draws at every boot, readable only from a shell on
+//! that phone). Paths on different adb servers are never merged; a path whose boot id cannot be read stays its
+//! own device.
 //!
 //! Each physical device gets one *presented* key — the path the channel layer sees, binds and stores. It is the
 //! best path when the phone first appears and then stays the same for as long as any path of the phone is listed
 //! (a binding survives the USB cable being pulled while Wi-Fi remains). The other paths are hidden from the
-//! channel layer, and commands go over the healthiest live path ([`rank`]).
+//! channel layer, and commands go over the healthiest live path ([`rank`]) among the paths proven to be that
+//! phone — never another.
 
 use std::collections::HashMap;
 
 use super::{DeviceKey, DeviceState};
 
+/// Evidence that a path reaches one particular phone: paths with equal proofs are one phone.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Proof {
+    /// The adb server listing the path (`DeviceKey::server`): a phone cannot appear on another box's server.
+    server: String,
+    /// `ro.serialno` as reported.
+    serialno: String,
+    /// `/proc/sys/kernel/random/boot_id`, lower-case UUID.
+    boot_id: String,
+}
+
+impl Proof {
+    /// The proof for `path`, or `None` when the phone gave no serial or no well-formed boot id (it then stays its
+    /// own device).
+    pub fn of(path: &DeviceKey, serialno: &str, boot_id: &str) -> Option<Proof> {
+        let boot_id = boot_id.trim().to_ascii_lowercase();
+        let uuid = boot_id.len() == 36
+            && boot_id.char_indices().all(|(i, c)| match i {
+                8 | 13 | 18 | 23 => c == '-',
+                _ => c.is_ascii_hexdigit(),
+            });
+        (uuid && !serialno.is_empty()).then(|| Proof {
+            server: path.server.clone(),
+            serialno: serialno.to_owned(),
+            boot_id,
+        })
+    }
+}
+
 #[derive(Default)]
 pub struct Identities {
-    /// Path → hardware serial, learned at verification.
-    hardware: HashMap<DeviceKey, String>,
-    /// Hardware serial → presented key.
-    presented: HashMap<String, DeviceKey>,
+    /// Path → its proof, learned at verification.
+    hardware: HashMap<DeviceKey, Proof>,
+    /// Proof → presented key.
+    presented: HashMap<Proof, DeviceKey>,
     /// Keys that bindings restored at start-up name: such a path becomes its phone's presented key whichever
     /// path happens to be verified first, so a restart does not orphan a binding.
     preferred: std::collections::HashSet<DeviceKey>,
 }
 
 impl Identities {
-    /// Records that `path` reaches the phone with hardware serial `hw`. Returns the presented key of that phone
-    /// (`path` itself when it is the phone's first path).
-    pub fn learn(&mut self, path: &DeviceKey, hw: &str) -> DeviceKey {
-        self.hardware.insert(path.clone(), hw.to_owned());
-        let current = self.presented.entry(hw.to_owned()).or_insert_with(|| path.clone());
+    /// Records that `path` reaches the phone `proof` names. Returns the presented key of that phone (`path`
+    /// itself when it is the phone's first path).
+    pub fn learn(&mut self, path: &DeviceKey, proof: Proof) -> DeviceKey {
+        debug_assert_eq!(proof.server, path.server, "a proof is about a path of its own adb server");
+        self.hardware.insert(path.clone(), proof.clone());
+        let current = self.presented.entry(proof).or_insert_with(|| path.clone());
         if self.preferred.contains(path) && !self.preferred.contains(current) {
             *current = path.clone();
         }
@@ -76,13 +115,10 @@ impl Identities {
         }
     }
 
-    /// Every serial the phone presented as `key` goes by: its paths' serials and its own `ro.serialno`.
+    /// The adb serials of every path proven to be the phone presented as `key` (what the allowlist and the wall
+    /// match). Never the `ro.serialno` the phone reports: that is a claim, not a path.
     pub fn names_of(&self, key: &DeviceKey) -> Vec<String> {
         let mut v: Vec<String> = self.paths_of(key).into_iter().map(|p| p.serial).collect();
-        v.extend(self.hardware.get(key).cloned());
-        if let Some(hw) = self.presented.iter().find(|(_, k)| *k == key).map(|(hw, _)| hw.clone()) {
-            v.push(hw);
-        }
         v.sort();
         v.dedup();
         v
@@ -121,11 +157,17 @@ mod tests {
         DeviceKey { server: "127.0.0.1:5037".into(), serial: s.into() }
     }
 
+    const BOOT: &str = "8c6f1c2e-5b7a-4d3e-9f10-2a4b6c8d0e1f";
+
+    fn p(path: &str, serialno: &str) -> Proof {
+        Proof::of(&k(path), serialno, BOOT).unwrap()
+    }
+
     #[test]
     fn paths_of_one_phone_share_the_first_key_until_the_last_goes() {
         let mut ids = Identities::default();
-        assert_eq!(ids.learn(&k("10.0.0.7:5555"), "R58N"), k("10.0.0.7:5555"));
-        assert_eq!(ids.learn(&k("R58N"), "R58N"), k("10.0.0.7:5555"), "the binding's key stays");
+        assert_eq!(ids.learn(&k("10.0.0.7:5555"), p("10.0.0.7:5555", "R58N")), k("10.0.0.7:5555"));
+        assert_eq!(ids.learn(&k("R58N"), p("R58N", "R58N")), k("10.0.0.7:5555"), "the binding's key stays");
         assert_eq!(ids.presented_of(&k("R58N")), k("10.0.0.7:5555"));
         assert_eq!(ids.paths_of(&k("10.0.0.7:5555")), vec![k("10.0.0.7:5555"), k("R58N")]);
         assert_eq!(ids.resolve_serial("R58N"), Some(k("10.0.0.7:5555")));
@@ -133,16 +175,37 @@ mod tests {
         ids.forget(&k("10.0.0.7:5555"));
         assert_eq!(ids.presented_of(&k("R58N")), k("10.0.0.7:5555"), "still presented while USB remains");
         ids.forget(&k("R58N"));
-        assert_eq!(ids.learn(&k("R58N"), "R58N"), k("R58N"), "a fresh start after the last path went");
-        assert_eq!(ids.learn(&k("other"), "OTHER"), k("other"));
+        assert_eq!(ids.learn(&k("R58N"), p("R58N", "R58N")), k("R58N"), "a fresh start after the last path went");
+        assert_eq!(ids.learn(&k("other"), p("other", "OTHER")), k("other"));
+    }
+
+    /// Issue 22 item 2: what a phone claims is no evidence about another phone.
+    #[test]
+    fn only_the_same_server_serial_and_boot_id_merge() {
+        let mut ids = Identities::default();
+        ids.learn(&k("R58N"), p("R58N", "R58N"));
+        // An impostor reporting the same ro.serialno, with its own boot id: its own device.
+        let other_boot = Proof::of(&k("10.0.0.9:5555"), "R58N", "00000000-1111-2222-3333-444444444444").unwrap();
+        assert_eq!(ids.learn(&k("10.0.0.9:5555"), other_boot), k("10.0.0.9:5555"));
+        assert_eq!(ids.paths_of(&k("R58N")), vec![k("R58N")]);
+        // The same serial and boot id on another adb server: never merged (its `Proof` names its server).
+        let far = DeviceKey { server: "127.0.0.1:5038".into(), serial: "10.0.0.8:5555".into() };
+        assert_eq!(ids.learn(&far, Proof::of(&far, "R58N", BOOT).unwrap()), far);
+        assert_eq!(ids.names_of(&k("R58N")), vec!["R58N".to_string()], "never the claimed serial of another path");
+        // No readable boot id, or no serial: no proof.
+        assert!(Proof::of(&k("x"), "R58N", "").is_none());
+        assert!(Proof::of(&k("x"), "R58N", "cat: /proc/sys/kernel/random/boot_id: Permission denied").is_none());
+        assert!(Proof::of(&k("x"), "R58N", "8c6f1c2e-5b7a-4d3e-9f10-2a4b6c8d0e1").is_none(), "35 characters");
+        assert!(Proof::of(&k("x"), "", BOOT).is_none());
+        assert_eq!(Proof::of(&k("x"), "R", &BOOT.to_uppercase()), Proof::of(&k("x"), "R", &format!(" {BOOT}\r\n")));
     }
 
     #[test]
     fn a_restored_binding_keeps_its_key() {
         let mut ids = Identities::default();
         ids.prefer(&k("R58N"));
-        assert_eq!(ids.learn(&k("10.0.0.7:5555"), "R58N"), k("10.0.0.7:5555"));
-        assert_eq!(ids.learn(&k("R58N"), "R58N"), k("R58N"), "the bound path takes over");
+        assert_eq!(ids.learn(&k("10.0.0.7:5555"), p("10.0.0.7:5555", "R58N")), k("10.0.0.7:5555"));
+        assert_eq!(ids.learn(&k("R58N"), p("R58N", "R58N")), k("R58N"), "the bound path takes over");
         assert_eq!(ids.presented_of(&k("10.0.0.7:5555")), k("R58N"));
     }
 

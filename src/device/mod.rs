@@ -7,6 +7,7 @@ pub mod host;
 pub mod identity;
 pub mod power;
 pub mod shell;
+pub mod text;
 pub mod transport;
 
 use std::fmt;

@@ -161,8 +161,9 @@ impl Stream {
     }
 }
 
-/// Runs `cmd` with the shell protocol v2: stdout and stderr apart, the exit status from the exit packet.
-pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str) -> Result<ShellOut, ProtoError> {
+/// Runs `cmd` with the shell protocol v2: stdout and stderr apart, the exit status from the exit packet. At most
+/// `cap` bytes of output (each packet's length field is checked before anything is allocated).
+pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str, cap: usize) -> Result<ShellOut, ProtoError> {
     let mut st = open(server, serial, &format!("shell,v2,raw:{cmd}")).await?;
     let (mut out, mut err) = (Vec::new(), Vec::new());
     loop {
@@ -178,10 +179,10 @@ pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str) -> Result<She
             Err(e) => return Err(io_failed("shell", e)),
         }
         let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
-        if out.len() + err.len() + len > SHELL_OUTPUT_MAX {
+        if out.len().saturating_add(err.len()).saturating_add(len) > cap {
             return Err(ProtoError::new(
                 ErrorCode::ToolInvokeFailed,
-                format!("the command printed more than {SHELL_OUTPUT_MAX} bytes"),
+                format!("the command printed more than {cap} bytes"),
             ));
         }
         let mut data = vec![0u8; len];
@@ -205,10 +206,10 @@ pub async fn shell_v2(server: SocketAddr, serial: &str, cmd: &str) -> Result<She
 /// Runs `cmd` through plain `shell:` (phones without the `shell_v2` feature, Android < 7): stderr is merged into
 /// stdout and no exit status exists, so the command runs in its own `sh -c` (an `exit N` inside it ends only that
 /// shell) followed by a status line carrying a per-call random tag, which the command's own output cannot forge.
-pub async fn shell_v1(server: SocketAddr, serial: &str, cmd: &str) -> Result<ShellOut, ProtoError> {
+pub async fn shell_v1(server: SocketAddr, serial: &str, cmd: &str, cap: usize) -> Result<ShellOut, ProtoError> {
     let tag = format!("__xagent_status_{}__", crate::protocol::ids::random_hex(8));
     let st = open(server, serial, &format!("shell:sh -c {}; echo \"{tag}$?\"", super::shell::quote(cmd))).await?;
-    let raw = st.read_to_end(SHELL_OUTPUT_MAX).await?;
+    let raw = st.read_to_end(cap).await?;
     let text = String::from_utf8_lossy(&raw);
     let Some(pos) = text.rfind(&tag) else {
         return Err(ProtoError::new(
@@ -258,7 +259,7 @@ pub async fn framebuffer(
     let words = match version {
         1 => 12,
         2 => 13,
-        v => return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("framebuffer header version {v}"))),
+        v => return Err(ProtoError::new(ErrorCode::BadFrame, format!("framebuffer header version {v}"))),
     };
     let mut w = Vec::with_capacity(words);
     for _ in 0..words {
@@ -275,15 +276,29 @@ pub async fn framebuffer(
         green: (w[8], w[9]),
         alpha: (w[10], w[11]),
     };
-    let expect = (h.width as usize) * (h.height as usize) * (h.bpp as usize / 8);
-    if h.size as usize > max_pixel_bytes || h.size as usize != expect || !matches!(h.bpp, 16 | 24 | 32) {
+    // Every word is the phone's claim: the product is computed checked (u32 × u32 × 4 overflows u64), and only
+    // after it matches `size` and the cap is anything allocated.
+    let expect = (h.width as usize).checked_mul(h.height as usize).and_then(|n| n.checked_mul(h.bpp as usize / 8));
+    if h.size as usize > max_pixel_bytes || expect != Some(h.size as usize) || !matches!(h.bpp, 16 | 24 | 32) {
         return Err(ProtoError::new(
-            ErrorCode::ToolInvokeFailed,
+            ErrorCode::BadFrame,
             format!("implausible framebuffer header {}×{} at {} bpp, {} bytes", h.width, h.height, h.bpp, h.size),
         ));
     }
     let mut px = vec![0u8; h.size as usize];
-    st.read_exact(&mut px).await?;
+    let mut got = 0;
+    while got < px.len() {
+        match st.s.read(&mut px[got..]).await {
+            Ok(0) => {
+                return Err(ProtoError::new(
+                    ErrorCode::BadFrame,
+                    format!("the framebuffer header announced {} bytes of pixels, the phone sent {got}", px.len()),
+                ))
+            }
+            Ok(n) => got += n,
+            Err(e) => return Err(io_failed("framebuffer", e)),
+        }
+    }
     Ok((h, px))
 }
 
@@ -410,4 +425,126 @@ fn sync_protocol(id: &[u8]) -> ProtoError {
         ErrorCode::ToolInvokeFailed,
         format!("adb: unexpected sync reply {:?}", String::from_utf8_lossy(id)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    //! Hostile length fields, against a fake adb server on loopback that accepts the transport and the service and
+    //! then sends what a lying adbd would: every length is checked before anything is allocated or read.
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// A one-connection fake adb server: OKAY to `host:transport:` and to the service, then `reply`, then it
+    /// keeps the socket open (a reader that trusted a length would wait for bytes that never come).
+    async fn fake_adb(reply: Vec<u8>) -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            for _ in 0..2 {
+                let mut len = [0u8; 4];
+                s.read_exact(&mut len).await.unwrap();
+                let n = usize::from_str_radix(std::str::from_utf8(&len).unwrap(), 16).unwrap();
+                let mut req = vec![0u8; n];
+                s.read_exact(&mut req).await.unwrap();
+                s.write_all(b"OKAY").await.unwrap();
+            }
+            s.write_all(&reply).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        });
+        addr
+    }
+
+    async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(std::time::Duration::from_secs(10), f).await.expect("a lying length made us wait")
+    }
+
+    #[tokio::test]
+    async fn an_oversized_shell_v2_packet_is_refused_before_reading_it() {
+        let mut pkt = vec![ID_STDOUT];
+        pkt.extend_from_slice(&u32::MAX.to_le_bytes());
+        pkt.extend_from_slice(b"abc");
+        let server = fake_adb(pkt).await;
+        let e = bounded(shell_v2(server, "x", "true", SHELL_OUTPUT_MAX)).await.unwrap_err();
+        assert!(e.message.contains("printed more than"), "{e:?}");
+        // Two packets that each fit but together pass the cap.
+        let mut two = Vec::new();
+        for _ in 0..2 {
+            two.push(ID_STDOUT);
+            two.extend_from_slice(&600u32.to_le_bytes());
+            two.extend_from_slice(&[b'a'; 600]);
+        }
+        let server = fake_adb(two).await;
+        let e = bounded(shell_v2(server, "x", "true", 1000)).await.unwrap_err();
+        assert!(e.message.contains("more than 1000 bytes"), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn lying_sync_lengths_are_refused() {
+        let mut data = b"DATA".to_vec();
+        data.extend_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        let server = fake_adb(data).await;
+        let mut sync = Sync::open(server, "x").await.unwrap();
+        let e = bounded(sync.recv("/sdcard/f", |_| Ok(()))).await.unwrap_err();
+        assert!(e.message.contains("unexpected sync reply"), "{e:?}");
+        // A FAIL message claiming 4 GiB: the first 4 KiB are read, nothing more is allocated.
+        let mut fail = b"FAIL".to_vec();
+        fail.extend_from_slice(&u32::MAX.to_le_bytes());
+        fail.extend_from_slice(&[b'm'; 4096]);
+        let server = fake_adb(fail).await;
+        let mut sync = Sync::open(server, "x").await.unwrap();
+        let e = bounded(sync.recv("/sdcard/f", |_| Ok(()))).await.unwrap_err();
+        assert!(e.message.len() < 4096 + 100, "{}", e.message.len());
+    }
+
+    #[tokio::test]
+    async fn a_lying_framebuffer_header_is_bad_frame_before_allocating() {
+        let words = |w: &[u32]| w.iter().flat_map(|n| n.to_le_bytes()).collect::<Vec<u8>>();
+        // 60 000² × 4 bytes: `size` cannot hold it; width × height × 4 is computed checked.
+        let huge = words(&[
+            2,
+            32,
+            1,
+            60_000u32.wrapping_mul(60_000).wrapping_mul(4),
+            60_000,
+            60_000,
+            0,
+            8,
+            16,
+            8,
+            8,
+            8,
+            24,
+            8,
+        ]);
+        let e = bounded(framebuffer(fake_adb(huge).await, "x", 160 << 20)).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
+        // u32::MAX sides: the product overflows even u64.
+        let max = words(&[1, 32, 0, u32::MAX, u32::MAX, 0, 8, 16, 8, 8, 8, 24, 8]);
+        let e = bounded(framebuffer(fake_adb(max).await, "x", 160 << 20)).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
+        // An honest header, then fewer pixels than announced and the end of the stream.
+        let mut short = words(&[2, 32, 1, 16, 2, 2, 0, 8, 16, 8, 8, 8, 24, 8]);
+        short.extend_from_slice(&[0; 8]);
+        let server = {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            tokio::spawn(async move {
+                let (mut s, _) = l.accept().await.unwrap();
+                for _ in 0..2 {
+                    let mut len = [0u8; 4];
+                    s.read_exact(&mut len).await.unwrap();
+                    let n = usize::from_str_radix(std::str::from_utf8(&len).unwrap(), 16).unwrap();
+                    let mut req = vec![0u8; n];
+                    s.read_exact(&mut req).await.unwrap();
+                    s.write_all(b"OKAY").await.unwrap();
+                }
+                s.write_all(&short).await.unwrap();
+            });
+            addr
+        };
+        let e = bounded(framebuffer(server, "x", 160 << 20)).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
+        assert!(e.message.contains("sent 8"), "{e:?}");
+    }
 }

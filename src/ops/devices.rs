@@ -38,16 +38,19 @@ pub async fn run(servers: &[SocketAddrV4], data_dir: &Path) -> i32 {
             Err(e) => listed.push((server, Err(e))),
         }
     }
-    // A phone on two paths (USB + Wi-Fi) is bound under one of its serials: ask each online phone for its own
-    // serial (`ro.serialno`) so that its other rows show the holder too.
+    // A phone on two paths (USB + Wi-Fi) is bound under one of its serials: the same evidence as the connector's
+    // (`device::identity`: same adb server, same `ro.serialno` and boot id) lets its other rows show the holder.
     let adb = crate::device::adb::AdbBackend::new(servers.to_vec());
-    let mut hardware: Vec<((String, String), String)> = Vec::new();
+    let mut hardware: Vec<((String, String), crate::device::identity::Proof)> = Vec::new();
     for (server, list) in &listed {
         for d in list.iter().flatten().filter(|d| d.state == "device") {
             let key = crate::device::DeviceKey { server: server.to_string(), serial: d.serial.clone() };
-            if let Ok(hw) = adb.shell_ok(&key, "getprop ro.serialno", false, std::time::Duration::from_secs(3)).await {
-                if !hw.trim().is_empty() {
-                    hardware.push(((key.server, key.serial), hw.trim().to_owned()));
+            let probe = "getprop ro.serialno; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo";
+            if let Ok(out) = adb.shell_ok(&key, probe, false, std::time::Duration::from_secs(3)).await {
+                let mut l = out.lines().map(str::trim);
+                let (serialno, boot_id) = (l.next().unwrap_or(""), l.next().unwrap_or(""));
+                if let Some(proof) = crate::device::identity::Proof::of(&key, serialno, boot_id) {
+                    hardware.push(((key.server, key.serial), proof));
                 }
             }
         }

@@ -37,6 +37,10 @@ pub enum ErrorCode {
     DeviceUnauthorized,
     DeviceTimeout,
     PermissionDenied,
+    /// The phone sent a screen capture that contradicts itself (header offsets, lengths or sizes that overflow or
+    /// do not match the bytes received, or a PNG larger than any screen). Never a panic: one lying phone must not
+    /// take the connector, and every other phone, down.
+    BadFrame,
     /// Text the device cannot type (non-ASCII without the ADB Keyboard IME).
     UnsupportedText,
     /// `android_ui_wait` saw no matching element within its timeout.
@@ -92,6 +96,7 @@ impl ErrorCode {
             Self::DeviceUnauthorized => "device_unauthorized",
             Self::DeviceTimeout => "device_timeout",
             Self::PermissionDenied => "permission_denied",
+            Self::BadFrame => "bad_frame",
             Self::UnsupportedText => "unsupported_text",
             Self::UiWaitTimeout => "ui_wait_timeout",
             Self::StaleElement => "stale_element",
@@ -137,6 +142,7 @@ impl ErrorCode {
         Self::DeviceUnauthorized,
         Self::DeviceTimeout,
         Self::PermissionDenied,
+        Self::BadFrame,
         Self::UnsupportedText,
         Self::UiWaitTimeout,
         Self::StaleElement,

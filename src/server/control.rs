@@ -158,6 +158,7 @@ pub fn metrics(app: &App) -> Response<Body> {
         cache_files,
         in_flight_tools: app.tools_in_flight.live() as u64,
         auth: app.auth.counts(),
+        observations_held: crate::tools::observe::held() as u64,
     };
     let mut r = Response::new(full(app.metrics.render(&gauges)));
     *r.status_mut() = StatusCode::OK;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::device::{format_log, now_unix_secs, Device, Package};
 use super::shell::{run_script, CmdIo};
 use super::ui::{Activity, TapOutcome, HOME_PACKAGE};
-use super::InputEvent;
+use super::{FrameLie, InputEvent};
 
 /// Dispatches one simple command. `argv[0]` may be a full path (`/system/bin/input`).
 pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i32 {
@@ -491,6 +491,36 @@ fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     }
 }
 
+/// A well-formed PNG that claims `w` × `h` RGBA pixels and holds none (signature, IHDR, an empty IDAT, IEND):
+/// what a decoder sees first is the header, so a decoder that trusts it allocates before it finds out.
+fn huge_png(w: u32, h: u32) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut c = 0xFFFF_FFFFu32;
+        for &b in bytes {
+            c ^= u32::from(b);
+            for _ in 0..8 {
+                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            }
+        }
+        !c
+    }
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut chunk = |kind: &[u8; 4], data: &[u8]| {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let body = [&kind[..], data].concat();
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&crc32(&body).to_be_bytes());
+    };
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&w.to_be_bytes());
+    ihdr.extend_from_slice(&h.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 6, 0, 0, 0]); // 8-bit RGBA, deflate, adaptive filter, no interlace
+    chunk(b"IHDR", &ihdr);
+    chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]); // an empty zlib stream
+    chunk(b"IEND", &[]);
+    out
+}
+
 fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     let mut png = false;
     let mut file = None;
@@ -510,16 +540,33 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     if file.as_deref().is_some_and(|f| f.ends_with(".png")) {
         png = true;
     }
-    let data = if png {
-        dev.ui.render_png()
+    let lie = dev.frame_lie;
+    let data = if png && lie == FrameLie::Huge {
+        huge_png(60_000, 60_000)
+    } else if png {
+        let mut v = dev.ui.render_png();
+        if lie == FrameLie::Truncated {
+            v.truncate(v.len() / 2);
+        }
+        v
     } else {
         // screencap.cpp: u32 width, height, pixel format (1 = RGBA_8888), dataspace
         // (1 = sRGB), then the pixels.
-        let mut v = Vec::with_capacity(16 + (dev.ui.width * dev.ui.height * 4) as usize);
-        for n in [dev.ui.width, dev.ui.height, 1, 1] {
+        let (mut w, mut h, mut px) = (dev.ui.width, dev.ui.height, dev.ui.render_rgba());
+        match lie {
+            FrameLie::None => {}
+            FrameLie::ChannelOverflow => h += 1,
+            FrameLie::Truncated => px.truncate(px.len() / 2),
+            FrameLie::Huge => {
+                (w, h) = (60_000, 60_000);
+                px.truncate(64);
+            }
+        }
+        let mut v = Vec::with_capacity(16 + px.len());
+        for n in [w, h, 1, 1] {
             v.extend_from_slice(&n.to_le_bytes());
         }
-        v.extend_from_slice(&dev.ui.render_rgba());
+        v.extend_from_slice(&px);
         v
     };
     match file {

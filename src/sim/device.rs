@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::fs::MemFs;
 use super::ui::Ui;
-use super::{InputEvent, SimConfig};
+use super::{FrameLie, InputEvent, SimConfig};
 
 /// Logcat ring size; old lines are dropped like the kernel log buffer does.
 const LOG_CAPACITY: usize = 2000;
@@ -49,6 +49,10 @@ pub struct Device {
     pub installs: u32,
     /// How long `uiautomator dump` waits for an idle UI before giving up (10 s on real phones).
     pub idle_timeout: std::time::Duration,
+    /// How screen captures lie (hostile-phone tests); [`FrameLie::None`] for an honest phone.
+    pub frame_lie: FrameLie,
+    /// Shell-protocol v2 packets and sync `DATA` chunks announce 0xFFFFFFF0 bytes (hostile-phone tests).
+    pub length_lie: bool,
 }
 
 pub fn now_unix_ms() -> u64 {
@@ -174,9 +178,17 @@ impl Device {
             battery_level: 87,
             installs: 0,
             idle_timeout: std::time::Duration::from_secs(10),
+            frame_lie: FrameLie::None,
+            length_lie: false,
             cfg,
             serial,
         };
+        // The kernel's boot id: a random UUID per boot, one line (`cat /proc/sys/kernel/random/boot_id` prints
+        // e.g. `5f0e3c1a-9b7d-4e2f-8a6c-1d3b5e7f9a0c`; see tests/fixtures/real/INDEX.md). Every path to this
+        // simulated phone (`SimPhone::listen_also`) reads the same one, like a real phone's USB and Wi-Fi paths.
+        let h = crate::protocol::ids::random_hex(16);
+        let boot_id = format!("{}-{}-{}-{}-{}\n", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]);
+        d.fs.put_system_file("/proc/sys/kernel/random/boot_id", boot_id.into_bytes(), 0o444);
         d.log('I', "ActivityManager", "System server boot completed");
         d.log('I', "Launcher", "Displayed com.android.launcher3/.uioverrides.QuickstepLauncher");
         d
@@ -227,5 +239,29 @@ pub fn format_log(l: &LogLine, format: &str) -> String {
         "tag" => format!("{}/{}: {}", l.prio, l.tag, l.msg),
         "raw" => l.msg.clone(),
         _ => format!("{ts} {:5} {:5} {} {}: {}", l.pid, l.tid, l.prio, l.tag, l.msg),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The verification probe's boot-id read, as the connector sends it: one UUID line, a new one per boot.
+    #[test]
+    fn boot_id_reads_like_a_real_phone() {
+        let mut d = Device::new(SimConfig::default(), "127.0.0.1:5555".into());
+        let run = |d: &mut Device, s: &str| {
+            String::from_utf8_lossy(&super::super::shell::run_script(d, s, b"").stdout).into_owned()
+        };
+        let id = run(&mut d, "cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo");
+        assert_eq!(id.len(), 37, "{id:?}");
+        assert!(id.ends_with('\n') && id[..36].chars().filter(|c| *c == '-').count() == 4, "{id:?}");
+        let other = Device::new(SimConfig::default(), "127.0.0.1:5557".into());
+        assert_ne!(other.fs.read("/proc/sys/kernel/random/boot_id").unwrap(), id.as_bytes(), "random per phone");
+        d.fs = MemFs::new(0);
+        assert_eq!(
+            run(&mut d, "getprop ro.serialno; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo"),
+            "127.0.0.1:5555\n\n"
+        );
     }
 }

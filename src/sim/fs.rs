@@ -196,6 +196,20 @@ impl MemFs {
         Ok(())
     }
 
+    /// Places a file the system provides (kernel `/proc` entries, …) regardless of the read-only mounts, with
+    /// its parent directories.
+    pub fn put_system_file(&mut self, path: &str, data: Vec<u8>, perm: u32) {
+        let p = Self::normalize(path);
+        let mut dir = String::new();
+        for part in p.split('/').filter(|c| !c.is_empty()).collect::<Vec<_>>().split_last().map_or(&[][..], |(_, d)| d)
+        {
+            dir.push('/');
+            dir.push_str(part);
+            self.dirs.insert(dir.clone());
+        }
+        self.files.insert(p, FileEntry { data, perm: perm & 0o7777, mtime: self.boot_time });
+    }
+
     pub fn append(&mut self, path: &str, data: &[u8], mtime: u32) -> Result<(), FsError> {
         let p = Self::normalize(path);
         match self.files.get_mut(&p) {

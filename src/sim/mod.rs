@@ -15,7 +15,11 @@
 //! - [`fs`]: the in-memory filesystem; [`device`]: the rest of the phone's state.
 //!
 //! Faults (latency, hang, offline, unauthorized, dropped connections) can be injected at runtime
-//! to test the connector's error handling against a realistic transport.
+//! to test the connector's error handling against a realistic transport. A phone can also be made hostile, in
+//! the real wire formats: lying screen captures ([`SimPhone::lie_about_frames`]), lying shell-v2/sync lengths
+//! ([`SimPhone::lie_about_lengths`]), any property value — another phone's `ro.serialno`, a 100 KB or
+//! bidi-spoofing model ([`SimPhone::set_prop`]). Each phone has its own random boot id
+//! (`/proc/sys/kernel/random/boot_id`), shared by the paths of [`SimPhone::listen_also`].
 
 pub mod commands;
 pub mod device;
@@ -94,6 +98,23 @@ pub enum Fault {
     /// `unauthorized`. Existing transports are unaffected (call `drop_connections` to force the
     /// adb server to reconnect into the unauthorized state).
     Unauthorized,
+}
+
+/// A hostile phone's screen captures (`framebuffer:`, `screencap`, `screencap -p`), for testing that nothing a
+/// phone sends can panic the connector. An honest phone never sends these; each lie is one a broken or malicious
+/// adbd could send, byte for byte in the real formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FrameLie {
+    #[default]
+    None,
+    /// `framebuffer:` names a red channel at bit offset 0xFFFFFFF8, length 8 (wraps to 0 in u32 arithmetic);
+    /// raw `screencap` claims one more row than it sends.
+    ChannelOverflow,
+    /// Honest headers, then half the pixels and the stream ends.
+    Truncated,
+    /// Every capture claims a 60 000 × 60 000 screen: `screencap -p` a valid PNG header (IHDR) with no pixel
+    /// data, the raw formats the same size with a few bytes.
+    Huge,
 }
 
 /// One injected input event, as recorded in the event log.
@@ -195,6 +216,29 @@ impl SimPhone {
 
     fn device(&self) -> std::sync::MutexGuard<'_, Device> {
         self.shared.device.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes every later screen capture lie (see [`FrameLie`]); `FrameLie::None` makes the phone honest again.
+    pub fn lie_about_frames(&self, lie: FrameLie) {
+        self.device().frame_lie = lie;
+    }
+
+    /// Makes every later shell-protocol v2 output packet and sync `DATA` chunk announce 0xFFFFFFF0 bytes (then
+    /// send a few and stall), as a broken or malicious adbd could; `false` makes the phone honest again.
+    pub fn lie_about_lengths(&self, lie: bool) {
+        self.device().length_lie = lie;
+    }
+
+    /// Sets a system property (`getprop NAME` prints it from now on): a phone that claims another phone's
+    /// `ro.serialno`, or reports a 100 KB or bidi-spoofing `ro.product.model` (hostile-phone tests).
+    pub fn set_prop(&self, name: &str, value: &str) {
+        self.device().props.insert(name.to_owned(), value.to_owned());
+    }
+
+    /// The phone's `/proc/sys/kernel/random/boot_id` line, without its newline.
+    pub fn boot_id(&self) -> String {
+        self.read_file("/proc/sys/kernel/random/boot_id")
+            .map_or_else(String::new, |b| String::from_utf8_lossy(&b).trim().to_owned())
     }
 
     /// Every input event injected so far (oldest first).

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::shell::{self, ExecResult};
 use super::transport::{StreamIn, StreamOut};
-use super::{sync, Fault, Shared};
+use super::{sync, Fault, FrameLie, Shared};
 
 pub const ID_STDIN: u8 = 0;
 pub const ID_STDOUT: u8 = 1;
@@ -290,14 +290,26 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
             {
                 return;
             }
-            let (w, h, px) = {
+            let (w, h, mut px, lie) = {
                 let dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
-                (dev.ui.width, dev.ui.height, dev.ui.render_rgba())
+                (dev.ui.width, dev.ui.height, dev.ui.render_rgba(), dev.frame_lie)
             };
             // adbd's fbinfo v2: version, bpp, colorSpace, size, width, height, then
             // offset/length for red, blue, green, alpha.
+            let mut hdr = [2, 32, 1, px.len() as u32, w, h, 0, 8, 16, 8, 8, 8, 24, 8];
+            match lie {
+                FrameLie::None => {}
+                FrameLie::ChannelOverflow => hdr[6] = 0xFFFF_FFF8,
+                FrameLie::Truncated => px.truncate(px.len() / 2),
+                FrameLie::Huge => {
+                    // 60 000² × 4 does not fit the u32 size word: it carries the product wrapped, as C would.
+                    hdr[3] = 60_000u32.wrapping_mul(60_000).wrapping_mul(4);
+                    (hdr[4], hdr[5]) = (60_000, 60_000);
+                    px.truncate(64);
+                }
+            }
             let mut b = Vec::with_capacity(56 + px.len());
-            for n in [2, 32, 1, px.len() as u32, w, h, 0, 8, 16, 8, 8, 8, 24, 8] {
+            for n in hdr {
                 b.extend_from_slice(&u32::to_le_bytes(n));
             }
             b.extend_from_slice(&px);
@@ -328,7 +340,16 @@ async fn run_command(shared: &Arc<Shared>, cmd: &str, input: &mut StreamIn, out:
     let Some(res) = execute(shared, cmd, &stdin, input, out).await else {
         return;
     };
-    let bytes = if v2 {
+    let lie = shared.device.lock().unwrap_or_else(|e| e.into_inner()).length_lie;
+    let bytes = if v2 && lie {
+        // A stdout packet announcing ~4 GiB, a few bytes, then silence until the host hangs up.
+        let mut b = vec![1u8];
+        b.extend_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        b.extend_from_slice(b"lie");
+        let _ = out.write(&b).await;
+        input.wait_closed().await;
+        return;
+    } else if v2 {
         encode_v2(&res, !res.follow)
     } else {
         let mut b = res.stdout.clone();

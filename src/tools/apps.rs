@@ -112,13 +112,33 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 let cmd =
                     if c.bool("include_system").unwrap_or(false) { "pm list packages" } else { "pm list packages -3" };
                 let out = c.adb.shell_ok(&c.device, cmd, false, c.spec.deadline).await?;
-                let mut packages: Vec<&str> = out.lines().filter_map(|l| l.trim().strip_prefix("package:")).collect();
+                // The phone's output: only lines that are package names (ASCII letters, digits, `.`, `_`; ≤ 255
+                // bytes — what Android allows) reach the agent, and at most MAX_LISTED_PACKAGES of them (real
+                // phones have a few hundred).
+                let mut packages: Vec<&str> = out
+                    .lines()
+                    .filter_map(|l| l.trim().strip_prefix("package:"))
+                    .filter(|p| {
+                        !p.is_empty()
+                            && p.len() <= 255
+                            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._".contains(&b))
+                    })
+                    .collect();
                 packages.sort_unstable();
-                Ok(json!({"count": packages.len(), "packages": packages}))
+                let truncated = packages.len() > MAX_LISTED_PACKAGES;
+                packages.truncate(MAX_LISTED_PACKAGES);
+                let mut r = json!({"count": packages.len(), "packages": packages});
+                if truncated {
+                    r["truncated"] = json!(true);
+                }
+                Ok(r)
             },
         ),
     ]
 }
+
+/// Most package names `android_app_list` returns (a phone printing a million lines must not reach the agent).
+const MAX_LISTED_PACKAGES: usize = 10_000;
 
 /// Opt-in app tools (operator policy `enabled_risky_tools`): they destroy user data.
 pub fn risky_tools(adb: &Arc<AdbBackend>, policy: &Arc<Policy>) -> Vec<Arc<dyn Tool>> {

@@ -54,12 +54,67 @@ fn store() -> &'static Store {
     STORE.get_or_init(Default::default)
 }
 
+/// Elements kept per observation (a real screen has tens to a few hundred; the dump is the phone's word).
+pub const MAX_ELEMENTS_KEPT: usize = 4096;
+/// Text bytes (text, ids, class, package, description) kept per observation.
+pub const MAX_BYTES_KEPT: usize = 1 << 20;
+
+/// How long an observation lives: [`OBSERVATION_TTL`], or — for tests only — `XAGENT_ADB_TEST_OBSERVATION_TTL_MS`
+/// (read once), so a test can watch the sweep without waiting five minutes.
+pub fn ttl() -> Duration {
+    static TTL: OnceLock<Duration> = OnceLock::new();
+    *TTL.get_or_init(|| {
+        std::env::var("XAGENT_ADB_TEST_OBSERVATION_TTL_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(OBSERVATION_TTL, |ms| Duration::from_millis(ms.clamp(100, OBSERVATION_TTL.as_millis() as u64)))
+    })
+}
+
+/// Frees every observation of `channel` (`auth.logout`, `channel.close`: its ids can never be used again).
+pub fn forget_channel(channel: &str) {
+    store().lock().unwrap_or_else(|e| e.into_inner()).remove(channel);
+}
+
+/// Frees every expired observation and every channel left with none. Run periodically (`run.rs`), so memory
+/// goes back down even when no channel observes again — e.g. channels of an instance whose lease expired: no socket,
+/// no new observation, all gone one TTL after the last.
+pub fn sweep() {
+    let ttl = ttl();
+    let mut map = store().lock().unwrap_or_else(|e| e.into_inner());
+    map.retain(|_, q| {
+        q.retain(|o| o.created.elapsed() < ttl);
+        !q.is_empty()
+    });
+}
+
+/// Observations held right now (the `/metrics` gauge `xagent_observations_held`).
+pub fn held() -> usize {
+    store().lock().unwrap_or_else(|e| e.into_inner()).values().map(VecDeque::len).sum()
+}
+
 /// Keeps `obs` for `channel`, dropping expired observations and the channel's oldest beyond the per-channel cap.
-pub fn remember(channel: &str, obs: Observation) -> Arc<Observation> {
+/// At most [`MAX_ELEMENTS_KEPT`] elements and [`MAX_BYTES_KEPT`] bytes of their strings are kept (document order:
+/// a later target past the cut is `stale_element`, as for an element that left the screen).
+pub fn remember(channel: &str, mut obs: Observation) -> Arc<Observation> {
+    let mut bytes = 0usize;
+    let keep = obs
+        .elements
+        .iter()
+        .take(MAX_ELEMENTS_KEPT)
+        .take_while(|e| {
+            bytes = bytes.saturating_add(
+                e.text.len() + e.resource_id.len() + e.class.len() + e.package.len() + e.content_desc.len(),
+            );
+            bytes <= MAX_BYTES_KEPT
+        })
+        .count();
+    obs.elements.truncate(keep);
     let obs = Arc::new(obs);
+    let ttl = ttl();
     let mut map = store().lock().unwrap_or_else(|e| e.into_inner());
     if map.len() >= MAX_CHANNELS {
-        map.retain(|_, q| q.back().is_some_and(|o| o.created.elapsed() < OBSERVATION_TTL));
+        map.retain(|_, q| q.back().is_some_and(|o| o.created.elapsed() < ttl));
         if map.len() >= MAX_CHANNELS {
             // Still full of live channels: forget the one whose newest observation is oldest.
             let oldest = map.iter().min_by_key(|(_, q)| q.back().map(|o| o.created)).map(|(k, _)| k.clone());
@@ -69,7 +124,7 @@ pub fn remember(channel: &str, obs: Observation) -> Arc<Observation> {
         }
     }
     let q = map.entry(channel.to_owned()).or_default();
-    q.retain(|o| o.created.elapsed() < OBSERVATION_TTL);
+    q.retain(|o| o.created.elapsed() < ttl);
     while q.len() >= OBSERVATIONS_PER_CHANNEL {
         q.pop_front();
     }
@@ -82,7 +137,7 @@ pub fn recall(channel: &str, device: &DeviceKey, id: &str) -> Result<Arc<Observa
     let map = store().lock().unwrap_or_else(|e| e.into_inner());
     let found = map.get(channel).and_then(|q| q.iter().find(|o| o.id == id)).cloned();
     match found {
-        Some(o) if o.created.elapsed() < OBSERVATION_TTL && &o.device == device => Ok(o),
+        Some(o) if o.created.elapsed() < ttl() && &o.device == device => Ok(o),
         Some(o) if &o.device != device => Err(ProtoError::new(
             ErrorCode::ObservationExpired,
             format!("observation {id:?} was taken on another device; call android_observe again"),
@@ -478,6 +533,33 @@ mod tests {
         let labels = draw_marks(&mut img, &[(3, [0, 300, 540, 1140]), (4, [0, 300, 540, 372])], 1.0, 1.0);
         assert_eq!(labels.len(), 2);
         assert!(!labels[0].overlaps(&labels[1]), "{labels:?}");
+    }
+
+    /// Issue 22 item 6: one observation holds at most MAX_ELEMENTS_KEPT elements and MAX_BYTES_KEPT bytes.
+    #[test]
+    fn one_observation_is_bounded_in_elements_and_bytes() {
+        let node = |text: &str| {
+            format!(
+                r#"<node index="0" text="{text}" resource-id="" class="android.widget.TextView" package="p" content-desc="" clickable="true" enabled="true" focused="false" checked="false" bounds="[0,0][10,10]" />"#
+            )
+        };
+        let xml = |nodes: String| format!("<?xml version='1.0' ?><hierarchy rotation=\"0\">{nodes}</hierarchy>");
+        let dev = DeviceKey { server: "s".into(), serial: "a".into() };
+        let ch = format!("ch_{}", crate::protocol::ids::random_hex(4));
+        let many =
+            crate::tools::ui::parse_dump(&xml((0..MAX_ELEMENTS_KEPT + 500).map(|_| node("x")).collect())).unwrap();
+        assert_eq!(many.len(), MAX_ELEMENTS_KEPT + 500);
+        let kept = remember(
+            &ch,
+            Observation { id: "o1".into(), device: dev.clone(), created: Instant::now(), elements: many },
+        );
+        assert_eq!(kept.elements.len(), MAX_ELEMENTS_KEPT);
+        let big = "y".repeat(700 * 1024);
+        let fat = crate::tools::ui::parse_dump(&xml(format!("{}{}", node(&big), node(&big)))).unwrap();
+        let kept = remember(&ch, Observation { id: "o2".into(), device: dev, created: Instant::now(), elements: fat });
+        assert_eq!(kept.elements.len(), 1, "the second 700 KiB element passes the 1 MiB budget");
+        assert!(held() >= 2);
+        forget_channel(&ch);
     }
 
     #[test]

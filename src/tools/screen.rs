@@ -62,8 +62,25 @@ pub struct Capture {
     pub wire_bytes: usize,
 }
 
-fn bad_frame(msg: impl Into<String>) -> ProtoError {
-    ProtoError::new(ErrorCode::ToolInvokeFailed, format!("unreadable screen capture: {}", msg.into()))
+/// Bytes of decoded RGB a PNG from `screencap -p` may make us allocate: a 16 384 × 16 384 screen (the largest
+/// side we accept at all) in RGBA. A PNG header is a promise, not the data: without this bound one claiming
+/// 60 000 × 60 000 would reserve gigabytes before the first pixel is checked.
+const PNG_MAX_ALLOC: u64 = (MAX_SIDE as u64) * (MAX_SIDE as u64) * 4;
+
+pub(crate) fn bad_frame(msg: impl Into<String>) -> ProtoError {
+    ProtoError::new(ErrorCode::BadFrame, format!("unreadable screen capture: {}", msg.into()))
+}
+
+/// Decodes `screencap -p` output. The dimensions are checked against `MAX_SIDE` and the allocation against
+/// `PNG_MAX_ALLOC` from the header, before any pixel is inflated.
+pub fn decode_png(data: &[u8]) -> Result<RgbImage, ProtoError> {
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(PNG_MAX_ALLOC);
+    let mut reader = image::ImageReader::with_format(std::io::Cursor::new(data), image::ImageFormat::Png);
+    reader.limits(limits);
+    reader.decode().map(|i| i.into_rgb8()).map_err(|e| bad_frame(format!("screencap -p: {e}")))
 }
 
 /// Decodes `screencap` raw output: `u32 width, height, format` (+ `u32 dataspace` since Android 9) then pixels.
@@ -82,12 +99,14 @@ pub fn decode_raw(data: &[u8]) -> Result<RgbImage, ProtoError> {
         4 => 2,
         f => return Err(bad_frame(format!("unsupported pixel format {f}"))),
     };
-    let pixels = (w as usize) * (h as usize) * bpp;
+    // w, h ≤ MAX_SIDE: at most 2³⁰ bytes, no overflow even on 32-bit targets; checked all the same.
+    let pixels = (w as usize).checked_mul(h as usize).and_then(|n| n.checked_mul(bpp));
+    let pixels = pixels.ok_or_else(|| bad_frame(format!("implausible size {w}×{h}")))?;
     let header = data.len().checked_sub(pixels).filter(|h| *h == 12 || *h == 16).ok_or_else(|| {
         bad_frame(format!("{} bytes do not hold a {w}×{h} frame of {bpp} bytes per pixel", data.len()))
     })?;
     let px = &data[header..];
-    let mut rgb = Vec::with_capacity((w * h * 3) as usize);
+    let mut rgb = Vec::with_capacity(pixels / bpp * 3);
     match format {
         1 | 2 => px.chunks_exact(4).for_each(|p| rgb.extend_from_slice(&p[..3])),
         5 => px.chunks_exact(4).for_each(|p| rgb.extend_from_slice(&[p[2], p[1], p[0]])),
@@ -108,12 +127,20 @@ pub fn decode_framebuffer(h: &FbHeader, px: &[u8]) -> Result<RgbImage, ProtoErro
     if w == 0 || hgt == 0 || w > MAX_SIDE || hgt > MAX_SIDE {
         return Err(bad_frame(format!("implausible framebuffer size {w}×{hgt}")));
     }
+    // Only whole bytes per pixel exist on the wire: 16, 24 or 32 bits. Every later offset is checked against the
+    // bits of the bytes actually received per pixel, never against a header word alone.
+    if !matches!(h.bpp, 16 | 24 | 32) {
+        return Err(bad_frame(format!("unsupported pixel depth {} bpp", h.bpp)));
+    }
     let bpp = (h.bpp / 8) as usize;
-    if !(2..=4).contains(&bpp) || px.len() != (w as usize) * (hgt as usize) * bpp {
+    let expect = (w as usize).checked_mul(hgt as usize).and_then(|n| n.checked_mul(bpp));
+    if expect != Some(px.len()) {
         return Err(bad_frame(format!("{} bytes do not hold a {w}×{hgt} frame at {} bpp", px.len(), h.bpp)));
     }
     for (name, (off, len)) in [("red", h.red), ("green", h.green), ("blue", h.blue)] {
-        if len == 0 || len > 8 || off + len > h.bpp {
+        // `off + len` in checked arithmetic: a red offset of 0xFFFFFFF8 with length 8 wraps to 0 in u32 and used
+        // to pass this check, then index past the pixel and abort the whole connector.
+        if len == 0 || len > 8 || off.checked_add(len).is_none_or(|end| end > h.bpp) {
             return Err(bad_frame(format!("unsupported {name} channel: offset {off}, length {len}")));
         }
     }
@@ -159,9 +186,7 @@ pub async fn capture(
                 if path == CapturePath::Raw {
                     decode_raw(&data)
                 } else {
-                    image::load_from_memory_with_format(&data, image::ImageFormat::Png)
-                        .map(|i| i.into_rgb8())
-                        .map_err(|e| bad_frame(format!("screencap -p: {e}")))
+                    decode_png(&data)
                 }
             })
             .await
@@ -526,6 +551,83 @@ mod tests {
         assert!(decode_framebuffer(&rgba, &[0; 7]).is_err(), "short frame");
         assert!(decode_framebuffer(&hdr(32, (0, 0), (8, 8), (16, 8)), &[0; 8]).is_err(), "no red channel");
         assert!(decode_framebuffer(&hdr(32, (30, 8), (8, 8), (16, 8)), &[0; 8]).is_err(), "channel past the pixel");
+    }
+
+    /// Issue 22, item 1: headers that lie are `bad_frame`, never a panic (release builds abort on panic, taking
+    /// every phone down).
+    #[test]
+    fn lying_framebuffer_headers_are_bad_frames() {
+        let hdr = |bpp, red: (u32, u32)| FbHeader {
+            bpp,
+            size: 0,
+            width: 2,
+            height: 1,
+            red,
+            green: (8, 8),
+            blue: (16, 8),
+            alpha: (24, 8),
+        };
+        for (what, h, len) in [
+            ("red offset wrapping u32", hdr(32, (0xFFFF_FFF8, 8)), 8),
+            ("red offset at the top of u32", hdr(32, (u32::MAX, 1)), 8),
+            ("offset past the pixel", hdr(32, (32, 1)), 8),
+            ("a depth that is no whole byte count", hdr(39, (31, 8)), 8),
+            ("a depth of 0", hdr(0, (0, 8)), 0),
+            ("a depth of 64", hdr(64, (0, 8)), 16),
+        ] {
+            let e = decode_framebuffer(&h, &vec![0u8; len]).err().unwrap_or_else(|| panic!("{what}: accepted"));
+            assert_eq!(e.code, ErrorCode::BadFrame, "{what}: {e:?}");
+        }
+        let huge = FbHeader { width: u32::MAX, height: u32::MAX, ..hdr(32, (0, 8)) };
+        assert_eq!(decode_framebuffer(&huge, &[0; 8]).unwrap_err().code, ErrorCode::BadFrame);
+    }
+
+    #[test]
+    fn lying_raw_and_png_captures_are_bad_frames() {
+        // A raw header claiming one more row than sent, and one claiming 60 000² with 64 bytes.
+        let e = decode_raw(&raw(2, 2, 1, true, &[0; 8])).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadFrame);
+        let e = decode_raw(&raw(60_000, 60_000, 1, true, &[0; 64])).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadFrame);
+        assert_eq!(decode_raw(&raw(u32::MAX, u32::MAX, 1, true, &[])).unwrap_err().code, ErrorCode::BadFrame);
+        // A PNG whose IHDR claims 60 000 × 60 000: refused from the header (the default limits of `image` would
+        // let 11 000² through, and a decoder without limits reserves 14 GB).
+        let mut png = Vec::new();
+        PngEncoder::new(&mut png).write_image(&[0u8; 4], 1, 1, image::ExtendedColorType::Rgba8).unwrap();
+        assert!(decode_png(&png).is_ok(), "an honest 1×1 PNG decodes");
+        png[16..20].copy_from_slice(&60_000u32.to_be_bytes());
+        png[20..24].copy_from_slice(&60_000u32.to_be_bytes());
+        let e = decode_png(&png).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
+        png[16..20].copy_from_slice(&16_000u32.to_be_bytes());
+        png[20..24].copy_from_slice(&16_000u32.to_be_bytes());
+        assert_eq!(decode_png(&png).unwrap_err().code, ErrorCode::BadFrame, "within the side limit, no pixels");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+        /// Any header with any (small) pixel buffer: an image or `bad_frame`, never a panic.
+        #[test]
+        fn framebuffer_decoding_never_panics(
+            bpp in proptest::prop_oneof![proptest::prelude::Just(16u32), proptest::prelude::Just(24), proptest::prelude::Just(32), proptest::prelude::any::<u32>()],
+            width in 0u32..5, height in 0u32..5,
+            ch in proptest::array::uniform6(proptest::prop_oneof![0u32..40, proptest::prelude::any::<u32>()]),
+            extra in 0usize..3,
+        ) {
+            let h = FbHeader { bpp, size: 0, width, height, red: (ch[0], ch[1]), green: (ch[2], ch[3]),
+                               blue: (ch[4], ch[5]), alpha: (0, 0) };
+            let len = (width * height) as usize * (bpp as usize / 8 % 8) + extra;
+            if let Err(e) = decode_framebuffer(&h, &vec![0x5a; len]) {
+                proptest::prop_assert_eq!(e.code, ErrorCode::BadFrame);
+            }
+        }
+
+        #[test]
+        fn raw_decoding_never_panics(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            if let Err(e) = decode_raw(&data) {
+                proptest::prop_assert_eq!(e.code, ErrorCode::BadFrame);
+            }
+        }
     }
 
     #[test]

@@ -37,6 +37,10 @@ fn flights() -> &'static Mutex<HashMap<DeviceKey, WeakShared<BoxFuture<'static, 
     F.get_or_init(Default::default)
 }
 
+/// Bytes of `uiautomator dump` output read: real dumps are tens to hundreds of KiB; the XML is the phone's word,
+/// and every byte becomes parsed elements.
+pub const UI_DUMP_MAX: usize = 8 << 20;
+
 /// Devices whose `uiautomator dump /dev/tty` printed no hierarchy: they get a per-call file instead.
 fn no_tty() -> &'static Mutex<HashSet<DeviceKey>> {
     static N: std::sync::OnceLock<Mutex<HashSet<DeviceKey>>> = std::sync::OnceLock::new();
@@ -268,7 +272,7 @@ async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) 
             let path = format!("/sdcard/xagent-dump-{}.xml", crate::protocol::ids::random_hex(8));
             format!("uiautomator dump {path} >/dev/null && cat {path}; rc=$?; rm -f {path}; exit $rc")
         };
-        let out = adb.shell(&device, &cmd, false, left).await?;
+        let out = adb.shell_capped(&device, &cmd, UI_DUMP_MAX, false, left).await?;
         let text = format!("{}{}", out.stdout, out.stderr);
         // Checked before anything else: this message comes with exit status 0 and no XML, which would otherwise
         // look like a phone whose /dev/tty prints nothing. (Over a `shell:` v1 stream it arrives on stdout.)

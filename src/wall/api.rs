@@ -265,6 +265,9 @@ fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder]) -> Value
         "id": id,
         "serial": d.key.serial,
         "adb_server": d.key.server,
+        // Every adb serial proven to reach this phone (same adb server, serial and boot id), this one included:
+        // a phone on USB and Wi-Fi shows both; a phone merely claiming another's serial is a device of its own.
+        "paths": app.hub.backend().aliases(&d.key),
         "model": d.model,
         "state": d.state.as_str(),
         "state_hint": state_hint(d.state),

@@ -227,12 +227,17 @@ impl Facts {
 
 /// First line: `ro.build.version.release`; then `dumpsys battery` (`level: 87`, `scale: 100`).
 pub fn parse_facts(text: &str) -> DeviceFacts {
-    let android_version =
-        text.lines().next().map(str::trim).filter(|v| !v.is_empty() && !v.contains(':')).map(str::to_owned);
-    let field = |name: &str| text.lines().find_map(|l| l.trim().strip_prefix(name)?.trim().parse::<u32>().ok());
+    // The phone's words: bounded and stripped of control/bidi characters (`device::text`).
+    let android_version = text
+        .lines()
+        .next()
+        .map(|v| crate::device::text::phone_text(v, crate::device::text::MAX_SHORT_CHARS))
+        .filter(|v| !v.is_empty() && !v.contains(':'));
+    let field = |name: &str| text.lines().find_map(|l| l.trim().strip_prefix(name)?.trim().parse::<u64>().ok());
     let battery_percent = field("level:").map(|level| {
         let scale = field("scale:").filter(|s| *s > 0).unwrap_or(100);
-        (level * 100 / scale).min(100) as u8
+        // u64 and saturating: a phone claiming level 4294967295 must not overflow the percentage.
+        (level.saturating_mul(100) / scale).min(100) as u8
     });
     DeviceFacts { android_version, battery_percent }
 }
@@ -250,5 +255,10 @@ mod tests {
         assert_eq!(f.android_version, None);
         assert_eq!(f.battery_percent, Some(60));
         assert_eq!(parse_facts("garbage: x").battery_percent, None);
+        // Hostile: an overflowing level, a bidi-spoofed, overlong version.
+        assert_eq!(parse_facts("14\n  level: 4294967295\n  scale: 100\n").battery_percent, Some(100));
+        let f = parse_facts(&format!("1\u{202E}4{}\n", "9".repeat(100_000)));
+        assert_eq!(f.android_version.as_deref().map(str::len), Some(crate::device::text::MAX_SHORT_CHARS));
+        assert!(!f.android_version.unwrap().contains('\u{202E}'));
     }
 }

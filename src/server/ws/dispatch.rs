@@ -194,6 +194,7 @@ async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
     let reply = match pkt.kind.as_str() {
         "channel.close" => {
             hub.close_channel(channel);
+            crate::tools::observe::forget_channel(channel);
             tracing::info!(channel, "channel closed");
             pkt.ack("channel.close.ack", ch, obj([("status", json!("ok"))]))
         }
@@ -214,7 +215,11 @@ async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
         },
         "auth.cancel" => pkt.ack("auth.cancel.ack", ch, hub.auth_cancel(channel, &payload)),
         "auth.logout" => match hub.auth_logout(channel) {
-            Ok(p) => pkt.ack("auth.logout.ack", ch, p),
+            Ok(p) => {
+                // Observations name elements of the released phone: nothing may act on them any more.
+                crate::tools::observe::forget_channel(channel);
+                pkt.ack("auth.logout.ack", ch, p)
+            }
             Err(e) => pkt.ack_error("auth.logout.ack", ch, &e, None),
         },
         _ => unreachable!("routed by on_text"),
