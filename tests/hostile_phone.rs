@@ -128,6 +128,9 @@ async fn phone_strings_are_bounded_and_stripped_of_bidi_controls() {
             let name = desc["target"]["display_name"].as_str().unwrap_or_else(|| panic!("{desc}"));
             assert!(name.starts_with(&want) && name.chars().count() < 200, "{name}");
             assert!(!name.chars().any(|ch| ch.is_control() || ('\u{202A}'..='\u{202E}').contains(&ch)), "{name:?}");
+            // And android_device_status, which reads the properties afresh.
+            let ack = c.invoke(&ch, "android_device_status", json!({})).await;
+            assert_eq!(ack["payload"]["result"]["model"], json!(want), "{ack}");
         }
     })
     .await

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::device::tool;
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
-use crate::device::formats;
 use crate::device::Backend;
+use crate::device::{formats, text};
 
 fn battery(text: &str) -> Value {
     let b = formats::battery(text);
@@ -47,13 +47,17 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 .adb
                 .shell_ok(&c.device, "getprop ro.product.model; getprop ro.product.manufacturer; getprop ro.build.version.release; getprop ro.build.version.sdk", false, d)
                 .await?;
-            let mut p = props.lines().map(str::trim);
-            let (model, manufacturer, release, sdk) = (p.next(), p.next(), p.next(), p.next());
+            // A phone says what it likes here: printable, no bidi controls, bounded (device::text), as everywhere
+            // a phone's string enters.
+            let mut lines = props.lines();
+            let mut next = |max| lines.next().map(|l| text::phone_text(l, max));
+            let (model, manufacturer) = (next(text::MAX_NAME_CHARS), next(text::MAX_NAME_CHARS));
+            let (release, sdk) = (next(text::MAX_SHORT_CHARS), next(text::MAX_SHORT_CHARS));
             let (w, h) = c.adb.screen_size(&c.device).await?;
             let density = c.adb.shell_ok(&c.device, "wm density", false, d).await?;
             let density = density.lines().rev().find_map(|l| l.rsplit(':').next()?.trim().parse::<i64>().ok());
             let bat = c.adb.shell_ok(&c.device, "dumpsys battery", false, d).await?;
-            let sdk_n = sdk.and_then(|s| s.parse::<u32>().ok());
+            let sdk_n = sdk.as_deref().and_then(|s| s.parse::<u32>().ok());
             let win = c
                 .adb
                 .shell(&c.device, &formats::foreground_command(sdk_n), false, d)
@@ -72,8 +76,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             let mut r = json!({
                 "orientation": orientation, "rotation": rotation, "adb_state": adb_state,
                 "rotation_degrees": rotation.map(|r| u16::from(r) * 90),
-                "model": model.unwrap_or(""), "manufacturer": manufacturer.unwrap_or(""),
-                "android_version": release.unwrap_or(""), "sdk": sdk.and_then(|s| s.parse::<i64>().ok()),
+                "model": model.unwrap_or_default(), "manufacturer": manufacturer.unwrap_or_default(),
+                "android_version": release.unwrap_or_default(), "sdk": sdk.and_then(|s| s.parse::<i64>().ok()),
                 "screen_width": w, "screen_height": h, "density": density, "battery": battery(&bat),
                 "screen_on": power.screen_on, "locked": power.locked, "lock_secure": power.secure,
             });
