@@ -783,7 +783,8 @@ fn fuzz_parse_dump_of_the_sim_phone() {
         let els = parse_dump(&xml).map_err(|e| TestCaseError::fail(format!("{e}: {xml}")))?;
         let field = els.iter().find(|e| e.resource_id == "com.xagent.sim:id/input");
         // uiautomator writes what XML cannot carry as '.' (its dumper's stripInvalidXMLChars); the rest verbatim.
-        let shown: String = text.chars().map(|c| if xagent_adb_connector::sim::ui::xml_char(c) { c } else { '.' }).collect();
+        let shown: String =
+            text.chars().map(|c| if xagent_adb_connector::sim::ui::xml_char(c) { c } else { '.' }).collect();
         prop_assert_eq!(field.map(|e| e.text.as_str()), Some(shown.as_str()), "{}", xml);
         Ok(())
     });

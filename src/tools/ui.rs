@@ -130,7 +130,8 @@ pub const DUMP_MAX_DEPTH: usize = 256;
 /// The XML document of `uiautomator dump` output: from `<?xml` (or `<hierarchy`) to the closing `</hierarchy>`.
 /// Text around it — a shell prompt before, the `UI hierchary dumped to: …` line after — is not XML.
 fn dump_document(out: &str) -> Result<&str, String> {
-    let start = out.find("<?xml").or_else(|| out.find("<hierarchy")).ok_or("the UI dump is not a uiautomator hierarchy")?;
+    let start =
+        out.find("<?xml").or_else(|| out.find("<hierarchy")).ok_or("the UI dump is not a uiautomator hierarchy")?;
     let doc = &out[start..];
     let end = match doc.rfind("</hierarchy>") {
         Some(i) => i + "</hierarchy>".len(),
