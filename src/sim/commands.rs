@@ -1408,4 +1408,42 @@ mod tests {
             "Input method com.xagent.sim.ime/.SimKeyboard selected for user #0\n"
         );
     }
+
+    fn dev_sdk(sdk: u32) -> Device {
+        Device::new(super::super::SimConfig { sdk, ..Default::default() }, "127.0.0.1:5555".into())
+    }
+
+    /// The formats of tests/fixtures/real, by SDK level (the connector's parsers are tested against those files,
+    /// not against this).
+    #[test]
+    fn prints_the_formats_of_its_sdk_level() {
+        let mut d = dev_sdk(16);
+        let w = out(&mut d, "dumpsys window windows");
+        assert!(w.contains("mCurrentFocus=Window{5f3a2b1 com.android.launcher3/"), "no u0 before 4.2: {w}");
+        let mut d = dev_sdk(28);
+        let w = out(&mut d, "dumpsys window windows");
+        assert!(w.contains("mFocusedApp=AppWindowToken{3e1f2a7 token=Token{91b5c04 ActivityRecord{7c8d9e0 u0 "), "{w}");
+        assert!(!out(&mut d, "dumpsys window displays").contains("mCurrentFocus"));
+        assert!(out(&mut d, "dumpsys input").contains("SurfaceOrientation: 0"));
+        for sdk in [30, 33, 35] {
+            let mut d = dev_sdk(sdk);
+            assert!(!out(&mut d, "dumpsys window windows").contains("mCurrentFocus"), "sdk {sdk}");
+            let disp = out(&mut d, "dumpsys window displays");
+            assert!(disp.contains("  Display: mDisplayId=0 "), "sdk {sdk}");
+            assert!(disp.contains("mFocusedApp=ActivityRecord{7c8d9e0 u0 com.android.launcher3/"), "sdk {sdk}");
+            assert!(out(&mut d, "dumpsys window").contains("mCurrentFocus="), "full dump, sdk {sdk}");
+        }
+        let mut d = dev_sdk(33);
+        out(&mut d, "settings put system user_rotation 1");
+        let input = out(&mut d, "dumpsys input");
+        assert!(input.contains("InputDeviceOrientation: 1") && !input.contains("SurfaceOrientation"), "{input}");
+        assert!(input.contains("orientation=1, logicalFrame=[0, 0, 2400, 1080]"), "{input}");
+        assert!(out(&mut d, "dumpsys input_method")
+            .contains("mShowRequested=false mShowExplicitlyRequested=false mShowForced=false mInputShown=false"));
+        let mut d = dev_sdk(35);
+        out(&mut d, "settings put system user_rotation 3");
+        assert!(out(&mut d, "dumpsys input").contains("InputDeviceOrientation: Rotation270"));
+        let ime = out(&mut d, "dumpsys input_method");
+        assert!(ime.contains("\n  mInputShown=false\n") && !ime.contains("mShowRequested"), "{ime}");
+    }
 }
