@@ -71,6 +71,67 @@ pub enum Command {
     Sim(SimArgs),
     /// The audit log of device actions: `verify` the hash chain, or `tail` recent records.
     Audit(AuditArgs),
+    /// Call one tool on a phone through a running connector (as xAgent would) and print its result as JSON.
+    #[command(after_help = CALL_HELP)]
+    Call(CallArgs),
+}
+
+const CALL_HELP: &str = "\
+How it works:
+  Opens the connector's WebSocket (GET /ws) and sends what xAgent sends: connector.hello,
+  channel.open, auth.start (flow adb_device: any free online phone, or --serial), tool.invoke,
+  then auth.logout and channel.close, so the phone is held only for the call (also on an error,
+  --timeout or Ctrl-C). The result is printed on stdout as JSON; a file in it (screenshot, pulled
+  file) gets its one-time download URL printed on stderr, or is saved with --out.
+
+Arguments:
+  key=value     typed by the tool's input schema: x=100 is a number for android_tap, text=123
+                stays text for android_input_text, only_interactive=true is a boolean
+                (`card` shows every schema)
+  key:=JSON     raw JSON, as in httpie: element:='{\"text\":\"OK\"}'
+  --json '{…}'  all arguments as one object (key=value words are applied on top)
+
+Examples:
+  xagent-adb-connector call android_device_status
+  xagent-adb-connector call android_tap x=100 y=200 --serial R58N123ABC
+  xagent-adb-connector call android_ui_dump only_interactive=true | jq '.elements[].text'
+  xagent-adb-connector call android_tap element:='{\"text\":\"OK\",\"nth\":0}'
+  xagent-adb-connector call android_screenshot --out screen.jpg
+  xagent-adb-connector call android_input_text --json '{\"text\":\"hello\"}' --api-key-file key
+
+Exit status:
+  0 the tool succeeded · 1 it failed (its error code and message are printed, e.g. device_busy,
+  invalid_arguments) or the connector could not be reached or refused the key · 2 bad command
+  line · 3 unreadable or empty key file
+
+Run as root on an installed box, it uses the service's key (/etc/xagent-adb-connector/api-key).";
+
+#[derive(Args, Debug, Clone)]
+pub struct CallArgs {
+    /// The tool to call, e.g. android_tap, android_ui_dump, android_screenshot (`card` lists them all).
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+    /// Tool arguments: key=value (typed by the tool's schema) or key:=JSON (raw JSON).
+    #[arg(value_name = "ARG")]
+    pub args: Vec<String>,
+    /// All tool arguments as one JSON object; key=value words are applied on top.
+    #[arg(long, value_name = "JSON")]
+    pub json: Option<String>,
+    /// The connector's base URL (plain HTTP; run `call` on the connector's box). Default: the installed
+    /// service's --listen (XAGENT_ADB_LISTEN, 0.0.0.0 read as 127.0.0.1), else http://127.0.0.1:8790.
+    #[arg(long, value_name = "URL", env = "XAGENT_ADB_URL")]
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub key: KeyArgs,
+    /// Bind this phone (its serial as `devices` lists it) instead of any free online one.
+    #[arg(long, value_name = "SERIAL")]
+    pub serial: Option<String>,
+    /// Save the file the tool returns (screenshot, pulled file) to FILE instead of printing its download URL.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Give up after this long (connecting, binding, the tool and the download together).
+    #[arg(long, value_name = "DURATION", default_value = "6m", value_parser = parse_duration)]
+    pub timeout: Duration,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -140,6 +201,10 @@ pub struct DemoArgs {
     /// removed when the demo stops.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Protect the demo with this system API key (first line of FILE), to try the wall's login page and Bearer
+    /// auth. Default: no key (everything open, on loopback).
+    #[arg(long, value_name = "FILE")]
+    pub api_key_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]

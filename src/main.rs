@@ -105,7 +105,7 @@ fn main() -> ExitCode {
     tune_allocator();
     // Inspecting commands check the installed service, with its settings (before any thread starts).
     let service = match subcommand_word().as_deref() {
-        Some("doctor" | "devices" | "audit") => ops::settings::apply(),
+        Some("doctor" | "devices" | "audit" | "call") => ops::settings::apply(),
         _ => ops::settings::ServiceSettings::default(),
     };
     let cli = parse();
@@ -174,6 +174,29 @@ fn main() -> ExitCode {
         }
         Command::Demo(args) => ExitCode::from(runtime().block_on(ops::demo::run(args)) as u8),
         Command::Sim(args) => ExitCode::from(runtime().block_on(ops::demo::run_sims(args)) as u8),
+        Command::Call(args) => {
+            let api_key = match cli::resolve_api_key(&args.key) {
+                Ok(k) => k,
+                Err(e) => return fail(e),
+            };
+            let arguments = match ops::call::build_arguments(&args.tool, args.json.as_deref(), &args.args) {
+                Ok(a) => a,
+                Err(e) => return fail(cli::ConfigError { code: e.code, message: e.message }),
+            };
+            let url = args.url.clone().unwrap_or_else(ops::call::default_url);
+            let input = ops::call::CallInput {
+                url: &url,
+                api_key,
+                tool: &args.tool,
+                arguments,
+                serial: args.serial.as_deref(),
+                out: args.out.as_deref(),
+                timeout: args.timeout,
+            };
+            let code = runtime().block_on(ops::call::run(input));
+            ops::out::flush();
+            ExitCode::from(code as u8)
+        }
         Command::Audit(args) => {
             let code = match args.action {
                 cli::AuditAction::Verify => ops::audit::verify(&args.data_dir),

@@ -40,6 +40,14 @@ pub struct Policy {
     /// Upper bound on every tool's deadline (`--tool-deadline-max`; not a policy-file key). `None`: each tool's own.
     #[serde(skip)]
     pub tool_deadline_max: Option<std::time::Duration>,
+    /// Input tools wake a sleeping phone before acting (default true); false: they fail with `device_locked`
+    /// and send nothing.
+    #[serde(default)]
+    pub auto_wake: Option<bool>,
+    /// Input tools read the screen state first (default true): wake a sleeping phone, refuse the keyguard. false
+    /// saves that round trip (one per action, cached 1 s) on phones that never sleep or lock (kiosk docks).
+    #[serde(default)]
+    pub screen_checks: Option<bool>,
     /// Operator labels per serial, which a bind can require (`labels` of the `adb_device` flow).
     #[serde(default)]
     pub labels: std::collections::BTreeMap<String, Vec<String>>,
@@ -105,6 +113,14 @@ impl Policy {
             }
         }
         Ok(())
+    }
+
+    pub fn auto_wake(&self) -> bool {
+        self.auto_wake.unwrap_or(true)
+    }
+
+    pub fn screen_checks(&self) -> bool {
+        self.screen_checks.unwrap_or(true)
     }
 
     pub fn tool_enabled(&self, id: &str) -> bool {

@@ -25,7 +25,8 @@ step() { printf '  - %s\n' "$*"; }
 systemd_running() { [ -d /run/systemd/system ]; }
 
 # --help first: reading the usage needs no root.
-case "${1:-}" in -h | --help) sed -n '2,11p' "$0"; exit 0 ;; esac
+# The usage is the comment block at the top (line 2 up to the first line that is not a comment), without "# ".
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 [ "$(id -u)" -eq 0 ] || die "run as root (sudo $0 $*)"
 
 if [ "${1:-}" = "--uninstall" ]; then

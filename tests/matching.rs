@@ -97,7 +97,18 @@ async fn binds_take_a_free_phone_matching_every_constraint_or_say_why_not() {
         let a = c.request("auth.start", Some(&ch4), start(json!({"model": "Pixel 7"}))).await;
         assert_eq!(a["payload"]["status"], "failed");
         assert_eq!(error_code(&a), "device_busy", "{a}");
-        assert_eq!(a["payload"]["message"], "2 devices match model=\"Pixel 7\", both held by other channels");
+        let free_one = "try again when one is released (auth.logout of its channel, or Release on the device wall) or \
+                        connect another phone";
+        assert_eq!(
+            a["payload"]["message"],
+            format!("2 devices match model=\"Pixel 7\", both held by other channels; {free_one}")
+        );
+        // Plain pool binding with every phone held: busy (they exist; one will be free again), with what to do —
+        // not device_not_found.
+        let a = c.request("auth.start", Some(&ch4), start(json!({}))).await;
+        assert_eq!(a["payload"]["status"], "failed");
+        assert_eq!(error_code(&a), "device_busy", "{a}");
+        assert_eq!(a["payload"]["message"], format!("all 3 devices are held by other channels; {free_one}"));
         let a = c.request("auth.start", Some(&ch4), start(json!({"min_sdk": 35}))).await;
         assert_eq!(error_code(&a), "device_not_found", "{a}");
         assert_eq!(

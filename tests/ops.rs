@@ -1,4 +1,5 @@
-//! Operator commands through the real binary: `demo`, `devices`, `doctor`, `sim`, and `GET /metrics`.
+//! Operator commands through the real binary: `demo` (and the commands it prints), `call`, `devices`, `doctor`,
+//! `sim`, and `GET /metrics`.
 
 mod common;
 
@@ -16,13 +17,13 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-#[test]
-fn demo_drives_a_simulated_phone_end_to_end_and_stops_cleanly() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
+/// Starts `demo` with `extra` flags and reads its stdout until the hand-over block is complete.
+fn start_demo(port: u16, data_dir: &std::path::Path, extra: &[&str]) -> (std::process::Child, Vec<String>) {
     let mut child = Command::new(BIN)
         .args(["demo", "--listen", &format!("127.0.0.1:{port}"), "--phones", "2", "--data-dir"])
-        .arg(dir.path().join("demo"))
+        .arg(data_dir)
+        .args(extra)
+        .env_remove("XAGENT_CONNECTOR_API_KEY")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -34,9 +35,10 @@ fn demo_drives_a_simulated_phone_end_to_end_and_stops_cleanly() {
             let _ = tx.send(line);
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(90);
     let mut lines = Vec::new();
-    while !lines.iter().any(|l: &String| l.contains("Now try it yourself")) {
+    // The hand-over ends with the line about `call --help`.
+    while !lines.iter().any(|l: &String| l.contains("`call --help`")) {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok(l) => lines.push(l),
@@ -46,10 +48,35 @@ fn demo_drives_a_simulated_phone_end_to_end_and_stops_cleanly() {
             }
         }
     }
+    (child, lines)
+}
+
+/// SIGTERM, then the exit status (bounded).
+fn stop(mut child: std::process::Child) -> std::process::ExitStatus {
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the demo did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn demo_drives_a_simulated_phone_end_to_end_and_stops_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let (child, lines) = start_demo(port, &dir.path().join("demo"), &[]);
     let text = lines.join("\n");
     for needle in ["2 simulated phone(s)", "auth.start adb_device", "\"Increment\" at", "android_tap", "found after"] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
+    assert!(!text.contains("websocat") && !text.contains("session.jsonl"), "no commands that cannot work:\n{text}");
     // It keeps serving for the newcomer to poke at.
     let card = std::process::Command::new("curl").args(["-sf", &format!("http://127.0.0.1:{port}/health")]).output();
     if let Ok(out) = card {
@@ -57,15 +84,116 @@ fn demo_drives_a_simulated_phone_end_to_end_and_stops_cleanly() {
             assert!(String::from_utf8_lossy(&out.stdout).contains("\"devices_online\":2"));
         }
     }
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < deadline, "the demo did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
+    let status = stop(child);
+    assert!(status.success(), "{status:?}");
+}
+
+/// The demo hands over: every command line it prints (devices, doctor, audit tail, call, curl) is run exactly as
+/// printed, by a shell, and must succeed — against a demo protected by an API key.
+#[test]
+fn demo_hand_over_commands_work_as_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("demo key"); // a space: the printed lines must quote it
+    std::fs::write(&key_file, "demo-key-0123456789\n").unwrap();
+    let port = free_port();
+    let (child, lines) =
+        start_demo(port, &dir.path().join("demo state"), &["--api-key-file", key_file.to_str().unwrap()]);
+    let start = lines.iter().position(|l| l.contains("Now try it yourself")).expect("hand-over block");
+    let commands: Vec<String> = lines[start + 1..]
+        .iter()
+        .map(|l| l.trim().to_owned())
+        .filter(|l| l.starts_with(BIN) || l.starts_with("curl "))
+        .collect();
+    let find = |needle: &str| -> String {
+        commands
+            .iter()
+            .find(|c| c.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} line in {lines:#?}"))
+            .clone()
     };
+    let cwd = tempfile::tempdir().unwrap();
+    let run = |cmd: &str| -> (i32, String, String) {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(cwd.path())
+            .env_remove("XAGENT_CONNECTOR_API_KEY")
+            .env_remove("XAGENT_ADB_API_KEY_FILE")
+            .env("XAGENT_ADB_CONFIG_DIR", dir.path().join("no-installed-service"))
+            .output()
+            .unwrap();
+        let (o, e) =
+            (String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string());
+        (out.status.code().unwrap_or(-1), o, e)
+    };
+
+    let (code, out, err) = run(&find(" devices --adb-server "));
+    assert_eq!(code, 0, "{out}{err}");
+    let phones: Vec<&str> = out.lines().filter(|l| l.contains(" device ")).collect();
+    assert_eq!(phones.len(), 2, "{out}");
+    for l in &phones {
+        // adb lists the model with every non-alphanumeric character as `_`; the demo's phones have a real model
+        // name, so the column reads like a real phone's (not "Pixel 7  sim 2").
+        let model = l.split("  device").nth(1).unwrap_or("").trim().trim_end_matches('-').trim();
+        assert_eq!(model, "Pixel 7", "{out}");
+    }
+
+    let (code, out, err) = run(&find(" doctor --adb-server "));
+    assert_eq!(code, 0, "doctor must pass against the running demo:\n{out}{err}");
+    assert!(out.contains("a connector is running on") && out.contains("2 device(s) online"), "{out}");
+    assert!(out.contains("ok    system API key configured"), "{out}");
+
+    let (code, out, err) = run(&find(" call android_tap "));
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!((v["x"].as_i64(), v["y"].as_i64()), (Some(540), Some(1200)), "{out}");
+
+    let (code, out, err) = run(&find(" call android_ui_dump "));
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["elements"].as_array().unwrap().iter().any(|e| e["text"] == "Increment"), "{out}");
+
+    let (code, out, err) = run(&find(" call android_screenshot "));
+    assert_eq!(code, 0, "{out}{err}");
+    let jpeg = std::fs::read(cwd.path().join("screen.jpg")).expect("--out wrote the screenshot");
+    assert!(jpeg.starts_with(&[0xff, 0xd8]) && jpeg.len() > 1000, "not a JPEG: {} bytes", jpeg.len());
+    assert!(err.contains("saved") && !err.contains("token="), "{err}");
+
+    // Each call gave its phone back: both phones are free for the next client.
+    let (code, out, err) = run(&find(" devices --adb-server "));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.lines().filter(|l| l.trim_end().ends_with(" -")).count(), 2, "a phone is still held:\n{out}");
+
+    let (code, out, err) = run(&find(" audit tail "));
+    assert_eq!(code, 0, "{out}{err}");
+    for tool in ["android_ui_dump", "android_tap", "android_ui_wait", "android_screenshot"] {
+        assert!(out.contains(tool), "{tool} missing from the audit tail:\n{out}");
+    }
+    // The columns line up although cells differ in width (the tour's calls carry no tool_call_id, `call`'s do).
+    let lines: Vec<&str> = out.lines().collect();
+    let seq_end = lines[0].find("SEQ").unwrap() + 3;
+    let starts = |l: &str| -> Vec<usize> {
+        let c: Vec<char> = l.chars().collect();
+        (seq_end..c.len()).filter(|&i| c[i] != ' ' && c[i - 1] == ' ' && c[i - 2] == ' ').collect()
+    };
+    for l in &lines[1..] {
+        assert_eq!(starts(l), starts(lines[0]), "audit tail columns do not line up:\n{out}");
+    }
+
+    if Command::new("curl").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        let (code, out, err) = run(&find("/health"));
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("\"status\":\"ok\""), "the printed curl carries the key: {out}");
+    }
+
+    // A call without the key says what to pass, and fails.
+    let no_key = find(" call android_tap ").replace(&format!(" --api-key-file '{}'", key_file.display()), "");
+    assert!(!no_key.contains("--api-key-file"), "{no_key}");
+    let (code, out, err) = run(&no_key);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("--api-key-file"), "{err}");
+
+    let status = stop(child);
     assert!(status.success(), "{status:?}");
 }
 
@@ -208,4 +336,124 @@ fn sim_command_serves_phones_on_consecutive_ports() {
     assert_eq!(&head[..4], b"CNXN");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Against a connector that has a key, doctor without the key says to pass `--api-key-file` — not "run sudo" (we
+/// may be root already, and no file was unreadable) and not "every problem is a permission problem".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_without_the_key_of_a_keyed_connector_says_to_pass_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let kf = dir.path().join("key");
+    std::fs::write(&kf, "k-doctor-1").unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--api-key-file", kf.to_str().unwrap()], &[]);
+    let (addr, data, conf) = (srv.addr, srv.data_dir.clone(), dir.path().join("no-installed-service"));
+    let doctor = move |key: Option<std::path::PathBuf>| {
+        let (data, conf) = (data.clone(), conf.clone());
+        async move {
+            blocking(move || {
+                let mut cmd = Command::new(BIN);
+                cmd.args(["doctor", "--adb-server", "127.0.0.1:1", "--listen", &addr.to_string(), "--data-dir"])
+                    .arg(&data)
+                    .env("XAGENT_ADB_CONFIG_DIR", &conf)
+                    .env_remove("XAGENT_CONNECTOR_API_KEY")
+                    .env_remove("XAGENT_ADB_API_KEY_FILE");
+                if let Some(k) = key {
+                    cmd.arg("--api-key-file").arg(k);
+                }
+                let out = cmd.output().unwrap();
+                (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+            })
+            .await
+        }
+    };
+    let (code, text) = doctor(None).await;
+    assert_eq!(code, Some(1), "{text}");
+    let line =
+        text.lines().skip_while(|l| !l.contains("a connector answers on")).take(2).collect::<Vec<_>>().join("\n");
+    assert!(line.contains("wants its system API key") && line.contains("--api-key-file"), "{text}");
+    assert!(!text.contains("sudo xagent-adb-connector doctor"), "no permission problem here:\n{text}");
+    assert!(!text.contains("every problem is a permission problem"), "{text}");
+    // With the key the same check passes.
+    let (_, text) = doctor(Some(kf.clone())).await;
+    assert!(text.contains(&format!("ok    a connector is running on {addr}")), "{text}");
+}
+
+/// `call` holds the phone only for the call: after a call that fails, times out or is interrupted (SIGINT), the
+/// one phone is free for the next client at once (not after the hour of lease grace); and errors name their code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_gives_the_phone_back_on_every_path() {
+    let (adb, _sim, serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    let url = format!("http://{}", srv.addr);
+    let call = move |args: Vec<String>| {
+        let url = url.clone();
+        blocking(move || {
+            let out = Command::new(BIN)
+                .arg("call")
+                .args(&args)
+                .args(["--url", &url])
+                .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config")
+                .env_remove("XAGENT_ADB_API_KEY_FILE")
+                .output()
+                .unwrap();
+            let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+            (out.status.code(), text(&out.stdout), text(&out.stderr))
+        })
+    };
+    let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // The tracker may still be verifying the phone: the first call retries auth.start for a while by itself.
+    let (code, out, err) = call(w(&["android_tap", "x=10", "y=20", "--serial", &serial])).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap(), json!({"x": 10, "y": 20}));
+    // A refused call: exit 1 with the error code; the phone is free again.
+    let (code, _, err) = call(w(&["android_tap", "x=-5", "y=1"])).await;
+    assert_eq!(code, Some(1));
+    assert!(err.contains("android_tap: invalid_arguments:"), "{err}");
+    // Past --timeout while the tool still runs.
+    let (code, _, err) = call(w(&["android_ui_wait", "text=Never there", "timeout_ms=20000", "--timeout", "2s"])).await;
+    assert_eq!(code, Some(1));
+    assert!(err.contains("before the timeout"), "{err}");
+    let (code, out, err) = call(w(&["android_tap", "x=1", "y=1"])).await;
+    assert_eq!(code, Some(0), "the phone was not given back after the timeout: {out}{err}");
+    // Interrupted with SIGINT (Ctrl-C) while the tool runs.
+    let url = format!("http://{}", srv.addr);
+    let status = blocking(move || {
+        let mut child = Command::new(BIN)
+            .args(["call", "android_ui_wait", "text=Never there", "timeout_ms=20000", "--url", &url])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+                break (st.code(), err);
+            }
+            assert!(Instant::now() < deadline, "call did not end on SIGINT");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await;
+    assert_eq!(status.0, Some(1), "{}", status.1);
+    assert!(status.1.contains("interrupted; the phone was released"), "{}", status.1);
+    let (code, out, err) = call(w(&["android_tap", "x=2", "y=2"])).await;
+    assert_eq!(code, Some(0), "the phone was not given back after Ctrl-C: {out}{err}");
+    // Without --url: the connector of this box, from XAGENT_ADB_LISTEN (the installed service's env file sets it;
+    // 0.0.0.0 is reached on loopback).
+    let listen = format!("0.0.0.0:{}", srv.addr.port());
+    let out = blocking(move || {
+        Command::new(BIN)
+            .args(["call", "android_tap", "x=3", "y=3"])
+            .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config")
+            .env("XAGENT_ADB_LISTEN", listen)
+            .env_remove("XAGENT_ADB_URL")
+            .output()
+            .unwrap()
+    })
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -147,6 +147,10 @@ pub enum Choice {
     NeedsApproval(DeviceKey),
 }
 
+/// What to do when every matching phone is held (the end of a `device_busy` message).
+pub const FREE_ONE: &str =
+    "try again when one is released (auth.logout of its channel, or Release on the device wall) or connect another phone";
+
 /// Picks the first free online allowed device matching `c`, else the first free unauthorized one (whose model and
 /// SDK are unknown until approved: it can satisfy label constraints only). Fails with a breakdown of why.
 pub fn choose(
@@ -188,20 +192,27 @@ pub fn choose(
     let held_n = matching.iter().filter(|d| held.contains(&d.key)).count();
     let offline_n = n - held_n;
     let devices = if n == 1 { "1 device matches".to_owned() } else { format!("{n} devices match") };
+    // Every phone held is `device_busy`, not `device_not_found`: the phones are there and one will be free again,
+    // so the caller should wait or release one — not look for a phone that does not exist.
     let (code, why) = if offline_n == 0 {
-        let who = match n {
-            1 => "held by another channel",
-            2 => "both held by other channels",
-            _ => "all held by other channels",
+        let all = match (n, c.is_empty()) {
+            (1, true) => "the only device is held by another channel".to_owned(),
+            (_, true) => format!("all {n} devices are held by other channels"),
+            (1, false) => format!("{devices}{what}, held by another channel"),
+            (2, false) => format!("{devices}{what}, both held by other channels"),
+            (_, false) => format!("{devices}{what}, all held by other channels"),
         };
-        (ErrorCode::DeviceBusy, format!("{devices}{what}, {who}"))
+        (ErrorCode::DeviceBusy, format!("{all}; {FREE_ONE}"))
     } else if held_n == 0 {
         let st = if n == 1 { "it is offline" } else { "all are offline" };
         (ErrorCode::DeviceOffline, format!("{devices}{what}, but {st} (or not yet verified)"))
     } else {
         (
             ErrorCode::DeviceBusy,
-            format!("{devices}{what}: {held_n} held by other channels, {offline_n} offline (or not yet verified)"),
+            format!(
+                "{devices}{what}: {held_n} held by other channels, {offline_n} offline (or not yet verified); \
+                 {FREE_ONE}"
+            ),
         )
     };
     Err(ProtoError::new(code, why))
@@ -268,9 +279,12 @@ mod tests {
     fn failures_say_why() {
         let e = pick(json!({"model": "Pixel 7"}), &["A", "B"]).unwrap_err();
         assert_eq!(e.code, ErrorCode::DeviceBusy);
-        assert_eq!(e.message, "2 devices match model=\"Pixel 7\", both held by other channels");
+        assert_eq!(e.message, format!("2 devices match model=\"Pixel 7\", both held by other channels; {FREE_ONE}"));
         let e = pick(json!({"labels": ["pool:checkout"]}), &["C"]).unwrap_err();
-        assert_eq!(e.message, "1 device matches labels=[\"pool:checkout\"], held by another channel");
+        assert_eq!(
+            e.message,
+            format!("1 device matches labels=[\"pool:checkout\"], held by another channel; {FREE_ONE}")
+        );
         let e = pick(json!({"model": "Pixel 9"}), &[]).unwrap_err();
         assert_eq!(e.code, ErrorCode::DeviceNotFound);
         assert!(

@@ -23,6 +23,7 @@ use tokio::sync::{broadcast, watch};
 
 use super::formats;
 use super::host;
+use super::power::{self, ScreenState};
 pub use super::transport::ShellOut;
 use super::transport::{self, FbHeader, FileStat};
 use super::{Backend, DeviceInfo, DeviceKey, DeviceState};
@@ -49,7 +50,15 @@ pub struct AdbBackend {
     shell_v2: Mutex<HashMap<DeviceKey, bool>>,
     /// Servers whose device list was applied at least once (see [`Backend::settling`]).
     listed: Mutex<std::collections::HashSet<SocketAddrV4>>,
+    /// Per device: the last screen state read and when ([`AdbBackend::screen_state`]); dropped by our own side
+    /// effects and by state changes, trusted for [`SCREEN_STATE_TTL`] otherwise.
+    /// `None` = forgotten at that instant: a read that started earlier must not put its (older) answer back.
+    screen_states: Mutex<HashMap<DeviceKey, (Instant, Option<ScreenState>)>>,
 }
+
+/// How long a screen state read is reused: several tools of one agent step (observe, then act) share one read,
+/// and the phone's own screen timeout (≥ 15 s on Android) cannot pass unnoticed in between.
+pub const SCREEN_STATE_TTL: Duration = Duration::from_secs(1);
 
 /// What the verification probe learns about a device: model, manufacturer, SDK level, and the phone's own serial.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,6 +109,7 @@ impl AdbBackend {
             identities: Mutex::new(Default::default()),
             shell_v2: Mutex::new(HashMap::new()),
             listed: Mutex::new(std::collections::HashSet::new()),
+            screen_states: Mutex::new(HashMap::new()),
         })
     }
 
@@ -262,6 +272,7 @@ impl AdbBackend {
         }
         for key in changed {
             self.screen.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+            self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             self.shell_v2.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             let state =
                 self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map_or("gone", |d| d.state.as_str());
@@ -374,7 +385,12 @@ impl AdbBackend {
             let shell_v2 = self.shell_v2_of(&path, server).await?;
             op(Device { server, serial: path.serial.clone(), shell_v2 }).await
         };
-        match tokio::time::timeout(deadline, work).await {
+        let r = tokio::time::timeout(deadline, work).await;
+        if ordered {
+            // Our own input may have woken, slept, locked or unlocked the phone: read the state again next time.
+            self.forget_screen_state(key);
+        }
+        match r {
             Ok(r) => r,
             Err(_) => Err(ProtoError::new(
                 ErrorCode::DeviceTimeout,
@@ -505,6 +521,31 @@ impl AdbBackend {
 }
 
 impl AdbBackend {
+    /// Whether the screen is on and the keyguard showing: one round trip ([`power::QUERY`]), reused for
+    /// [`SCREEN_STATE_TTL`] unless a side effect on the device ran since. A phone that prints neither half
+    /// yields an all-unknown state (never an error: an unknown state does not block input).
+    pub async fn screen_state(&self, key: &DeviceKey) -> Result<ScreenState, ProtoError> {
+        if let Some((at, Some(s))) = self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+            if at.elapsed() < SCREEN_STATE_TTL {
+                return Ok(*s);
+            }
+        }
+        let read_at = Instant::now();
+        let out = self.shell(key, power::QUERY, false, Duration::from_secs(5)).await?;
+        let s = ScreenState::parse(&out.stdout);
+        let mut map = self.screen_states.lock().unwrap_or_else(|e| e.into_inner());
+        if map.get(key).is_none_or(|(at, _)| *at <= read_at) {
+            map.insert(key.clone(), (read_at, Some(s)));
+        }
+        Ok(s)
+    }
+
+    /// Forgets the screen state of `key` (after anything that may have changed it), including any read still
+    /// in flight.
+    pub fn forget_screen_state(&self, key: &DeviceKey) {
+        self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (Instant::now(), None));
+    }
+
     /// The display's current rotation in quarter turns (0–3) from the touch mapper (`dumpsys input`, one round
     /// trip; every form of the versions, see [`formats::rotation`]), reused for [`ROTATION_TTL`]. A phone that
     /// prints none of them counts as unrotated.

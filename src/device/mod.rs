@@ -5,6 +5,7 @@ pub mod adb;
 pub mod formats;
 pub mod host;
 pub mod identity;
+pub mod power;
 pub mod shell;
 pub mod transport;
 

@@ -67,30 +67,52 @@ pub fn tail(data_dir: &Path, n: u64, json: bool) -> i32 {
         }
         return 0;
     }
-    outln!(
-        "{:>6}  {:<24}  {:<20}  {:<20}  {:<28}  {:<22}  {:<10}  ARGUMENTS (redacted)",
-        "SEQ",
-        "TIME (UTC)",
-        "CHANNEL",
-        "TOOL CALL",
-        "DEVICE",
-        "TOOL",
-        "RESULT"
-    );
-    for r in rows {
-        outln!(
-            "{:>6}  {:<24}  {:<20}  {:<20}  {:<28}  {:<22}  {:<10}  {}",
-            r.seq,
-            utc(r.time_ms),
-            r.channel_id,
-            r.tool_call_id.as_deref().unwrap_or("-"),
-            r.device,
-            r.tool_id,
-            r.result,
-            r.arguments
-        );
+    for line in table(&rows) {
+        outln!("{line}");
     }
     0
+}
+
+/// The records as aligned columns: each column as wide as its widest cell (channel ids, tool call ids and
+/// `serial@adb-server` device keys vary in length), the redacted arguments last and unpadded.
+fn table(rows: &[crate::store::audit::AuditRow]) -> Vec<String> {
+    const HEAD: [&str; 8] =
+        ["SEQ", "TIME (UTC)", "CHANNEL", "TOOL CALL", "DEVICE", "TOOL", "RESULT", "ARGUMENTS (redacted)"];
+    let cells: Vec<[String; 8]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.seq.to_string(),
+                utc(r.time_ms),
+                r.channel_id.clone(),
+                r.tool_call_id.clone().unwrap_or_else(|| "-".into()),
+                r.device.clone(),
+                r.tool_id.clone(),
+                r.result.clone(),
+                r.arguments.clone(),
+            ]
+        })
+        .collect();
+    let mut width = HEAD.map(|h| h.chars().count());
+    for row in &cells {
+        for (w, c) in width.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |row: [&str; 8]| {
+        let mut out = format!("{:>w$}", row[0], w = width[0]);
+        for (k, cell) in row.iter().enumerate().skip(1) {
+            if k == 7 {
+                out.push_str(&format!("  {cell}"));
+            } else {
+                out.push_str(&format!("  {cell:<w$}", w = width[k]));
+            }
+        }
+        out
+    };
+    let mut out = vec![line(HEAD)];
+    out.extend(cells.iter().map(|r| line(std::array::from_fn(|k| r[k].as_str()))));
+    out
 }
 
 /// Milliseconds since the epoch as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T12:00:00.123Z`.
@@ -103,6 +125,46 @@ pub fn utc(ms: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::store::audit::AuditRow;
+
+    fn row(seq: i64, call: Option<&str>, device: &str, tool: &str) -> AuditRow {
+        AuditRow {
+            seq,
+            time_ms: 1_790_000_000_000,
+            connector_id: "conn_x".into(),
+            channel_id: "cch_adb_0f80e01df6c6bc3947ee2517".into(),
+            tool_call_id: call.map(str::to_owned),
+            tool_id: tool.into(),
+            device: device.into(),
+            arguments: "{}".into(),
+            result: "ok".into(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+
+    /// Every column starts at the same character position in every line, whatever the cell widths.
+    #[test]
+    fn tail_columns_line_up_with_cells_of_any_width() {
+        let rows = [
+            row(7, None, "R58N123ABC@127.0.0.1:5037", "android_tap"),
+            row(10_234, Some("call_with_a_rather_long_tool_call_identifier_0001"), "e@h:1", "android_app_clear_data"),
+            row(10_235, Some("c"), "192.168.100.200:41234@10.0.0.1:15037", "android_ui_dump"),
+        ];
+        let lines = super::table(&rows);
+        // Columns after the right-aligned SEQ: a non-space preceded by two spaces.
+        let seq_end = lines[0].find("SEQ").unwrap() + 3;
+        let starts = |l: &str| -> Vec<usize> {
+            let c: Vec<char> = l.chars().collect();
+            (seq_end..c.len()).filter(|&i| c[i] != ' ' && c[i - 1] == ' ' && c[i - 2] == ' ').collect()
+        };
+        let head = starts(&lines[0]);
+        assert_eq!(head.len(), 7, "{lines:#?}");
+        for l in &lines[1..] {
+            assert_eq!(starts(l), head, "misaligned:\n{}", lines.join("\n"));
+        }
+    }
+
     #[test]
     fn utc_times() {
         assert_eq!(super::utc(0), "1970-01-01T00:00:00.000Z");

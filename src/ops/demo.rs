@@ -22,6 +22,11 @@ pub struct DemoArgs {
     pub data_dir: PathBuf,
 }
 
+/// The simulated phones' `ro.product.model`: a real model name. adb lists a model with every character that is
+/// not a letter or digit replaced by `_` (`devices -l`: `model:Pixel_7`), and `devices` turns `_` back into spaces,
+/// so a name like "Pixel 7 (sim 2)" came out as "Pixel 7  sim 2"; the serial tells the phones apart.
+pub const SIM_MODEL: &str = "Pixel 7";
+
 fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
@@ -40,8 +45,8 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
          `apt-get install -y adb` (Debian/Ubuntu/Raspberry Pi OS)",
     )?;
     let mut phones = Vec::new();
-    for i in 0..n.max(1) {
-        let cfg = SimConfig { model: format!("Pixel 7 (sim {})", i + 1), ..SimConfig::default() };
+    for _ in 0..n.max(1) {
+        let cfg = SimConfig { model: SIM_MODEL.into(), ..SimConfig::default() };
         phones.push(SimPhone::start("127.0.0.1:0".parse().expect("literal"), cfg).await.map_err(|e| e.to_string())?);
     }
     let port = free_port().map_err(|e| e.to_string())?;
@@ -77,9 +82,13 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
 }
 
 /// A scripted xAgent session: hello → channel.open → auth.start → ui_dump → tap → ui_wait. Prints each step.
-pub async fn tour(addr: SocketAddr) -> Result<(), String> {
+pub async fn tour(addr: SocketAddr, key: Option<&str>) -> Result<(), String> {
     let mut req = format!("ws://{addr}/ws").into_client_request().map_err(|e| e.to_string())?;
     req.headers_mut().insert("Sec-WebSocket-Protocol", crate::protocol::SUBPROTOCOL.parse().expect("valid header"));
+    if let Some(k) = key {
+        let v = format!("Bearer {k}").parse().map_err(|_| "the API key is not a valid header value".to_owned())?;
+        req.headers_mut().insert("Authorization", v);
+    }
     let (mut ws, _) = tokio_tungstenite::connect_async(req).await.map_err(|e| format!("websocket: {e}"))?;
     let mut n = 0;
     let mut call = |kind: &str, channel: Option<&str>, payload: Value| {
@@ -184,6 +193,15 @@ impl Drop for DemoDir {
 
 /// `demo`: phones + adb server + connector + the scripted tour, then serve until Ctrl-C.
 pub async fn run(args: crate::cli::DemoArgs) -> i32 {
+    let api_key = match crate::cli::resolve_api_key(&crate::cli::KeyArgs { api_key_file: args.api_key_file.clone() }) {
+        // Only the file: the demo is never protected by a key that happens to be in the environment.
+        Ok(k) if args.api_key_file.is_some() => k,
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            return e.code;
+        }
+    };
     let dir = DemoDir::new(args.data_dir.clone());
     sayln!("xagent-adb-connector demo — everything on loopback, no phone needed");
     sayln!("  state in {}{}\n", dir.path.display(), if dir.remove { " (temporary, removed at exit)" } else { "" });
@@ -198,7 +216,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         serve: crate::run::ServeConfig {
             listen: args.listen,
             data_dir: Some(dir.path.clone()),
-            api_key: None,
+            api_key: api_key.clone(),
             allow_serials: Vec::new(),
             labels: Default::default(),
             lease_grace: Duration::from_secs(3600),
@@ -209,7 +227,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         transfer: crate::run::TransferConfig::default(),
         adb_servers: vec![demo.adb_server],
         policy: crate::policy::Policy::default(),
-        key_file: None,
+        key_file: args.api_key_file.clone(),
         wall: crate::wall::WallConfig::default(),
     };
     let running = match crate::run::start_adb(resolved).await {
@@ -232,18 +250,19 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     sayln!("  connector on http://{addr}\n\nA scripted xAgent session over the real WebSocket:");
-    if let Err(e) = tour(addr).await {
+    if let Err(e) = tour(addr, api_key.as_deref()).await {
         eprintln!("error: the tour failed: {e}");
         return crate::cli::exit::FAILURE;
     }
-    sayln!(
-        "\nNow try it yourself (Ctrl-C to stop):\n  open http://{addr}/ in a browser: the device wall (live phones)\n  \
-         curl -s http://{addr}/connector-card.json | head -40\n  curl -s \
-         http://{addr}/health\n  curl -s http://{addr}/skill.md\n  websocat -H 'Sec-WebSocket-Protocol: \
-         xagent.connector.packet.v1' ws://{addr}/ws   # then paste packets from device-profile/examples/session.jsonl\n  \
-         (websocat is one static binary: https://github.com/vi/websocat/releases, or `cargo install websocat`;\n   \
-         any WebSocket client that offers that subprotocol works)\n"
-    );
+    let hand_over = HandOver {
+        bin: invoked_as(),
+        addr,
+        adb_server: demo.adb_server,
+        data_dir: &dir.path,
+        key_file: args.api_key_file.as_deref(),
+        temporary: dir.remove,
+    };
+    sayln!("{}", hand_over.text());
     let trigger = running.trigger();
     tokio::spawn(async move {
         crate::run::signal().await;
@@ -255,6 +274,60 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
     0
 }
 
+/// How this binary was invoked (`target/release/xagent-adb-connector` under `cargo run`), so the printed commands
+/// run as pasted from the same directory.
+fn invoked_as() -> String {
+    std::env::args().next().filter(|a| !a.is_empty()).unwrap_or_else(|| "xagent-adb-connector".into())
+}
+
+/// A word for a POSIX shell: unchanged when it is plain, else single-quoted.
+pub fn shell_word(w: &str) -> String {
+    let plain = !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-:=@%+,".contains(&b));
+    if plain {
+        w.to_owned()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
+/// What the demo prints once it runs: ready-to-paste commands for its connector, adb server and state.
+struct HandOver<'a> {
+    bin: String,
+    addr: SocketAddr,
+    adb_server: std::net::SocketAddrV4,
+    data_dir: &'a std::path::Path,
+    key_file: Option<&'a std::path::Path>,
+    temporary: bool,
+}
+
+impl HandOver<'_> {
+    fn text(&self) -> String {
+        let bin = shell_word(&self.bin);
+        let (addr, adb) = (self.addr, self.adb_server);
+        let dir = shell_word(&self.data_dir.display().to_string());
+        let key = self.key_file.map(|k| shell_word(&k.display().to_string()));
+        let key_flag = key.as_ref().map(|k| format!(" --api-key-file {k}")).unwrap_or_default();
+        let bearer = key.as_ref().map(|k| format!("-H \"Authorization: Bearer $(head -n1 {k})\" ")).unwrap_or_default();
+        let login = if let Some(k) = &key { format!(" (sign in with the key in {k})") } else { String::new() };
+        let mut t = String::from("\nNow try it yourself; every line works as printed (Ctrl-C stops the demo):\n");
+        t += &format!("  open http://{addr}/ in a browser: the device wall, live phones{login}\n");
+        t += &format!("  {bin} devices --adb-server {adb} --data-dir {dir}\n");
+        t += &format!("  {bin} doctor --adb-server {adb} --data-dir {dir} --listen {addr}{key_flag}\n");
+        t += &format!("  {bin} audit tail --data-dir {dir}\n");
+        t += &format!("  {bin} call android_tap x=540 y=1200 --url http://{addr}{key_flag}\n");
+        t += &format!("  {bin} call android_ui_dump only_interactive=true --url http://{addr}{key_flag}\n");
+        t += &format!("  {bin} call android_screenshot --out screen.jpg --url http://{addr}{key_flag}\n");
+        t += &format!("  curl -s http://{addr}/connector-card.json | head -40\n");
+        t += &format!("  curl -s {bearer}http://{addr}/health\n");
+        t += &format!(
+            "  (`call --help` explains arguments; the phones' adb server is private: `adb -P {} devices -l`{})",
+            adb.port(),
+            if self.temporary { "; the state dir is removed when the demo stops" } else { "" }
+        );
+        t
+    }
+}
+
 /// `sim`: simulated phones on consecutive ports until Ctrl-C.
 pub async fn run_sims(args: crate::cli::SimArgs) -> i32 {
     let mut phones = Vec::new();
@@ -262,7 +335,7 @@ pub async fn run_sims(args: crate::cli::SimArgs) -> i32 {
     for i in 0..args.count {
         let mut addr = args.listen;
         addr.set_port(args.listen.port().saturating_add(i * stride));
-        let cfg = SimConfig { model: format!("Pixel 7 (sim {})", i + 1), ..SimConfig::default() };
+        let cfg = SimConfig { model: SIM_MODEL.into(), ..SimConfig::default() };
         let phone = match SimPhone::start(addr, cfg).await {
             Ok(p) => p,
             Err(e) => {

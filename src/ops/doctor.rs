@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::out::outln;
-use super::settings::{self, ServiceSettings, StateProblem};
+use super::settings::{self, is_root, ServiceSettings, StateProblem};
 use crate::device::host;
 
 #[derive(Default)]
@@ -32,12 +32,20 @@ impl Report {
         self.failures += 1;
         outln!("  FAIL  {what}\n        fix: {fix}");
     }
+    /// A file this user may not read. "Run with sudo" is the fix only for someone who is not root already.
     fn denied(&mut self, what: &str) {
         self.failures += 1;
-        self.denied += 1;
-        outln!(
-            "  FAIL  {what}\n        fix: run `sudo xagent-adb-connector doctor` (the service's files are not yours)"
-        );
+        if is_root() {
+            outln!(
+                "  FAIL  {what}\n        fix: even root may not read it: check the path, ACLs and the mount (read-only, \
+                 network file system with root squash)"
+            );
+        } else {
+            self.denied += 1;
+            outln!(
+                "  FAIL  {what}\n        fix: run `sudo xagent-adb-connector doctor` (the service's files are not yours)"
+            );
+        }
     }
 }
 
@@ -135,7 +143,9 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
     let key = input.api_key.as_ref().ok().cloned().flatten();
     match std::net::TcpListener::bind(input.listen) {
         Ok(_) => r.ok(&format!("{} is free to listen on", input.listen)),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => running_connector(&mut r, input.listen, key).await,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            running_connector(&mut r, input.listen, key, input.api_key.is_err()).await
+        }
         Err(e) => r.fail(
             &format!("cannot listen on {}: {e}", input.listen),
             "choose another --listen (ports below 1024 need privileges)",
@@ -271,7 +281,7 @@ fn adb_server_owner(r: &mut Report, server: SocketAddrV4) {
 }
 
 /// The port is taken: is it our own connector (a running install) or something else?
-async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<String>) {
+async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<String>, key_unreadable: bool) {
     let target = match listen.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), listen.port()),
         IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), listen.port()),
@@ -298,9 +308,19 @@ async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<Strin
                 );
             }
         }
-        Ok((401 | 403, _)) if key.is_none() => {
-            r.denied(&format!("a connector answers on {listen} but wants the API key, which doctor could not read"))
-        }
+        // No key at all (none given, none installed): not a permission problem — the operator has to name it.
+        // An installed key file doctor may not read was already reported (and counted) under "security".
+        Ok((401 | 403, _)) if key.is_none() => r.fail(
+            &format!("a connector answers on {listen} but wants its system API key, and doctor has none"),
+            &if key_unreadable {
+                "see the API key failure above".to_owned()
+            } else {
+                format!(
+                    "pass the key it was started with: `xagent-adb-connector doctor --listen {listen} --api-key-file \
+                     FILE` (or set XAGENT_CONNECTOR_API_KEY)"
+                )
+            },
+        ),
         Ok((401 | 403, _)) => r.fail(
             &format!("a connector answers on {listen} but refuses this API key"),
             "use the service's key (/etc/xagent-adb-connector/api-key)",

@@ -1,7 +1,8 @@
-//! Operator commands beside `serve`: `devices`, `doctor`, `demo`, `sim` and `audit`. Each prints for a person and returns
+//! Operator commands beside `serve`: `devices`, `doctor`, `demo`, `sim`, `audit` and `call`. Each prints for a person and returns
 //! an exit code; none of them holds protocol logic.
 
 pub mod audit;
+pub mod call;
 pub mod demo;
 pub mod devices;
 pub mod doctor;

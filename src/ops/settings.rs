@@ -85,9 +85,20 @@ pub fn parse_env(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// " — run with sudo" for permission errors, nothing otherwise.
+/// Whether this process runs as root (uid 0), from `/proc/self`'s owner: no unsafe call needed.
+pub fn is_root() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+    }
+    #[cfg(not(unix))]
+    false
+}
+
+/// " — run with sudo" for permission errors of a user who is not root, nothing otherwise.
 pub fn sudo_hint(e: &std::io::Error) -> &'static str {
-    if e.kind() == std::io::ErrorKind::PermissionDenied {
+    if e.kind() == std::io::ErrorKind::PermissionDenied && !is_root() {
         " (permission denied: run with sudo, the files belong to the service)"
     } else {
         ""
@@ -110,8 +121,9 @@ pub fn check_state_readable(dir: &Path) -> Result<PathBuf, StateProblem> {
     match std::fs::File::open(&db) {
         Ok(_) => Ok(db),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(StateProblem::Denied(format!(
-            "cannot read {}: permission denied; run with sudo (the service user owns the state)",
-            db.display()
+            "cannot read {}: permission denied{}",
+            db.display(),
+            if is_root() { "" } else { "; run with sudo (the service user owns the state)" }
         ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(StateProblem::Missing(format!(
             "no connector state in {}: {} does not exist (the service creates it at its first start; pass the \

@@ -49,6 +49,12 @@ pub enum ErrorCode {
     ElementNotFound,
     /// An `observation_id` that is unknown, expired, from another channel or another device.
     ObservationExpired,
+    /// The phone is not ready for input: the keyguard is showing (or the screen is off and `auto_wake` is off).
+    DeviceLocked,
+    /// The keyguard needs a PIN, pattern or password, which the connector never has.
+    SecureLock,
+    /// The UI tree cannot be read now (`uiautomator` never saw the screen idle: video, animation).
+    UiUnavailable,
     /// Too many tool calls running on one channel.
     RateLimited,
     /// The server is shutting down and takes no new work.
@@ -92,6 +98,9 @@ impl ErrorCode {
             Self::AmbiguousElement => "ambiguous_element",
             Self::ElementNotFound => "element_not_found",
             Self::ObservationExpired => "observation_expired",
+            Self::DeviceLocked => "device_locked",
+            Self::SecureLock => "secure_lock",
+            Self::UiUnavailable => "ui_unavailable",
             Self::RateLimited => "rate_limited",
             Self::ShuttingDown => "shutting_down",
             Self::Internal => "internal_error",
@@ -134,6 +143,9 @@ impl ErrorCode {
         Self::AmbiguousElement,
         Self::ElementNotFound,
         Self::ObservationExpired,
+        Self::DeviceLocked,
+        Self::SecureLock,
+        Self::UiUnavailable,
         Self::RateLimited,
         Self::ShuttingDown,
         Self::Internal,

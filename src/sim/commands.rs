@@ -244,8 +244,13 @@ fn getprop(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
     0
 }
 
-fn wm(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
+fn wm(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     match args.first() {
+        // Silent and exit 0 whatever the keyguard does, as on a real phone (a secure keyguard shows its bouncer).
+        Some(&"dismiss-keyguard") => {
+            dev.ui.dismiss_keyguard();
+            0
+        }
         Some(&"size") => {
             io.out(&format!("Physical size: {}x{}\n", dev.cfg.screen_width, dev.cfg.screen_height));
             0
@@ -539,6 +544,13 @@ fn uiautomator(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         .find(|a| !a.starts_with('-'))
         .map(|s| s.to_string())
         .unwrap_or_else(|| "/sdcard/window_dump.xml".into());
+    if dev.ui.never_idle {
+        // DumpCommand: waitForIdle(1 s idle within 10 s) times out → this line on stderr, no file, and the
+        // command still exits 0.
+        io.sleep += dev.idle_timeout;
+        io.err("ERROR: could not get idle state.\n");
+        return 0;
+    }
     let xml = dev.ui.dump_xml();
     if path == "/dev/tty" || path == "/dev/stdout" {
         if dev.cfg.dump_to_tty {
@@ -1010,7 +1022,6 @@ fn monkey(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
 }
 
 fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
-    let on = dev.ui.screen_on;
     match args.first().copied() {
         Some("battery") => io.out(&format!(
             "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n  Wireless powered: false\n  Dock powered: false\n  Max charging current: 500000\n  Max charging voltage: 5000000\n  Charge counter: 3100000\n  status: 2\n  health: 2\n  present: true\n  level: {}\n  scale: 100\n  voltage: 4210\n  temperature: 268\n  technology: Li-ion\n",
@@ -1020,12 +1031,18 @@ fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
         Some("window") => match args.get(1).copied() {
             Some("windows" | "w") => io.out(&dumpsys_window_windows(dev)),
             Some("displays" | "d") => io.out(&dumpsys_window_displays(dev)),
+            Some("policy" | "p") => io.out(&window_policy_dump(dev)),
             // Anything else prints every section, as `dumpsys window` without arguments does.
-            _ => io.out(&format!("{}\n{}", dumpsys_window_displays(dev), dumpsys_window_windows(dev))),
+            _ => io.out(&format!(
+                "{}\n{}\n{}",
+                window_policy_dump(dev),
+                dumpsys_window_displays(dev),
+                dumpsys_window_windows(dev)
+            )),
         },
         Some("activity") => io.out(&dumpsys_activities(dev)),
         Some("input_method") => io.out(&dumpsys_input_method(dev)),
-        Some("power") => io.out(&format!("POWER MANAGER (dumpsys power)\n  mWakefulness={}\n  mDisplayReady=true\n  Display Power: state={}\n", if on { "Awake" } else { "Asleep" }, if on { "ON" } else { "OFF" })),
+        Some("power") => io.out(&power_dump(dev)),
         Some("display") => io.out(&format!("DISPLAY MANAGER (dumpsys display)\n  mDefaultDisplay: DisplayDeviceInfo{{\"Built-in Screen\": {} x {}, {} fps, density {}}}\n", dev.cfg.screen_width, dev.cfg.screen_height, 60, dev.cfg.density)),
         Some(other) => io.out(&format!("Can't find service: {other}\n")),
         None => io.out("Currently running services:\n  activity\n  battery\n  display\n  input_method\n  package\n  power\n  window\n"),
@@ -1142,6 +1159,61 @@ fn dumpsys_input_method(dev: &Device) -> String {
         format!("  mShowRequested={shown} mShowExplicitlyRequested=false mShowForced=false mInputShown={shown}\n")
     };
     format!("Input Method Manager Service state:\n  mCurMethodId={ime}\n  mServedView=null\n{state}")
+}
+
+/// `dumpsys power` (the lines that tell the screen state; a real dump has ~200 more): `mWakefulness=` in the
+/// "Power Manager State" block and `Display Power: state=` further down, as printed from Android 4.2 to 15
+/// (samples: tests/fixtures/real/state-power-*.txt).
+fn power_dump(dev: &Device) -> String {
+    let on = dev.ui.screen_on;
+    let (wake, state) = if on { ("Awake", "ON") } else { ("Asleep", "OFF") };
+    format!(
+        "POWER MANAGER (dumpsys power)\n\nPower Manager State:\n  mDirty=0x0\n  mWakefulness={wake}\n  \
+         mWakefulnessChanging=false\n  mIsPowered=true\n  mPlugType=2\n  mBatteryLevel={}\n  mDockState=0\n  \
+         mStayOn=false\n  mProximityPositive=false\n  mBootCompleted=true\n  mSystemReady=true\n  \
+         mHalAutoSuspendModeEnabled=false\n  mHalInteractiveModeEnabled={on}\n  mWakeLockSummary=0x0\n\n\
+         Wake Locks: size=0\n\nSuspend Blockers: size=4\n  PowerManagerService.WakeLocks: ref count=0\n  \
+         PowerManagerService.Display: ref count={}\n\nDisplay Power: state={state}\n",
+        dev.battery_level,
+        u8::from(on)
+    )
+}
+
+/// `dumpsys window policy`: the keyguard lines. From Android 8 (API 26) the KeyguardServiceDelegate block with
+/// its KeyguardStateMonitor (appium-adb fixtures, Android 11 emulator in appium-adb#566); before that the one
+/// `mShowingLockscreen=… mDreamingLockscreen=…` line (appium-adb fixtures). Samples:
+/// tests/fixtures/real/state-window-policy-*.txt.
+fn window_policy_dump(dev: &Device) -> String {
+    let ui = &dev.ui;
+    let shown = ui.keyguard_showing;
+    let secure = ui.lock == super::ui::LockMode::Secure;
+    let mut o = String::from(
+        "WINDOW MANAGER POLICY STATE (dumpsys window policy)\n    mSafeMode=false mSystemReady=true \
+         mSystemBooted=true\n    mLidState=LID_ABSENT mLidOpenRotation=-1 mCameraLensCoverState=LENS_COVER_ABSENT \
+         mHdmiPlugged=false\n    mShortPressOnPowerBehavior=SHORT_PRESS_POWER_GO_TO_SLEEP\n",
+    );
+    if dev.cfg.sdk >= 26 {
+        let (screen, interactive) = if ui.screen_on {
+            ("SCREEN_STATE_ON", "INTERACTIVE_STATE_AWAKE")
+        } else {
+            ("SCREEN_STATE_OFF", "INTERACTIVE_STATE_SLEEP")
+        };
+        o.push_str(&format!(
+            "    KeyguardServiceDelegate\n      showing={shown}\n      showingAndNotOccluded={shown}\n      \
+             inputRestricted={shown}\n      occluded=false\n      secure={secure}\n      dreaming=false\n      \
+             systemIsReady=true\n      deviceHasKeyguard=true\n      enabled=true\n      \
+             offReason=OFF_BECAUSE_OF_USER\n      currentUser=0\n      bootCompleted=true\n      \
+             screenState={screen}\n      interactiveState={interactive}\n      KeyguardStateMonitor\n        \
+             mIsShowing={shown}\n        mSimSecure=false\n        mInputRestricted={shown}\n        \
+             mTrusted=false\n        mCurrentUserId=0\n"
+        ));
+    } else {
+        o.push_str(&format!(
+            "    mShowingLockscreen={shown} mShowingDream=false mDreamingLockscreen={} mTopIsFullscreen=false\n",
+            shown && !ui.screen_on
+        ));
+    }
+    o
 }
 
 fn prio_rank(p: char) -> u8 {

@@ -47,6 +47,8 @@ pub struct Device {
     pub events: Vec<InputEvent>,
     pub battery_level: u32,
     pub installs: u32,
+    /// How long `uiautomator dump` waits for an idle UI before giving up (10 s on real phones).
+    pub idle_timeout: std::time::Duration,
 }
 
 pub fn now_unix_ms() -> u64 {
@@ -171,6 +173,7 @@ impl Device {
             events: Vec::new(),
             battery_level: 87,
             installs: 0,
+            idle_timeout: std::time::Duration::from_secs(10),
             cfg,
             serial,
         };

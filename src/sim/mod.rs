@@ -227,6 +227,42 @@ impl SimPhone {
         self.device().ui.list_offset
     }
 
+    /// Chooses the screen lock (as in Settings) and, for a lock other than `None`, locks the phone now: the
+    /// keyguard shows until a swipe up or `wm dismiss-keyguard` opens it (a `Secure` one never opens over adb).
+    pub fn set_lock(&self, mode: ui::LockMode) {
+        let mut d = self.device();
+        d.ui.lock = mode;
+        d.ui.keyguard_showing = mode != ui::LockMode::None;
+    }
+
+    /// Whether the keyguard is showing.
+    pub fn locked(&self) -> bool {
+        self.device().ui.keyguard_showing
+    }
+
+    /// Turns the screen on or off, as the power button or the screen timeout would (off locks a phone that has
+    /// a screen lock).
+    pub fn set_screen_on(&self, on: bool) {
+        self.device().ui.set_screen(on);
+    }
+
+    pub fn screen_on(&self) -> bool {
+        self.device().ui.screen_on
+    }
+
+    /// The foreground window is FLAG_SECURE (banking app, DRM video): captures are black, the UI tree is intact.
+    pub fn set_secure_window(&self, on: bool) {
+        self.device().ui.secure_window = on;
+    }
+
+    /// Something animates forever: `uiautomator dump` waits `idle_timeout` (10 s on a real phone), prints
+    /// `ERROR: could not get idle state.` on stderr and exits 0.
+    pub fn set_never_idle(&self, on: bool, idle_timeout: Duration) {
+        let mut d = self.device();
+        d.ui.never_idle = on;
+        d.idle_timeout = idle_timeout;
+    }
+
     /// Appends one line to the phone's logcat buffer, as an app calling `android.util.Log` would.
     pub fn log(&self, priority: char, tag: &str, message: &str) {
         self.device().log(priority, tag, message);

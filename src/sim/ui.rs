@@ -22,6 +22,20 @@ pub const HOME_ACTIVITY: &str = "com.android.launcher3.uioverrides.QuickstepLaun
 pub const DEMO_PACKAGE: &str = "com.xagent.demo";
 /// Rows of the demo list ("Item 1" .. "Item 30"): about 2.5 screens.
 pub const DEMO_ROWS: i32 = 30;
+/// The package of the keyguard (lock screen) window, as `uiautomator dump` reports it on AOSP builds.
+pub const KEYGUARD_PACKAGE: &str = "com.android.systemui";
+
+/// The screen lock the simulated user chose (Settings → Security → Screen lock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LockMode {
+    /// "None": the phone never shows a keyguard.
+    #[default]
+    None,
+    /// "Swipe": a keyguard that a swipe up or `wm dismiss-keyguard` opens.
+    Swipe,
+    /// PIN, pattern or password: only the credential opens it (the sim never accepts one over adb).
+    Secure,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rect {
@@ -103,6 +117,14 @@ pub struct Ui {
     /// Activities below the foreground one; `KEYCODE_BACK` pops.
     pub back_stack: Vec<Activity>,
     pub screen_on: bool,
+    /// The screen lock method and whether the keyguard is showing now. A phone with a lock method shows its
+    /// keyguard when the screen goes off (as with "Lock after screen timeout: immediately").
+    pub lock: LockMode,
+    pub keyguard_showing: bool,
+    /// The foreground window has FLAG_SECURE (banking app, DRM video): captures are black, the tree is there.
+    pub secure_window: bool,
+    /// Something on screen animates forever (video, spinner): UiAutomation never sees the UI idle.
+    pub never_idle: bool,
     /// How far the demo list is scrolled, in pixels (0 = top).
     pub list_offset: i32,
     /// Labels of the demo app's elements that taps hit, oldest first.
@@ -120,6 +142,10 @@ impl Ui {
             foreground: Activity::home(),
             back_stack: Vec::new(),
             screen_on: true,
+            lock: LockMode::None,
+            keyguard_showing: false,
+            secure_window: false,
+            never_idle: false,
             list_offset: 0,
             clicks: Vec::new(),
         }
@@ -171,6 +197,14 @@ impl Ui {
 
     /// `input swipe`: a vertical drag inside the demo list scrolls it (content follows the finger).
     pub fn swipe(&mut self, x1: i32, y1: i32, _x2: i32, y2: i32) {
+        if self.keyguard_showing {
+            // A swipe up over a quarter of the screen opens a swipe keyguard; a secure one shows its bouncer and
+            // stays locked.
+            if self.screen_on && self.lock == LockMode::Swipe && y1 - y2 > self.height as i32 / 4 {
+                self.keyguard_showing = false;
+            }
+            return;
+        }
         if self.screen_on && self.on_demo() && self.demo_layout().list.contains(x1, y1) {
             self.list_offset = (self.list_offset + (y1 - y2)).clamp(0, self.max_list_offset());
         }
@@ -200,6 +234,9 @@ impl Ui {
     }
 
     pub fn tap(&mut self, x: i32, y: i32) -> TapOutcome {
+        if self.keyguard_showing {
+            return TapOutcome::Nothing;
+        }
         if self.screen_on && self.on_demo() {
             let d = self.demo_layout();
             let hit = if d.ok_left.contains(x, y) {
@@ -237,7 +274,7 @@ impl Ui {
     /// `input text`: appends to the home screen's text field (focused or not: the sim keeps the
     /// field as the single text sink so agents need not tap first).
     pub fn type_text(&mut self, s: &str) {
-        if self.on_home() {
+        if self.on_home() && !self.keyguard_showing && self.screen_on {
             self.text.push_str(s);
         }
     }
@@ -262,15 +299,15 @@ impl Ui {
             }
             "KEYCODE_DEL" => self.text.pop().is_some(),
             "KEYCODE_POWER" => {
-                self.screen_on = !self.screen_on;
+                self.set_screen(!self.screen_on);
                 true
             }
             "KEYCODE_WAKEUP" => {
-                self.screen_on = true;
+                self.set_screen(true);
                 true
             }
             "KEYCODE_SLEEP" => {
-                self.screen_on = false;
+                self.set_screen(false);
                 true
             }
             "KEYCODE_SPACE" => {
@@ -278,6 +315,22 @@ impl Ui {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Turns the screen on or off; going off locks a phone that has a lock method.
+    pub fn set_screen(&mut self, on: bool) {
+        if !on && self.lock != LockMode::None {
+            self.keyguard_showing = true;
+        }
+        self.screen_on = on;
+    }
+
+    /// `wm dismiss-keyguard`: opens a swipe keyguard of a lit screen; a secure one asks for its credential (the
+    /// bouncer) and stays locked.
+    pub fn dismiss_keyguard(&mut self) {
+        if self.screen_on && self.lock != LockMode::Secure {
+            self.keyguard_showing = false;
         }
     }
 
@@ -304,7 +357,7 @@ impl Ui {
     /// attribute order), so parsers written against real devices work unchanged.
     pub fn dump_xml(&self) -> String {
         let l = self.layout();
-        let pkg = &self.foreground.package;
+        let pkg = if self.keyguard_showing { KEYGUARD_PACKAGE } else { self.foreground.package.as_str() };
         let full = Rect { left: 0, top: 0, right: self.width as i32, bottom: self.height as i32 };
         let mut nodes = String::new();
         let mut idx = 0;
@@ -312,7 +365,12 @@ impl Ui {
             nodes.push_str(&n.render(idx, pkg));
             idx += 1;
         };
-        if self.on_home() {
+        if self.keyguard_showing {
+            // The lock screen: a clock and a hint, nothing an agent can usefully tap.
+            push(&mut nodes, Node::text("12:00", "com.android.systemui:id/lockscreen_clock_view", l.counter));
+            let hint = if self.lock == LockMode::Secure { "Enter PIN" } else { "Swipe up to open" };
+            push(&mut nodes, Node::text(hint, "com.android.systemui:id/keyguard_indication_text", l.bar_area));
+        } else if self.on_home() {
             push(&mut nodes, Node::text("Sim Home", "com.xagent.sim:id/title", l.title));
             push(&mut nodes, Node::text(&format!("Count: {}", self.counter), "com.xagent.sim:id/counter", l.counter));
             let mut b = Node::text("Increment", "com.xagent.sim:id/increment", l.button);
@@ -370,11 +428,18 @@ impl Ui {
     pub fn render_rgba(&self) -> Vec<u8> {
         let (w, h) = (self.width as usize, self.height as usize);
         let mut c = Canvas { w, h, px: vec![0u8; w * h * 4] };
-        if !self.screen_on {
+        // A sleeping phone captures black, and so does a FLAG_SECURE window (SurfaceFlinger leaves it out of
+        // screenshots); the keyguard itself is never secure.
+        if !self.screen_on || (self.secure_window && !self.keyguard_showing) {
             c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, [0, 0, 0, 255]);
             return c.px;
         }
         let l = self.layout();
+        if self.keyguard_showing {
+            c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, [26, 35, 126, 255]);
+            c.digits(l.counter, 1200, [255, 255, 255, 255]);
+            return c.px;
+        }
         let bg = if self.on_home() { [236, 239, 241, 255] } else { package_color(&self.foreground.package) };
         c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, bg);
         c.fill(l.status_bar, [33, 33, 33, 255]);

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::device::{invalid, tool, Ctx};
+use super::power::{ready_for_input, InputGate};
 use super::target::{self, Resolved, Target};
 use super::ui::{self, Element};
 use super::{Tool, ToolSpec};
@@ -56,7 +57,24 @@ fn point_schema(desc: &str) -> Value {
     json!({"type": "integer", "minimum": 0, "maximum": 100000, "description": format!("{desc}; {COORD}")})
 }
 
-pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
+/// Keys that are themselves about the screen's power: sent whatever the screen state (the gate would wake the
+/// phone before a POWER press that then turns it off again).
+const POWER_KEYS: &[&str] = &["POWER", "WAKEUP", "SLEEP"];
+
+/// `woke` in an input tool's result: the phone was asleep and was woken before the input (policy auto_wake).
+fn woke_schema() -> Value {
+    json!({"type": "boolean", "description": "The screen was off and was woken before the input"})
+}
+
+/// Adds `woke: true` to a result when the gate woke the phone.
+fn with_woke(mut v: Value, woke: bool) -> Value {
+    if woke {
+        v["woke"] = json!(true);
+    }
+    v
+}
+
+pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
     vec![
         tool(
             ToolSpec {
@@ -71,17 +89,18 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "element": target::element_arg_schema("The element to tap (instead of x, y)"),
                     "x": point_schema("Horizontal position"), "y": point_schema("Vertical position")}}),
                 output: json!({"type": "object", "required": ["x", "y"], "properties": {
-                    "x": {"type": "integer"}, "y": {"type": "integer"},
+                    "x": {"type": "integer"}, "y": {"type": "integer"}, "woke": woke_schema(),
                     "element": acted_schema(), "re_resolved": {"type": "boolean",
                         "description": "The observed element had moved; it was found again by its identity"}}}),
                 side_effect: true,
-                deadline: Duration::from_secs(10),
+                deadline: Duration::from_secs(15),
             },
             adb,
-            |c| async move {
+            move |c| async move {
+                let woke = ready_for_input(&c, gate).await?;
                 let (x, y, on) = locate(&c, "tap point").await?;
                 c.adb.shell_ok(&c.device, &format!("input tap {x} {y}"), true, c.spec.deadline).await?;
-                Ok(with_element(json!({"x": x, "y": y}), on))
+                Ok(with_woke(with_element(json!({"x": x, "y": y}), on), woke))
             },
         ),
         tool(
@@ -97,12 +116,13 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "duration_ms": {"type": "integer", "minimum": 0, "maximum": 10000, "default": 300,
                                     "description": "Gesture duration in milliseconds"}}}),
                 output: json!({"type": "object", "required": ["duration_ms"], "properties": {
-                    "duration_ms": {"type": "integer"}}}),
+                    "duration_ms": {"type": "integer"}, "woke": woke_schema()}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
-            |c| async move {
+            move |c| async move {
+                let woke = ready_for_input(&c, gate).await?;
                 let p = |n| c.i64(n).unwrap_or(0);
                 let (x1, y1, x2, y2) = (p("x1"), p("y1"), p("x2"), p("y2"));
                 let ms = c.i64("duration_ms").unwrap_or(300);
@@ -111,7 +131,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 c.adb
                     .shell_ok(&c.device, &format!("input swipe {x1} {y1} {x2} {y2} {ms}"), true, c.spec.deadline)
                     .await?;
-                Ok(json!({"duration_ms": ms}))
+                Ok(with_woke(json!({"duration_ms": ms}), woke))
             },
         ),
         tool(
@@ -127,17 +147,18 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                                     "description": "How long to hold, in milliseconds"}}}),
                 output: json!({"type": "object", "required": ["x", "y", "duration_ms"], "properties": {
                     "x": {"type": "integer"}, "y": {"type": "integer"}, "duration_ms": {"type": "integer"},
-                    "element": acted_schema(), "re_resolved": {"type": "boolean"}}}),
+                    "woke": woke_schema(), "element": acted_schema(), "re_resolved": {"type": "boolean"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
-            |c| async move {
+            move |c| async move {
+                let woke = ready_for_input(&c, gate).await?;
                 let ms = c.i64("duration_ms").unwrap_or(800);
                 let (x, y, on) = locate(&c, "press point").await?;
                 // A swipe that does not move is how `input` expresses a long press on every Android version.
                 c.adb.shell_ok(&c.device, &format!("input swipe {x} {y} {x} {y} {ms}"), true, c.spec.deadline).await?;
-                Ok(with_element(json!({"x": x, "y": y, "duration_ms": ms}), on))
+                Ok(with_woke(with_element(json!({"x": x, "y": y, "duration_ms": ms}), on), woke))
             },
         ),
         tool(
@@ -153,14 +174,14 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "element": target::element_arg_schema("The input field to focus and type into"),
                     "submit": {"type": "boolean", "default": false, "description": "Press ENTER after typing"}}}),
                 output: json!({"type": "object", "required": ["typed_chars", "method"], "properties": {
-                    "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"},
+                    "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"}, "woke": woke_schema(),
                     "element": acted_schema(), "re_resolved": {"type": "boolean"},
                     "method": {"type": "string", "enum": ["input_text", "adb_keyboard"]}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(30),
             },
             adb,
-            |c| async move {
+            move |c| async move {
                 let text = c.str("text").unwrap_or("").to_owned();
                 if let Some(bad) = text.chars().find(|ch| ch.is_control()) {
                     return Err(invalid(format!(
@@ -170,6 +191,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     )));
                 }
                 let submit = c.bool("submit").unwrap_or(false);
+                let woke = ready_for_input(&c, gate).await?;
                 let on = match target::parse(&c.args, "element")? {
                     Some(t) => {
                         let r = target::resolve(&c, &t).await?;
@@ -185,7 +207,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 if submit {
                     c.adb.shell_ok(&c.device, "input keyevent KEYCODE_ENTER", true, c.spec.deadline).await?;
                 }
-                Ok(with_element(json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method}), on))
+                let r = json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method});
+                Ok(with_woke(with_element(r, on), woke))
             },
         ),
         tool(
@@ -198,23 +221,24 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "key": {"type": "string", "enum": KEYS, "description": "Key name without the KEYCODE_ prefix"},
                     "long_press": {"type": "boolean", "default": false, "description": "Hold the key (e.g. POWER menu)"}}}),
                 output: json!({"type": "object", "required": ["key"], "properties": {
-                    "key": {"type": "string"}, "long_press": {"type": "boolean"}}}),
+                    "key": {"type": "string"}, "long_press": {"type": "boolean"}, "woke": woke_schema()}}),
                 side_effect: true,
                 deadline: Duration::from_secs(10),
             },
             adb,
-            |c| async move {
+            move |c| async move {
                 // The schema's enum already limits `key` to KEYS; nothing outside it reaches the shell.
                 let key = c.str("key").unwrap_or("").to_owned();
                 if !KEYS.contains(&key.as_str()) {
                     return Err(invalid(format!("unknown key {key:?}")));
                 }
+                let woke = if POWER_KEYS.contains(&key.as_str()) { false } else { ready_for_input(&c, gate).await? };
                 let long = c.bool("long_press").unwrap_or(false);
                 let flag = if long { "--longpress " } else { "" };
                 c.adb
                     .shell_ok(&c.device, &format!("input keyevent {flag}KEYCODE_{key}"), true, c.spec.deadline)
                     .await?;
-                Ok(json!({"key": key, "long_press": long}))
+                Ok(with_woke(json!({"key": key, "long_press": long}), woke))
             },
         ),
         tool(
@@ -231,7 +255,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 deadline: Duration::from_secs(20),
             },
             adb,
-            |c| async move {
+            move |c| async move {
                 let url = c.str("url").unwrap_or("").to_owned();
                 check_url(&url)?;
                 let cmd = format!("am start -a android.intent.action.VIEW -d {}", quote(&url));
@@ -258,12 +282,15 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "required": ["swipes", "reached_end"], "properties": {
                     "swipes": {"type": "integer"}, "reached_end": {"type": "boolean",
                         "description": "The last swipe did not change what the container shows"},
-                    "found": {"type": "boolean"}, "element": acted_schema()}}),
+                    "found": {"type": "boolean"}, "element": acted_schema(), "woke": woke_schema()}}),
                 side_effect: true,
                 deadline: Duration::from_secs(90),
             },
             adb,
-            |c| async move { scroll(c).await },
+            move |c| async move {
+                let woke = ready_for_input(&c, gate).await?;
+                Ok(with_woke(scroll(c).await?, woke))
+            },
         ),
     ]
 }

@@ -7,6 +7,7 @@ pub mod files;
 pub mod input;
 pub mod logcat;
 pub mod observe;
+pub mod power;
 pub mod schema;
 pub mod screen;
 pub mod shell;
@@ -107,7 +108,8 @@ impl Registry {
         policy: &Arc<crate::policy::Policy>,
     ) -> Registry {
         let mut tools = status::tools(adb);
-        tools.extend(input::tools(adb));
+        tools.extend(input::tools(adb, power::InputGate::of(policy)));
+        tools.extend(power::tools(adb));
         tools.extend(ui::tools(adb));
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));

@@ -30,6 +30,9 @@ use crate::protocol::errors::{ErrorCode, ProtoError};
 pub const OBSERVATION_TTL: Duration = Duration::from_secs(300);
 /// Observations kept per channel (the newest win): an agent acts on its latest few, never on dozens.
 pub const OBSERVATIONS_PER_CHANNEL: usize = 8;
+/// How long observe waits for the UI tree: uiautomator's own idle wait is 10 s, after which a screen that never
+/// idles is reported (`ui_available: false`); the picture comes back within ~15 s whatever the tree does.
+const OBSERVE_DUMP_DEADLINE: Duration = Duration::from_secs(13);
 /// Channels whose observations are kept at once (bounds memory whatever the number of channels).
 const MAX_CHANNELS: usize = 4096;
 
@@ -244,7 +247,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                                  "description": "Cap on the number of elements listed"}}}),
             output: json!({"type": "object",
                 "required": ["observation_id", "files", "width", "height", "scale", "screen_width", "screen_height",
-                             "orientation", "keyboard_shown", "elements", "count", "truncated"],
+                             "orientation", "keyboard_shown", "ui_available", "elements", "count", "truncated"],
                 "properties": {
                     "observation_id": {"type": "string"},
                     "files": {"type": "array", "items": files::file_item_schema()},
@@ -256,6 +259,12 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "rotation_degrees": {"type": "integer", "enum": [0, 90, 180, 270], "description": "The display's rotation from its natural orientation (Surface.ROTATION_*); screen_width/height, element bounds and the image are in this rotated space"},
                     "foreground_package": {"type": "string"}, "foreground_activity": {"type": "string"},
                     "keyboard_shown": {"type": "boolean"},
+                    "screen_on": {"type": ["boolean", "null"], "description": "false: the phone sleeps (black picture); input tools wake it, or android_wake"},
+                    "locked": {"type": ["boolean", "null"], "description": "The lock screen is showing: input tools fail with device_locked; android_unlock"},
+                    "frame_blank": {"type": "boolean", "description": "The picture is one uniform colour while the screen is on (secure window, DRM video, failed capture); the elements are still listed"},
+                    "ui_available": {"type": "boolean", "description": "false: the UI tree could not be read (see ui_unavailable_reason); elements is empty"},
+                    "ui_unavailable_reason": {"type": "string"},
+                    "hint": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "elements": {"type": "array", "items": element_schema()}}}),
             side_effect: false,
@@ -294,8 +303,20 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     let state_cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
     let state = c.adb.shell(&c.device, &state_cmd, false, d);
     let geometry = async { (c.adb.screen_size(&c.device).await, c.adb.rotation(&c.device).await.ok()) };
-    let (frame, elements, state, (size, rotation)) = tokio::join!(frame, ui::dump(&c, d), state, geometry);
-    let (frame, elements, (nw, nh)) = (frame?, elements?, size?);
+    let power = c.adb.screen_state(&c.device);
+    // The picture never waits for the tree beyond uiautomator's own 10 s idle wait (plus transfer).
+    let dump = ui::dump(&c, d.min(OBSERVE_DUMP_DEADLINE));
+    let (frame, dumped, state, (size, rotation), power) = tokio::join!(frame, dump, state, geometry, power);
+    let (frame, (nw, nh)) = (frame?, size?);
+    let power = power.unwrap_or_default();
+    // Without a tree the observation still has its picture: an agent can look, and act by coordinates.
+    let (elements, ui_unavailable) = match dumped {
+        Ok(els) => (els, None),
+        Err(e) => {
+            tracing::debug!(device = %c.device, error = %e, "observe without a UI tree");
+            (Vec::new(), Some(format!("{}: {}", e.code.as_str(), e.message)))
+        }
+    };
     let state = state.map(|o| o.stdout).unwrap_or_default();
     let landscape = rotation.is_some_and(|r| r % 2 == 1);
     let (screen_w, screen_h) = if landscape { (nh, nw) } else { (nw, nh) };
@@ -311,7 +332,8 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
         mime: "image/jpeg".into(),
     };
     let cache = c.files.clone();
-    let (row, w, h) = tokio::task::spawn_blocking(move || {
+    let (row, w, h, uniform) = tokio::task::spawn_blocking(move || {
+        let uniform = screen::uniform_colour(&frame.image);
         let (fw, fh) = frame.image.dimensions();
         let mut img = screen::fit(frame.image, max_side);
         let (iw, ih) = img.dimensions();
@@ -319,7 +341,7 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
         draw_marks(&mut img, &to_mark, f64::from(iw) / f64::from(fw), f64::from(ih) / f64::from(fh));
         let (bytes, w, h) = screen::encode(&img, Format::Jpeg { quality })?;
         let row = cache.store_bytes(&bytes, meta).map_err(|e| e.into_proto("the observation image"))?;
-        Ok::<_, ProtoError>((row, w, h))
+        Ok::<_, ProtoError>((row, w, h, uniform))
     })
     .await
     .map_err(|_| ProtoError::new(ErrorCode::Internal, "observation image encoding failed unexpectedly"))??;
@@ -352,8 +374,37 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
         "orientation": if landscape { "landscape" } else { "portrait" },
         "rotation_degrees": u16::from(rotation.unwrap_or(0)) * 90,
         "keyboard_shown": formats::keyboard_shown(&state).unwrap_or(false),
+        "screen_on": power.screen_on, "locked": power.locked,
+        "frame_blank": false, "ui_available": ui_unavailable.is_none(),
         "count": listed.len(), "truncated": truncated, "elements": listed,
     });
+    let power = if uniform.is_some() {
+        // Asleep since the last read, or a blank frame? Ask afresh (see screen::screen_on_for).
+        c.adb.forget_screen_state(&c.device);
+        c.adb.screen_state(&c.device).await.unwrap_or(power)
+    } else {
+        power
+    };
+    out["screen_on"] = json!(power.screen_on);
+    out["locked"] = json!(power.locked);
+    let mut hints = Vec::new();
+    if let Some(hint) = screen::blank_frame(uniform, power.screen_on) {
+        out["frame_blank"] = json!(true);
+        hints.push(hint);
+    }
+    if power.asleep() {
+        hints.push("the screen is off (black picture): input tools wake it, or call android_wake".to_owned());
+    }
+    if power.is_locked() {
+        hints.push("the lock screen is showing: call android_unlock before acting".to_owned());
+    }
+    if let Some(reason) = ui_unavailable {
+        hints.push("no UI tree: act by coordinates on the picture; element targets fail with ui_unavailable".into());
+        out["ui_unavailable_reason"] = json!(reason);
+    }
+    if !hints.is_empty() {
+        out["hint"] = json!(hints.join("; "));
+    }
     if let Some((pkg, act)) = formats::foreground(&state) {
         out["foreground_package"] = json!(pkg);
         out["foreground_activity"] = json!(act);

@@ -23,7 +23,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             id: "android_device_status",
             title: "Phone status",
             description: "Model, manufacturer, Android version, screen size and density (the coordinate space of \
-                          every tap), orientation, battery, the app in the foreground, and the adb state.",
+                          every tap), orientation, battery, the app in the foreground, whether the screen is on \
+                          and locked, and the adb state.",
             input: json!({"type": "object", "additionalProperties": false, "properties": {}}),
             output: json!({"type": "object", "required": ["model", "android_version", "screen_width", "screen_height"], "properties": {
                 "model": {"type": "string"}, "manufacturer": {"type": "string"}, "android_version": {"type": "string"},
@@ -32,7 +33,10 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "rotation": {"type": ["integer", "null"], "description": "0-3 quarter turns from natural, when known; screen_width/height are already in this orientation"},
                 "rotation_degrees": {"type": ["integer", "null"], "enum": [0, 90, 180, 270, null], "description": "The same rotation in degrees (Surface.ROTATION_*)"},
                 "battery": {"type": "object"}, "adb_state": {"type": "string"},
-                "foreground_package": {"type": "string"}, "foreground_activity": {"type": "string"}}}),
+                "foreground_package": {"type": "string"}, "foreground_activity": {"type": "string"},
+                "screen_on": {"type": ["boolean", "null"], "description": "The display is on (null: the phone does not say)"},
+                "locked": {"type": ["boolean", "null"], "description": "The lock screen is showing (android_unlock)"},
+                "lock_secure": {"type": ["boolean", "null"], "description": "The lock needs a PIN, pattern or password, when the phone says"}}}),
             side_effect: false,
             deadline: Duration::from_secs(15),
         },
@@ -64,12 +68,14 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             };
             let (w, h) = if rotation.is_some_and(|r| r % 2 == 1) { (h, w) } else { (w, h) };
             let adb_state = c.adb.info(&c.device).map_or("gone", |d| d.state.as_str());
+            let power = c.adb.screen_state(&c.device).await.unwrap_or_default();
             let mut r = json!({
                 "orientation": orientation, "rotation": rotation, "adb_state": adb_state,
                 "rotation_degrees": rotation.map(|r| u16::from(r) * 90),
                 "model": model.unwrap_or(""), "manufacturer": manufacturer.unwrap_or(""),
                 "android_version": release.unwrap_or(""), "sdk": sdk.and_then(|s| s.parse::<i64>().ok()),
                 "screen_width": w, "screen_height": h, "density": density, "battery": battery(&bat),
+                "screen_on": power.screen_on, "locked": power.locked, "lock_secure": power.secure,
             });
             if let Some((pkg, act)) = formats::foreground(&win) {
                 r["foreground_package"] = json!(pkg);

@@ -22,8 +22,9 @@ use crate::protocol::errors::{ErrorCode, ProtoError};
 pub const BOUNDS_TOLERANCE: i32 = 16;
 /// Elements listed in an error (candidates, matches, nearest texts).
 const LISTED: usize = 8;
-/// Deadline of the fresh dump taken before an action.
-const DUMP_DEADLINE: Duration = Duration::from_secs(10);
+/// Deadline of the fresh dump taken before an action: longer than uiautomator's own 10 s idle wait, so a screen that
+/// never idles ends in `ui_unavailable` (its cause), not in a timeout.
+const DUMP_DEADLINE: Duration = Duration::from_secs(14);
 
 /// The JSON schema of `element` (shared by every tool that takes one).
 pub fn element_arg_schema(what: &str) -> Value {
@@ -211,9 +212,20 @@ pub fn resolve_in(
         Target::Observed { index, observation_id } => {
             let obs = observed.expect("observed targets come with their observation");
             let Some(was) = obs.elements.get(*index) else {
+                // Name the indices android_observe listed (document order skips containers such as the root at
+                // 0, which are never listed), not a range that suggests every number in it can be used.
+                let listed: Vec<String> =
+                    obs.elements.iter().filter(|e| e.is_interesting()).map(|e| e.index.to_string()).collect();
+                let shown = if listed.len() > LISTED * 2 {
+                    format!("{}, … {} more", listed[..LISTED * 2].join(", "), listed.len() - LISTED * 2)
+                } else if listed.is_empty() {
+                    "none".to_owned()
+                } else {
+                    listed.join(", ")
+                };
                 return Err(invalid(format!(
-                    "observation {observation_id} has no element {index} (its indices are 0..{})",
-                    obs.elements.len().saturating_sub(1)
+                    "observation {observation_id} has no element {index}; pass an `index` from its `elements` list \
+                     (it listed {shown})"
                 )));
             };
             let same: Vec<&Element> = now.iter().filter(|e| same_identity(e, was)).collect();
@@ -378,8 +390,16 @@ mod tests {
         // Moved and now twice on screen: refuse rather than guess.
         let twice = vec![el(0, "Item 2", "p:id/row", [0, 0, 100, 90]), el(1, "Item 2", "p:id/row", [0, 500, 100, 600])];
         assert_eq!(resolve_in(&observed(1), Some(&o), &twice).unwrap_err().code, ErrorCode::StaleElement);
-        // An index the observation does not have.
-        assert_eq!(resolve_in(&observed(9), Some(&o), &then).unwrap_err().code, ErrorCode::InvalidArguments);
+        // An index the observation does not have: the message names the indices it listed, not a range.
+        let e = resolve_in(&observed(9), Some(&o), &then).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArguments);
+        assert!(e.message.contains("it listed 0, 1)") && !e.message.contains(".."), "{e}");
+        // A root container at 0 (as every real dump has) is not listed by android_observe, so not offered.
+        let mut root = el(0, "", "", [0, 0, 1080, 2400]);
+        root.clickable = false;
+        let with_root = obs(vec![root, el(1, "OK", "p:id/ok", [0, 100, 100, 200])]);
+        let e = resolve_in(&observed(5), Some(&with_root), &then).unwrap_err();
+        assert!(e.message.ends_with("(it listed 1)"), "{e}");
     }
 
     #[test]

@@ -196,11 +196,14 @@ pub fn parse_dump(out: &str) -> Result<Vec<Element>, String> {
     Ok(out)
 }
 
-/// Dumps and parses the hierarchy, retrying the transient failures uiautomator is known for ("could not get idle
-/// state" while an animation runs, "null root node" between windows) a few times before giving up.
 /// The phone's current UI elements. Single-flight per device: joins the dump in flight if there is one (see the
 /// module docs). `deadline` bounds this caller's wait (and the dump, when this caller starts it).
 pub async fn dump(c: &Ctx, deadline: Duration) -> Result<Vec<Element>, ProtoError> {
+    if let Some(at) = not_idle().lock().unwrap_or_else(|e| e.into_inner()).get(&c.device) {
+        if at.elapsed() < NOT_IDLE_MEMORY {
+            return Err(not_idle_error(Some(at.elapsed())));
+        }
+    }
     let flight: Flight = {
         let mut map = flights().lock().unwrap_or_else(|e| e.into_inner());
         match map.get(&c.device).and_then(WeakShared::upgrade).filter(|f| f.peek().is_none()) {
@@ -224,7 +227,35 @@ pub async fn dump(c: &Ctx, deadline: Duration) -> Result<Vec<Element>, ProtoErro
     }
 }
 
-/// Runs one dump (with retries while the UI is not idle) to the end.
+/// What `uiautomator dump` prints (on stderr, exit status 0, no XML) when the screen never became idle within its
+/// 10 s: a video or an animation. Retrying costs another 10 s and fails the same way, so it is reported at once.
+const NOT_IDLE: &str = "could not get idle state";
+
+/// How long a screen that did not idle is taken to still not idle: calls in that window (the element-targeted
+/// action right after an observe that had no tree, a second observe) fail at once instead of waiting another 10 s.
+pub const NOT_IDLE_MEMORY: Duration = Duration::from_secs(5);
+
+/// Devices whose last dump found a screen that never idles, and when.
+fn not_idle() -> &'static Mutex<HashMap<DeviceKey, Instant>> {
+    static N: std::sync::OnceLock<Mutex<HashMap<DeviceKey, Instant>>> = std::sync::OnceLock::new();
+    N.get_or_init(Default::default)
+}
+
+/// The `ui_unavailable` error of a screen that never idles.
+pub fn not_idle_error(ago: Option<Duration>) -> ProtoError {
+    let when = ago.map_or(String::new(), |a| format!(" ({:.1} s ago; not asked again yet)", a.as_secs_f64()));
+    ProtoError::new(
+        ErrorCode::UiUnavailable,
+        format!(
+            "the UI tree cannot be read now: uiautomator waited ~10 s and the screen never became idle{when} (a \
+             video or an animation is playing). Use the screenshot and act by coordinates, pause or leave the \
+             animation (android_key BACK), or try again in a few seconds"
+        ),
+    )
+}
+
+/// Runs one dump to the end: retries a transient "null root node" (between windows) and falls back to a file when
+/// `/dev/tty` prints nothing, but never retries a screen that does not idle (see [`NOT_IDLE`]).
 async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) -> DumpOutcome {
     let started = Instant::now();
     let mut attempt = 0;
@@ -240,6 +271,12 @@ async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) 
         };
         let out = adb.shell(&device, &cmd, false, left).await?;
         let text = format!("{}{}", out.stdout, out.stderr);
+        // Checked before anything else: this message comes with exit status 0 and no XML, which would otherwise
+        // look like a phone whose /dev/tty prints nothing. (Over a `shell:` v1 stream it arrives on stdout.)
+        if text.contains(NOT_IDLE) && !out.stdout.contains("<hierarchy") {
+            not_idle().lock().unwrap_or_else(|e| e.into_inner()).insert(device.clone(), Instant::now());
+            return Err(not_idle_error(None));
+        }
         if out.code == 0 {
             if tty && !out.stdout.contains("<hierarchy") {
                 tracing::debug!(device = %device, "uiautomator dump /dev/tty printed no hierarchy; using a file");
@@ -247,13 +284,16 @@ async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) 
                 continue;
             }
             match parse_dump(&out.stdout) {
-                Ok(els) => return Ok(Arc::new(els)),
+                Ok(els) => {
+                    not_idle().lock().unwrap_or_else(|e| e.into_inner()).remove(&device);
+                    return Ok(Arc::new(els));
+                }
                 Err(m) if attempt >= 3 => {
                     return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("uiautomator: {m}")))
                 }
                 Err(_) => {}
             }
-        } else if attempt >= 3 || !(text.contains("idle state") || text.contains("null root node")) {
+        } else if attempt >= 3 || !text.contains("null root node") {
             let msg: String = text.trim().chars().take(300).collect();
             return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("uiautomator dump failed: {msg}")));
         }
@@ -337,7 +377,9 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 let timeout = Duration::from_millis(c.i64("timeout_ms").unwrap_or(5000) as u64);
                 let started = Instant::now();
                 loop {
-                    let all = dump(&c, Duration::from_secs(10)).await?;
+                    // Longer than uiautomator's own 10 s idle wait, so a screen that never idles ends in
+                    // ui_unavailable (its real cause) rather than in a timeout.
+                    let all = dump(&c, Duration::from_secs(14)).await?;
                     let hit = all.iter().find(|e| matches(e, text, id, desc));
                     let waited = started.elapsed().as_millis() as u64;
                     match (hit, gone) {

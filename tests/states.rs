@@ -1,0 +1,252 @@
+//! Phones as they are found on a rack: asleep, on the lock screen (swipe or PIN), showing a FLAG_SECURE window,
+//! playing an animation that never lets uiautomator see an idle UI. Real connector binary → real adb server →
+//! simulated phone in that state; what reached the phone is read from the phone's own event log.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::adb::*;
+use common::*;
+use serde_json::{json, Value};
+use xagent_adb_connector::sim::ui::LockMode;
+use xagent_adb_connector::sim::{InputEvent, SimPhone};
+
+struct Rig {
+    _adb: Arc<AdbServer>,
+    sim: SimPhone,
+    _srv: Server,
+    c: Client,
+    ch: String,
+    _dir: tempfile::TempDir,
+}
+
+/// The increment button of the sim's home screen (1080×2400): a tap there shows on the phone's counter.
+const BUTTON: (i64, i64) = (540, 978);
+
+async fn rig(policy: Option<Value>) -> Rig {
+    let (adb, sim, _serial) = setup().await.expect("adb is required (apt-get install adb)");
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("127.0.0.1:{}", adb.port);
+    let mut args = vec!["--adb-server".to_owned(), server];
+    if let Some(p) = policy {
+        let path = dir.path().join("policy.json");
+        std::fs::write(&path, p.to_string()).unwrap();
+        args.extend(["--policy".to_owned(), path.to_str().unwrap().to_owned()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let srv = Server::start(dir.path(), &args, &[]);
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch = c.bind(None).await;
+    Rig { _adb: adb, sim, _srv: srv, c, ch, _dir: dir }
+}
+
+impl Rig {
+    async fn invoke(&mut self, tool: &str, args: Value) -> Value {
+        let ch = self.ch.clone();
+        let ack = self.c.invoke(&ch, tool, args).await;
+        assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
+        ack
+    }
+
+    async fn ok(&mut self, tool: &str, args: Value) -> Value {
+        let ack = self.invoke(tool, args).await;
+        assert!(ack.get("error").is_none(), "{tool} failed: {ack}");
+        ack["payload"]["result"].clone()
+    }
+
+    async fn err(&mut self, tool: &str, args: Value) -> (String, String) {
+        let ack = self.invoke(tool, args).await;
+        (error_code(&ack).to_owned(), ack["error"]["message"].as_str().unwrap_or("").to_owned())
+    }
+
+    fn taps(&self) -> Vec<InputEvent> {
+        self.sim.events().into_iter().filter(|e| matches!(e, InputEvent::Tap { .. })).collect()
+    }
+}
+
+fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(120), f)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tap_on_a_sleeping_phone_wakes_it_first_and_lands() {
+    bounded(async {
+        let mut r = rig(None).await;
+        r.sim.set_screen_on(false);
+        let st = r.ok("android_device_status", json!({})).await;
+        assert_eq!((st["screen_on"].clone(), st["locked"].clone()), (json!(false), json!(false)), "{st}");
+        r.sim.clear_events();
+        let res = r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(res["woke"], true, "{res}");
+        assert!(r.sim.screen_on());
+        assert_eq!(
+            r.sim.events(),
+            vec![InputEvent::Key("KEYCODE_WAKEUP".into()), InputEvent::Tap { x: BUTTON.0 as i32, y: BUTTON.1 as i32 }]
+        );
+        assert_eq!(r.sim.counter(), 1, "the tap landed on the lit screen");
+        // Awake now: the next tap neither wakes nor says so.
+        let res = r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert!(res.get("woke").is_none(), "{res}");
+        assert_eq!(r.sim.counter(), 2);
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_auto_wake_off_a_sleeping_phone_gets_no_input_and_a_clear_error() {
+    bounded(async {
+        let mut r = rig(Some(json!({"auto_wake": false}))).await;
+        r.sim.set_screen_on(false);
+        r.sim.clear_events();
+        let (code, msg) = r.err("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(code, "device_locked", "{msg}");
+        assert!(msg.contains("screen is off") && msg.contains("auto_wake") && msg.contains("android_wake"), "{msg}");
+        assert_eq!(r.sim.events(), vec![], "nothing reached the phone");
+        assert!(!r.sim.screen_on());
+        // The operator's way out: android_wake, then the tap works.
+        let w = r.ok("android_wake", json!({})).await;
+        assert_eq!((w["woke"].clone(), w["screen_on"].clone()), (json!(true), json!(true)), "{w}");
+        r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(r.sim.counter(), 1);
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_keyguard_refuses_input_and_a_swipe_lock_opens_with_android_unlock() {
+    bounded(async {
+        let mut r = rig(None).await;
+        r.sim.set_lock(LockMode::Swipe);
+        r.sim.clear_events();
+        let (code, msg) = r.err("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(code, "device_locked", "{msg}");
+        assert!(msg.contains("android_unlock"), "{msg}");
+        for (tool, args) in [
+            ("android_swipe", json!({"x1": 500, "y1": 1500, "x2": 500, "y2": 500})),
+            ("android_input_text", json!({"text": "hello"})),
+            ("android_key", json!({"key": "HOME"})),
+        ] {
+            assert_eq!(r.err(tool, args).await.0, "device_locked", "{tool}");
+        }
+        assert_eq!(r.sim.events(), vec![], "nothing reached the phone");
+        let obs = r.ok("android_observe", json!({})).await;
+        assert_eq!((obs["locked"].clone(), obs["screen_on"].clone()), (json!(true), json!(true)), "{obs}");
+        assert!(obs["hint"].as_str().unwrap_or("").contains("android_unlock"), "{obs}");
+
+        let u = r.ok("android_unlock", json!({})).await;
+        assert_eq!(u, json!({"unlocked": true, "woke": false, "method": "dismiss_keyguard"}));
+        assert!(!r.sim.locked());
+        assert!(r.sim.commands().iter().any(|c| c == "wm dismiss-keyguard"));
+        r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(r.sim.counter(), 1, "unlocked: the tap lands");
+        // Already open: nothing to do.
+        assert_eq!(r.ok("android_unlock", json!({})).await["method"], "not_locked");
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeping_locked_phone_is_woken_then_refused_and_a_pin_lock_is_secure_lock() {
+    bounded(async {
+        let mut r = rig(None).await;
+        r.sim.set_lock(LockMode::Secure);
+        r.sim.set_screen_on(false);
+        r.sim.clear_events();
+        let (code, msg) = r.err("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(code, "device_locked", "{msg}");
+        assert!(msg.contains("woken") && msg.contains("PIN"), "{msg}");
+        assert_eq!(r.taps(), vec![], "no tap reached the phone");
+        assert!(r.sim.screen_on(), "auto_wake woke it");
+
+        let st = r.ok("android_device_status", json!({})).await;
+        assert_eq!((st["locked"].clone(), st["lock_secure"].clone()), (json!(true), json!(true)), "{st}");
+        let (code, msg) = r.err("android_unlock", json!({})).await;
+        assert_eq!(code, "secure_lock", "{msg}");
+        assert!(msg.contains("never stores or types"), "{msg}");
+        assert!(r.sim.locked(), "still locked");
+        assert_eq!(r.taps(), vec![]);
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn android_unlock_wakes_and_swipes_when_the_phone_is_asleep_on_a_swipe_lock() {
+    bounded(async {
+        let mut r = rig(None).await;
+        r.sim.set_lock(LockMode::Swipe);
+        r.sim.set_screen_on(false);
+        let w = r.ok("android_wake", json!({})).await;
+        assert_eq!(w, json!({"woke": true, "screen_on": true, "locked": true}));
+        assert_eq!(r.ok("android_wake", json!({})).await["woke"], false, "awake already: no key sent");
+        r.sim.set_screen_on(false);
+        let u = r.ok("android_unlock", json!({})).await;
+        assert_eq!((u["unlocked"].clone(), u["woke"].clone()), (json!(true), json!(true)), "{u}");
+        assert!(r.sim.screen_on() && !r.sim.locked());
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secure_window_captures_blank_but_the_elements_are_still_listed() {
+    bounded(async {
+        let mut r = rig(None).await;
+        let normal = r.ok("android_observe", json!({})).await;
+        assert_eq!(normal["frame_blank"], false, "{normal}");
+        r.sim.set_secure_window(true);
+        let obs = r.ok("android_observe", json!({})).await;
+        assert_eq!(obs["frame_blank"], true, "{obs}");
+        assert!(obs["hint"].as_str().unwrap().contains("FLAG_SECURE"), "{obs}");
+        assert_eq!(obs["ui_available"], true);
+        assert!(obs["elements"].as_array().unwrap().iter().any(|e| e["text"] == "Increment"), "{obs}");
+        let shot = r.ok("android_screenshot", json!({"format": "png"})).await;
+        assert_eq!(shot["frame_blank"], true, "{shot}");
+        assert!(shot["hint"].as_str().unwrap().contains("#000000"), "{shot}");
+        // A sleeping phone's black frame is not "blank": screen_on says why.
+        r.sim.set_secure_window(false);
+        r.sim.set_screen_on(false);
+        let shot = r.ok("android_screenshot", json!({})).await;
+        assert_eq!((shot["frame_blank"].clone(), shot["screen_on"].clone()), (json!(false), json!(false)), "{shot}");
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ui_that_never_idles_gives_the_picture_without_elements_and_element_actions_fail_clearly() {
+    bounded(async {
+        let mut r = rig(None).await;
+        // As on a real phone: uiautomator waits 10 s for an idle UI, then gives up on stderr with exit status 0.
+        r.sim.set_never_idle(true, Duration::from_secs(10));
+        let dumps = |sim: &SimPhone| sim.commands().iter().filter(|c| c.starts_with("uiautomator dump")).count();
+        let before = dumps(&r.sim);
+        let started = Instant::now();
+        let obs = r.ok("android_observe", json!({})).await;
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(15), "observe took {took:?}");
+        assert_eq!(obs["ui_available"], false, "{obs}");
+        assert_eq!(obs["elements"], json!([]));
+        assert!(obs["ui_unavailable_reason"].as_str().unwrap().contains("never became idle"), "{obs}");
+        assert_eq!(obs["files"].as_array().map(Vec::len), Some(1), "the picture is there: {obs}");
+        assert_eq!(dumps(&r.sim) - before, 1, "one uiautomator attempt, no /dev/tty fallback: {:?}", r.sim.commands());
+
+        r.sim.clear_events();
+        let (code, msg) = r.err("android_tap", json!({"element": {"text": "Increment"}})).await;
+        assert_eq!(code, "ui_unavailable", "{msg}");
+        let (code, _) = r.err("android_ui_dump", json!({})).await;
+        assert_eq!(code, "ui_unavailable");
+        assert_eq!(r.taps(), vec![]);
+        // Coordinates still work.
+        r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(r.sim.counter(), 1);
+    })
+    .await
+    .expect("bounded");
+}
