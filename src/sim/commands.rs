@@ -514,9 +514,10 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         dev.ui.render_png()
     } else {
         // screencap.cpp: u32 width, height, pixel format (1 = RGBA_8888), dataspace
-        // (1 = sRGB), then the pixels.
-        let mut v = Vec::with_capacity(16 + (dev.ui.width * dev.ui.height * 4) as usize);
-        for n in [dev.ui.width, dev.ui.height, 1, 1] {
+        // (1 = sRGB), then the pixels. The size is the logical one: a landscape phone captures a landscape frame.
+        let (w, h) = dev.ui.logical_size();
+        let mut v = Vec::with_capacity(16 + (w as usize) * (h as usize) * 4);
+        for n in [w, h, 1, 1] {
             v.extend_from_slice(&n.to_le_bytes());
         }
         v.extend_from_slice(&dev.ui.render_rgba());
@@ -1051,12 +1052,9 @@ fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
 }
 
 /// The simulated display's rotation (quarter turns): `settings put system user_rotation N` (auto-rotate is off).
+/// The UI model holds it, so the dumpsys lines, the captures and the UI tree always agree.
 fn sim_rotation(dev: &Device) -> u8 {
-    dev.settings
-        .get(&("system".to_string(), "user_rotation".to_string()))
-        .and_then(|v| v.parse::<u8>().ok())
-        .unwrap_or(0)
-        % 4
+    dev.ui.rotation % 4
 }
 
 /// `pkg/pkg.Act` → `pkg/.Act`, as ActivityRecord prints a component inside its own package.
@@ -1313,9 +1311,16 @@ fn settings(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         }
         ["put", ns, key, val, ..] if valid_ns(ns) => {
             dev.settings.insert((ns.to_string(), key.to_string()), val.to_string());
+            if (*ns, *key) == ("system", "user_rotation") {
+                // Auto-rotate is off on the sim: the display turns to the user rotation at once.
+                dev.ui.rotation = val.parse::<u8>().map_or(0, |r| r % 4);
+            }
             0
         }
         ["delete", ns, key] if valid_ns(ns) => {
+            if (*ns, *key) == ("system", "user_rotation") {
+                dev.ui.rotation = 0;
+            }
             let n = dev.settings.remove(&(ns.to_string(), key.to_string())).map(|_| 1).unwrap_or(0);
             io.out(&format!("Deleted {n} rows\n"));
             0
