@@ -88,6 +88,8 @@ fn rotation_on_every_input_sample() {
         // `Orientation: Rotation0` is a mapper parameter, not the display's rotation: unknown.
         ("input-emulator-no-surface-orientation-android-world-284.txt", None),
         ("input-firetv-4k-ha-firemote-225.txt", None),
+        // Android 16 phone: the degree form.
+        ("input-redmagic11pro-rotation0-excerpt.txt", Some(0)),
     ];
     for (name, want) in table {
         assert_eq!(&formats::rotation(&sample(name)), want, "{name}");
@@ -188,4 +190,15 @@ fn ui_dumps_are_read_as_xml_within_bounds() {
     assert!(parse_dump(&deep).unwrap_err().contains("deeper"));
     let many = format!("<hierarchy>{}</hierarchy>", "<node/>".repeat(50_001));
     assert!(parse_dump(&many).unwrap_err().contains("more than"));
+}
+
+#[test]
+fn a_landscape_dump_has_its_bounds_in_the_rotated_space() {
+    // `<hierarchy rotation="1">`: a 1440x2560 panel turned a quarter, every bound within 2560x1440.
+    let e = parse_dump(&sample("ui-mumu12-landscape-rotation-1-arknights.xml")).unwrap();
+    assert_eq!(e.len(), 5);
+    assert!(e.iter().all(|e| e.bounds == [0, 0, 2560, 1440]), "{e:?}");
+    let game = &e[4];
+    assert_eq!(game.resource_id, "com.YoStarJP.Arknights:id/unitySurfaceView");
+    assert_eq!((game.content_desc.as_str(), game.focusable, game.focused), ("Game view", true, true));
 }
