@@ -62,6 +62,11 @@ fn foreground_on_every_focus_sample() {
         ("focus-tv-sony-overlay-alone.txt", None),
         ("activity-tv-mresumed.txt", fg("com.google.android.tvlauncher", "com.google.android.tvlauncher.MainActivity")),
         ("activity-mresumed-cyanogenmod.txt", fg("com.cyanogenmod.trebuchet", "com.android.launcher3.Launcher")),
+        // The bare `ResumedActivity:` of the display section (no `m`).
+        (
+            "activity-resumedactivity-bare-w-p311-adbutils-1.txt",
+            fg("com.tencent.mobileqq", "com.tencent.mobileqq.activity.SplashActivity"),
+        ),
         (
             "activity-5.x-xtc-watch-mresumed.txt",
             fg("com.xtc.watch", "com.xtc.watch.view.home.activity.XtcHomeActivity"),
@@ -201,4 +206,23 @@ fn a_landscape_dump_has_its_bounds_in_the_rotated_space() {
     let game = &e[4];
     assert_eq!(game.resource_id, "com.YoStarJP.Arknights:id/unitySurfaceView");
     assert_eq!((game.content_desc.as_str(), game.focusable, game.focused), ("Game view", true, true));
+}
+
+#[test]
+fn getprop_with_a_value_over_three_lines() {
+    let p = formats::getprop(&sample("getprop-14-emulator-multiline-boot-reason-history.txt"));
+    assert_eq!(
+        p.get("persist.sys.boot.reason.history").map(String::as_str),
+        Some("reboot,1732006385\nreboot,factory_reset,1731934106\nreboot,1731933991")
+    );
+    // The properties after the multi-line value are read, not swallowed by it.
+    assert_eq!(p.get("persist.sys.dalvik.vm.lib.2").map(String::as_str), Some("libart.so"));
+    assert_eq!(p.get("persist.sys.boot.reason").map(String::as_str), Some(""));
+    assert_eq!(
+        p.get("ro.build.fingerprint").map(String::as_str),
+        Some("google/sdk_gphone64_x86_64/emu64xa:14/UE1A.230829.050/12077443:userdebug/dev-keys")
+    );
+    assert_eq!(p.get("ro.build.version.sdk").map(String::as_str), Some("34"));
+    assert_eq!(p.get("ro.build.version.release").map(String::as_str), Some("14"));
+    assert_eq!(p.len(), 31);
 }
