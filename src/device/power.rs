@@ -94,7 +94,9 @@ mod tests {
     /// Every sample of the corpus, with the state read off it by hand.
     #[test]
     fn real_samples() {
-        let cases: &[(&str, Option<bool>, Option<bool>, Option<bool>)] = &[
+        // (sample, screen on, locked, secure lock)
+        type Case = (&'static str, Option<bool>, Option<bool>, Option<bool>);
+        let cases: &[Case] = &[
             ("state-power-awake-samsung-uiautomator2-444.txt", Some(true), None, None),
             ("state-power-android4.4-python-androidtv-112.txt", Some(true), None, None),
             ("state-window-policy-screen-on-appium-adb-lockmgmt.txt", None, Some(false), Some(false)),
