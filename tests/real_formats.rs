@@ -226,3 +226,31 @@ fn getprop_with_a_value_over_three_lines() {
     assert_eq!(p.get("ro.build.version.release").map(String::as_str), Some("14"));
     assert_eq!(p.len(), 31);
 }
+
+#[test]
+fn ui_dumps_pretty_printed_with_naf_nodes_and_chinese_text() {
+    // Pretty-printed (blank lines, stray `- ` text between elements), 38 nodes; the NAF hotseat icons have no
+    // text, no description, no id — but they are clickable, so they are listed and can be targeted by index.
+    let e = parse_dump(&sample("ui-meizu-flyme-launcher-pretty-naf.xml")).unwrap();
+    assert_eq!(e.len(), 38);
+    let wechat = e.iter().find(|e| e.text == "微信").unwrap();
+    assert_eq!(
+        (wechat.bounds, wechat.resource_id.as_str()),
+        ([44, 770, 184, 832], "com.meizu.flyme.launcher:id/app_name")
+    );
+    assert!(e.iter().any(|e| e.text == "QQ浏览器"));
+    let hotseat: Vec<_> = e.iter().filter(|e| e.bounds[1] == 1084 && e.clickable && e.text.is_empty()).collect();
+    assert_eq!(hotseat.len(), 4);
+    assert!(hotseat.iter().all(|e| e.is_interactive() && e.is_interesting()));
+    assert_eq!(hotseat[3].bounds, [522, 1084, 678, 1226]);
+
+    // One line, a NAF icon and Chinese labels.
+    let e = parse_dump(&sample("ui-honor-chooser-naf-chinese-oneline.xml")).unwrap();
+    assert_eq!(e.len(), 32);
+    assert_eq!(e[0].bounds, [0, 813, 720, 1484]);
+    let once = e.iter().find(|e| e.resource_id == "android:id/button_once").unwrap();
+    assert_eq!((once.text.as_str(), once.clickable, once.bounds), ("仅此一次", true, [48, 1400, 359, 1484]));
+    let icon = e.iter().find(|e| e.class == "android.widget.ImageView" && e.clickable).unwrap();
+    assert_eq!((icon.text.as_str(), icon.content_desc.as_str(), icon.bounds), ("", "", [296, 966, 424, 1094]));
+    assert!(e.iter().any(|e| e.text == "保存到网盘"));
+}
