@@ -198,6 +198,20 @@ fn ui_dumps_are_read_as_xml_within_bounds() {
 }
 
 #[test]
+fn rotation_is_relative_to_the_natural_orientation() {
+    // BlueStacks: its display is landscape by nature; turned a quarter it is portrait, so `rotation="1"` comes with
+    // bounds (and a screenshot) of 1080x1920. Bounds are always in the captured frame's space, whatever the number.
+    let e = parse_dump(&sample("ui-bluestacks-rotation-1-portrait-bounds-doomscroller.xml")).unwrap();
+    assert_eq!(e.len(), 126);
+    assert!(e.iter().all(|e| e.bounds[2] <= 1080 && e.bounds[3] <= 1920), "inside 1080x1920");
+    assert_eq!(e[0].bounds, [0, 0, 1080, 1920]);
+    let back = e.iter().find(|e| e.content_desc == "Go Back").unwrap();
+    assert_eq!((back.clickable, back.bounds), (true, [12, 18, 72, 78]));
+    let follow = e.iter().find(|e| e.text == "Following").unwrap();
+    assert_eq!((follow.class.as_str(), follow.bounds), ("android.widget.Button", [24, 319, 840, 391]));
+}
+
+#[test]
 fn a_landscape_dump_has_its_bounds_in_the_rotated_space() {
     // `<hierarchy rotation="1">`: a 1440x2560 panel turned a quarter, every bound within 2560x1440.
     let e = parse_dump(&sample("ui-mumu12-landscape-rotation-1-arknights.xml")).unwrap();
