@@ -268,3 +268,14 @@ fn ui_dumps_pretty_printed_with_naf_nodes_and_chinese_text() {
     assert_eq!((icon.text.as_str(), icon.content_desc.as_str(), icon.bounds), ("", "", [296, 966, 424, 1094]));
     assert!(e.iter().any(|e| e.text == "保存到网盘"));
 }
+
+#[test]
+fn a_real_dump_with_an_emoji_in_a_single_quoted_value() {
+    // WhatsApp: the text holds `"`, so the phone quoted it with `'`; an emoji with its variation selector.
+    let e = parse_dump(&sample("ui-whatsapp-emoji-single-quoted-auto-zap.xml")).unwrap();
+    assert_eq!(e.len(), 216);
+    assert_eq!(e[0].bounds, [0, 0, 720, 1483]);
+    let m = e.iter().find(|e| e.text.contains('\u{2764}')).unwrap();
+    assert_eq!(m.text, "Você reagiu com \u{2764}\u{fe0f} a: \"100000000000\"");
+    assert_eq!((m.resource_id.as_str(), m.bounds), ("com.whatsapp:id/single_msg_tv", [104, 365, 494, 398]));
+}
