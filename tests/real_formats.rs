@@ -78,6 +78,9 @@ fn foreground_on_every_focus_sample() {
         ("window-windows-11-tv-kodi.txt", None),
         ("window-windows-12-notificationshade-appium-566.txt", None),
         ("window-windows-9-appwindowtoken-appium-desktop-1250.txt", None),
+        // A whole 15+ vendor `windows` section: the vendor NotificationShade window (type=2040) and many
+        // ActivityRecord tokens, no focus line — nothing here may be taken for the foreground.
+        ("window-windows-15-vivo-notificationshade-type2040-cryptoloot.txt", None),
         ("displays-old-awesome-adb.txt", None),
     ];
     for (name, want) in table {
@@ -95,6 +98,9 @@ fn rotation_on_every_input_sample() {
         ("input-firetv-4k-ha-firemote-225.txt", None),
         // Android 16 phone: the degree form.
         ("input-redmagic11pro-rotation0-excerpt.txt", Some(0)),
+        // Whole Android 15+ dumps of two vivo devices: fingerprint sensors listed before the touchscreen.
+        ("input-15-vivo-720x1612-rotation0-cryptoloot.txt", Some(0)),
+        ("input-15-vivo-pad-2064x3096-rotation0-jseca666-scrcpy.txt", Some(0)),
     ];
     for (name, want) in table {
         assert_eq!(&formats::rotation(&sample(name)), want, "{name}");
