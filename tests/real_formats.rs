@@ -71,6 +71,12 @@ fn foreground_on_every_focus_sample() {
             "activity-5.x-xtc-watch-mresumed.txt",
             fg("com.xtc.watch", "com.xtc.watch.view.home.activity.XtcHomeActivity"),
         ),
+        // Android 13 (TQ3A): the notification shade has the focus, the camera is the focused app; the record
+        // closes its brace before the task (`…/.CameraLauncher} t12}`).
+        (
+            "activity-13-mediatek-tq3a-notificationshade-camera-healer.txt",
+            fg("com.mediatek.camera", "com.mediatek.camera.CameraLauncher"),
+        ),
         // Android 12: the pair is in the display section.
         ("focus-12-displays-snapcam-u2-816.txt", fg("org.codeaurora.snapcam", "com.android.camera.CameraLauncher")),
         ("focus-14-notificationshade-auto-mobile.txt", None),

@@ -1074,12 +1074,25 @@ fn user_tag(dev: &Device) -> &'static str {
     }
 }
 
+/// The foreground activity's record as `toString` prints it: `ActivityRecord{7c8d9e0 u0 pkg/.Act t12}` up to 12,
+/// `ActivityRecord{7c8d9e0 u0 pkg/.Act} t12}` from 13 (the name is cached with its brace, the task appended after:
+/// INDEX.md `activity-13-*`, a TQ3A build; Android 12's `focus-12-*` still has the old form).
+fn activity_record(dev: &Device) -> String {
+    let fg = &dev.ui.foreground;
+    let (u, c) = (user_tag(dev), short_component(&fg.package, &fg.activity));
+    if dev.cfg.sdk >= 33 {
+        format!("ActivityRecord{{7c8d9e0{u} {c}}} t12}}")
+    } else {
+        format!("ActivityRecord{{7c8d9e0{u} {c} t12}}")
+    }
+}
+
 /// The focus pair in the form of the SDK level: `mFocusedApp=AppWindowToken{… ActivityRecord{… t12}}}` up to 9
-/// (API 28), `mFocusedApp=ActivityRecord{… t12}` from 10 (tests/fixtures/real/INDEX.md).
+/// (API 28), `mFocusedApp=ActivityRecord{… t12}` from 10 ([`activity_record`]; tests/fixtures/real/INDEX.md).
 fn focus_lines(dev: &Device, indent: &str) -> String {
     let fg = &dev.ui.foreground;
     let u = user_tag(dev);
-    let record = format!("ActivityRecord{{7c8d9e0{u} {} t12}}", short_component(&fg.package, &fg.activity));
+    let record = activity_record(dev);
     let app =
         if dev.cfg.sdk >= 29 { record } else { format!("AppWindowToken{{3e1f2a7 token=Token{{91b5c04 {record}}}}}") };
     format!("{indent}mCurrentFocus=Window{{5f3a2b1{u} {}}}\n{indent}mFocusedApp={app}\n", fg.component())
@@ -1118,8 +1131,7 @@ fn dumpsys_window_displays(dev: &Device) -> String {
 /// `dumpsys activity activities`: `mResumedActivity:` and, from Android 10, `topResumedActivity=`.
 fn dumpsys_activities(dev: &Device) -> String {
     let fg = &dev.ui.foreground;
-    let u = user_tag(dev);
-    let rec = format!("ActivityRecord{{7c8d9e0{u} {} t12}}", short_component(&fg.package, &fg.activity));
+    let rec = activity_record(dev);
     let top = if dev.cfg.sdk >= 29 { format!("  topResumedActivity={rec}\n") } else { String::new() };
     format!(
         "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n  * Task{{9a8b7c6 #12 type=standard A=10123:{} U=0 visible=true mode=fullscreen translucent=false sz=1}}\n    * {rec}\n\n    mResumedActivity: {rec}\n{top}",
@@ -1510,6 +1522,17 @@ mod tests {
             assert!(disp.contains("mFocusedApp=ActivityRecord{7c8d9e0 u0 com.android.launcher3/"), "sdk {sdk}");
             assert!(out(&mut d, "dumpsys window").contains("mCurrentFocus="), "full dump, sdk {sdk}");
         }
+        // The record's brace moved before the task on 13 (INDEX.md `activity-13-*`); 12 has the old form.
+        let disp = out(&mut dev_sdk(32), "dumpsys window displays");
+        assert!(
+            disp.contains("ActivityRecord{7c8d9e0 u0 com.android.launcher3/.uioverrides.QuickstepLauncher t12}"),
+            "{disp}"
+        );
+        let disp = out(&mut dev_sdk(33), "dumpsys window displays");
+        assert!(
+            disp.contains("ActivityRecord{7c8d9e0 u0 com.android.launcher3/.uioverrides.QuickstepLauncher} t12}"),
+            "{disp}"
+        );
         let mut d = dev_sdk(33);
         out(&mut d, "settings put system user_rotation 1");
         let input = out(&mut d, "dumpsys input");
