@@ -117,6 +117,8 @@ fn rotation_on_every_input_sample() {
 fn keyboard_on_every_ime_sample() {
     assert_eq!(formats::keyboard_shown(&sample("ime-appium-hidden.txt")), Some(false));
     assert_eq!(formats::keyboard_shown(&sample("ime-appium-shown.txt")), Some(true));
+    // Android 15: `mInputShown=` alone on its line; the line before it has other `mShow…` fields.
+    assert_eq!(formats::keyboard_shown(&sample("ime-15-emulator-inputshown-alone.txt")), Some(false));
     // Both version forms as printed (Android 13 one line / 14 alone), and a field that only ends in the name.
     let one_line = "  mShowRequested=true mShowExplicitlyRequested=false mShowForced=false mInputShown=true\n";
     assert_eq!(formats::keyboard_shown(one_line), Some(true));
