@@ -104,6 +104,8 @@ fn rotation_on_every_input_sample() {
         ("input-firetv-4k-ha-firemote-225.txt", None),
         // Android 16 phone: the degree form.
         ("input-redmagic11pro-rotation0-excerpt.txt", Some(0)),
+        // A phone turned to landscape: the viewport line alone says a quarter turn.
+        ("input-landscape-viewport-orientation-1-synaptics-excerpt.txt", Some(1)),
         // Whole Android 15+ dumps of two vivo devices: fingerprint sensors listed before the touchscreen.
         ("input-15-vivo-720x1612-rotation0-cryptoloot.txt", Some(0)),
         ("input-15-vivo-pad-2064x3096-rotation0-jseca666-scrcpy.txt", Some(0)),
