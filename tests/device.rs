@@ -475,9 +475,9 @@ async fn formats_of(sdk: u32, release: &str) {
     assert_eq!(obs["foreground_package"], "com.android.launcher3", "sdk {sdk}: observe");
     assert_eq!(obs["keyboard_shown"], false);
 
-    // Landscape: a 1080×2400 phone is 2400×1080; the rotation is re-read after its 1 s cache.
+    // Landscape: a 1080×2400 phone is 2400×1080. Right after the turn the cached rotation (≤ 1 s) is still 0:
+    // a point it would refuse makes the connector ask the phone again, so the tap is accepted at once.
     r.sim_shell("settings put system user_rotation 1").await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
     r.sim.clear_events();
     r.ok("android_tap", json!({"x": 2000, "y": 500})).await;
     assert_eq!(r.sim.events(), vec![InputEvent::Tap { x: 2000, y: 500 }], "sdk {sdk}: the tap lands where asked");
@@ -485,6 +485,7 @@ async fn formats_of(sdk: u32, release: &str) {
     assert_eq!(error_code(&a), "invalid_arguments", "sdk {sdk}: {a}");
     assert!(a["error"]["message"].as_str().unwrap().contains("2400×1080"), "{a}");
     assert_eq!(r.sim.events().len(), 1, "a refused tap sends nothing");
+    tokio::time::sleep(Duration::from_millis(1100)).await; // status reads the rotation through the 1 s cache
     let st = r.ok("android_device_status", json!({})).await;
     assert_eq!(st["rotation_degrees"], 90, "sdk {sdk}: {st}");
     assert_eq!((st["screen_width"].as_u64(), st["screen_height"].as_u64()), (Some(2400), Some(1080)), "{st}");

@@ -274,3 +274,56 @@ async fn scroll_until_finds_the_row_or_says_what_it_saw() {
     .await
     .expect("test timed out");
 }
+
+/// A phone turned to landscape captures a landscape frame and dumps its tree in the rotated space
+/// (`<hierarchy rotation="1">`, tests/fixtures/real/INDEX.md): the screenshot is 2400 wide, observe's bounds lie
+/// inside 2400×1080, and a tap by index lands on the element's centre there — which the phone's own click log
+/// confirms is the element the agent saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_landscape_phone_is_seen_and_tapped_in_the_rotated_space() {
+    bounded(async {
+        let mut r = rig().await;
+        r.demo_app().await;
+        r.sim_shell("settings put system user_rotation 1").await;
+        // The connector caches the rotation for up to 1 s; the turn happened behind its back.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+
+        let shot = r.ok("android_screenshot", json!({})).await;
+        assert_eq!((shot["screen_width"].as_u64(), shot["screen_height"].as_u64()), (Some(2400), Some(1080)), "{shot}");
+        assert_eq!((shot["width"].as_u64(), shot["height"].as_u64()), (Some(1280), Some(576)), "{shot}");
+        let got = get(r.srv.addr, shot["files"][0]["download_url"].as_str().unwrap()).await;
+        assert_eq!(got.status, 200);
+        let img = image::load_from_memory_with_format(&got.body, image::ImageFormat::Jpeg).unwrap();
+        assert_eq!((img.width(), img.height()), (1280, 576), "the decoded JPEG is landscape");
+
+        let obs = r.ok("android_observe", json!({})).await;
+        assert_eq!((obs["screen_width"].as_u64(), obs["screen_height"].as_u64()), (Some(2400), Some(1080)), "{obs}");
+        assert_eq!((obs["width"].as_u64(), obs["height"].as_u64()), (Some(1280), Some(576)), "{obs}");
+        let elements = obs["elements"].as_array().unwrap();
+        assert!(elements.len() >= 5, "{obs}");
+        let mut beyond_portrait = false;
+        for e in elements {
+            let b: Vec<i64> = e["bounds"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+            assert!(b[0] >= 0 && b[1] >= 0 && b[2] <= 2400 && b[3] <= 1080 && b[0] <= b[2] && b[1] <= b[3], "{e}");
+            beyond_portrait |= b[2] > 1080;
+        }
+        assert!(beyond_portrait, "the layout uses the landscape width, not a portrait strip: {obs}");
+
+        // The right-hand OK button lies in the part of the screen a portrait phone does not have.
+        let ok_right = elements
+            .iter()
+            .find(|e| e["resource_id"].as_str().is_some_and(|id| id.ends_with("ok_right")))
+            .unwrap_or_else(|| panic!("ok_right: {obs}"))
+            .clone();
+        let (x, y) = centre(&ok_right);
+        assert!(x > 1080 && y < 1080, "centre ({x},{y}) is in the landscape-only area");
+        r.sim.clear_events();
+        let oid = obs["observation_id"].clone();
+        let tap = r.ok("android_tap", json!({"element": {"index": ok_right["index"], "observation_id": oid}})).await;
+        assert_eq!(tap["re_resolved"], false, "{tap}");
+        assert_eq!(r.sim.events(), vec![InputEvent::Tap { x, y }]);
+        assert_eq!(r.sim.clicks().last().map(String::as_str), Some("OK (right)"), "the phone saw that button tapped");
+    })
+    .await
+    .expect("test timed out");
+}

@@ -62,9 +62,20 @@ fn foreground_on_every_focus_sample() {
         ("focus-tv-sony-overlay-alone.txt", None),
         ("activity-tv-mresumed.txt", fg("com.google.android.tvlauncher", "com.google.android.tvlauncher.MainActivity")),
         ("activity-mresumed-cyanogenmod.txt", fg("com.cyanogenmod.trebuchet", "com.android.launcher3.Launcher")),
+        // The bare `ResumedActivity:` of the display section (no `m`).
+        (
+            "activity-resumedactivity-bare-w-p311-adbutils-1.txt",
+            fg("com.tencent.mobileqq", "com.tencent.mobileqq.activity.SplashActivity"),
+        ),
         (
             "activity-5.x-xtc-watch-mresumed.txt",
             fg("com.xtc.watch", "com.xtc.watch.view.home.activity.XtcHomeActivity"),
+        ),
+        // Android 13 (TQ3A): the notification shade has the focus, the camera is the focused app; the record
+        // closes its brace before the task (`…/.CameraLauncher} t12}`).
+        (
+            "activity-13-mediatek-tq3a-notificationshade-camera-healer.txt",
+            fg("com.mediatek.camera", "com.mediatek.camera.CameraLauncher"),
         ),
         // Android 12: the pair is in the display section.
         ("focus-12-displays-snapcam-u2-816.txt", fg("org.codeaurora.snapcam", "com.android.camera.CameraLauncher")),
@@ -73,6 +84,9 @@ fn foreground_on_every_focus_sample() {
         ("window-windows-11-tv-kodi.txt", None),
         ("window-windows-12-notificationshade-appium-566.txt", None),
         ("window-windows-9-appwindowtoken-appium-desktop-1250.txt", None),
+        // A whole 15+ vendor `windows` section: the vendor NotificationShade window (type=2040) and many
+        // ActivityRecord tokens, no focus line — nothing here may be taken for the foreground.
+        ("window-windows-15-vivo-notificationshade-type2040-cryptoloot.txt", None),
         ("displays-old-awesome-adb.txt", None),
     ];
     for (name, want) in table {
@@ -88,6 +102,13 @@ fn rotation_on_every_input_sample() {
         // `Orientation: Rotation0` is a mapper parameter, not the display's rotation: unknown.
         ("input-emulator-no-surface-orientation-android-world-284.txt", None),
         ("input-firetv-4k-ha-firemote-225.txt", None),
+        // Android 16 phone: the degree form.
+        ("input-redmagic11pro-rotation0-excerpt.txt", Some(0)),
+        // A phone turned to landscape: the viewport line alone says a quarter turn.
+        ("input-landscape-viewport-orientation-1-synaptics-excerpt.txt", Some(1)),
+        // Whole Android 15+ dumps of two vivo devices: fingerprint sensors listed before the touchscreen.
+        ("input-15-vivo-720x1612-rotation0-cryptoloot.txt", Some(0)),
+        ("input-15-vivo-pad-2064x3096-rotation0-jseca666-scrcpy.txt", Some(0)),
     ];
     for (name, want) in table {
         assert_eq!(&formats::rotation(&sample(name)), want, "{name}");
@@ -98,6 +119,8 @@ fn rotation_on_every_input_sample() {
 fn keyboard_on_every_ime_sample() {
     assert_eq!(formats::keyboard_shown(&sample("ime-appium-hidden.txt")), Some(false));
     assert_eq!(formats::keyboard_shown(&sample("ime-appium-shown.txt")), Some(true));
+    // Android 15: `mInputShown=` alone on its line; the line before it has other `mShow…` fields.
+    assert_eq!(formats::keyboard_shown(&sample("ime-15-emulator-inputshown-alone.txt")), Some(false));
     // Both version forms as printed (Android 13 one line / 14 alone), and a field that only ends in the name.
     let one_line = "  mShowRequested=true mShowExplicitlyRequested=false mShowForced=false mInputShown=true\n";
     assert_eq!(formats::keyboard_shown(one_line), Some(true));
@@ -188,4 +211,87 @@ fn ui_dumps_are_read_as_xml_within_bounds() {
     assert!(parse_dump(&deep).unwrap_err().contains("deeper"));
     let many = format!("<hierarchy>{}</hierarchy>", "<node/>".repeat(50_001));
     assert!(parse_dump(&many).unwrap_err().contains("more than"));
+}
+
+#[test]
+fn rotation_is_relative_to_the_natural_orientation() {
+    // BlueStacks: its display is landscape by nature; turned a quarter it is portrait, so `rotation="1"` comes with
+    // bounds (and a screenshot) of 1080x1920. Bounds are always in the captured frame's space, whatever the number.
+    let e = parse_dump(&sample("ui-bluestacks-rotation-1-portrait-bounds-doomscroller.xml")).unwrap();
+    assert_eq!(e.len(), 126);
+    assert!(e.iter().all(|e| e.bounds[2] <= 1080 && e.bounds[3] <= 1920), "inside 1080x1920");
+    assert_eq!(e[0].bounds, [0, 0, 1080, 1920]);
+    let back = e.iter().find(|e| e.content_desc == "Go Back").unwrap();
+    assert_eq!((back.clickable, back.bounds), (true, [12, 18, 72, 78]));
+    let follow = e.iter().find(|e| e.text == "Following").unwrap();
+    assert_eq!((follow.class.as_str(), follow.bounds), ("android.widget.Button", [24, 319, 840, 391]));
+}
+
+#[test]
+fn a_landscape_dump_has_its_bounds_in_the_rotated_space() {
+    // `<hierarchy rotation="1">`: a 1440x2560 panel turned a quarter, every bound within 2560x1440.
+    let e = parse_dump(&sample("ui-mumu12-landscape-rotation-1-arknights.xml")).unwrap();
+    assert_eq!(e.len(), 5);
+    assert!(e.iter().all(|e| e.bounds == [0, 0, 2560, 1440]), "{e:?}");
+    let game = &e[4];
+    assert_eq!(game.resource_id, "com.YoStarJP.Arknights:id/unitySurfaceView");
+    assert_eq!((game.content_desc.as_str(), game.focusable, game.focused), ("Game view", true, true));
+}
+
+#[test]
+fn getprop_with_a_value_over_three_lines() {
+    let p = formats::getprop(&sample("getprop-14-emulator-multiline-boot-reason-history.txt"));
+    assert_eq!(
+        p.get("persist.sys.boot.reason.history").map(String::as_str),
+        Some("reboot,1732006385\nreboot,factory_reset,1731934106\nreboot,1731933991")
+    );
+    // The properties after the multi-line value are read, not swallowed by it.
+    assert_eq!(p.get("persist.sys.dalvik.vm.lib.2").map(String::as_str), Some("libart.so"));
+    assert_eq!(p.get("persist.sys.boot.reason").map(String::as_str), Some(""));
+    assert_eq!(
+        p.get("ro.build.fingerprint").map(String::as_str),
+        Some("google/sdk_gphone64_x86_64/emu64xa:14/UE1A.230829.050/12077443:userdebug/dev-keys")
+    );
+    assert_eq!(p.get("ro.build.version.sdk").map(String::as_str), Some("34"));
+    assert_eq!(p.get("ro.build.version.release").map(String::as_str), Some("14"));
+    assert_eq!(p.len(), 31);
+}
+
+#[test]
+fn ui_dumps_pretty_printed_with_naf_nodes_and_chinese_text() {
+    // Pretty-printed (blank lines, stray `- ` text between elements), 38 nodes; the NAF hotseat icons have no
+    // text, no description, no id — but they are clickable, so they are listed and can be targeted by index.
+    let e = parse_dump(&sample("ui-meizu-flyme-launcher-pretty-naf.xml")).unwrap();
+    assert_eq!(e.len(), 38);
+    let wechat = e.iter().find(|e| e.text == "微信").unwrap();
+    assert_eq!(
+        (wechat.bounds, wechat.resource_id.as_str()),
+        ([44, 770, 184, 832], "com.meizu.flyme.launcher:id/app_name")
+    );
+    assert!(e.iter().any(|e| e.text == "QQ浏览器"));
+    let hotseat: Vec<_> = e.iter().filter(|e| e.bounds[1] == 1084 && e.clickable && e.text.is_empty()).collect();
+    assert_eq!(hotseat.len(), 4);
+    assert!(hotseat.iter().all(|e| e.is_interactive() && e.is_interesting()));
+    assert_eq!(hotseat[3].bounds, [522, 1084, 678, 1226]);
+
+    // One line, a NAF icon and Chinese labels.
+    let e = parse_dump(&sample("ui-honor-chooser-naf-chinese-oneline.xml")).unwrap();
+    assert_eq!(e.len(), 32);
+    assert_eq!(e[0].bounds, [0, 813, 720, 1484]);
+    let once = e.iter().find(|e| e.resource_id == "android:id/button_once").unwrap();
+    assert_eq!((once.text.as_str(), once.clickable, once.bounds), ("仅此一次", true, [48, 1400, 359, 1484]));
+    let icon = e.iter().find(|e| e.class == "android.widget.ImageView" && e.clickable).unwrap();
+    assert_eq!((icon.text.as_str(), icon.content_desc.as_str(), icon.bounds), ("", "", [296, 966, 424, 1094]));
+    assert!(e.iter().any(|e| e.text == "保存到网盘"));
+}
+
+#[test]
+fn a_real_dump_with_an_emoji_in_a_single_quoted_value() {
+    // WhatsApp: the text holds `"`, so the phone quoted it with `'`; an emoji with its variation selector.
+    let e = parse_dump(&sample("ui-whatsapp-emoji-single-quoted-auto-zap.xml")).unwrap();
+    assert_eq!(e.len(), 216);
+    assert_eq!(e[0].bounds, [0, 0, 720, 1483]);
+    let m = e.iter().find(|e| e.text.contains('\u{2764}')).unwrap();
+    assert_eq!(m.text, "Você reagiu com \u{2764}\u{fe0f} a: \"100000000000\"");
+    assert_eq!((m.resource_id.as_str(), m.bounds), ("com.whatsapp:id/single_msg_tv", [104, 365, 494, 398]));
 }

@@ -589,6 +589,12 @@ impl AdbBackend {
                 return Ok(*r);
             }
         }
+        self.rotation_now(key).await
+    }
+
+    /// The rotation read now (the cache refreshed): for a decision the cached value would make wrongly, such as
+    /// refusing a point of a phone that was turned less than [`ROTATION_TTL`] ago.
+    pub async fn rotation_now(&self, key: &DeviceKey) -> Result<u8, ProtoError> {
         let out = self.shell(key, ROTATION_COMMAND, false, Duration::from_secs(5)).await?;
         let r = formats::rotation(&out.stdout).unwrap_or(0);
         self.rotations.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (Instant::now(), r));
@@ -599,6 +605,12 @@ impl AdbBackend {
     pub async fn display_size(&self, key: &DeviceKey) -> Result<(u32, u32), ProtoError> {
         let (w, h) = self.screen_size(key).await?;
         Ok(if self.rotation(key).await? % 2 == 1 { (h, w) } else { (w, h) })
+    }
+
+    /// [`AdbBackend::display_size`] with the rotation read now.
+    pub async fn display_size_now(&self, key: &DeviceKey) -> Result<(u32, u32), ProtoError> {
+        let (w, h) = self.screen_size(key).await?;
+        Ok(if self.rotation_now(key).await? % 2 == 1 { (h, w) } else { (w, h) })
     }
 }
 

@@ -551,8 +551,9 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         v
     } else {
         // screencap.cpp: u32 width, height, pixel format (1 = RGBA_8888), dataspace
-        // (1 = sRGB), then the pixels.
-        let (mut w, mut h, mut px) = (dev.ui.width, dev.ui.height, dev.ui.render_rgba());
+        // (1 = sRGB), then the pixels. The size is the logical one: a landscape phone captures a landscape frame.
+        let (mut w, mut h) = dev.ui.logical_size();
+        let mut px = dev.ui.render_rgba();
         match lie {
             FrameLie::None => {}
             FrameLie::ChannelOverflow => h += 1,
@@ -1098,12 +1099,9 @@ fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
 }
 
 /// The simulated display's rotation (quarter turns): `settings put system user_rotation N` (auto-rotate is off).
+/// The UI model holds it, so the dumpsys lines, the captures and the UI tree always agree.
 fn sim_rotation(dev: &Device) -> u8 {
-    dev.settings
-        .get(&("system".to_string(), "user_rotation".to_string()))
-        .and_then(|v| v.parse::<u8>().ok())
-        .unwrap_or(0)
-        % 4
+    dev.ui.rotation % 4
 }
 
 /// `pkg/pkg.Act` → `pkg/.Act`, as ActivityRecord prints a component inside its own package.
@@ -1123,12 +1121,25 @@ fn user_tag(dev: &Device) -> &'static str {
     }
 }
 
+/// The foreground activity's record as `toString` prints it: `ActivityRecord{7c8d9e0 u0 pkg/.Act t12}` up to 12,
+/// `ActivityRecord{7c8d9e0 u0 pkg/.Act} t12}` from 13 (the name is cached with its brace, the task appended after:
+/// INDEX.md `activity-13-*`, a TQ3A build; Android 12's `focus-12-*` still has the old form).
+fn activity_record(dev: &Device) -> String {
+    let fg = &dev.ui.foreground;
+    let (u, c) = (user_tag(dev), short_component(&fg.package, &fg.activity));
+    if dev.cfg.sdk >= 33 {
+        format!("ActivityRecord{{7c8d9e0{u} {c}}} t12}}")
+    } else {
+        format!("ActivityRecord{{7c8d9e0{u} {c} t12}}")
+    }
+}
+
 /// The focus pair in the form of the SDK level: `mFocusedApp=AppWindowToken{… ActivityRecord{… t12}}}` up to 9
-/// (API 28), `mFocusedApp=ActivityRecord{… t12}` from 10 (tests/fixtures/real/INDEX.md).
+/// (API 28), `mFocusedApp=ActivityRecord{… t12}` from 10 ([`activity_record`]; tests/fixtures/real/INDEX.md).
 fn focus_lines(dev: &Device, indent: &str) -> String {
     let fg = &dev.ui.foreground;
     let u = user_tag(dev);
-    let record = format!("ActivityRecord{{7c8d9e0{u} {} t12}}", short_component(&fg.package, &fg.activity));
+    let record = activity_record(dev);
     let app =
         if dev.cfg.sdk >= 29 { record } else { format!("AppWindowToken{{3e1f2a7 token=Token{{91b5c04 {record}}}}}") };
     format!("{indent}mCurrentFocus=Window{{5f3a2b1{u} {}}}\n{indent}mFocusedApp={app}\n", fg.component())
@@ -1167,8 +1178,7 @@ fn dumpsys_window_displays(dev: &Device) -> String {
 /// `dumpsys activity activities`: `mResumedActivity:` and, from Android 10, `topResumedActivity=`.
 fn dumpsys_activities(dev: &Device) -> String {
     let fg = &dev.ui.foreground;
-    let u = user_tag(dev);
-    let rec = format!("ActivityRecord{{7c8d9e0{u} {} t12}}", short_component(&fg.package, &fg.activity));
+    let rec = activity_record(dev);
     let top = if dev.cfg.sdk >= 29 { format!("  topResumedActivity={rec}\n") } else { String::new() };
     format!(
         "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n  * Task{{9a8b7c6 #12 type=standard A=10123:{} U=0 visible=true mode=fullscreen translucent=false sz=1}}\n    * {rec}\n\n    mResumedActivity: {rec}\n{top}",
@@ -1360,9 +1370,16 @@ fn settings(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         }
         ["put", ns, key, val, ..] if valid_ns(ns) => {
             dev.settings.insert((ns.to_string(), key.to_string()), val.to_string());
+            if (*ns, *key) == ("system", "user_rotation") {
+                // Auto-rotate is off on the sim: the display turns to the user rotation at once.
+                dev.ui.rotation = val.parse::<u8>().map_or(0, |r| r % 4);
+            }
             0
         }
         ["delete", ns, key] if valid_ns(ns) => {
+            if (*ns, *key) == ("system", "user_rotation") {
+                dev.ui.rotation = 0;
+            }
             let n = dev.settings.remove(&(ns.to_string(), key.to_string())).map(|_| 1).unwrap_or(0);
             io.out(&format!("Deleted {n} rows\n"));
             0
@@ -1526,5 +1543,54 @@ mod tests {
             out(&mut d, "ime set com.xagent.sim.ime/.SimKeyboard"),
             "Input method com.xagent.sim.ime/.SimKeyboard selected for user #0\n"
         );
+    }
+
+    fn dev_sdk(sdk: u32) -> Device {
+        Device::new(super::super::SimConfig { sdk, ..Default::default() }, "127.0.0.1:5555".into())
+    }
+
+    /// The formats of tests/fixtures/real, by SDK level (the connector's parsers are tested against those files,
+    /// not against this).
+    #[test]
+    fn prints_the_formats_of_its_sdk_level() {
+        let mut d = dev_sdk(16);
+        let w = out(&mut d, "dumpsys window windows");
+        assert!(w.contains("mCurrentFocus=Window{5f3a2b1 com.android.launcher3/"), "no u0 before 4.2: {w}");
+        let mut d = dev_sdk(28);
+        let w = out(&mut d, "dumpsys window windows");
+        assert!(w.contains("mFocusedApp=AppWindowToken{3e1f2a7 token=Token{91b5c04 ActivityRecord{7c8d9e0 u0 "), "{w}");
+        assert!(!out(&mut d, "dumpsys window displays").contains("mCurrentFocus"));
+        assert!(out(&mut d, "dumpsys input").contains("SurfaceOrientation: 0"));
+        for sdk in [30, 33, 35] {
+            let mut d = dev_sdk(sdk);
+            assert!(!out(&mut d, "dumpsys window windows").contains("mCurrentFocus"), "sdk {sdk}");
+            let disp = out(&mut d, "dumpsys window displays");
+            assert!(disp.contains("  Display: mDisplayId=0 "), "sdk {sdk}");
+            assert!(disp.contains("mFocusedApp=ActivityRecord{7c8d9e0 u0 com.android.launcher3/"), "sdk {sdk}");
+            assert!(out(&mut d, "dumpsys window").contains("mCurrentFocus="), "full dump, sdk {sdk}");
+        }
+        // The record's brace moved before the task on 13 (INDEX.md `activity-13-*`); 12 has the old form.
+        let disp = out(&mut dev_sdk(32), "dumpsys window displays");
+        assert!(
+            disp.contains("ActivityRecord{7c8d9e0 u0 com.android.launcher3/.uioverrides.QuickstepLauncher t12}"),
+            "{disp}"
+        );
+        let disp = out(&mut dev_sdk(33), "dumpsys window displays");
+        assert!(
+            disp.contains("ActivityRecord{7c8d9e0 u0 com.android.launcher3/.uioverrides.QuickstepLauncher} t12}"),
+            "{disp}"
+        );
+        let mut d = dev_sdk(33);
+        out(&mut d, "settings put system user_rotation 1");
+        let input = out(&mut d, "dumpsys input");
+        assert!(input.contains("InputDeviceOrientation: 1") && !input.contains("SurfaceOrientation"), "{input}");
+        assert!(input.contains("orientation=1, logicalFrame=[0, 0, 2400, 1080]"), "{input}");
+        assert!(out(&mut d, "dumpsys input_method")
+            .contains("mShowRequested=false mShowExplicitlyRequested=false mShowForced=false mInputShown=false"));
+        let mut d = dev_sdk(35);
+        out(&mut d, "settings put system user_rotation 3");
+        assert!(out(&mut d, "dumpsys input").contains("InputDeviceOrientation: Rotation270"));
+        let ime = out(&mut d, "dumpsys input_method");
+        assert!(ime.contains("\n  mInputShown=false\n") && !ime.contains("mShowRequested"), "{ime}");
     }
 }

@@ -292,7 +292,8 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
             }
             let (w, h, mut px, lie) = {
                 let dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
-                (dev.ui.width, dev.ui.height, dev.ui.render_rgba(), dev.frame_lie)
+                let (w, h) = dev.ui.logical_size();
+                (w, h, dev.ui.render_rgba(), dev.frame_lie)
             };
             // adbd's fbinfo v2: version, bpp, colorSpace, size, width, height, then
             // offset/length for red, blue, green, alpha.

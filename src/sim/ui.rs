@@ -108,8 +108,13 @@ pub struct DemoLayout {
 
 #[derive(Debug, Clone)]
 pub struct Ui {
+    /// The panel's physical size (portrait, what `wm size` prints).
     pub width: u32,
     pub height: u32,
+    /// The display's rotation in quarter turns (`settings put system user_rotation N`). A real phone lays its
+    /// UI out, captures its screen and dumps its tree in the logical, rotated space: everything below goes through
+    /// [`Ui::logical_size`], never through `width`/`height` directly.
+    pub rotation: u8,
     pub counter: u32,
     pub text: String,
     pub text_focused: bool,
@@ -136,6 +141,7 @@ impl Ui {
         Ui {
             width,
             height,
+            rotation: 0,
             counter: 0,
             text: String::new(),
             text_focused: false,
@@ -151,12 +157,22 @@ impl Ui {
         }
     }
 
+    /// Width and height of the display as apps, `screencap` and `uiautomator` see it: swapped on a quarter turn.
+    pub fn logical_size(&self) -> (u32, u32) {
+        if self.rotation % 2 == 1 {
+            (self.height, self.width)
+        } else {
+            (self.width, self.height)
+        }
+    }
+
     pub fn on_demo(&self) -> bool {
         self.foreground.package == DEMO_PACKAGE
     }
 
     pub fn demo_layout(&self) -> DemoLayout {
-        let (w, h) = (self.width as i32, self.height as i32);
+        let (w, h) = self.logical_size();
+        let (w, h) = (w as i32, h as i32);
         let px = |num: i32, den: i32, total: i32| total * num / den;
         DemoLayout {
             title: Rect { left: px(1, 12, w), top: px(60, 1000, h), right: px(11, 12, w), bottom: px(110, 1000, h) },
@@ -200,7 +216,7 @@ impl Ui {
         if self.keyguard_showing {
             // A swipe up over a quarter of the screen opens a swipe keyguard; a secure one shows its bouncer and
             // stays locked.
-            if self.screen_on && self.lock == LockMode::Swipe && y1 - y2 > self.height as i32 / 4 {
+            if self.screen_on && self.lock == LockMode::Swipe && y1 - y2 > self.logical_size().1 as i32 / 4 {
                 self.keyguard_showing = false;
             }
             return;
@@ -215,8 +231,8 @@ impl Ui {
     }
 
     pub fn layout(&self) -> Layout {
-        let w = self.width as i32;
-        let h = self.height as i32;
+        let (w, h) = self.logical_size();
+        let (w, h) = (w as i32, h as i32);
         let px = |num: i32, den: i32, total: i32| total * num / den;
         Layout {
             status_bar: Rect { left: 0, top: 0, right: w, bottom: px(35, 1000, h) },
@@ -358,7 +374,8 @@ impl Ui {
     pub fn dump_xml(&self) -> String {
         let l = self.layout();
         let pkg = if self.keyguard_showing { KEYGUARD_PACKAGE } else { self.foreground.package.as_str() };
-        let full = Rect { left: 0, top: 0, right: self.width as i32, bottom: self.height as i32 };
+        let (w, h) = self.logical_size();
+        let full = Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 };
         let mut nodes = String::new();
         let mut idx = 0;
         let mut push = |nodes: &mut String, n: Node| {
@@ -411,11 +428,12 @@ impl Ui {
             push(&mut nodes, Node::text(&self.foreground.activity, "android:id/text1", l.counter));
         }
         format!(
-            "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">\
+            "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"{}\">\
              <node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"{}\" \
              content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" \
              focusable=\"false\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" \
              selected=\"false\" bounds=\"{}\">{}</node></hierarchy>",
+            self.rotation % 4,
             xml_escape(pkg),
             full.bounds(),
             nodes
@@ -426,7 +444,8 @@ impl Ui {
     /// No fonts: coloured blocks stand in for widgets, the counter is drawn as big seven-segment
     /// digits and as a bar whose length grows with the counter, so pixels change on every tap.
     pub fn render_rgba(&self) -> Vec<u8> {
-        let (w, h) = (self.width as usize, self.height as usize);
+        let (w, h) = self.logical_size();
+        let (w, h) = (w as usize, h as usize);
         let mut c = Canvas { w, h, px: vec![0u8; w * h * 4] };
         // A sleeping phone captures black, and so does a FLAG_SECURE window (SurfaceFlinger leaves it out of
         // screenshots); the keyguard itself is never secure.
@@ -483,9 +502,10 @@ impl Ui {
     /// debug builds in tests and a 1080x2400 frame must encode in well under a second.
     pub fn render_png(&self) -> Vec<u8> {
         let rgba = self.render_rgba();
+        let (lw, lh) = self.logical_size();
         let mut out = Vec::new();
         let enc = PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::NoFilter);
-        if let Err(e) = enc.write_image(&rgba, self.width, self.height, ExtendedColorType::Rgba8) {
+        if let Err(e) = enc.write_image(&rgba, lw, lh, ExtendedColorType::Rgba8) {
             tracing::warn!(error = %e, "sim: png encoding failed");
         }
         out
@@ -684,5 +704,21 @@ mod tests {
         assert_ne!(a, b);
         let png = ui.render_png();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    }
+
+    #[test]
+    fn a_quarter_turn_lays_out_captures_and_dumps_in_the_rotated_space() {
+        let mut ui = Ui::new(108, 240);
+        ui.rotation = 1;
+        assert_eq!(ui.logical_size(), (240, 108));
+        assert_eq!(ui.render_rgba().len(), 240 * 108 * 4);
+        let xml = ui.dump_xml();
+        // As real landscape dumps print it (tests/fixtures/real/ui-*-rotation-1-*).
+        assert!(xml.contains("<hierarchy rotation=\"1\">"), "{xml}");
+        assert!(xml.contains("bounds=\"[0,0][240,108]\""), "{xml}");
+        let b = ui.layout().button;
+        assert!(b.right <= 240 && b.bottom <= 108, "{b:?}");
+        let (x, y) = b.center();
+        assert_eq!(ui.tap(x, y), TapOutcome::Incremented);
     }
 }

@@ -85,8 +85,12 @@ impl Ctx {
         let inside = |w: u32, h: u32| x >= 0 && y >= 0 && x < w as i64 && y < h as i64;
         // `wm size` is the natural (portrait) size. A point valid in both orientations needs no more; one valid
         // only when rotated asks the device for its current rotation (rare, so the common path stays free).
-        let (w, h) =
+        let (mut w, mut h) =
             if inside(nw, nh) && inside(nh, nw) { (nw, nh) } else { self.adb.display_size(&self.device).await? };
+        if !inside(w, h) {
+            // The rotation may be up to 1 s old: never refuse on a cached value, ask the phone now.
+            (w, h) = self.adb.display_size_now(&self.device).await?;
+        }
         if !inside(w, h) {
             return Err(invalid(format!(
                 "{what} ({x}, {y}) is outside the screen: x must be 0..{} and y 0..{} (device pixels, {w}×{h} in \

@@ -454,6 +454,14 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 filename: format!("screenshot-{}.{ext}", crate::protocol::now_ms()),
                 mime: mime.into(),
             };
+            // The frame is captured in the display's current (rotated) space and `wm size` is the natural one: a
+            // landscape frame turns the size with it, at no extra round trip, so the numbers always match the image.
+            let (fw, fh) = frame.image.dimensions();
+            let (screen_w, screen_h) = if (fw > fh) != (screen_w > screen_h) && fw != fh && screen_w != screen_h {
+                (screen_h, screen_w)
+            } else {
+                (screen_w, screen_h)
+            };
             let cache = c.files.clone();
             let (row, w, h, uniform) = tokio::task::spawn_blocking(move || {
                 let uniform = uniform_colour(&frame.image);
