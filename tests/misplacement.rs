@@ -60,8 +60,8 @@ async fn farm() -> Farm {
     Farm { _adb: adb, _dir: dir, _srv: srv, a, b, c }
 }
 
-fn bounded<F: std::future::Future<Output = ()>>(f: F) -> impl std::future::Future<Output = ()> {
-    async move { tokio::time::timeout(Duration::from_secs(120), f).await.expect("test timed out") }
+async fn bounded(f: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(120), f).await.expect("test timed out")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
