@@ -24,7 +24,7 @@ pub const MAX_CONCURRENT_PER_CHANNEL: usize = 16;
 const WAIT_SLACK: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The keys of a `tool.invoke` payload (§8.18: `tool_id`, `arguments`, `context`).
-pub const PAYLOAD_KEYS: &[&str] = &["tool_id", "arguments", "context"];
+const PAYLOAD_KEYS: &[&str] = &["tool_id", "arguments", "context"];
 
 /// Keys that belong in `payload.context` (§8.18: "context": {"session_id", "tool_call_id"}).
 const CONTEXT_KEYS: &[&str] = &["session_id", "tool_call_id"];
