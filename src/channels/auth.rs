@@ -15,6 +15,14 @@ use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::{ids, now_ms};
 use crate::store::AuthRow;
 
+/// The keys of an `auth.start` payload (§8.7).
+const AUTH_START_KEYS: &[&str] = &["flow_id", "input"];
+
+/// `device_busy` for a phone another channel holds, with what the caller can do about it.
+const HELD_ELSEWHERE: &str = "the device is bound to another channel; bind another phone (auth.start without \
+                              `serial` takes any free one) or ask an operator to release it (Release on the device \
+                              wall, or auth.logout by the channel holding it)";
+
 /// How long a pending session waits for approval; finished sessions stay queryable an hour beyond this
 /// (`Hub::run_leases` prunes them).
 const SESSION_TTL_MS: u64 = 10 * 60 * 1000;
@@ -106,6 +114,25 @@ impl Hub {
             p.insert("message".into(), json!(msg));
             AuthOutcome { payload: p, error: Some(ProtoError::new(code, msg)) }
         };
+        // §8.7 defines the payload as `{flow_id, input}`. Any other key is refused, never ignored: `{"fields":
+        // {"serial": …}}` used to bind whichever phone was free instead of the one asked for.
+        if let Some(k) = payload.keys().find(|k| !AUTH_START_KEYS.contains(&k.as_str())) {
+            // A client string in an error: control characters escaped, cut (it may be long).
+            let k: String = k.chars().take(64).flat_map(char::escape_debug).collect();
+            let known = || matching::CONSTRAINT_FIELDS.join(", ");
+            return fail(
+                ErrorCode::InvalidPacket,
+                if k == "serial" || matching::CONSTRAINT_FIELDS.contains(&k.as_str()) {
+                    format!("`{k}` belongs in payload.input.{k} (protocol §8.7), not at the payload's top level")
+                } else {
+                    format!(
+                        "auth.start payload key \"{k}\" is unknown (protocol §8.7: flow_id, input); the device \
+                         is chosen by payload.input (serial, {})",
+                        known()
+                    )
+                },
+            );
+        }
         if !self.flow_known(&flow_id) {
             let known: Vec<&str> = self.card.auth_flows.iter().map(|f| f.id).collect();
             return fail(
@@ -163,7 +190,8 @@ impl Hub {
                 return fail(
                     ErrorCode::DeviceBusy,
                     format!(
-                        "this channel is already bound to another device ({}); auth.logout first",
+                        "this channel is already bound to another device ({}); auth.logout this channel first, \
+                         or open another channel to bind a second phone",
                         mask_serial(&k.serial)
                     ),
                 )
@@ -246,7 +274,7 @@ impl Hub {
                         )
                     })?;
                 if held.contains(&d.key) {
-                    return Err(ProtoError::new(ErrorCode::DeviceBusy, "the device is bound to another channel"));
+                    return Err(ProtoError::new(ErrorCode::DeviceBusy, HELD_ELSEWHERE));
                 }
                 match d.state {
                     DeviceState::Online => Ok(Pick::Online(d.key.clone())),
@@ -267,7 +295,7 @@ impl Hub {
     fn bind(&self, channel_id: &str, key: &DeviceKey) -> Result<(), ProtoError> {
         let mut inner = self.lock();
         if inner.channels.iter().any(|(id, c)| id != channel_id && c.binding.as_ref() == Some(key)) {
-            return Err(ProtoError::new(ErrorCode::DeviceBusy, "the device is bound to another channel"));
+            return Err(ProtoError::new(ErrorCode::DeviceBusy, HELD_ELSEWHERE));
         }
         self.store.set_binding(channel_id, Some((&key.server, &key.serial)), now_ms()).map_err(internal)?;
         if let Some(ch) = inner.channels.get_mut(channel_id) {

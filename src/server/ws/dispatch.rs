@@ -130,7 +130,11 @@ pub async fn on_text(session: &mut Session, text: &str) {
         other => {
             let err = ProtoError::new(
                 ErrorCode::UnsupportedPacket,
-                format!("packet type {other:?} is not supported by this connector"),
+                format!(
+                    "packet type \"{}\" is not supported by this connector; it accepts {} (requests) and pong, error",
+                    log_str(other),
+                    REQUESTS.join(", ")
+                ),
             );
             session.send_error(&pkt, err).await
         }

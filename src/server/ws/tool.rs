@@ -23,6 +23,47 @@ pub const MAX_CONCURRENT_PER_CHANNEL: usize = 16;
 /// How much longer than the tool's own deadline a repeated call waits for the first one's outcome.
 const WAIT_SLACK: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The keys of a `tool.invoke` payload (§8.18: `tool_id`, `arguments`, `context`).
+const PAYLOAD_KEYS: &[&str] = &["tool_id", "arguments", "context"];
+
+/// Keys that belong in `payload.context` (§8.18: "context": {"session_id", "tool_call_id"}).
+const CONTEXT_KEYS: &[&str] = &["session_id", "tool_call_id"];
+
+/// Refuses a payload whose shape is not §8.18's, naming the right place. §8.18 defines the payload as
+/// `{tool_id, arguments, context: {session_id, tool_call_id}}` and nothing else; a key we do not know is refused
+/// rather than ignored, because ignoring one silently dropped a misplaced `tool_call_id` and a side effect ran twice
+/// on a retry. Keys inside `context` other than `tool_call_id` are left alone: context is xAgent's runtime
+/// correlation data ("Connector 只能作为关联信息使用") and may grow.
+fn check_payload_shape(payload: &Map<String, Value>) -> Result<(), ProtoError> {
+    let bad = |m: String| Err(ProtoError::new(ErrorCode::InvalidPacket, m));
+    if let Some(k) = payload.keys().find(|k| !PAYLOAD_KEYS.contains(&k.as_str())) {
+        let k = super::dispatch::log_str(k);
+        return if CONTEXT_KEYS.contains(&k.as_str()) {
+            bad(format!(
+                "`{k}` belongs in payload.context.{k} (protocol §8.18), not at the payload's top level; nothing ran"
+            ))
+        } else {
+            bad(format!(
+                "tool.invoke payload key \"{k}\" is unknown (protocol §8.18: {}; the call identity goes in \
+                 payload.context.tool_call_id, tool arguments in payload.arguments); nothing ran",
+                PAYLOAD_KEYS.join(", ")
+            ))
+        };
+    }
+    match payload.get("context") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(c)) => match c.get("tool_call_id") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if !s.is_empty() => {}
+            Some(_) => {
+                return bad("payload.context.tool_call_id must be a non-empty string; nothing ran".into());
+            }
+        },
+        Some(_) => return bad("tool.invoke payload.context must be an object; nothing ran".into()),
+    }
+    Ok(())
+}
+
 pub async fn invoke(session: &mut Session, pkt: Packet) {
     let hub = session.app.hub.clone();
     // Routing errors are `type = "error"` (§7); everything after routing is a business failure on the ack.
@@ -45,6 +86,11 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         metrics.tool_refused(label, e.code.as_str());
         pkt.ack_error(ACK, Some(&channel), &e, Some(obj([("tool_id", json!(tool_id))])))
     };
+    // Checked before anything else: a misplaced key (e.g. `tool_call_id` beside `tool_id`) would otherwise be
+    // dropped silently and the call run without the identity that makes a retry safe.
+    if let Err(e) = check_payload_shape(&payload) {
+        return session.send(fail(e)).await;
+    }
     if *session.app.shutdown.borrow() {
         return session
             .send(fail(ProtoError::new(
