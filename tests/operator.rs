@@ -284,6 +284,27 @@ async fn health_and_metrics_follow_an_adb_server_that_dies_and_returns() {
     assert_eq!(r.json()["connector_card_id"], "device.adb", "still identifies itself");
     gauge_until(srv.addr, &server, "0").await;
 
+    // doctor, probing the running connector, reads the degraded answer: the status and the problem, and fails.
+    let (addr, data, conf, s) =
+        (srv.addr, srv.data_dir.clone(), dir.path().join("no-installed-service"), server.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        output_bounded({
+            let mut c = Command::new(BIN);
+            c.args(["doctor", "--adb-server", &s, "--listen", &addr.to_string(), "--data-dir"])
+                .arg(&data)
+                .env("XAGENT_ADB_CONFIG_DIR", &conf)
+                .env_remove("XAGENT_CONNECTOR_API_KEY")
+                .env_remove("XAGENT_ADB_API_KEY_FILE");
+            c
+        })
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text.lines().find(|l| l.contains("a connector is running on")).unwrap_or_default();
+    assert!(line.contains("status degraded") && line.contains(&format!("the adb server {server}")), "{text}");
+
     let out = adb.adb(&["start-server"]);
     assert_eq!(out.status, Some(0), "adb start-server: {}", out.stderr);
     let ok = health_until(srv.addr, "ok again", |s, v| s == 200 && v["status"] == "ok").await;
