@@ -310,6 +310,22 @@ async fn health_and_metrics_follow_an_adb_server_that_dies_and_returns() {
     let ok = health_until(srv.addr, "ok again", |s, v| s == 200 && v["status"] == "ok").await;
     assert!(ok.json().get("problems").is_none(), "{}", ok.text());
     gauge_until(srv.addr, &server, "1").await;
+
+    // A restart (what `systemctl restart adb-server` does) is not an outage: neither /health nor the gauge flaps.
+    let restart = Instant::now();
+    assert_eq!(adb.adb(&["kill-server"]).status, Some(0));
+    assert_eq!(adb.adb(&["start-server"]).status, Some(0));
+    let took = restart.elapsed();
+    // Only meaningful when the restart itself was quick (a loaded machine may take longer; then say nothing).
+    if took < Duration::from_secs(5) {
+        while restart.elapsed() < Duration::from_secs(13) {
+            let h = get(srv.addr, "/health").await;
+            assert_eq!(h.json()["status"], "ok", "a {took:?} restart flapped /health: {}", h.text());
+            let m = get(srv.addr, "/metrics").await.text();
+            assert_eq!(adb_server_up(&m, &server).as_deref(), Some("1"), "a {took:?} restart flapped the gauge");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
 }
 
 #[test]
