@@ -188,7 +188,7 @@ pub fn metrics(app: &App) -> Response<Body> {
             .backend()
             .adb_servers()
             .into_iter()
-            .map(|(s, down)| (s, !down.is_some_and(|d| d >= crate::device::UNREACHABLE_AFTER)))
+            .map(|(s, down)| (s, down.is_none_or(|d| d < crate::device::UNREACHABLE_AFTER)))
             .collect(),
     };
     let mut r = Response::new(full(app.metrics.render(&gauges)));
