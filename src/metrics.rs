@@ -1,8 +1,9 @@
 //! Operational metrics in the Prometheus text format (`GET /metrics`, behind the API key).
 //!
 //! Hand-written instead of a client crate: a handful of counters, gauges read at scrape time and one histogram
-//! family, rendered in ~100 lines. Label values are tool ids and fixed state names only — never serials, channel
-//! ids or anything from a request — so cardinality is bounded by the registry.
+//! family, rendered in ~100 lines. Label values are tool ids, fixed state names and the configured adb server
+//! addresses only — never serials, channel ids or anything from a request — so cardinality is bounded by the
+//! registry and the configuration.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -47,6 +48,13 @@ pub struct Gauges {
     pub auth: Vec<(&'static str, u64, u64)>,
     /// `android_observe` observations held (all channels).
     pub observations_held: u64,
+    /// `(host:port, up)` of every configured adb server (`--adb-server`): bounded by the configuration.
+    pub adb_servers_up: Vec<(String, bool)>,
+}
+
+/// A Prometheus label value: `\`, `"` and newlines escaped (text format 0.0.4), so no value can break a line.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 impl Metrics {
@@ -211,6 +219,20 @@ impl Metrics {
             "android_observe observations kept for element targets (freed on logout, close and expiry).",
             format!("xagent_observations_held {}\n", g.observations_held),
         );
+        let mut body = String::new();
+        for (server, up) in &g.adb_servers_up {
+            let _ = writeln!(body, "xagent_adb_server_up{{server=\"{}\"}} {}", label(server), u8::from(*up));
+        }
+        block(
+            &mut out,
+            "xagent_adb_server_up",
+            "gauge",
+            &format!(
+                "1 while the connector reaches the adb server, 0 once it has not answered for {} s.",
+                crate::device::UNREACHABLE_AFTER.as_secs()
+            ),
+            body,
+        );
         out
     }
 }
@@ -236,6 +258,7 @@ mod tests {
             in_flight_tools: 1,
             auth: vec![("login", 4, 1)],
             observations_held: 5,
+            adb_servers_up: vec![("127.0.0.1:5037".into(), true), ("a\"b\\c\nd".into(), false)],
         };
         let text = m.render(&g);
         for needle in [
@@ -243,6 +266,8 @@ mod tests {
             "xagent_auth_throttled_total{surface=\"login\"} 1",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"ok\"} 2",
             "xagent_observations_held 5",
+            "xagent_adb_server_up{server=\"127.0.0.1:5037\"} 1",
+            "xagent_adb_server_up{server=\"a\\\"b\\\\c\\nd\"} 0",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"device_timeout\"} 1",
             "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.01\"} 1",
             "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.5\"} 2",

@@ -206,9 +206,12 @@ fn serve_refuses_a_state_database_it_cannot_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_fails_when_the_state_stops_accepting_writes() {
+    // A reachable adb server: an unreachable one is itself a `degraded` problem (see the next test).
+    let Some(adb) = AdbServer::start() else { return };
+    let adb_addr = format!("127.0.0.1:{}", adb.port);
     let dir = shared_tempdir();
     let data = make_state(dir.path());
-    let (child, addr) = spawn_serve(unprivileged(), &data, &[]);
+    let (child, addr) = spawn_serve(unprivileged(), &data, &["--adb-server", &adb_addr]);
     let ok = health_until(addr, "ok", |s, v| s == 200 && v["status"] == "ok").await;
     assert!(ok.json().get("problems").is_none(), "{}", ok.text());
 
@@ -237,6 +240,92 @@ async fn health_fails_when_the_state_stops_accepting_writes() {
     drop(locker);
     health_until(addr, "ok after the lock", |s, v| s == 200 && v["status"] == "ok").await;
     stop(child);
+}
+
+/// The `xagent_adb_server_up` sample of `server` in a `/metrics` text, if any.
+fn adb_server_up(metrics: &str, server: &str) -> Option<String> {
+    let prefix = format!("xagent_adb_server_up{{server=\"{server}\"}} ");
+    metrics.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+}
+
+/// Polls `/metrics` (bounded) until `server`'s gauge reads `want`.
+async fn gauge_until(addr: std::net::SocketAddr, server: &str, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let m = get(addr, "/metrics").await;
+        assert_eq!(m.status, 200, "{}", m.text());
+        if adb_server_up(&m.text(), server).as_deref() == Some(want) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "xagent_adb_server_up never became {want}:\n{}", m.text());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A dead adb server (the real one, killed) turns `/health` `degraded` (still 200) with a problem naming it and
+/// the fix, and its `xagent_adb_server_up` gauge to 0; started again on the same port, both recover by themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_metrics_follow_an_adb_server_that_dies_and_returns() {
+    let Some(adb) = AdbServer::start() else { return };
+    let server = format!("127.0.0.1:{}", adb.port);
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--adb-server", &server], &[]);
+    health_until(srv.addr, "ok", |s, v| s == 200 && v["status"] == "ok").await;
+    gauge_until(srv.addr, &server, "1").await;
+
+    let out = adb.adb(&["kill-server"]);
+    assert_eq!(out.status, Some(0), "adb kill-server: {}", out.stderr);
+    let killed = Instant::now();
+    let r = health_until(srv.addr, "degraded", |s, v| s == 200 && v["status"] == "degraded").await;
+    // Not on the first failed retry: the outage must last UNREACHABLE_AFTER (10 s) before it shows.
+    assert!(killed.elapsed() >= Duration::from_secs(9), "degraded after only {:?}", killed.elapsed());
+    let problems = r.json()["problems"].to_string();
+    assert!(problems.contains(&server) && problems.contains("systemctl status adb-server"), "{problems}");
+    assert_eq!(r.json()["connector_card_id"], "device.adb", "still identifies itself");
+    gauge_until(srv.addr, &server, "0").await;
+
+    // doctor, probing the running connector, reads the degraded answer: the status and the problem, and fails.
+    let (addr, data, conf, s) =
+        (srv.addr, srv.data_dir.clone(), dir.path().join("no-installed-service"), server.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        output_bounded({
+            let mut c = Command::new(BIN);
+            c.args(["doctor", "--adb-server", &s, "--listen", &addr.to_string(), "--data-dir"])
+                .arg(&data)
+                .env("XAGENT_ADB_CONFIG_DIR", &conf)
+                .env_remove("XAGENT_CONNECTOR_API_KEY")
+                .env_remove("XAGENT_ADB_API_KEY_FILE");
+            c
+        })
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text.lines().find(|l| l.contains("a connector is running on")).unwrap_or_default();
+    assert!(line.contains("status degraded") && line.contains(&format!("the adb server {server}")), "{text}");
+
+    let out = adb.adb(&["start-server"]);
+    assert_eq!(out.status, Some(0), "adb start-server: {}", out.stderr);
+    let ok = health_until(srv.addr, "ok again", |s, v| s == 200 && v["status"] == "ok").await;
+    assert!(ok.json().get("problems").is_none(), "{}", ok.text());
+    gauge_until(srv.addr, &server, "1").await;
+
+    // A restart (what `systemctl restart adb-server` does) is not an outage: neither /health nor the gauge flaps.
+    let restart = Instant::now();
+    assert_eq!(adb.adb(&["kill-server"]).status, Some(0));
+    assert_eq!(adb.adb(&["start-server"]).status, Some(0));
+    let took = restart.elapsed();
+    // Only meaningful when the restart itself was quick (a loaded machine may take longer; then say nothing).
+    if took < Duration::from_secs(5) {
+        while restart.elapsed() < Duration::from_secs(13) {
+            let h = get(srv.addr, "/health").await;
+            assert_eq!(h.json()["status"], "ok", "a {took:?} restart flapped /health: {}", h.text());
+            let m = get(srv.addr, "/metrics").await.text();
+            assert_eq!(adb_server_up(&m, &server).as_deref(), Some("1"), "a {took:?} restart flapped the gauge");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
 }
 
 #[test]

@@ -345,7 +345,14 @@ async fn doctor_without_the_key_of_a_keyed_connector_says_to_pass_it() {
     let dir = tempfile::tempdir().unwrap();
     let kf = dir.path().join("key");
     std::fs::write(&kf, "k-doctor-1").unwrap();
-    let srv = Server::start(&dir.path().join("data"), &["--api-key-file", kf.to_str().unwrap()], &[]);
+    // A reachable adb server: with none, /health turns `degraded` after 10 s and doctor would rightly say so.
+    let Some(adb) = AdbServer::start() else { return };
+    let adb_addr = format!("127.0.0.1:{}", adb.port);
+    let srv = Server::start(
+        &dir.path().join("data"),
+        &["--api-key-file", kf.to_str().unwrap(), "--adb-server", &adb_addr],
+        &[],
+    );
     let (addr, data, conf) = (srv.addr, srv.data_dir.clone(), dir.path().join("no-installed-service"));
     let doctor = move |key: Option<std::path::PathBuf>| {
         let (data, conf) = (data.clone(), conf.clone());

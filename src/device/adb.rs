@@ -39,6 +39,9 @@ pub struct AdbBackend {
     /// Last rotation read per device and when: reused for [`ROTATION_TTL`] (a turn of the phone is seen within it).
     rotations: Mutex<HashMap<DeviceKey, (Instant, u8)>>,
     reachable: Mutex<HashMap<SocketAddrV4, bool>>,
+    /// When each adb server's tracker lost its connection (or first failed to make one); removed when a tracker
+    /// connection is open again. What `/health` and `xagent_adb_server_up` read (see [`super::UNREACHABLE_AFTER`]).
+    down_since: Mutex<HashMap<SocketAddrV4, Instant>>,
     /// Devices verified reachable since they last came online, with `ro.product.model` as the phone reports it
     /// (the adb server's `model:` is sanitised: `Pixel_7__sim_`). A device the adb server lists as `device` counts
     /// as online only once it is in here: a shell round trip proved it answers.
@@ -116,6 +119,7 @@ impl AdbBackend {
             screen: Mutex::new(HashMap::new()),
             rotations: Mutex::new(HashMap::new()),
             reachable: Mutex::new(HashMap::new()),
+            down_since: Mutex::new(HashMap::new()),
             verified: Mutex::new(HashMap::new()),
             verifying: Mutex::new(std::collections::HashSet::new()),
             identities: Mutex::new(Default::default()),
@@ -176,6 +180,7 @@ impl AdbBackend {
                 Ok(mut t) => {
                     backoff = Duration::from_millis(200);
                     self.set_reachable(server, true);
+                    self.down_since.lock().unwrap_or_else(|e| e.into_inner()).remove(&server);
                     // track-devices misses some transitions (adb 29 does not announce offline → unauthorized),
                     // so a once-a-second `devices-l` poll reconciles the list as well.
                     let mut poll = tokio::time::interval(Duration::from_secs(1));
@@ -187,6 +192,7 @@ impl AdbBackend {
                                 Ok(list) => self.apply(server, list),
                                 Err(e) => {
                                     tracing::warn!(%server, error = %e, "adb server device tracking interrupted");
+                                    self.mark_down(server);
                                     break;
                                 }
                             },
@@ -194,6 +200,7 @@ impl AdbBackend {
                                 Ok(list) => self.apply(server, list),
                                 Err(e) => {
                                     tracing::warn!(%server, error = %e, "adb server stopped answering");
+                                    self.mark_down(server);
                                     break;
                                 }
                             },
@@ -201,6 +208,7 @@ impl AdbBackend {
                     }
                 }
                 Err(e) => {
+                    self.mark_down(server);
                     if self.set_reachable(server, false) {
                         tracing::warn!(%server, error = %e, "retrying every second");
                     }
@@ -222,6 +230,18 @@ impl AdbBackend {
             tracing::info!(%server, "adb server reachable again");
         }
         !up && prev != Some(false)
+    }
+
+    /// Starts the outage clock of `server` unless it already runs (a failed retry does not reset it).
+    fn mark_down(&self, server: SocketAddrV4) {
+        self.down_since.lock().unwrap_or_else(|e| e.into_inner()).entry(server).or_insert_with(Instant::now);
+    }
+
+    /// Every configured adb server, in `--adb-server` order, with how long its tracker has been without a
+    /// connection (`None`: connected, or not tried yet).
+    pub fn outages(&self) -> Vec<(SocketAddrV4, Option<Duration>)> {
+        let down = self.down_since.lock().unwrap_or_else(|e| e.into_inner());
+        self.servers.iter().map(|s| (*s, down.get(s).map(|at| at.elapsed()))).collect()
     }
 
     pub fn is_reachable(&self, server: SocketAddrV4) -> bool {
@@ -658,6 +678,10 @@ const ROTATION_COMMAND: &str =
     "dumpsys input | grep -E 'SurfaceOrientation:|InputDeviceOrientation:|Viewport INTERNAL:'; true";
 
 impl Backend for AdbBackend {
+    fn adb_servers(&self) -> Vec<(String, Option<Duration>)> {
+        self.outages().into_iter().map(|(s, d)| (s.to_string(), d)).collect()
+    }
+
     fn auth_flows(&self) -> Vec<AuthFlow> {
         vec![AuthFlow {
             id: "adb_device",

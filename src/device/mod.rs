@@ -63,6 +63,12 @@ pub struct DeviceInfo {
     pub sdk: Option<u32>,
 }
 
+/// How long an adb server's tracker must stay without a connection before the server counts as unreachable
+/// (`/health` degraded, `xagent_adb_server_up` 0). `adb kill-server; adb start-server` or a restart of
+/// `adb-server.service` takes 1-3 s and the tracker retries every second, so a restart never shows; a server
+/// that stays down shows within this time plus a second.
+pub const UNREACHABLE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What the channel layer needs from the device layer.
 pub trait Backend: Send + Sync + 'static {
     /// The card's `auth_flows` (device binding).
@@ -98,6 +104,12 @@ pub trait Backend: Send + Sync + 'static {
     /// arrived yet, or a listed device is being verified. A binding that finds no online device waits (bounded).
     fn settling(&self) -> bool {
         false
+    }
+
+    /// Every configured adb server (`host:port`, in configuration order) with how long it has been without a
+    /// tracker connection (`None`: connected, or not tried yet). Empty for backends without adb servers.
+    fn adb_servers(&self) -> Vec<(String, Option<std::time::Duration>)> {
+        Vec::new()
     }
 }
 

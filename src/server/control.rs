@@ -106,11 +106,35 @@ fn probe(store: Option<&crate::store::Store>, files_dir: &std::path::Path) -> Ve
     out
 }
 
+/// The adb servers whose tracker has been without a connection for [`crate::device::UNREACHABLE_AFTER`] or
+/// longer: their phones are gone from the list and bindings to them fail, but phones on other servers still work,
+/// so this is `degraded`, not `failed`. Read live (no probe: the trackers already retry every second).
+fn adb_server_problems(app: &App) -> Vec<Problem> {
+    app.hub
+        .backend()
+        .adb_servers()
+        .into_iter()
+        .filter_map(|(server, down)| {
+            let down = down.filter(|d| *d >= crate::device::UNREACHABLE_AFTER)?;
+            Some(Problem {
+                fatal: false,
+                message: format!(
+                    "the adb server {server} has not answered for {} s (its phones are unavailable): check \
+                     `systemctl status adb-server` (or start one: `adb -P {} start-server`)",
+                    down.as_secs(),
+                    server.rsplit(':').next().unwrap_or("5037"),
+                ),
+            })
+        })
+        .collect()
+}
+
 /// §4.3: the same `build` as the card; `connector_card_version` is `connector.version`. `status` is `ok`, or
-/// `degraded` (200: the file cache cannot be written) or `failed` (503: the state cannot be written, so every
-/// session would fail), with `problems` saying why.
+/// `degraded` (200: the file cache cannot be written, or an adb server is unreachable) or `failed` (503: the
+/// state cannot be written, so every session would fail), with `problems` saying why.
 pub async fn health(app: &App) -> Response<Body> {
-    let problems = app.health.problems().await;
+    let mut problems = app.health.problems().await;
+    problems.extend(adb_server_problems(app));
     let (instances, channels, open) = app.hub.stats();
     let devices = app.hub.backend().devices();
     let online = devices.iter().filter(|d| d.state == crate::device::DeviceState::Online).count();
@@ -159,6 +183,13 @@ pub fn metrics(app: &App) -> Response<Body> {
         in_flight_tools: app.tools_in_flight.live() as u64,
         auth: app.auth.counts(),
         observations_held: crate::tools::observe::held() as u64,
+        adb_servers_up: app
+            .hub
+            .backend()
+            .adb_servers()
+            .into_iter()
+            .map(|(s, down)| (s, down.is_none_or(|d| d < crate::device::UNREACHABLE_AFTER)))
+            .collect(),
     };
     let mut r = Response::new(full(app.metrics.render(&gauges)));
     *r.status_mut() = StatusCode::OK;
