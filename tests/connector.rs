@@ -49,7 +49,10 @@ async fn control_plane_card_skill_health_and_errors() {
     let h = http(srv.addr, "GET", "/health", &[("Authorization", &format!("Bearer {KEY}"))], b"").await;
     assert_eq!(h.status, 200);
     let h = h.json();
-    assert_eq!(h["status"], "ok");
+    // This server's adb server (127.0.0.1:1) never answers: past the 10 s outage grace that alone makes it
+    // `degraded` (tests/operator.rs covers that); nothing else may be wrong.
+    let adb_only = h["problems"].as_array().is_some_and(|p| p.iter().all(|x| x.to_string().contains("adb server")));
+    assert!(h["status"] == "ok" || (h["status"] == "degraded" && adb_only), "{h}");
     assert_eq!(h["connector_card_id"], "device.adb");
     assert_eq!(h["protocol_version"], card["protocol_version"]);
     assert_eq!(h["connector_card_version"], card["connector"]["version"]);
