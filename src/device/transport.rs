@@ -437,6 +437,11 @@ mod tests {
     /// A one-connection fake adb server: OKAY to `host:transport:` and to the service, then `reply`, then it
     /// keeps the socket open (a reader that trusted a length would wait for bytes that never come).
     async fn fake_adb(reply: Vec<u8>) -> SocketAddr {
+        fake_adb_then(reply, true).await
+    }
+
+    /// [`fake_adb`] that, unless `hold`, closes the stream right after `reply` (a phone that hung up mid-frame).
+    async fn fake_adb_then(reply: Vec<u8>, hold: bool) -> SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         tokio::spawn(async move {
@@ -450,7 +455,9 @@ mod tests {
                 s.write_all(b"OKAY").await.unwrap();
             }
             s.write_all(&reply).await.unwrap();
-            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            if hold {
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            }
         });
         addr
     }
@@ -526,24 +533,7 @@ mod tests {
         // An honest header, then fewer pixels than announced and the end of the stream.
         let mut short = words(&[2, 32, 1, 16, 2, 2, 0, 8, 16, 8, 8, 8, 24, 8]);
         short.extend_from_slice(&[0; 8]);
-        let server = {
-            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = l.local_addr().unwrap();
-            tokio::spawn(async move {
-                let (mut s, _) = l.accept().await.unwrap();
-                for _ in 0..2 {
-                    let mut len = [0u8; 4];
-                    s.read_exact(&mut len).await.unwrap();
-                    let n = usize::from_str_radix(std::str::from_utf8(&len).unwrap(), 16).unwrap();
-                    let mut req = vec![0u8; n];
-                    s.read_exact(&mut req).await.unwrap();
-                    s.write_all(b"OKAY").await.unwrap();
-                }
-                s.write_all(&short).await.unwrap();
-            });
-            addr
-        };
-        let e = bounded(framebuffer(server, "x", 160 << 20)).await.unwrap_err();
+        let e = bounded(framebuffer(fake_adb_then(short, false).await, "x", 160 << 20)).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
         assert!(e.message.contains("sent 8"), "{e:?}");
     }
