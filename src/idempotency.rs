@@ -61,7 +61,7 @@ pub struct Calls {
 fn encode(o: &Outcome) -> String {
     match o {
         Ok(v) => json!({"result": v}).to_string(),
-        Err(e) => json!({"error": {"code": e.code.as_str(), "message": e.message}}).to_string(),
+        Err(e) => json!({"error": {"code": e.code.as_str(), "message": e.message, "details": e.details}}).to_string(),
     }
 }
 
@@ -72,7 +72,9 @@ fn decode(s: &str) -> Outcome {
     }
     let code = v.pointer("/error/code").and_then(Value::as_str).unwrap_or("tool_invoke_failed");
     let message = v.pointer("/error/message").and_then(Value::as_str).unwrap_or("").to_owned();
-    Err(ProtoError { code: ErrorCode::from_wire(code), message })
+    // A replayed error carries the details it had (e.g. the observation_id of an ambiguous selector's candidates).
+    let details = v.pointer("/error/details").filter(|d| !d.is_null()).cloned();
+    Err(ProtoError { code: ErrorCode::from_wire(code), message, details })
 }
 
 fn store_err(e: rusqlite::Error) -> ProtoError {

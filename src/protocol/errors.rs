@@ -164,15 +164,28 @@ impl ErrorCode {
 }
 
 /// A protocol or business error: a stable code plus a message for logs and developers (never secrets).
+///
+/// `details` is optional machine-readable data an agent can act on without parsing the message (the candidates of
+/// an ambiguous selector and the `observation_id` their indices belong to, what was on screen when a wait timed
+/// out). It goes out as `error.details`: the packet schema's error object is `{code, message}` without
+/// `additionalProperties: false`, so receivers that do not know it ignore it; everything in it is also said in
+/// `message`, which stays the contract. Never secrets, bounded by whoever builds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProtoError {
     pub code: ErrorCode,
     pub message: String,
+    pub details: Option<serde_json::Value>,
 }
 
 impl ProtoError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self { code, message: message.into(), details: None }
+    }
+
+    /// The same error with `details` (an object).
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
     }
 }
 

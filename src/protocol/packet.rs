@@ -31,6 +31,15 @@ pub struct Packet {
 pub struct WireError {
     pub code: String,
     pub message: String,
+    /// Structured data of the error ([`ProtoError::details`]); absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl WireError {
+    fn of(err: &ProtoError) -> WireError {
+        WireError { code: err.code.as_str().to_owned(), message: err.message.clone(), details: err.details.clone() }
+    }
 }
 
 /// What a parse failure still knows about the offending packet, so the `error` reply can be routed
@@ -121,7 +130,7 @@ impl Packet {
                     Some(Value::String(s)) => s.clone(),
                     Some(_) => return Err(invalid("envelope field `error.message` must be a string")),
                 };
-                Some(WireError { code: code.to_owned(), message })
+                Some(WireError { code: code.to_owned(), message, details: m.get("details").cloned() })
             }
             Some(_) => return Err(invalid("envelope field `error` must be an object")),
         };
@@ -185,7 +194,7 @@ impl Packet {
         if p.payload.as_ref().is_some_and(Map::is_empty) {
             p.payload = None;
         }
-        p.error = Some(WireError { code: err.code.as_str().to_owned(), message: err.message.clone() });
+        p.error = Some(WireError::of(err));
         p
     }
 
@@ -205,7 +214,7 @@ impl Packet {
             kind: "error".to_owned(),
             time: Some(now_ms()),
             payload: None,
-            error: Some(WireError { code: err.code.as_str().to_owned(), message: err.message.clone() }),
+            error: Some(WireError::of(err)),
         }
     }
 

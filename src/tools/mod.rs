@@ -2,6 +2,7 @@
 //! dispatch. Device tools live one family per file next to this module.
 
 pub mod apps;
+pub mod args;
 pub mod device;
 pub mod files;
 pub mod input;

@@ -132,6 +132,11 @@ pub fn remember(channel: &str, mut obs: Observation) -> Arc<Observation> {
     obs
 }
 
+/// A fresh observation id (`obs_` + random hex): unguessable, so one channel cannot name another's by accident.
+pub fn new_id() -> String {
+    format!("obs_{}", crate::protocol::ids::random_hex(8))
+}
+
 /// The observation `id` of `channel` on `device`, or `observation_expired` saying what to do.
 pub fn recall(channel: &str, device: &DeviceKey, id: &str) -> Result<Arc<Observation>, ProtoError> {
     let map = store().lock().unwrap_or_else(|e| e.into_inner());
@@ -415,7 +420,7 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
             v
         })
         .collect();
-    let id = format!("obs_{}", crate::protocol::ids::random_hex(8));
+    let id = new_id();
     remember(
         &c.call.channel_id,
         Observation { id: id.clone(), device: c.device.clone(), created: Instant::now(), elements },

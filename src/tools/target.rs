@@ -194,6 +194,24 @@ fn brief(e: &Element) -> String {
     format!("#{} {label} at ({x}, {y})", e.index)
 }
 
+/// An element as an error's `details.candidates` lists it: enough to tell candidates apart and to act on one
+/// (`index` with the error's `observation_id`, or `center`). Never a password field's text; strings bounded.
+fn candidate(e: &Element) -> Value {
+    let cut = |s: &str| s.chars().take(80).collect::<String>();
+    let mut v = json!({"index": e.index, "center": e.center()});
+    for (k, s) in [("resource_id", &e.resource_id), ("text", &e.text), ("content_desc", &e.content_desc)] {
+        if !s.is_empty() && !(e.password && k == "text") {
+            v[k] = json!(cut(s));
+        }
+    }
+    v
+}
+
+/// `details` of an error listing `els`: the first [`LISTED`] as candidates, and how many there were in all.
+fn candidates(els: &[&Element]) -> Value {
+    json!({"candidates": els.iter().take(LISTED).map(|e| candidate(e)).collect::<Vec<_>>(), "total": els.len()})
+}
+
 fn list(els: &[&Element]) -> String {
     let mut s: Vec<String> = els.iter().take(LISTED).map(|e| brief(e)).collect();
     if els.len() > LISTED {
@@ -236,16 +254,16 @@ pub fn resolve_in(
                 return Ok(Resolved { element: same[0].clone(), re_resolved: true });
             }
             let why = if same.is_empty() { "is no longer on screen" } else { "moved and is no longer unique" };
-            let candidates: Vec<&Element> = now.iter().filter(|e| e.is_interactive() && has_identity(e)).collect();
+            let on_screen: Vec<&Element> = now.iter().filter(|e| e.is_interactive() && has_identity(e)).collect();
             Err(ProtoError::new(
                 ErrorCode::StaleElement,
                 format!(
-                    "element {} of observation {observation_id} {why}; nothing was done. On screen now: {}. Call \
-                     android_observe again.",
+                    "element {} of observation {observation_id} {why}; nothing was done. On screen now: {}",
                     brief(was),
-                    if candidates.is_empty() { "no interactive elements".to_owned() } else { list(&candidates) }
+                    if on_screen.is_empty() { "no interactive elements; call android_observe again".to_owned() } else { list(&on_screen) }
                 ),
-            ))
+            )
+            .with_details(candidates(&on_screen)))
         }
         Target::Selector(sel) => {
             let matches: Vec<&Element> = now.iter().filter(|e| sel.matches(e)).collect();
@@ -261,7 +279,8 @@ pub fn resolve_in(
                 (n, Some(k)) if k >= n => Err(ProtoError::new(
                     ErrorCode::ElementNotFound,
                     format!("nth={k} but only {n} element(s) match {}: {}", sel.describe(), list(&matches)),
-                )),
+                )
+                .with_details(candidates(&matches))),
                 (_, Some(k)) => Ok(Resolved { element: matches[k].clone(), re_resolved: false }),
                 (1, None) => Ok(Resolved { element: matches[0].clone(), re_resolved: false }),
                 (n, None) => Err(ProtoError::new(
@@ -272,7 +291,8 @@ pub fn resolve_in(
                         sel.describe(),
                         list(&matches)
                     ),
-                )),
+                )
+                .with_details(candidates(&matches))),
             }
         }
     }
@@ -329,7 +349,27 @@ pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
         Target::Selector(_) => None,
     };
     let now = ui::dump(c, DUMP_DEADLINE).await?;
-    resolve_in(target, obs.as_deref(), &now)
+    resolve_in(target, obs.as_deref(), &now).map_err(|e| with_observation(c, e, now))
+}
+
+/// An error that lists candidates (ambiguous, stale, `nth` past the matches) keeps the dump it was decided on as an
+/// observation, so the agent can retry at once with `{index, observation_id}` of the candidate it means — checked
+/// against the screen again like any observed target — instead of observing first.
+fn with_observation(c: &Ctx, mut e: ProtoError, now: Vec<Element>) -> ProtoError {
+    let Some(Value::Object(details)) = e.details.as_mut() else { return e };
+    if !details.get("candidates").and_then(Value::as_array).is_some_and(|c| !c.is_empty()) {
+        return e;
+    }
+    let id = observe::new_id();
+    observe::remember(
+        &c.call.channel_id,
+        observe::Observation { id: id.clone(), device: c.device.clone(), created: std::time::Instant::now(), elements: now },
+    );
+    details.insert("observation_id".into(), json!(id));
+    e.message.push_str(&format!(
+        "; to act on one of these, pass element {{index, observation_id: {id:?}}} (indices as listed after #)"
+    ));
+    e
 }
 
 #[cfg(test)]

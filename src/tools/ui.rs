@@ -305,10 +305,31 @@ async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) 
     }
 }
 
-fn matches(e: &Element, text: Option<&str>, id: Option<&str>, desc: Option<&str>) -> bool {
-    text.is_none_or(|t| e.text.contains(t))
+/// `text` is a substring of the element's text, or with `exact` the whole text. A password field's text never
+/// matches (it is not the agent's to read).
+fn matches(e: &Element, text: Option<&str>, exact: bool, id: Option<&str>, desc: Option<&str>) -> bool {
+    text.is_none_or(|t| !e.password && if exact { e.text == t } else { e.text.contains(t) })
         && id.is_none_or(|i| e.resource_id == i || e.resource_id.ends_with(&format!(":id/{i}")))
         && desc.is_none_or(|d| e.content_desc.contains(d))
+}
+
+/// Texts listed when a wait times out (the screen the agent was waiting on, so it can correct the next call).
+const WAIT_LISTED: usize = 20;
+
+/// The distinct texts and content descriptions on screen (first [`WAIT_LISTED`], each at most 60 characters, never
+/// a password field's), and how many there were.
+fn on_screen(all: &[Element]) -> (Vec<String>, usize) {
+    let mut seen = std::collections::BTreeSet::new();
+    let texts: Vec<String> = all
+        .iter()
+        .filter(|e| !e.password)
+        .flat_map(|e| [&e.text, &e.content_desc])
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| t.chars().take(60).collect::<String>())
+        .filter(|t| seen.insert(t.clone()))
+        .collect();
+    let total = texts.len();
+    (texts.into_iter().take(WAIT_LISTED).collect(), total)
 }
 
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
@@ -349,7 +370,20 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     all.iter().filter(|e| e.is_interesting() && (!only_interactive || e.is_interactive())).collect();
                 let truncated = picked.len() > max;
                 let elements: Vec<Value> = picked.iter().take(max).map(|e| e.to_json()).collect();
-                Ok(json!({"package": package, "count": elements.len(), "truncated": truncated, "elements": elements}))
+                // Kept like an android_observe's list, so `element: {index, observation_id}` works on what the
+                // agent read here (checked against the screen again before acting).
+                let id = super::observe::new_id();
+                super::observe::remember(
+                    &c.call.channel_id,
+                    super::observe::Observation {
+                        id: id.clone(),
+                        device: c.device.clone(),
+                        created: Instant::now(),
+                        elements: all,
+                    },
+                );
+                Ok(json!({"observation_id": id, "package": package, "count": elements.len(), "truncated": truncated,
+                          "elements": elements}))
             },
         ),
         tool(
@@ -378,13 +412,14 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     return Err(invalid("give at least one of `text`, `resource_id`, `content_desc`"));
                 }
                 let gone = c.bool("gone").unwrap_or(false);
+                let exact = c.bool("exact").unwrap_or(false);
                 let timeout = Duration::from_millis(c.i64("timeout_ms").unwrap_or(5000) as u64);
                 let started = Instant::now();
                 loop {
                     // Longer than uiautomator's own 10 s idle wait, so a screen that never idles ends in
                     // ui_unavailable (its real cause) rather than in a timeout.
                     let all = dump(&c, Duration::from_secs(14)).await?;
-                    let hit = all.iter().find(|e| matches(e, text, id, desc));
+                    let hit = all.iter().find(|e| matches(e, text, exact, id, desc));
                     let waited = started.elapsed().as_millis() as u64;
                     match (hit, gone) {
                         (Some(e), false) => {
@@ -398,10 +433,18 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                                 .collect::<Vec<_>>()
                                 .join(", ");
                             let state = if gone { "still on screen" } else { "not on screen" };
+                            let (seen, total) = on_screen(&all);
+                            let listed: Vec<String> = seen.iter().map(|t| format!("{t:?}")).collect();
+                            let more = if total > seen.len() { format!(" … {} more", total - seen.len()) } else { String::new() };
+                            let exactly = if exact && text.is_some() { " (exact text)" } else { "" };
                             return Err(ProtoError::new(
                                 ErrorCode::UiWaitTimeout,
-                                format!("element {what} {state} after {waited} ms; observe again (android_ui_dump) before retrying"),
-                            ));
+                                format!(
+                                    "element {what}{exactly} {state} after {waited} ms. Texts on screen: {}{more}",
+                                    if listed.is_empty() { "none".to_owned() } else { listed.join(", ") }
+                                ),
+                            )
+                            .with_details(json!({"on_screen": seen, "on_screen_total": total})));
                         }
                         _ => tokio::time::sleep(Duration::from_millis(400)).await,
                     }
@@ -431,9 +474,11 @@ mod tests {
         assert_eq!(j["class"], "Button");
         assert_eq!(j["package"], "com.android.launcher3");
         assert_eq!(j["center"], json!([539, 978]));
-        assert!(matches(&els[2], None, Some("button"), None));
-        assert!(matches(&els[1], Some("Count: 3"), None, None));
-        assert!(!matches(&els[1], Some("Count: 4"), None, None));
+        assert!(matches(&els[2], None, false, Some("button"), None));
+        assert!(matches(&els[1], Some("Count: 3"), false, None, None));
+        assert!(!matches(&els[1], Some("Count: 3"), true, None, None), "exact needs the whole text");
+        assert!(matches(&els[1], Some("Count: 3 & \"more\" 中"), true, None, None));
+        assert!(!matches(&els[1], Some("Count: 4"), false, None, None));
     }
 
     #[test]
