@@ -327,3 +327,74 @@ async fn a_landscape_phone_is_seen_and_tapped_in_the_rotated_space() {
     .await
     .expect("test timed out");
 }
+
+/// Issue 19 item 3: an ambiguous selector lists its candidates (resource id, text, centre) in `error.details`
+/// with an `observation_id` those indices belong to, so the agent retries with `{index, observation_id}` at once —
+/// and the retry taps exactly the candidate it named, nothing before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ambiguity_lists_candidates_with_an_observation_id_to_retry_with() {
+    bounded(async {
+        let mut r = rig().await;
+        r.demo_app().await;
+        r.sim.clear_events();
+        let ack = r.invoke("android_tap", json!({"element": {"text": "OK"}})).await;
+        assert_eq!(error_code(&ack), "ambiguous_element", "{ack}");
+        let details = &ack["error"]["details"];
+        let obs = details["observation_id"].as_str().unwrap_or_else(|| panic!("no observation_id: {ack}"));
+        assert!(ack["error"]["message"].as_str().unwrap().contains(obs), "the message names it too: {ack}");
+        let cands = details["candidates"].as_array().unwrap();
+        assert_eq!((cands.len(), details["total"].as_u64()), (2, Some(2)), "{details}");
+        let ids: Vec<&str> = cands.iter().map(|c| c["resource_id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["com.xagent.demo:id/ok_left", "com.xagent.demo:id/ok_right"]);
+        assert!(cands.iter().all(|c| c["text"] == "OK" && c["center"].as_array().is_some_and(|p| p.len() == 2)));
+        assert_eq!(r.sim.events(), vec![], "nothing tapped on the ambiguous call");
+
+        let right = &cands[1];
+        let tap = r.ok("android_tap", json!({"element": {"index": right["index"], "observation_id": obs}})).await;
+        assert_eq!(tap["element"]["resource_id"], "com.xagent.demo:id/ok_right", "{tap}");
+        assert_eq!(json!([tap["x"], tap["y"]]), right["center"]);
+        assert_eq!(r.sim.clicks(), vec!["OK (right)".to_owned()]);
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// `android_ui_dump` hands out an observation_id: its indices act like an `android_observe`'s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_dump_observation_id_works_with_tap() {
+    bounded(async {
+        let mut r = rig().await;
+        let dump = r.ok("android_ui_dump", json!({})).await;
+        let obs = dump["observation_id"].as_str().unwrap_or_else(|| panic!("no observation_id: {dump}")).to_owned();
+        let button = find(&dump, "Increment").clone();
+        r.sim.clear_events();
+        let tap = r.ok("android_tap", json!({"element": {"index": button["index"], "observation_id": obs}})).await;
+        assert_eq!(tap["element"]["text"], "Increment", "{tap}");
+        let (x, y) = centre(&button);
+        assert_eq!(r.sim.events(), vec![InputEvent::Tap { x, y }]);
+        r.ok("android_ui_wait", json!({"text": "Count: 1", "exact": true})).await;
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// `android_ui_wait` with `exact` matches the whole text only; its timeout says what is on screen instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_wait_exact_and_a_timeout_that_lists_the_screen() {
+    bounded(async {
+        let mut r = rig().await;
+        let sub = r.ok("android_ui_wait", json!({"text": "Count", "timeout_ms": 0})).await;
+        assert_eq!((sub["found"].clone(), sub["element"]["text"].clone()), (json!(true), json!("Count: 0")));
+        let whole = r.ok("android_ui_wait", json!({"text": "Count: 0", "exact": true, "timeout_ms": 0})).await;
+        assert_eq!(whole["element"]["resource_id"], "com.xagent.sim:id/counter", "{whole}");
+
+        let ack = r.invoke("android_ui_wait", json!({"text": "Count", "exact": true, "timeout_ms": 300})).await;
+        assert_eq!(error_code(&ack), "ui_wait_timeout", "{ack}");
+        let msg = ack["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("(exact text)") && msg.contains("\"Count: 0\"") && msg.contains("\"Increment\""), "{msg}");
+        let seen = ack["error"]["details"]["on_screen"].as_array().unwrap();
+        assert!(seen.contains(&json!("Count: 0")) && seen.len() <= 20, "{ack}");
+    })
+    .await
+    .expect("test timed out");
+}

@@ -94,9 +94,7 @@ pub struct Security {
 }
 
 /// The description every tool's `connector_channel_id` carries.
-pub const CHANNEL_ID_DESCRIPTION: &str = "Opaque user-level Connector channel ID of the bound Android device. Pass it \
-exactly as received (from connector_channels_list or source_connector_channel_id); never substitute a device serial, \
-model name or connector name.";
+pub const CHANNEL_ID_DESCRIPTION: &str = "From connector_channels_list, verbatim";
 
 /// The one helper that injects the reserved `connector_channel_id` argument into a tool's input schema
 /// (§10: "input_schema 必须通过协议层 helper ... 注入标准 connector_channel_id 参数"). It is placed first in

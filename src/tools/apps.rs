@@ -3,17 +3,42 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 
 use super::device::{check_package, invalid, tool};
-use super::{Tool, ToolSpec};
+use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::shell::quote;
 use crate::policy::Policy;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
-fn package_schema() -> serde_json::Value {
-    json!({"type": "string", "minLength": 3, "maxLength": 255, "description": "Android package name, e.g. com.android.settings (see android_app_list)"})
+/// The arguments of the tools that take just a package.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PackageArgs {
+    /// e.g. com.android.settings (android_app_list)
+    #[schemars(length(min = 3, max = 255))]
+    package: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LaunchArgs {
+    /// e.g. com.android.settings (android_app_list)
+    #[schemars(length(min = 3, max = 255))]
+    package: String,
+    /// Activity class, full or relative (.MainActivity); default: the launcher activity
+    #[schemars(length(min = 2, max = 255))]
+    activity: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    #[serde(default)]
+    include_system: bool,
 }
 
 /// Activity class names: a Java class name, optionally relative to the package (`.Main`).
@@ -39,22 +64,19 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_app_launch",
                 title: "Launch an app",
-                description: "Start an installed app by package name (its launcher activity, or `activity` when \
-                              given), or bring it to the front if it is running. Repeating the call is harmless.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["package"], "properties": {
-                    "package": package_schema(),
-                    "activity": {"type": "string", "minLength": 2, "maxLength": 255,
-                                 "description": "Activity class, full (com.example.app.MainActivity) or relative (.MainActivity)"}}}),
-                output: json!({"type": "object", "required": ["package", "launched"], "properties": {
+                description: "Start an installed app, or bring it to the front if it runs. Repeating is harmless.",
+                input: args::schema::<LaunchArgs>(),
+                output: json!({"type": "object", "properties": {
                     "package": {"type": "string"}, "launched": {"type": "boolean"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
             |c| async move {
-                let pkg = c.str("package").unwrap_or("").to_owned();
+                let a: LaunchArgs = c.parse()?;
+                let pkg = a.package;
                 check_package(&pkg)?;
-                let cmd = match c.str("activity") {
+                let cmd = match a.activity.as_deref() {
                     Some(act) => {
                         check_activity(act)?;
                         format!("am start -n {}", quote(&format!("{pkg}/{act}")))
@@ -80,16 +102,16 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_app_stop",
                 title: "Force-stop an app",
-                description: "Force-stop an app (am force-stop). Its unsaved state is lost. Repeating is harmless.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["package"], "properties": {"package": package_schema()}}),
-                output: json!({"type": "object", "required": ["package", "stopped"], "properties": {
+                description: "Force-stop an app; its unsaved state is lost. Repeating is harmless.",
+                input: args::schema::<PackageArgs>(),
+                output: json!({"type": "object", "properties": {
                     "package": {"type": "string"}, "stopped": {"type": "boolean"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(15),
             },
             adb,
             |c| async move {
-                let pkg = c.str("package").unwrap_or("").to_owned();
+                let pkg = c.parse::<PackageArgs>()?.package;
                 check_package(&pkg)?;
                 c.adb.shell_ok(&c.device, &format!("am force-stop {}", quote(&pkg)), true, c.spec.deadline).await?;
                 Ok(json!({"package": pkg, "stopped": true}))
@@ -99,18 +121,17 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_app_list",
                 title: "List installed apps",
-                description: "Package names of installed apps; by default only user-installed (third-party) apps.",
-                input: json!({"type": "object", "additionalProperties": false, "properties": {
-                    "include_system": {"type": "boolean", "default": false, "description": "Include system apps"}}}),
-                output: json!({"type": "object", "required": ["packages", "count"], "properties": {
+                description: "Package names of installed apps (by default only user-installed ones).",
+                input: args::schema::<ListArgs>(),
+                output: json!({"type": "object", "properties": {
                     "packages": {"type": "array", "items": {"type": "string"}}, "count": {"type": "integer"}}}),
                 side_effect: false,
                 deadline: Duration::from_secs(20),
             },
             adb,
             |c| async move {
-                let cmd =
-                    if c.bool("include_system").unwrap_or(false) { "pm list packages" } else { "pm list packages -3" };
+                let all = c.parse::<ListArgs>()?.include_system;
+                let cmd = if all { "pm list packages" } else { "pm list packages -3" };
                 let out = c.adb.shell_ok(&c.device, cmd, false, c.spec.deadline).await?;
                 // The phone's output: only lines that are package names (ASCII letters, digits, `.`, `_`; ≤ 255
                 // bytes — what Android allows) reach the agent, and at most MAX_LISTED_PACKAGES of them (real
@@ -147,8 +168,7 @@ pub fn risky_tools(adb: &Arc<AdbBackend>, policy: &Arc<Policy>) -> Vec<Arc<dyn T
             adb,
             "android_app_uninstall",
             "Uninstall an app",
-            "Uninstall an app and delete its data. Enabled by the operator only. A repeat with the same \
-             tool_call_id answers from the record; a new call on an absent app fails.",
+            "Uninstall an app and delete its data (operator opt-in). A new call on an absent app fails.",
             "uninstall",
             "uninstalled",
             None,
@@ -157,9 +177,8 @@ pub fn risky_tools(adb: &Arc<AdbBackend>, policy: &Arc<Policy>) -> Vec<Arc<dyn T
             adb,
             "android_app_clear_data",
             "Clear an app's data",
-            "Delete all data of an app (pm clear): accounts, settings, caches. Enabled by the operator only. \
-             System packages (android, com.android.*, anything pm lists as a system app) are refused with \
-             permission_denied unless the operator's policy names them.",
+            "Delete all data of an app: accounts, settings, caches (operator opt-in). System packages are \
+             refused (permission_denied) unless the operator's policy names them.",
             "clear",
             "cleared",
             Some(policy.clone()),
@@ -183,9 +202,8 @@ fn pm_tool(
             id,
             title,
             description,
-            input: json!({"type": "object", "additionalProperties": false, "required": ["package"],
-                          "properties": {"package": package_schema()}}),
-            output: json!({"type": "object", "required": ["package", done], "properties": {
+            input: args::schema::<PackageArgs>(),
+            output: json!({"type": "object", "properties": {
                 "package": {"type": "string"}, done: {"type": "boolean"}}}),
             side_effect: true,
             deadline: Duration::from_secs(60),
@@ -194,7 +212,7 @@ fn pm_tool(
         move |c| {
             let system_guard = system_guard.clone();
             async move {
-                let pkg = c.str("package").unwrap_or("").to_owned();
+                let pkg = c.parse::<PackageArgs>()?.package;
                 let guarded = system_guard.is_some_and(|p| !p.clear_data_allow_system.contains(&pkg));
                 let refuse = || {
                     ProtoError::new(

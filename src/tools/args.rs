@@ -18,6 +18,11 @@ use serde_json::{Map, Value};
 
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
+/// The arguments of a tool that takes none (besides `connector_channel_id`): an empty object, nothing else.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
 /// The input schema of `T` as the card serves it (before the registry injects `connector_channel_id`).
 ///
 /// schemars' output is post-processed into the subset `schema.rs` enforces and every common model provider reads:
@@ -47,6 +52,10 @@ fn tidy(v: &mut Value) {
     let Value::Object(m) = v else { return };
     m.remove("format");
     m.remove("title");
+    // Doc comments keep their line breaks; a description is one line of prose.
+    if let Some(Value::String(d)) = m.get_mut("description") {
+        *d = d.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
     if let Some(Value::Object(props)) = m.get_mut("properties") {
         for p in props.values_mut() {
             drop_null(p);

@@ -69,14 +69,10 @@ impl Tool for DeviceTool {
 }
 
 impl Ctx {
-    pub fn i64(&self, name: &str) -> Option<i64> {
-        self.args.get(name).and_then(Value::as_f64).map(|f| f as i64)
-    }
-    pub fn str(&self, name: &str) -> Option<&str> {
-        self.args.get(name).and_then(Value::as_str)
-    }
-    pub fn bool(&self, name: &str) -> Option<bool> {
-        self.args.get(name).and_then(Value::as_bool)
+    /// The call's arguments as the tool's argument struct (see `args.rs`): already validated against the schema
+    /// derived from that struct, so a failure here is a rule the schema cannot express.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ProtoError> {
+        super::args::parse(&self.args)
     }
 
     /// A point inside the device's screen (tool coordinates are device pixels). Returns the screen size.

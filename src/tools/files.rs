@@ -10,10 +10,12 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 
 use super::device::{invalid, tool};
-use super::{ProgressFn, Tool, ToolSpec};
+use super::{args, ProgressFn, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::shell::quote;
 use crate::files::{self, NewFile};
@@ -100,33 +102,50 @@ fn install_failure(output: &str) -> String {
     reason.chars().take(400).collect()
 }
 
-fn file_ref_arg(c: &super::device::Ctx) -> Result<String, ProtoError> {
-    c.str("file_ref").map(str::to_owned).ok_or_else(|| invalid("argument `file_ref` is required"))
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct InstallArgs {
+    /// From POST /files/uploads on this channel
+    #[schemars(length(min = 1, max = 64))]
+    file_ref: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PullArgs {
+    /// Absolute, under /sdcard/ or /data/local/tmp/
+    #[schemars(length(min = 2, max = 1024))]
+    path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PushArgs {
+    /// From POST /files/uploads on this channel
+    #[schemars(length(min = 1, max = 64))]
+    file_ref: String,
+    /// Absolute, under /sdcard/ or /data/local/tmp/
+    #[schemars(length(min = 2, max = 1024))]
+    path: String,
 }
 
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
-    let file_ref_schema = json!({"type": "string", "minLength": 1, "maxLength": 64,
-        "description": "A file_ref from POST /files/uploads (or another tool's result) of this channel"});
-    let path_schema = json!({"type": "string", "minLength": 2, "maxLength": 1024,
-        "description": "Absolute device path under /sdcard/ or /data/local/tmp/"});
     vec![
         tool(
             ToolSpec {
                 id: "android_app_install",
                 title: "Install an app",
-                description: "Install (or update, keeping data) an APK that was uploaded to this channel. Reports \
-                              progress while copying; on failure the error carries the installer's reason (e.g. \
-                              INSTALL_FAILED_VERSION_DOWNGRADE). Installing the same APK twice is harmless.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["file_ref"], "properties": {
-                    "file_ref": file_ref_schema}}),
-                output: json!({"type": "object", "required": ["installed", "byte_size"], "properties": {
+                description: "Install or update (keeping data) an APK uploaded to this channel; errors carry the \
+                              installer's reason.",
+                input: args::schema::<InstallArgs>(),
+                output: json!({"type": "object", "properties": {
                     "installed": {"type": "boolean"}, "byte_size": {"type": "integer"}, "filename": {"type": "string"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(300),
             },
             adb,
             |c| async move {
-                let file_ref = file_ref_arg(&c)?;
+                let file_ref = c.parse::<InstallArgs>()?.file_ref;
                 let row = c.files.for_channel(&file_ref, &c.call.channel_id)?;
                 let local = c.files.path(&row);
                 let mut magic = [0u8; 4];
@@ -182,11 +201,10 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_file_pull",
                 title: "Fetch a file from the phone",
-                description: "Copy one file (up to 64 MiB) from the phone's shared storage (/sdcard/...) or \
-                              /data/local/tmp/ into a file reference with a one-time download URL.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["path"], "properties": {
-                    "path": path_schema.clone()}}),
-                output: json!({"type": "object", "required": ["files", "path", "byte_size"], "properties": {
+                description: "Copy one file (up to 64 MiB) from /sdcard/ or /data/local/tmp/ into a file reference \
+                              (one-time download URL).",
+                input: args::schema::<PullArgs>(),
+                output: json!({"type": "object", "properties": {
                     "files": {"type": "array", "items": files::file_item_schema()},
                     "path": {"type": "string"}, "byte_size": {"type": "integer"}}}),
                 side_effect: false,
@@ -194,7 +212,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             },
             adb,
             |c| async move {
-                let path = c.str("path").unwrap_or("").to_owned();
+                let path = c.parse::<PullArgs>()?.path;
                 check_device_path(&path)?;
                 let writer = c.files.writer(PULL_MAX_BYTES).map_err(|e| e.into_proto("the file"))?;
                 let cap = writer.cap();
@@ -241,21 +259,17 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_file_push",
                 title: "Put a file on the phone",
-                description: "Copy a file uploaded to this channel onto the phone at `path` (under /sdcard/ or \
-                              /data/local/tmp/), replacing any file there. Repeating the call writes the same bytes \
-                              again.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["file_ref", "path"], "properties": {
-                    "file_ref": file_ref_schema, "path": path_schema}}),
-                output: json!({"type": "object", "required": ["path", "byte_size"], "properties": {
+                description: "Copy a file uploaded to this channel to `path` on the phone, replacing any file there.",
+                input: args::schema::<PushArgs>(),
+                output: json!({"type": "object", "properties": {
                     "path": {"type": "string"}, "byte_size": {"type": "integer"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(300),
             },
             adb,
             |c| async move {
-                let path = c.str("path").unwrap_or("").to_owned();
+                let PushArgs { path, file_ref } = c.parse()?;
                 check_device_path(&path)?;
-                let file_ref = file_ref_arg(&c)?;
                 let row = c.files.for_channel(&file_ref, &c.call.channel_id)?;
                 let mut file = tokio::io::BufReader::with_capacity(
                     256 * 1024,

@@ -4,11 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::args;
 use super::device::{invalid, tool, Ctx};
 use super::power::{ready_for_input, InputGate};
-use super::target::{self, Resolved, Target};
+use super::target::{self, ElementArg, Resolved, Target};
 use super::ui::{self, Element};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
@@ -50,20 +53,16 @@ pub const KEYS: &[&str] = &[
     "MEDIA_PLAY_PAUSE",
 ];
 
-const COORD: &str =
-    "device pixels, 0 ≤ value < screen size (see android_device_status or an android_ui_dump element centre)";
-
-fn point_schema(desc: &str) -> Value {
-    json!({"type": "integer", "minimum": 0, "maximum": 100000, "description": format!("{desc}; {COORD}")})
-}
-
 /// Keys that are themselves about the screen's power: sent whatever the screen state (the gate would wake the
 /// phone before a POWER press that then turns it off again).
 const POWER_KEYS: &[&str] = &["POWER", "WAKEUP", "SLEEP"];
 
+/// A coordinate argument: device pixels; the screen's own size is checked before acting.
+const MAX_COORD: i64 = 100_000;
+
 /// `woke` in an input tool's result: the phone was asleep and was woken before the input (policy auto_wake).
 fn woke_schema() -> Value {
-    json!({"type": "boolean", "description": "The screen was off and was woken before the input"})
+    json!({"type": "boolean"})
 }
 
 /// Adds `woke: true` to a result when the gate woke the phone.
@@ -74,31 +73,154 @@ fn with_woke(mut v: Value, woke: bool) -> Value {
     v
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TapArgs {
+    /// What to tap instead of x, y: {index, observation_id} from android_observe or android_ui_dump (or an
+    /// error's candidates), or a selector: text (exact) | text_contains (any case) | resource_id (pkg:id/name or
+    /// name) | content_desc (substring), with optional class (Button or full name) and nth (0-based, among
+    /// several matches). Re-checked on screen right before acting
+    element: Option<ElementArg>,
+    /// Device pixels (android_device_status gives the screen size)
+    #[schemars(range(min = 0, max = MAX_COORD))]
+    x: Option<i64>,
+    #[schemars(range(min = 0, max = MAX_COORD))]
+    y: Option<i64>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SwipeArgs {
+    /// Start, device pixels
+    #[schemars(range(min = 0, max = MAX_COORD))]
+    x1: i64,
+    #[schemars(range(min = 0, max = MAX_COORD))]
+    y1: i64,
+    /// End, device pixels
+    #[schemars(range(min = 0, max = MAX_COORD))]
+    x2: i64,
+    #[schemars(range(min = 0, max = MAX_COORD))]
+    y2: i64,
+    #[schemars(range(min = 0, max = 10_000))]
+    #[serde(default = "ms_300")]
+    duration_ms: u32,
+}
+
+fn ms_300() -> u32 {
+    300
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LongPressArgs {
+    /// As android_tap's element (instead of x, y)
+    element: Option<ElementArg>,
+    #[schemars(range(min = 0, max = MAX_COORD))]
+    x: Option<i64>,
+    #[schemars(range(min = 0, max = MAX_COORD))]
+    y: Option<i64>,
+    /// How long to hold
+    #[schemars(range(min = 400, max = 10_000))]
+    #[serde(default = "ms_800")]
+    duration_ms: u32,
+}
+
+fn ms_800() -> u32 {
+    800
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct InputTextArgs {
+    #[schemars(length(min = 1, max = 1000))]
+    text: String,
+    /// The field to tap first, as android_tap's element (default: the focused field)
+    element: Option<ElementArg>,
+    #[serde(default)]
+    submit: bool,
+    /// Replace the field's content instead of appending
+    #[serde(default)]
+    // Declared here so the card and the validator know it; the `settle` branch wires the clearing itself.
+    #[allow(dead_code)]
+    clear: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KeyArgs {
+    /// Key name without KEYCODE_
+    #[schemars(schema_with = "key_schema")]
+    key: String,
+    #[serde(default)]
+    long_press: bool,
+}
+
+fn key_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "enum": KEYS})
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct OpenUrlArgs {
+    /// http:// or https:// only
+    #[schemars(length(min = 8, max = 2048))]
+    url: String,
+}
+
+#[derive(Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Direction {
+    Down,
+    Up,
+    Right,
+    Left,
+}
+
+impl Direction {
+    fn as_str(self) -> &'static str {
+        match self {
+            Direction::Down => "down",
+            Direction::Up => "up",
+            Direction::Right => "right",
+            Direction::Left => "left",
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ScrollArgs {
+    /// Way through the content: down shows what is below
+    direction: Direction,
+    /// The scrollable container, as android_tap's element (default: the screen)
+    element: Option<ElementArg>,
+    /// Stop when this selector (as android_tap's element) matches a visible element
+    until: Option<ElementArg>,
+    /// Default 5 with `until`, else 1
+    #[schemars(range(min = 1, max = MAX_SWIPES))]
+    max_swipes: Option<u32>,
+}
+
 pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
     vec![
         tool(
             ToolSpec {
                 id: "android_tap",
                 title: "Tap the screen",
-                description: "Tap once on the bound phone's screen: on `element` (preferred: {index, \
-                              observation_id} from android_observe, or a selector such as {text: \"OK\"}; checked \
-                              against the screen right before tapping, fails with stale_element rather than tap the \
-                              wrong thing) or at (x, y). The result says which element was tapped and where; verify \
-                              the effect with a new observation.",
-                input: json!({"type": "object", "additionalProperties": false, "properties": {
-                    "element": target::element_arg_schema("The element to tap (instead of x, y)"),
-                    "x": point_schema("Horizontal position"), "y": point_schema("Vertical position")}}),
-                output: json!({"type": "object", "required": ["x", "y"], "properties": {
+                description: "Tap `element` (preferred) or (x, y). stale_element / ambiguous_element list \
+                              candidates and an observation_id to retry with.",
+                input: args::schema::<TapArgs>(),
+                output: json!({"type": "object", "properties": {
                     "x": {"type": "integer"}, "y": {"type": "integer"}, "woke": woke_schema(),
-                    "element": acted_schema(), "re_resolved": {"type": "boolean",
-                        "description": "The observed element had moved; it was found again by its identity"}}}),
+                    "element": acted_schema(), "re_resolved": re_resolved_schema()}}),
                 side_effect: true,
                 deadline: Duration::from_secs(15),
             },
             adb,
             move |c| async move {
+                let a: TapArgs = c.parse()?;
                 let woke = ready_for_input(&c, gate).await?;
-                let (x, y, on) = locate(&c, "tap point").await?;
+                let (x, y, on) = locate(&c, a.element.as_ref(), a.x, a.y, "tap point").await?;
                 c.adb.shell_ok(&c.device, &format!("input tap {x} {y}"), true, c.spec.deadline).await?;
                 Ok(with_woke(with_element(json!({"x": x, "y": y}), on), woke))
             },
@@ -107,25 +229,19 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_swipe",
                 title: "Swipe on the screen",
-                description: "Swipe from (x1, y1) to (x2, y2) over duration_ms (default 300). Scroll a list down by \
-                              swiping upwards (y1 > y2). A long press is a swipe to the same point with \
-                              duration_ms ≥ 600.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["x1", "y1", "x2", "y2"], "properties": {
-                    "x1": point_schema("Start x"), "y1": point_schema("Start y"),
-                    "x2": point_schema("End x"), "y2": point_schema("End y"),
-                    "duration_ms": {"type": "integer", "minimum": 0, "maximum": 10000, "default": 300,
-                                    "description": "Gesture duration in milliseconds"}}}),
-                output: json!({"type": "object", "required": ["duration_ms"], "properties": {
+                description: "Swipe from (x1, y1) to (x2, y2). Swipe up (y1 > y2) to scroll a list down; \
+                              android_scroll does it for you.",
+                input: args::schema::<SwipeArgs>(),
+                output: json!({"type": "object", "properties": {
                     "duration_ms": {"type": "integer"}, "woke": woke_schema()}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
             move |c| async move {
+                let a: SwipeArgs = c.parse()?;
                 let woke = ready_for_input(&c, gate).await?;
-                let p = |n| c.i64(n).unwrap_or(0);
-                let (x1, y1, x2, y2) = (p("x1"), p("y1"), p("x2"), p("y2"));
-                let ms = c.i64("duration_ms").unwrap_or(300);
+                let (x1, y1, x2, y2, ms) = (a.x1, a.y1, a.x2, a.y2, a.duration_ms);
                 c.check_point(x1, y1, "swipe start").await?;
                 c.check_point(x2, y2, "swipe end").await?;
                 c.adb
@@ -138,24 +254,20 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_long_press",
                 title: "Long-press the screen",
-                description: "Press and hold on `element` or at (x, y) for duration_ms (default 800) — opens \
-                              context menus, starts drag mode. Targets as for android_tap.",
-                input: json!({"type": "object", "additionalProperties": false, "properties": {
-                    "element": target::element_arg_schema("The element to press (instead of x, y)"),
-                    "x": point_schema("Horizontal position"), "y": point_schema("Vertical position"),
-                    "duration_ms": {"type": "integer", "minimum": 400, "maximum": 10000, "default": 800,
-                                    "description": "How long to hold, in milliseconds"}}}),
-                output: json!({"type": "object", "required": ["x", "y", "duration_ms"], "properties": {
+                description: "Press and hold `element` or (x, y): context menus, drag mode.",
+                input: args::schema::<LongPressArgs>(),
+                output: json!({"type": "object", "properties": {
                     "x": {"type": "integer"}, "y": {"type": "integer"}, "duration_ms": {"type": "integer"},
-                    "woke": woke_schema(), "element": acted_schema(), "re_resolved": {"type": "boolean"}}}),
+                    "woke": woke_schema(), "element": acted_schema(), "re_resolved": re_resolved_schema()}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
             move |c| async move {
+                let a: LongPressArgs = c.parse()?;
                 let woke = ready_for_input(&c, gate).await?;
-                let ms = c.i64("duration_ms").unwrap_or(800);
-                let (x, y, on) = locate(&c, "press point").await?;
+                let ms = a.duration_ms;
+                let (x, y, on) = locate(&c, a.element.as_ref(), a.x, a.y, "press point").await?;
                 // A swipe that does not move is how `input` expresses a long press on every Android version.
                 c.adb.shell_ok(&c.device, &format!("input swipe {x} {y} {x} {y} {ms}"), true, c.spec.deadline).await?;
                 Ok(with_woke(with_element(json!({"x": x, "y": y, "duration_ms": ms}), on), woke))
@@ -165,24 +277,20 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_input_text",
                 title: "Type text",
-                description: "Type text into the focused input field, or into `element` (tapped first to focus \
-                              it; same targets as android_tap). Up to 1000 characters. ASCII is typed with `input text`; other text (CJK, emoji, accents) needs the ADB \
-                              Keyboard IME installed on the phone (error unsupported_text otherwise). Set \
-                              submit=true to press ENTER afterwards. The text is never logged.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["text"], "properties": {
-                    "text": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Text to type"},
-                    "element": target::element_arg_schema("The input field to focus and type into"),
-                    "submit": {"type": "boolean", "default": false, "description": "Press ENTER after typing"}}}),
-                output: json!({"type": "object", "required": ["typed_chars", "method"], "properties": {
+                description: "Type into the focused field or `element`. Non-ASCII needs the ADB Keyboard on the \
+                              phone (else unsupported_text).",
+                input: args::schema::<InputTextArgs>(),
+                output: json!({"type": "object", "properties": {
                     "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"}, "woke": woke_schema(),
-                    "element": acted_schema(), "re_resolved": {"type": "boolean"},
+                    "element": acted_schema(), "re_resolved": re_resolved_schema(),
                     "method": {"type": "string", "enum": ["input_text", "adb_keyboard"]}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(30),
             },
             adb,
             move |c| async move {
-                let text = c.str("text").unwrap_or("").to_owned();
+                let a: InputTextArgs = c.parse()?;
+                let text = a.text;
                 if let Some(bad) = text.chars().find(|ch| ch.is_control()) {
                     return Err(invalid(format!(
                         "argument `text` contains the control character U+{:04X}; send ENTER with submit=true or \
@@ -190,9 +298,9 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                         bad as u32
                     )));
                 }
-                let submit = c.bool("submit").unwrap_or(false);
+                let submit = a.submit;
                 let woke = ready_for_input(&c, gate).await?;
-                let on = match target::parse(&c.args, "element")? {
+                let on = match target::parse(a.element.as_ref(), "element")? {
                     Some(t) => {
                         let r = target::resolve(&c, &t).await?;
                         let (x, y) = r.point();
@@ -215,25 +323,24 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_key",
                 title: "Press a key",
-                description: "Press one hardware/navigation key: HOME, BACK, ENTER, DEL (backspace), APP_SWITCH, \
-                              DPAD_*, VOLUME_*, POWER, WAKEUP, ...",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["key"], "properties": {
-                    "key": {"type": "string", "enum": KEYS, "description": "Key name without the KEYCODE_ prefix"},
-                    "long_press": {"type": "boolean", "default": false, "description": "Hold the key (e.g. POWER menu)"}}}),
-                output: json!({"type": "object", "required": ["key"], "properties": {
+                description: "Press one hardware or navigation key (HOME, BACK, ENTER, DEL = backspace, \
+                              APP_SWITCH, …).",
+                input: args::schema::<KeyArgs>(),
+                output: json!({"type": "object", "properties": {
                     "key": {"type": "string"}, "long_press": {"type": "boolean"}, "woke": woke_schema()}}),
                 side_effect: true,
                 deadline: Duration::from_secs(10),
             },
             adb,
             move |c| async move {
+                let a: KeyArgs = c.parse()?;
                 // The schema's enum already limits `key` to KEYS; nothing outside it reaches the shell.
-                let key = c.str("key").unwrap_or("").to_owned();
+                let key = a.key;
                 if !KEYS.contains(&key.as_str()) {
                     return Err(invalid(format!("unknown key {key:?}")));
                 }
                 let woke = if POWER_KEYS.contains(&key.as_str()) { false } else { ready_for_input(&c, gate).await? };
-                let long = c.bool("long_press").unwrap_or(false);
+                let long = a.long_press;
                 let flag = if long { "--longpress " } else { "" };
                 c.adb
                     .shell_ok(&c.device, &format!("input keyevent {flag}KEYCODE_{key}"), true, c.spec.deadline)
@@ -245,18 +352,17 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_open_url",
                 title: "Open a web link",
-                description: "Open an http(s) URL with the phone's default handler (usually the browser). Other \
-                              schemes (intent:, file:, javascript:, tel:, ...) are refused.",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["url"], "properties": {
-                    "url": {"type": "string", "minLength": 8, "maxLength": 2048, "description": "An http:// or https:// URL"}}}),
-                output: json!({"type": "object", "required": ["url", "opened"], "properties": {
+                description: "Open an http(s) URL with the phone's default handler (usually the browser); other \
+                              schemes are refused.",
+                input: args::schema::<OpenUrlArgs>(),
+                output: json!({"type": "object", "properties": {
                     "url": {"type": "string"}, "opened": {"type": "boolean"}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
             move |c| async move {
-                let url = c.str("url").unwrap_or("").to_owned();
+                let url = c.parse::<OpenUrlArgs>()?.url;
                 check_url(&url)?;
                 let cmd = format!("am start -a android.intent.action.VIEW -d {}", quote(&url));
                 c.adb.shell_ok(&c.device, &cmd, true, c.spec.deadline).await?;
@@ -267,29 +373,21 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_scroll",
                 title: "Scroll until an element is visible",
-                description: "Scroll inside a scrollable container (`element`, e.g. a list from android_observe; \
-                              default: the middle of the screen) in `direction` (down = reveal what is below). \
-                              With `until` (a selector), swipes until a matching element is visible and returns it \
-                              (fails with element_not_found after max_swipes, or at the end of the list, listing \
-                              what was seen); without it, swipes max_swipes times (default 1).",
-                input: json!({"type": "object", "additionalProperties": false, "required": ["direction"], "properties": {
-                    "direction": {"type": "string", "enum": ["down", "up", "right", "left"],
-                                  "description": "Which way to move through the content: down shows what is below"},
-                    "element": target::element_arg_schema("The scrollable container (default: the screen)"),
-                    "until": target::element_arg_schema("Stop when an element matching this selector is visible"),
-                    "max_swipes": {"type": "integer", "minimum": 1, "maximum": MAX_SWIPES,
-                                   "description": "Swipes at most (default 5 with `until`, else 1)"}}}),
-                output: json!({"type": "object", "required": ["swipes", "reached_end"], "properties": {
+                description: "Swipe inside `element` (default: the screen) in `direction`; with `until`, until a \
+                              match is visible (else element_not_found listing what was seen).",
+                input: args::schema::<ScrollArgs>(),
+                output: json!({"type": "object", "properties": {
                     "swipes": {"type": "integer"}, "reached_end": {"type": "boolean",
-                        "description": "The last swipe did not change what the container shows"},
+                        "description": "The last swipe changed nothing"},
                     "found": {"type": "boolean"}, "element": acted_schema(), "woke": woke_schema()}}),
                 side_effect: true,
                 deadline: Duration::from_secs(90),
             },
             adb,
             move |c| async move {
+                let a: ScrollArgs = c.parse()?;
                 let woke = ready_for_input(&c, gate).await?;
-                Ok(with_woke(scroll(c).await?, woke))
+                Ok(with_woke(scroll(c, a).await?, woke))
             },
         ),
     ]
@@ -301,18 +399,18 @@ pub const MAX_SWIPES: u64 = 10;
 /// Texts a scroll's `element_not_found` lists at most.
 const SEEN_LISTED: usize = 30;
 
-async fn scroll(c: Ctx) -> Result<Value, ProtoError> {
-    let direction = c.str("direction").unwrap_or("down").to_owned();
-    let until = match target::parse(&c.args, "until")? {
+async fn scroll(c: Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
+    let direction = a.direction.as_str();
+    let until = match target::parse(a.until.as_ref(), "until")? {
         Some(Target::Selector(s)) => Some(s),
         Some(Target::Observed { .. }) => {
             return Err(invalid("argument `until` must be a selector (text, text_contains, resource_id, content_desc)"))
         }
         None => None,
     };
-    let max = c.i64("max_swipes").map_or(if until.is_some() { 5 } else { 1 }, |n| n.clamp(1, MAX_SWIPES as i64));
+    let max = a.max_swipes.map_or(if until.is_some() { 5 } else { 1 }, |n| n.clamp(1, MAX_SWIPES as u32));
     // The container: its bounds now, or the screen without its top and bottom bars.
-    let area = match target::parse(&c.args, "element")? {
+    let area = match target::parse(a.element.as_ref(), "element")? {
         Some(t) => target::resolve(&c, &t).await?.element.bounds,
         None => {
             let (w, h) = c.adb.display_size(&c.device).await?;
@@ -323,12 +421,11 @@ async fn scroll(c: Ctx) -> Result<Value, ProtoError> {
     let [l, t, r, b] = area;
     let (cx, cy, dx, dy) = ((l + r) / 2, (t + b) / 2, (r - l) * 3 / 10, (b - t) * 3 / 10);
     // Content moves with the finger: to see what is below, drag upwards.
-    let (x1, y1, x2, y2) = match direction.as_str() {
-        "down" => (cx, cy + dy, cx, cy - dy),
-        "up" => (cx, cy - dy, cx, cy + dy),
-        "right" => (cx + dx, cy, cx - dx, cy),
-        "left" => (cx - dx, cy, cx + dx, cy),
-        other => return Err(invalid(format!("argument `direction` must be down, up, left or right, not {other:?}"))),
+    let (x1, y1, x2, y2) = match a.direction {
+        Direction::Down => (cx, cy + dy, cx, cy - dy),
+        Direction::Up => (cx, cy - dy, cx, cy + dy),
+        Direction::Right => (cx + dx, cy, cx - dx, cy),
+        Direction::Left => (cx - dx, cy, cx + dx, cy),
     };
     c.check_point(i64::from(x1), i64::from(y1), "swipe start").await?;
     c.check_point(i64::from(x2), i64::from(y2), "swipe end").await?;
@@ -378,20 +475,25 @@ async fn scroll(c: Ctx) -> Result<Value, ProtoError> {
     }
 }
 
-/// The schema of the `element` part of an action's result.
+/// The schema of the `element` part of an action's result: the element as it was right before the action.
 fn acted_schema() -> Value {
-    json!({"type": "object", "description": "The element acted on, as it was on screen right before the action",
-        "required": ["index", "class", "bounds", "center"], "properties": {
-        "index": {"type": "integer"}, "class": {"type": "string"}, "text": {"type": "string"},
-        "resource_id": {"type": "string"}, "content_desc": {"type": "string"},
-        "bounds": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4},
-        "center": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}})
+    ui::element_schema(false)
+}
+
+fn re_resolved_schema() -> Value {
+    json!({"type": "boolean"})
 }
 
 /// Where a pointer action lands: the resolved `element`'s centre, or `x`/`y` (exactly one of the two forms).
-async fn locate(c: &Ctx, what: &str) -> Result<(i64, i64, Option<Resolved>), ProtoError> {
-    let target = target::parse(&c.args, "element")?;
-    let (x, y, on) = match (target, c.i64("x"), c.i64("y")) {
+async fn locate(
+    c: &Ctx,
+    element: Option<&ElementArg>,
+    x: Option<i64>,
+    y: Option<i64>,
+    what: &str,
+) -> Result<(i64, i64, Option<Resolved>), ProtoError> {
+    let target = target::parse(element, "element")?;
+    let (x, y, on) = match (target, x, y) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
             return Err(invalid("give either `element` or `x` and `y`, not both"))
         }

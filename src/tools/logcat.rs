@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 
 use super::device::{invalid, tool};
@@ -17,34 +19,70 @@ pub const INLINE_MAX_BYTES: usize = 64 * 1024;
 /// Largest log text kept at all (2000 lines of logcat are typically well under 1 MiB).
 const FILE_MAX_BYTES: usize = 16 << 20;
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LogcatArgs {
+    #[schemars(range(min = 1, max = 2000))]
+    #[serde(default = "lines_200")]
+    lines: u32,
+    /// Only this tag (letters, digits, _ . -)
+    #[schemars(length(min = 1, max = 64))]
+    tag: Option<String>,
+    /// Minimum priority
+    #[serde(default)]
+    priority: Priority,
+}
+
+fn lines_200() -> u32 {
+    200
+}
+
+// Serialize: schemars writes a field's `default` only for a type it can serialize.
+#[derive(Clone, Copy, Default, Deserialize, serde::Serialize, JsonSchema)]
+enum Priority {
+    #[default]
+    V,
+    D,
+    I,
+    W,
+    E,
+    F,
+}
+
+impl Priority {
+    fn as_str(self) -> &'static str {
+        match self {
+            Priority::V => "V",
+            Priority::D => "D",
+            Priority::I => "I",
+            Priority::W => "W",
+            Priority::E => "E",
+            Priority::F => "F",
+        }
+    }
+}
+
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
     vec![tool(
         ToolSpec {
             id: "android_logcat",
             title: "Read the device log",
-            description: "The last `lines` lines of logcat (default 200), optionally only one tag and/or a minimum \
-                          priority. Use it to diagnose crashes (tag AndroidRuntime, priority E). Up to 64 KiB of \
-                          text comes back inline as `lines`; a larger log comes back as a text file in `files` \
-                          (one-time download URL) instead.",
-            input: json!({"type": "object", "additionalProperties": false, "properties": {
-                "lines": {"type": "integer", "minimum": 1, "maximum": 2000, "default": 200},
-                "tag": {"type": "string", "minLength": 1, "maxLength": 64, "description": "Only this log tag (letters, digits, _ . -)"},
-                "priority": {"type": "string", "enum": ["V", "D", "I", "W", "E", "F"], "default": "V", "description": "Minimum priority"}}}),
-            output: json!({"type": "object", "required": ["count", "truncated"], "properties": {
-                "lines": {"type": "array", "items": {"type": "string"}, "description": "The log, when it is at most 64 KiB"},
-                "files": {"type": "array", "items": files::file_item_schema(), "description": "The log as a text file, when larger"},
+            description: "The last lines of logcat (crashes: tag AndroidRuntime, priority E); over 64 KiB as a \
+                          text file.",
+            input: super::args::schema::<LogcatArgs>(),
+            output: json!({"type": "object", "properties": {
+                "lines": {"type": "array", "items": {"type": "string"}, },
+                "files": {"type": "array", "items": files::file_item_schema(), },
                 "count": {"type": "integer"}, "truncated": {"type": "boolean"}}}),
             side_effect: false,
             deadline: Duration::from_secs(20),
         },
         adb,
         |c| async move {
-            let n = c.i64("lines").unwrap_or(200);
-            let pri = c.str("priority").unwrap_or("V").to_owned();
-            if !["V", "D", "I", "W", "E", "F"].contains(&pri.as_str()) {
-                return Err(invalid("argument `priority` must be one of V, D, I, W, E, F"));
-            }
-            let filter = match c.str("tag") {
+            let a: LogcatArgs = c.parse()?;
+            let n = a.lines;
+            let pri = a.priority.as_str();
+            let filter = match a.tag.as_deref() {
                 Some(tag) => {
                     if !tag.chars().all(|ch| ch.is_ascii_alphanumeric() || "_.-".contains(ch)) {
                         return Err(invalid("argument `tag` may contain only letters, digits, `_`, `.` and `-`"));

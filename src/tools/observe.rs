@@ -13,12 +13,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use image::RgbImage;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::device::{tool, Ctx};
 use super::screen::{self, CapturePath, Format, DEFAULT_PATH};
 use super::ui::{self, Element};
-use super::{Tool, ToolSpec};
+use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::formats;
 use crate::device::{Backend, DeviceKey};
@@ -272,57 +274,62 @@ fn fill(img: &mut RgbImage, x0: u32, y0: u32, x1: u32, y1: u32, color: [u8; 3], 
 // ---- the tool ----------------------------------------------------------------------------------------------------
 
 fn element_schema() -> Value {
-    json!({"type": "object", "required": ["index", "class", "bounds", "center"], "properties": {
-        "index": {"type": "integer", "description": "The number on the mark; pass it with observation_id as `element`"},
-        "package": {"type": "string"},
-        "text": {"type": "string"}, "resource_id": {"type": "string"}, "content_desc": {"type": "string"},
-        "class": {"type": "string"}, "clickable": {"type": "boolean"}, "enabled": {"type": "boolean"},
-        "focused": {"type": "boolean"}, "checked": {"type": "boolean"}, "scrollable": {"type": "boolean"},
-        "password": {"type": "boolean"},
-        "marked": {"type": "boolean", "description": "Interactive: has a numbered box in the image"},
-        "bounds": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4},
-        "center": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}})
+    let mut s = super::ui::element_schema(true);
+    if let Some(Value::String(d)) = s.get_mut("description") {
+        d.push_str("; marked: has a numbered box in the image");
+    }
+    s
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ObserveArgs {
+    /// Draw numbered boxes on interactive elements
+    #[serde(default = "yes")]
+    marks: bool,
+    /// Longest image side in px (downscaled if larger); 0 = full size
+    #[schemars(range(min = 0, max = screen::MAX_SIDE_ARG))]
+    #[serde(default = "screen::side_1280")]
+    max_side: u32,
+    #[schemars(range(min = 1, max = 100))]
+    #[serde(default = "screen::quality_80")]
+    quality: u8,
+    /// List only the interactive (marked) elements
+    #[serde(default)]
+    only_interactive: bool,
+    #[schemars(range(min = 1, max = 1000))]
+    #[serde(default = "super::ui::elements_300")]
+    max_elements: u32,
+}
+
+fn yes() -> bool {
+    true
 }
 
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
     vec![tool(
         ToolSpec {
             id: "android_observe",
-            title: "Observe the screen (screenshot with numbered marks + elements)",
-            description: "One call for the next decision: a screenshot (file reference + one-time URL) where every \
-                          interactive element has a numbered box, the element list with the same numbers (bounds \
-                          and centre in device pixels, text, resource id, content description, class, flags), the \
-                          foreground package/activity, screen size and orientation, whether the keyboard is shown, \
-                          and an `observation_id`. Act on an element with android_tap / android_long_press / \
-                          android_input_text `element: {index, observation_id}`: the connector checks it is still \
-                          there first (stale_element otherwise). Observations expire after 300 s.",
-            input: json!({"type": "object", "additionalProperties": false, "properties": {
-                "marks": {"type": "boolean", "default": true, "description": "Draw numbered boxes around interactive elements"},
-                "max_side": {"type": "integer", "minimum": 0, "maximum": 8192, "default": 1280,
-                             "description": "Longest side of the image in pixels (downscaled if larger); 0 = full resolution"},
-                "quality": {"type": "integer", "minimum": 1, "maximum": 100, "default": 80, "description": "JPEG quality"},
-                "only_interactive": {"type": "boolean", "default": false,
-                                     "description": "List only the interactive (marked) elements"},
-                "max_elements": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 300,
-                                 "description": "Cap on the number of elements listed"}}}),
-            output: json!({"type": "object",
-                "required": ["observation_id", "files", "width", "height", "scale", "screen_width", "screen_height",
-                             "orientation", "keyboard_shown", "ui_available", "elements", "count", "truncated"],
-                "properties": {
+            title: "Observe the screen",
+            description: "Screenshot with numbered boxes on interactive elements, the elements with those \
+                          numbers, foreground app, keyboard, lock state and an observation_id: act with `element: \
+                          {index, observation_id}` (valid 300 s).",
+            input: args::schema::<ObserveArgs>(),
+            output: json!({"type": "object", "properties": {
                     "observation_id": {"type": "string"},
                     "files": {"type": "array", "items": files::file_item_schema()},
                     "width": {"type": "integer"}, "height": {"type": "integer"},
                     "scale": {"type": "number", "description": "image px / device px"},
-                    "screen_width": {"type": "integer", "description": "In the current orientation"},
+                    "screen_width": {"type": "integer"},
                     "screen_height": {"type": "integer"},
                     "orientation": {"type": "string", "enum": ["portrait", "landscape"]},
-                    "rotation_degrees": {"type": "integer", "enum": [0, 90, 180, 270], "description": "The display's rotation from its natural orientation (Surface.ROTATION_*); screen_width/height, element bounds and the image are in this rotated space"},
+                    "rotation_degrees": {"type": "integer", "enum": [0, 90, 180, 270], "description": "Sizes, bounds and image are in this rotated space"},
                     "foreground_package": {"type": "string"}, "foreground_activity": {"type": "string"},
                     "keyboard_shown": {"type": "boolean"},
-                    "screen_on": {"type": ["boolean", "null"], "description": "false: the phone sleeps (black picture); input tools wake it, or android_wake"},
-                    "locked": {"type": ["boolean", "null"], "description": "The lock screen is showing: input tools fail with device_locked; android_unlock"},
-                    "frame_blank": {"type": "boolean", "description": "The picture is one uniform colour while the screen is on (secure window, DRM video, failed capture); the elements are still listed"},
-                    "ui_available": {"type": "boolean", "description": "false: the UI tree could not be read (see ui_unavailable_reason); elements is empty"},
+                    "screen_on": {"type": ["boolean", "null"], "description": "false: asleep (black picture)"},
+                    "locked": {"type": ["boolean", "null"], "description": "Lock screen showing: android_unlock"},
+                    "frame_blank": {"type": "boolean", "description": "One uniform colour although the screen is on (secure window)"},
+                    "ui_available": {"type": "boolean", "description": "false: no UI tree (ui_unavailable_reason), no elements"},
                     "ui_unavailable_reason": {"type": "string"},
                     "hint": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
@@ -336,11 +343,11 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
 }
 
 async fn observe(c: Ctx) -> Result<Value, ProtoError> {
-    let marks = c.bool("marks").unwrap_or(true);
-    let max_side = c.i64("max_side").unwrap_or(1280).clamp(0, 8192) as u32;
-    let quality = c.i64("quality").unwrap_or(80).clamp(1, 100) as u8;
-    let only_interactive = c.bool("only_interactive").unwrap_or(false);
-    let max = c.i64("max_elements").unwrap_or(300).max(1) as usize;
+    let a: ObserveArgs = c.parse()?;
+    let (marks, only_interactive) = (a.marks, a.only_interactive);
+    let max_side = a.max_side.min(screen::MAX_SIDE_ARG);
+    let quality = a.quality.clamp(1, 100);
+    let max = a.max_elements.max(1) as usize;
     let d = c.spec.deadline;
 
     // Everything at once: the capture, the dump and the small queries share nothing on the phone.

@@ -113,14 +113,12 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_wake",
                 title: "Wake the screen",
-                description: "Turn the phone's screen on if it is off (KEYCODE_WAKEUP; never turns it off). Does \
-                              not open the lock screen: see android_unlock. Input tools wake a sleeping phone by \
-                              themselves unless the operator's policy turns auto_wake off.",
-                input: json!({"type": "object", "additionalProperties": false, "properties": {}}),
-                output: json!({"type": "object", "required": ["woke", "screen_on"], "properties": {
-                    "woke": {"type": "boolean", "description": "The screen was off and the wake key was sent"},
-                    "screen_on": {"type": ["boolean", "null"], "description": "Read after waking; null when the phone does not say"},
-                    "locked": {"type": ["boolean", "null"], "description": "The lock screen is showing (android_unlock)"}}}),
+                description: "Turn the screen on if it is off. Input tools do this themselves unless the \
+                              operator turned auto_wake off; the lock screen needs android_unlock.",
+                input: super::args::schema::<super::args::NoArgs>(),
+                output: json!({"type": "object", "properties": {
+                    "woke": {"type": "boolean", "description": "It was off and was woken"},
+                    "screen_on": {"type": ["boolean", "null"]}, "locked": {"type": ["boolean", "null"]}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(10),
             },
@@ -141,16 +139,13 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_unlock",
                 title: "Open the lock screen",
-                description: "Wake the phone and dismiss its lock screen when that needs no credential (Swipe \
-                              lock): `wm dismiss-keyguard`, then a swipe up if that was not enough. A PIN, pattern \
-                              or password lock fails with secure_lock: the connector never stores or types \
-                              credentials; a person must unlock the phone.",
-                input: json!({"type": "object", "additionalProperties": false, "properties": {}}),
-                output: json!({"type": "object", "required": ["unlocked", "woke", "method"], "properties": {
+                description: "Wake and dismiss a lock screen without credential. A PIN, pattern or password \
+                              fails with secure_lock: a person must unlock.",
+                input: super::args::schema::<super::args::NoArgs>(),
+                output: json!({"type": "object", "properties": {
                     "unlocked": {"type": "boolean"},
-                    "woke": {"type": "boolean", "description": "The screen was off and was woken first"},
-                    "method": {"type": "string", "enum": ["not_locked", "dismiss_keyguard", "swipe_up"],
-                               "description": "What opened it (not_locked: nothing to do)"}}}),
+                    "woke": {"type": "boolean"},
+                    "method": {"type": "string", "enum": ["not_locked", "dismiss_keyguard", "swipe_up"]}}}),
                 side_effect: true,
                 deadline: Duration::from_secs(20),
             },

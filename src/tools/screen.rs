@@ -28,10 +28,12 @@ use std::time::Duration;
 
 use image::codecs::png::{CompressionType, FilterType as PngFilter, PngEncoder};
 use image::{ImageEncoder, RgbImage};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 
-use super::device::{invalid, tool, Ctx};
-use super::{Tool, ToolSpec};
+use super::device::{tool, Ctx};
+use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::transport::FbHeader;
 use crate::device::DeviceKey;
@@ -396,41 +398,69 @@ pub async fn screen_on_for(c: &Ctx, uniform: bool) -> Option<bool> {
     c.adb.screen_state(&c.device).await.ok().and_then(|s| s.screen_on)
 }
 
+/// Largest `max_side` an agent may ask for (the biggest phone screens are ~3200 px).
+pub const MAX_SIDE_ARG: u32 = 8192;
+
+// Serialize: schemars writes a field's `default` only for a type it can serialize.
+#[derive(Clone, Copy, Default, Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum ImageFormat {
+    #[default]
+    Jpeg,
+    Png,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ScreenshotArgs {
+    #[serde(default)]
+    format: ImageFormat,
+    /// Longest image side in px (downscaled if larger); 0 = full size
+    #[schemars(range(min = 0, max = MAX_SIDE_ARG))]
+    #[serde(default = "side_1280")]
+    max_side: u32,
+    #[schemars(range(min = 1, max = 100))]
+    #[serde(default = "quality_80")]
+    quality: u8,
+}
+
+/// Default longest side of a picture for an agent (`android_screenshot`, `android_observe`).
+pub fn side_1280() -> u32 {
+    1280
+}
+
+/// Default JPEG quality (`android_screenshot`, `android_observe`).
+pub fn quality_80() -> u8 {
+    80
+}
+
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
     vec![tool(
         ToolSpec {
             id: "android_screenshot",
             title: "Take a screenshot",
-            description: "Capture the bound phone's screen as an image file. Returns a file reference with a \
-                          one-time download URL (valid for minutes), the image size, the screen size in device \
-                          pixels (the coordinate space of android_tap) and `scale` = image px / device px: divide \
-                          image coordinates by `scale` to tap. Prefer android_ui_dump to find elements; use this \
-                          to see what the UI tree cannot show.",
-            input: json!({"type": "object", "additionalProperties": false, "properties": {
-                "format": {"type": "string", "enum": ["jpeg", "png"], "default": "jpeg", "description": "Image encoding"},
-                "max_side": {"type": "integer", "minimum": 0, "maximum": 8192, "default": 1280,
-                             "description": "Longest side of the image in pixels (downscaled if larger); 0 = full resolution"},
-                "quality": {"type": "integer", "minimum": 1, "maximum": 100, "default": 80, "description": "JPEG quality"}}}),
-            output: json!({"type": "object", "required": ["files", "width", "height", "screen_width", "screen_height", "scale"],
-                "properties": {
+            description: "The screen as an image file (one-time URL). Divide image coordinates by `scale` to \
+                          tap.",
+            input: args::schema::<ScreenshotArgs>(),
+            output: json!({"type": "object", "properties": {
                     "files": {"type": "array", "items": files::file_item_schema()},
                     "width": {"type": "integer"}, "height": {"type": "integer"},
                     "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"},
                     "scale": {"type": "number"},
-                    "screen_on": {"type": ["boolean", "null"], "description": "false: the phone sleeps (the picture is black; android_wake)"},
-                    "frame_blank": {"type": "boolean", "description": "The picture is one uniform colour while the screen is on (secure window, DRM video, failed capture); see hint"},
+                    "screen_on": {"type": ["boolean", "null"], "description": "false: asleep, black picture"},
+                    "frame_blank": {"type": "boolean", "description": "One uniform colour although the screen is on (secure window); see hint"},
                     "hint": {"type": "string"}}}),
             side_effect: false,
             deadline: Duration::from_secs(30),
         },
         adb,
         |c| async move {
-            let format = match c.str("format").unwrap_or("jpeg") {
-                "jpeg" => Format::Jpeg { quality: c.i64("quality").unwrap_or(80).clamp(1, 100) as u8 },
-                "png" => Format::Png,
-                other => return Err(invalid(format!("argument `format` must be jpeg or png, not {other:?}"))),
+            let a: ScreenshotArgs = c.parse()?;
+            let format = match a.format {
+                ImageFormat::Jpeg => Format::Jpeg { quality: a.quality.clamp(1, 100) },
+                ImageFormat::Png => Format::Png,
             };
-            let max_side = c.i64("max_side").unwrap_or(1280).clamp(0, 8192) as u32;
+            let max_side = a.max_side.min(MAX_SIDE_ARG);
             let (screen_w, screen_h) = c.adb.screen_size(&c.device).await?;
             let _permit = capture_permits()
                 .acquire()

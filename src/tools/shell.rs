@@ -16,18 +16,23 @@ use crate::protocol::errors::{ErrorCode, ProtoError};
 /// Output cap: shell output is returned inline.
 const MAX_OUTPUT: usize = 64 * 1024;
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShellArgs {
+    #[schemars(length(min = 1, max = 1000))]
+    command: String,
+}
+
 pub fn tools(adb: &Arc<AdbBackend>, policy: &Arc<Policy>) -> Vec<Arc<dyn Tool>> {
     let policy = policy.clone();
     vec![tool(
         ToolSpec {
             id: "android_shell",
             title: "Run an allowed shell command",
-            description: "Run one shell command on the phone from the operator's allowlist (plain words only: no \
-                          pipes, redirections, quotes or chaining). Anything else is refused with \
-                          permission_denied. Returns stdout, stderr and the exit code.",
-            input: json!({"type": "object", "additionalProperties": false, "required": ["command"], "properties": {
-                "command": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "The command line"}}}),
-            output: json!({"type": "object", "required": ["exit_code", "stdout", "stderr"], "properties": {
+            description: "Run one shell command from the operator's allowlist (plain words: no pipes, \
+                          redirections, quotes or chaining; anything else is permission_denied).",
+            input: super::args::schema::<ShellArgs>(),
+            output: json!({"type": "object", "properties": {
                 "exit_code": {"type": "integer"}, "stdout": {"type": "string"}, "stderr": {"type": "string"},
                 "truncated": {"type": "boolean"}}}),
             // Unknown commands may change state: treat as a side effect (ordered, idempotent per tool_call_id).
@@ -38,7 +43,7 @@ pub fn tools(adb: &Arc<AdbBackend>, policy: &Arc<Policy>) -> Vec<Arc<dyn Tool>> 
         move |c| {
             let policy = policy.clone();
             async move {
-                let command = c.str("command").unwrap_or("").trim().to_owned();
+                let command = c.parse::<ShellArgs>()?.command.trim().to_owned();
                 policy.shell_allows(&command).map_err(|m| ProtoError::new(ErrorCode::PermissionDenied, m))?;
                 let out = c.adb.shell(&c.device, &command, true, c.spec.deadline).await?;
                 let cut = |s: String| -> (String, bool) {

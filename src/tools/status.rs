@@ -22,21 +22,20 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
         ToolSpec {
             id: "android_device_status",
             title: "Phone status",
-            description: "Model, manufacturer, Android version, screen size and density (the coordinate space of \
-                          every tap), orientation, battery, the app in the foreground, whether the screen is on \
-                          and locked, and the adb state.",
-            input: json!({"type": "object", "additionalProperties": false, "properties": {}}),
-            output: json!({"type": "object", "required": ["model", "android_version", "screen_width", "screen_height"], "properties": {
+            description: "Model, Android version, screen size in device px (the space of all coordinates), \
+                          battery, foreground app, screen on, locked.",
+            input: super::args::schema::<super::args::NoArgs>(),
+            output: json!({"type": "object", "properties": {
                 "model": {"type": "string"}, "manufacturer": {"type": "string"}, "android_version": {"type": "string"},
                 "sdk": {"type": ["integer", "null"]}, "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"},
                 "density": {"type": ["integer", "null"]}, "orientation": {"type": "string", "enum": ["portrait", "landscape"]},
-                "rotation": {"type": ["integer", "null"], "description": "0-3 quarter turns from natural, when known; screen_width/height are already in this orientation"},
-                "rotation_degrees": {"type": ["integer", "null"], "enum": [0, 90, 180, 270, null], "description": "The same rotation in degrees (Surface.ROTATION_*)"},
+                "rotation": {"type": ["integer", "null"]},
+                "rotation_degrees": {"type": ["integer", "null"], "enum": [0, 90, 180, 270, null]},
                 "battery": {"type": "object"}, "adb_state": {"type": "string"},
                 "foreground_package": {"type": "string"}, "foreground_activity": {"type": "string"},
-                "screen_on": {"type": ["boolean", "null"], "description": "The display is on (null: the phone does not say)"},
-                "locked": {"type": ["boolean", "null"], "description": "The lock screen is showing (android_unlock)"},
-                "lock_secure": {"type": ["boolean", "null"], "description": "The lock needs a PIN, pattern or password, when the phone says"}}}),
+                "screen_on": {"type": ["boolean", "null"]},
+                "locked": {"type": ["boolean", "null"]},
+                "lock_secure": {"type": ["boolean", "null"], "description": "Needs a PIN, pattern or password"}}}),
             side_effect: false,
             deadline: Duration::from_secs(15),
         },

@@ -11,7 +11,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
 
 use super::device::{invalid, Ctx};
 use super::observe;
@@ -26,22 +28,84 @@ const LISTED: usize = 8;
 /// never idles ends in `ui_unavailable` (its cause), not in a timeout.
 const DUMP_DEADLINE: Duration = Duration::from_secs(14);
 
-/// The JSON schema of `element` (shared by every tool that takes one).
-pub fn element_arg_schema(what: &str) -> Value {
-    let s = |d: &str| json!({"type": "string", "minLength": 1, "maxLength": 200, "description": d});
-    json!({"type": "object", "additionalProperties": false,
-        "description": format!("{what}: either {{index, observation_id}} from android_observe, or a selector \
-                                {{text | text_contains | resource_id | content_desc, class?, nth?}}. Re-checked \
-                                against the screen right before acting."),
-        "properties": {
-            "index": {"type": "integer", "minimum": 0, "maximum": 100000, "description": "Element number from android_observe"},
-            "observation_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The observe call the index is from"},
-            "text": s("Exact element text"),
-            "text_contains": s("Case-insensitive substring of the element text"),
-            "resource_id": s("Full id (pkg:id/name) or just name"),
-            "content_desc": s("Substring of the content description"),
-            "class": s("Class name, full (android.widget.Button) or short (Button)"),
-            "nth": {"type": "integer", "minimum": 0, "maximum": 1000, "description": "Pick the nth match (0-based, document order) when several match"}}})
+/// An `element` argument as the agent writes it: `{index, observation_id}` or a selector. The selector's meaning is
+/// explained once, on `android_tap`'s `element` (`input.rs`, `TapArgs`); the fields carry no descriptions of their own
+/// because every copy of this schema in the card is paid for in tokens. [`ElementArg::target`] checks the rules
+/// the schema cannot say (one form or the other, a selector needs a criterion).
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ElementArg {
+    #[schemars(range(min = 0, max = 100_000))]
+    pub index: Option<u64>,
+    pub observation_id: Option<String>,
+    pub text: Option<String>,
+    pub text_contains: Option<String>,
+    pub resource_id: Option<String>,
+    pub content_desc: Option<String>,
+    pub class: Option<String>,
+    #[schemars(range(min = 0, max = 1000))]
+    pub nth: Option<u64>,
+}
+
+impl ElementArg {
+    /// What the argument named `name` asks for. Errors name the field and say what is accepted.
+    pub fn target(&self, name: &str) -> Result<Target, ProtoError> {
+        // Length bounds are checked here, not in the schema: every copy of the schema in the card is paid for in
+        // tokens. An empty criterion would match every element whose text is empty.
+        for (k, v) in [
+            ("observation_id", &self.observation_id),
+            ("text", &self.text),
+            ("text_contains", &self.text_contains),
+            ("resource_id", &self.resource_id),
+            ("content_desc", &self.content_desc),
+            ("class", &self.class),
+        ] {
+            let max = if k == "observation_id" { 64 } else { 200 };
+            match v.as_deref().map(|v| v.chars().count()) {
+                Some(0) => return Err(invalid(format!("argument `{name}.{k}` must not be empty"))),
+                Some(n) if n > max => {
+                    return Err(invalid(format!("argument `{name}.{k}` must have at most {max} characters, got {n}")))
+                }
+                _ => {}
+            }
+        }
+        let sel = Selector {
+            text: self.text.clone(),
+            text_contains: self.text_contains.clone(),
+            resource_id: self.resource_id.clone(),
+            content_desc: self.content_desc.clone(),
+            class: self.class.clone(),
+            nth: self.nth.map(|n| n as usize),
+        };
+        let has_criterion = sel.text.is_some()
+            || sel.text_contains.is_some()
+            || sel.resource_id.is_some()
+            || sel.content_desc.is_some();
+        match (self.index, &self.observation_id) {
+            (Some(index), Some(observation_id)) => {
+                if has_criterion || sel.class.is_some() || sel.nth.is_some() {
+                    return Err(invalid(format!(
+                        "argument `{name}`: give either {{index, observation_id}} or a selector, not both"
+                    )));
+                }
+                Ok(Target::Observed { index: index as usize, observation_id: observation_id.clone() })
+            }
+            (Some(_), None) => Err(invalid(format!(
+                "argument `{name}.index` needs `{name}.observation_id` (the android_observe call it is from)"
+            ))),
+            (None, Some(_)) => Err(invalid(format!("argument `{name}.observation_id` needs `{name}.index`"))),
+            (None, None) if has_criterion => Ok(Target::Selector(sel)),
+            (None, None) => Err(invalid(format!(
+                "argument `{name}` needs {{index, observation_id}} or at least one of text, text_contains, \
+                 resource_id, content_desc"
+            ))),
+        }
+    }
+}
+
+/// `arg.target(name)` for an optional argument.
+pub fn parse(arg: Option<&ElementArg>, name: &str) -> Result<Option<Target>, ProtoError> {
+    arg.map(|a| a.target(name)).transpose()
 }
 
 /// What an `element` argument asks for.
@@ -100,42 +164,6 @@ impl Selector {
             .or(self.content_desc.as_deref())
             .or(self.resource_id.as_deref())
             .unwrap_or("")
-    }
-}
-
-/// Reads `args[name]` as a target (`None` when absent). Errors name the field and say what is accepted.
-pub fn parse(args: &Map<String, Value>, name: &str) -> Result<Option<Target>, ProtoError> {
-    let Some(v) = args.get(name) else { return Ok(None) };
-    let o = v.as_object().ok_or_else(|| invalid(format!("argument `{name}` must be an object")))?;
-    let s = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
-    let sel = Selector {
-        text: s("text"),
-        text_contains: s("text_contains"),
-        resource_id: s("resource_id"),
-        content_desc: s("content_desc"),
-        class: s("class"),
-        nth: o.get("nth").and_then(Value::as_u64).map(|n| n as usize),
-    };
-    let has_criterion =
-        sel.text.is_some() || sel.text_contains.is_some() || sel.resource_id.is_some() || sel.content_desc.is_some();
-    match (o.get("index").and_then(Value::as_u64), s("observation_id")) {
-        (Some(index), Some(observation_id)) => {
-            if has_criterion || sel.class.is_some() || sel.nth.is_some() {
-                return Err(invalid(format!(
-                    "argument `{name}`: give either {{index, observation_id}} or a selector, not both"
-                )));
-            }
-            Ok(Some(Target::Observed { index: index as usize, observation_id }))
-        }
-        (Some(_), None) => Err(invalid(format!(
-            "argument `{name}.index` needs `{name}.observation_id` (the android_observe call it is from)"
-        ))),
-        (None, Some(_)) => Err(invalid(format!("argument `{name}.observation_id` needs `{name}.index`"))),
-        (None, None) if has_criterion => Ok(Some(Target::Selector(sel))),
-        (None, None) => Err(invalid(format!(
-            "argument `{name}` needs {{index, observation_id}} or at least one of text, text_contains, resource_id, \
-             content_desc"
-        ))),
     }
 }
 
@@ -260,7 +288,11 @@ pub fn resolve_in(
                 format!(
                     "element {} of observation {observation_id} {why}; nothing was done. On screen now: {}",
                     brief(was),
-                    if on_screen.is_empty() { "no interactive elements; call android_observe again".to_owned() } else { list(&on_screen) }
+                    if on_screen.is_empty() {
+                        "no interactive elements; call android_observe again".to_owned()
+                    } else {
+                        list(&on_screen)
+                    }
                 ),
             )
             .with_details(candidates(&on_screen)))
@@ -363,7 +395,12 @@ fn with_observation(c: &Ctx, mut e: ProtoError, now: Vec<Element>) -> ProtoError
     let id = observe::new_id();
     observe::remember(
         &c.call.channel_id,
-        observe::Observation { id: id.clone(), device: c.device.clone(), created: std::time::Instant::now(), elements: now },
+        observe::Observation {
+            id: id.clone(),
+            device: c.device.clone(),
+            created: std::time::Instant::now(),
+            elements: now,
+        },
     );
     details.insert("observation_id".into(), json!(id));
     e.message.push_str(&format!(
@@ -471,13 +508,19 @@ mod tests {
 
     #[test]
     fn parse_checks_the_shape() {
-        let p = |v: Value| parse(json!({ "element": v }).as_object().unwrap(), "element");
+        let p = |v: Value| {
+            let a: ElementArg = serde_json::from_value(v).unwrap();
+            parse(Some(&a), "element")
+        };
         assert_eq!(p(json!({"index": 3, "observation_id": "o"})).unwrap(), Some(observed_id(3, "o")));
         assert!(p(json!({"index": 3})).unwrap_err().message.contains("observation_id"));
         assert!(p(json!({"index": 3, "observation_id": "o", "text": "x"})).is_err());
         assert!(p(json!({"class": "Button"})).is_err(), "class alone is too broad");
+        assert_eq!(p(json!({"text": ""})).unwrap_err().message, "argument `element.text` must not be empty");
+        let long = "x".repeat(201);
+        assert!(p(json!({ "text": long })).unwrap_err().message.contains("at most 200 characters, got 201"));
         assert!(matches!(p(json!({"text": "OK", "nth": 1})).unwrap(), Some(Target::Selector(_))));
-        assert_eq!(parse(&Map::new(), "element").unwrap(), None);
+        assert_eq!(parse(None, "element").unwrap(), None);
     }
 
     fn observed_id(index: usize, id: &str) -> Target {

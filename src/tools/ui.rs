@@ -13,10 +13,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::device::{invalid, tool, Ctx};
-use super::{Tool, ToolSpec};
+use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
@@ -332,39 +334,85 @@ fn on_screen(all: &[Element]) -> (Vec<String>, usize) {
     (texts.into_iter().take(WAIT_LISTED).collect(), total)
 }
 
+/// The schema of one element as results give it: `listed` is the full form of a list (package and the flags,
+/// present only when true — `enabled` only when false); otherwise the element an action was done on.
+///
+/// Described in prose rather than as nested properties: the shape is the same in every result, and the card pays
+/// for each copy of a nested schema in tokens (the token budget of issue 19).
+pub fn element_schema(listed: bool) -> Value {
+    let fields = if listed {
+        "index, class, package, text, resource_id, content_desc, bounds [l,t,r,b], center [x,y] (device px); \
+         clickable, focused, checked, scrollable, password when true; enabled when false"
+    } else {
+        "index, class, text, resource_id, content_desc, bounds, center: as before the action"
+    };
+    json!({"type": "object", "description": fields})
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UiDumpArgs {
+    /// Only elements that can be tapped, scrolled or focused
+    #[serde(default)]
+    only_interactive: bool,
+    #[schemars(range(min = 1, max = 1000))]
+    #[serde(default = "elements_300")]
+    max_elements: u32,
+}
+
+/// The default cap on listed elements (`android_ui_dump`, `android_observe`).
+pub fn elements_300() -> u32 {
+    300
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UiWaitArgs {
+    /// Substring of the element text (whole text with exact)
+    #[schemars(length(min = 1, max = 200))]
+    text: Option<String>,
+    /// Match `text` exactly instead of as a substring
+    #[serde(default)]
+    exact: bool,
+    /// pkg:id/name or name
+    #[schemars(length(min = 1, max = 200))]
+    resource_id: Option<String>,
+    /// Substring of the content description
+    #[schemars(length(min = 1, max = 200))]
+    content_desc: Option<String>,
+    /// Wait for it to disappear instead
+    #[serde(default)]
+    gone: bool,
+    #[schemars(range(min = 0, max = 30_000))]
+    #[serde(default = "ms_5000")]
+    timeout_ms: u32,
+}
+
+fn ms_5000() -> u32 {
+    5000
+}
+
 pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
-    let element_schema = json!({"type": "object", "required": ["index", "class", "bounds", "center"], "properties": {
-        "index": {"type": "integer"}, "package": {"type": "string"},
-        "text": {"type": "string"}, "resource_id": {"type": "string"}, "content_desc": {"type": "string"},
-        "class": {"type": "string"}, "clickable": {"type": "boolean"}, "enabled": {"type": "boolean"},
-        "focused": {"type": "boolean"}, "checked": {"type": "boolean"}, "scrollable": {"type": "boolean"},
-        "password": {"type": "boolean"},
-        "bounds": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4},
-        "center": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}});
     vec![
         tool(
             ToolSpec {
                 id: "android_ui_dump",
                 title: "Read the screen's UI elements",
-                description: "List the visible UI elements (text, resource id, content description, clickable, \
-                              bounds and centre in device pixels) of the foreground app. Prefer this to a screenshot \
-                              whenever text is enough; tap an element at its `center`.",
-                input: json!({"type": "object", "additionalProperties": false, "properties": {
-                    "only_interactive": {"type": "boolean", "default": false,
-                                         "description": "Only enabled elements that can be tapped, scrolled or focused"},
-                    "max_elements": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 300,
-                                     "description": "Cap on the number of elements returned"}}}),
-                output: json!({"type": "object", "required": ["elements", "count", "truncated"], "properties": {
-                    "package": {"type": "string"}, "count": {"type": "integer"}, "truncated": {"type": "boolean"},
-                    "elements": {"type": "array", "items": element_schema}}}),
+                description: "The visible UI elements and an observation_id for `element: {index, \
+                              observation_id}`. Cheaper than android_observe when text is enough.",
+                input: args::schema::<UiDumpArgs>(),
+                output: json!({"type": "object", "properties": {
+                    "observation_id": {"type": "string"}, "package": {"type": "string"},
+                    "count": {"type": "integer"}, "truncated": {"type": "boolean"},
+                    "elements": {"type": "array", "items": element_schema(true)}}}),
                 side_effect: false,
                 deadline: Duration::from_secs(20),
             },
             adb,
             |c| async move {
+                let a: UiDumpArgs = c.parse()?;
                 let all = dump(&c, c.spec.deadline).await?;
-                let only_interactive = c.bool("only_interactive").unwrap_or(false);
-                let max = c.i64("max_elements").unwrap_or(300) as usize;
+                let (only_interactive, max) = (a.only_interactive, a.max_elements as usize);
                 let package = all.first().map(|e| e.package.clone()).unwrap_or_default();
                 let picked: Vec<&Element> =
                     all.iter().filter(|e| e.is_interesting() && (!only_interactive || e.is_interactive())).collect();
@@ -390,30 +438,23 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_ui_wait",
                 title: "Wait for a UI element",
-                description: "Wait until an element matching text (substring), resource_id or content_desc is on \
-                              screen (or, with gone=true, is no longer), polling the UI tree. Use this instead of \
-                              sleeping after an action. Fails with ui_wait_timeout when nothing matched in \
-                              timeout_ms (default 5000, at most 30000).",
-                input: json!({"type": "object", "additionalProperties": false, "properties": {
-                    "text": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Substring of the element text"},
-                    "resource_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Full id (pkg:id/name) or just name"},
-                    "content_desc": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Substring of the content description"},
-                    "gone": {"type": "boolean", "default": false, "description": "Wait for the element to disappear instead"},
-                    "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 30000, "default": 5000}}}),
-                output: json!({"type": "object", "required": ["found", "waited_ms"], "properties": {
-                    "found": {"type": "boolean"}, "waited_ms": {"type": "integer"}, "element": element_schema}}),
+                description: "Wait until a matching element is on screen (with gone: is not), instead of \
+                              sleeping. ui_wait_timeout lists the texts on screen.",
+                input: args::schema::<UiWaitArgs>(),
+                output: json!({"type": "object", "properties": {
+                    "found": {"type": "boolean"}, "waited_ms": {"type": "integer"}, "element": element_schema(true)}}),
                 side_effect: false,
                 deadline: Duration::from_secs(40),
             },
             adb,
             |c| async move {
-                let (text, id, desc) = (c.str("text"), c.str("resource_id"), c.str("content_desc"));
+                let a: UiWaitArgs = c.parse()?;
+                let (text, id, desc) = (a.text.as_deref(), a.resource_id.as_deref(), a.content_desc.as_deref());
                 if text.is_none() && id.is_none() && desc.is_none() {
                     return Err(invalid("give at least one of `text`, `resource_id`, `content_desc`"));
                 }
-                let gone = c.bool("gone").unwrap_or(false);
-                let exact = c.bool("exact").unwrap_or(false);
-                let timeout = Duration::from_millis(c.i64("timeout_ms").unwrap_or(5000) as u64);
+                let (gone, exact) = (a.gone, a.exact);
+                let timeout = Duration::from_millis(u64::from(a.timeout_ms));
                 let started = Instant::now();
                 loop {
                     // Longer than uiautomator's own 10 s idle wait, so a screen that never idles ends in
@@ -435,7 +476,11 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                             let state = if gone { "still on screen" } else { "not on screen" };
                             let (seen, total) = on_screen(&all);
                             let listed: Vec<String> = seen.iter().map(|t| format!("{t:?}")).collect();
-                            let more = if total > seen.len() { format!(" … {} more", total - seen.len()) } else { String::new() };
+                            let more = if total > seen.len() {
+                                format!(" … {} more", total - seen.len())
+                            } else {
+                                String::new()
+                            };
                             let exactly = if exact && text.is_some() { " (exact text)" } else { "" };
                             return Err(ProtoError::new(
                                 ErrorCode::UiWaitTimeout,
