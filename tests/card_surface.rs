@@ -1,0 +1,145 @@
+//! The card's tool list as an agent pays for it (issue 19 item 5) and as it changed when tool arguments became
+//! typed (issue 21): both read from the real binary's `GET /connector-card.json`.
+//!
+//! - `tool_list_fits_the_token_budget`: the tool list (ids, titles, descriptions, input and output schemas) of
+//!   the default card, as compact JSON, stays within [`BUDGET`] (37.6–40.6 KB before; see BENCHMARKS.md).
+//! - `schema_changes_since_the_hand_written_schemas_are_only_the_intended_ones`: every validation keyword of every
+//!   tool's input schema (descriptions and titles aside) and the set of result fields of every output schema,
+//!   against `tests/fixtures/card-tools/before.json` — the card of the last commit with hand-written schemas, all
+//!   risky tools enabled. The differences must be exactly the list in the test.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// Issue 19 item 5: the card's tools fit in 24 KB of compact JSON. Measured on the default card (no policy): what
+/// an agent is shown unless an operator enables risky tools.
+const BUDGET: usize = 24 * 1024;
+
+/// The parts of `tools[]` a model pays for, as compact JSON.
+fn tool_list_bytes(card: &Value) -> usize {
+    let tools: Vec<Value> = card["tools"]
+        .as_array()
+        .expect("the card has tools")
+        .iter()
+        .map(|t| {
+            json!({"tool_id": t["tool_id"], "title": t["title"], "description": t["description"],
+                   "input_schema": t["input_schema"], "output_schema": t["output_schema"]})
+        })
+        .collect();
+    serde_json::to_string(&tools).unwrap().len()
+}
+
+async fn served_card(policy: Option<&str>) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let mut extra = Vec::new();
+    let path = dir.path().join("policy.json");
+    if let Some(p) = policy {
+        std::fs::write(&path, p).unwrap();
+        extra = vec!["--policy", path.to_str().unwrap()];
+    }
+    let srv = Server::start(&dir.path().join("data"), &extra, &[]);
+    let resp = get(srv.addr, "/connector-card.json").await;
+    assert_eq!(resp.status, 200);
+    resp.json()
+}
+
+#[tokio::test]
+async fn tool_list_fits_the_token_budget() {
+    let card = served_card(None).await;
+    let bytes = tool_list_bytes(&card);
+    println!("default card: {} tools, tool list {bytes} bytes compact JSON", card["tools"].as_array().unwrap().len());
+    assert!(bytes <= BUDGET, "the card's tool list is {bytes} bytes of compact JSON, over the {BUDGET}-byte budget");
+    // The selector is explained once: the other `element`s refer to android_tap's.
+    let text = card["tools"].to_string();
+    assert_eq!(text.matches("text_contains (any case)").count(), 1, "the selector prose is repeated");
+}
+
+/// `tool path keyword=value` for every keyword of `schema` except annotations meant for readers.
+fn keywords(tool: &str, schema: &Value, path: &str, out: &mut BTreeSet<String>) {
+    let Some(m) = schema.as_object() else { return };
+    for (k, v) in m {
+        match k.as_str() {
+            "description" | "title" => {}
+            "properties" => {
+                for (name, sub) in v.as_object().unwrap() {
+                    keywords(tool, sub, &format!("{path}.{name}"), out);
+                }
+            }
+            "items" => keywords(tool, v, &format!("{path}[]"), out),
+            _ => {
+                out.insert(format!("{tool}{path} {k}={v}"));
+            }
+        }
+    }
+}
+
+fn by_id(tools: &Value) -> std::collections::BTreeMap<String, Value> {
+    tools.as_array().unwrap().iter().map(|t| (t["tool_id"].as_str().unwrap().to_owned(), t.clone())).collect()
+}
+
+#[tokio::test]
+async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_ones() {
+    let before_text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/card-tools/before.json")).unwrap();
+    let before = by_id(&serde_json::from_str::<Value>(&before_text).unwrap());
+    let everything = r#"{"enabled_risky_tools": ["android_app_uninstall", "android_app_clear_data", "android_shell"],
+                         "shell_allow_prefixes": ["getprop "]}"#;
+    let after = by_id(&served_card(Some(everything)).await["tools"]);
+    assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>(), "the same tools");
+
+    let (mut removed, mut added) = (BTreeSet::new(), BTreeSet::new());
+    for (id, b) in &before {
+        let (mut kb, mut ka) = (BTreeSet::new(), BTreeSet::new());
+        keywords(id, &b["input_schema"], "", &mut kb);
+        keywords(id, &after[id]["input_schema"], "", &mut ka);
+        removed.extend(kb.difference(&ka).cloned());
+        added.extend(ka.difference(&kb).cloned());
+        // Output schemas were made terser (nested shapes described in prose, no `required`), but no result field
+        // may disappear from them.
+        let fields = |t: &Value| -> BTreeSet<String> {
+            t["output_schema"]["properties"].as_object().unwrap().keys().cloned().collect()
+        };
+        let (fb, fa) = (fields(b), fields(&after[id]));
+        let new: Vec<&String> = fa.difference(&fb).collect();
+        assert!(fb.is_subset(&fa), "{id} lost result fields: {:?}", fb.difference(&fa).collect::<Vec<_>>());
+        let expected_new: &[&str] = if id == "android_ui_dump" { &["observation_id"] } else { &[] };
+        assert_eq!(new, expected_new.iter().collect::<Vec<_>>(), "{id}: unexpected new result fields");
+    }
+
+    // Intended: the element selector's string bounds moved from each copy of its schema into
+    // `ElementArg::target` (same bounds, same wording; target.rs tests them) ...
+    let mut expected_removed = BTreeSet::new();
+    for at in ["android_tap.element", "android_long_press.element", "android_input_text.element"]
+        .into_iter()
+        .chain(["android_scroll.element", "android_scroll.until"])
+    {
+        let (tool, field) = at.split_once('.').unwrap();
+        for (name, max) in [
+            ("class", 200),
+            ("content_desc", 200),
+            ("observation_id", 64),
+            ("resource_id", 200),
+            ("text", 200),
+            ("text_contains", 200),
+        ] {
+            expected_removed.insert(format!("{tool}.{field}.{name} maxLength={max}"));
+            expected_removed.insert(format!("{tool}.{field}.{name} minLength=1"));
+        }
+    }
+    // ... and two new arguments: `clear` (wired by the settle work) and `exact`.
+    let expected_added: BTreeSet<String> = [
+        "android_input_text.clear default=false",
+        "android_input_text.clear type=\"boolean\"",
+        "android_ui_wait.exact default=false",
+        "android_ui_wait.exact type=\"boolean\"",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(removed, expected_removed, "input schema keywords removed");
+    assert_eq!(added, expected_added, "input schema keywords added");
+}
