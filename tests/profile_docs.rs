@@ -388,6 +388,7 @@ const IDS: &[(&str, usize, &str)] = &[
     ("auth_", 24, "auth_session_id"),
     ("file_", 24, "file_ref"),
     ("pkt_", 24, "packet_id"),
+    ("obs_", 16, "observation_id"),
 ];
 
 impl Normaliser {
