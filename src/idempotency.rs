@@ -178,6 +178,15 @@ impl Calls {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_recorded_error_keeps_its_details() {
+        let e = ProtoError::new(ErrorCode::AmbiguousElement, "2 match")
+            .with_details(json!({"observation_id": "obs_1", "candidates": [{"index": 2}]}));
+        assert_eq!(decode(&encode(&Err(e.clone()))), Err(e));
+        let plain = ProtoError::new(ErrorCode::DeviceTimeout, "slow");
+        assert_eq!(decode(&encode(&Err(plain.clone()))), Err(plain), "no details stays none");
+    }
+
     fn key() -> CallKey {
         CallKey { channel: "c1".into(), tool: "android_tap".into(), call_id: "call_1".into() }
     }

@@ -171,6 +171,33 @@ mod tests {
         assert!(crate::tools::schema::validate(&s, &json!({"must": "m", "x": null}), "").is_err(), "null refused");
     }
 
+    /// The messages of the validator running on derived schemas still name the field and the allowed range.
+    #[test]
+    fn derived_schemas_keep_the_validators_messages() {
+        let adb = crate::device::adb::AdbBackend::new(Vec::new());
+        let reg = crate::tools::Registry::device_tools(&adb);
+        let err = |tool: &str, args: Value| {
+            let mut a = args;
+            a["connector_channel_id"] = json!("cch");
+            match reg.prepare(tool, &a) {
+                Err(e) => e.message,
+                Ok(_) => panic!("{tool} accepted {a}"),
+            }
+        };
+        assert_eq!(err("android_screenshot", json!({"quality": 101})), "argument `quality` must be ≤ 100, got 101");
+        assert_eq!(err("android_tap", json!({"x": -1, "y": 5})), "argument `x` must be ≥ 0, got -1");
+        assert!(err("android_logcat", json!({"priority": "Z"})).starts_with("argument `priority` must be one of \"V\""));
+        assert!(err("android_scroll", json!({})).contains("argument `direction` is required"));
+        assert!(
+            err("android_tap", json!({"element": {"txt": "OK"}})).contains("argument `element.txt` is not a parameter")
+        );
+        assert!(err("android_key", json!({"key": "HOM"})).contains("argument `key` must be one of"));
+        assert!(
+            err("android_ui_wait", json!({"text": null})).contains("argument `text` must be of type string, got null")
+        );
+        assert!(err("android_device_status", json!({"x": 1})).contains("argument `x` is not a parameter"));
+    }
+
     #[test]
     fn parse_takes_integral_floats_and_defaults() {
         let a: Example = parse(json!({"must": "m", "x": 3.0}).as_object().unwrap()).unwrap();
