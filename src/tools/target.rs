@@ -228,7 +228,8 @@ fn candidate(e: &Element) -> Value {
     let cut = |s: &str| s.chars().take(80).collect::<String>();
     let mut v = json!({"index": e.index, "center": e.center()});
     for (k, s) in [("resource_id", &e.resource_id), ("text", &e.text), ("content_desc", &e.content_desc)] {
-        if !s.is_empty() && !(e.password && k == "text") {
+        let hidden = e.password && k == "text";
+        if !s.is_empty() && !hidden {
             v[k] = json!(cut(s));
         }
     }
@@ -389,7 +390,7 @@ pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
 /// against the screen again like any observed target — instead of observing first.
 fn with_observation(c: &Ctx, mut e: ProtoError, now: Vec<Element>) -> ProtoError {
     let Some(Value::Object(details)) = e.details.as_mut() else { return e };
-    if !details.get("candidates").and_then(Value::as_array).is_some_and(|c| !c.is_empty()) {
+    if details.get("candidates").and_then(Value::as_array).is_none_or(Vec::is_empty) {
         return e;
     }
     let id = observe::new_id();
