@@ -130,6 +130,11 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
             expected_removed.insert(format!("{tool}.{field}.{name} minLength=1"));
         }
     }
+    // `android_scroll`'s `until` is a selector only: it never took {index, observation_id} (refused in code), and
+    // no longer offers them ...
+    for k in ["index maximum=100000", "index minimum=0", "index type=\"integer\"", "observation_id type=\"string\""] {
+        expected_removed.insert(format!("android_scroll.until.{k}"));
+    }
     // ... and two new arguments: `clear` (wired by the settle work) and `exact`.
     let expected_added: BTreeSet<String> = [
         "android_input_text.clear default=false",

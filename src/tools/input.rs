@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::args;
 use super::device::{invalid, tool, Ctx};
 use super::power::{ready_for_input, InputGate};
-use super::target::{self, ElementArg, Resolved, Target};
+use super::target::{self, ElementArg, Resolved, SelectorArg};
 use super::ui::{self, Element};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
@@ -195,7 +195,7 @@ struct ScrollArgs {
     /// The scrollable container, as android_tap's element (default: the screen)
     element: Option<ElementArg>,
     /// Stop when this selector (as android_tap's element) matches a visible element
-    until: Option<ElementArg>,
+    until: Option<SelectorArg>,
     /// Default 5 with `until`, else 1
     #[schemars(range(min = 1, max = MAX_SWIPES))]
     max_swipes: Option<u32>,
@@ -401,13 +401,7 @@ const SEEN_LISTED: usize = 30;
 
 async fn scroll(c: Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
     let direction = a.direction.as_str();
-    let until = match target::parse(a.until.as_ref(), "until")? {
-        Some(Target::Selector(s)) => Some(s),
-        Some(Target::Observed { .. }) => {
-            return Err(invalid("argument `until` must be a selector (text, text_contains, resource_id, content_desc)"))
-        }
-        None => None,
-    };
+    let until = a.until.as_ref().map(|u| u.selector("until")).transpose()?;
     let max = a.max_swipes.map_or(if until.is_some() { 5 } else { 1 }, |n| n.clamp(1, MAX_SWIPES as u32));
     // The container: its bounds now, or the screen without its top and bottom bars.
     let area = match target::parse(a.element.as_ref(), "element")? {

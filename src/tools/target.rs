@@ -47,6 +47,44 @@ pub struct ElementArg {
     pub nth: Option<u64>,
 }
 
+/// A selector-only argument (`android_scroll`'s `until`: what to look for, so no `{index, observation_id}`).
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelectorArg {
+    pub text: Option<String>,
+    pub text_contains: Option<String>,
+    pub resource_id: Option<String>,
+    pub content_desc: Option<String>,
+    pub class: Option<String>,
+    #[schemars(range(min = 0, max = 1000))]
+    pub nth: Option<u64>,
+}
+
+impl SelectorArg {
+    /// The selector it names, checked as an [`ElementArg`] selector is.
+    pub fn selector(&self, name: &str) -> Result<Selector, ProtoError> {
+        if [&self.text, &self.text_contains, &self.resource_id, &self.content_desc].iter().all(|v| v.is_none()) {
+            return Err(invalid(format!(
+                "argument `{name}` needs at least one of text, text_contains, resource_id, content_desc"
+            )));
+        }
+        let as_element = ElementArg {
+            index: None,
+            observation_id: None,
+            text: self.text.clone(),
+            text_contains: self.text_contains.clone(),
+            resource_id: self.resource_id.clone(),
+            content_desc: self.content_desc.clone(),
+            class: self.class.clone(),
+            nth: self.nth,
+        };
+        match as_element.target(name)? {
+            Target::Selector(s) => Ok(s),
+            Target::Observed { .. } => unreachable!("a SelectorArg has no index"),
+        }
+    }
+}
+
 impl ElementArg {
     /// What the argument named `name` asks for. Errors name the field and say what is accepted.
     pub fn target(&self, name: &str) -> Result<Target, ProtoError> {
@@ -522,6 +560,11 @@ mod tests {
         assert!(p(json!({ "text": long })).unwrap_err().message.contains("at most 200 characters, got 201"));
         assert!(matches!(p(json!({"text": "OK", "nth": 1})).unwrap(), Some(Target::Selector(_))));
         assert_eq!(parse(None, "element").unwrap(), None);
+        let until: SelectorArg = serde_json::from_value(json!({"text_contains": "item", "nth": 2})).unwrap();
+        assert_eq!(until.selector("until").unwrap().nth, Some(2));
+        assert!(serde_json::from_value::<SelectorArg>(json!({"index": 1})).is_err(), "no index in a selector");
+        let empty = SelectorArg::default().selector("until").unwrap_err().message;
+        assert_eq!(empty, "argument `until` needs at least one of text, text_contains, resource_id, content_desc");
     }
 
     fn observed_id(index: usize, id: &str) -> Target {
