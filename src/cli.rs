@@ -532,7 +532,7 @@ pub fn prepare_data_dir(dir: &std::path::Path) -> Result<(), ConfigError> {
         ),
     };
     // Owner-only (0700) whatever the umask: it holds download tokens and cached screenshots.
-    crate::files::private::dir(dir).map_err(|e| err("cannot be created", e))?;
+    crate::store::private::dir(dir).map_err(|e| err("cannot be created", e))?;
     prove_writable(dir).map_err(|e| err("is not writable", e))
 }
 
