@@ -522,29 +522,6 @@ pub fn resolve_api_key(args: &KeyArgs) -> Result<Option<String>, ConfigError> {
     }
 }
 
-/// Creates the data dir if needed and proves it is writable.
-pub fn prepare_data_dir(dir: &std::path::Path) -> Result<(), ConfigError> {
-    let err = |what: &str, e: std::io::Error| ConfigError {
-        code: exit::CONFIG,
-        message: format!(
-            "data dir {} {what}: {e}; choose another with --data-dir or fix its permissions",
-            dir.display()
-        ),
-    };
-    // Owner-only (0700) whatever the umask: it holds download tokens and cached screenshots.
-    crate::store::private::dir(dir).map_err(|e| err("cannot be created", e))?;
-    prove_writable(dir).map_err(|e| err("is not writable", e))
-}
-
-/// Creates and removes a probe file in `dir`: permission bits say little (root, ACLs, read-only mounts).
-pub fn prove_writable(dir: &std::path::Path) -> std::io::Result<()> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let probe = dir.join(format!(".write-probe-{}-{n}", std::process::id()));
-    std::fs::write(&probe, b"ok")?;
-    std::fs::remove_file(probe)
-}
-
 /// Resolves `HOST:PORT` adb server addresses to IPv4 socket addresses (the adb client library speaks IPv4).
 /// A bad address is a bad command line (exit 2), like a bad `--listen`.
 pub fn resolve_adb_servers(list: &[String]) -> Result<Vec<std::net::SocketAddrV4>, ConfigError> {

@@ -130,7 +130,8 @@ async fn start_inner(
 ) -> Result<Running, ConfigError> {
     let store = match &cfg.data_dir {
         Some(dir) => {
-            crate::cli::prepare_data_dir(dir)?;
+            crate::store::private::prepare_data_dir(dir)
+                .map_err(|message| ConfigError { code: exit::CONFIG, message })?;
             let store = Store::open(dir).map_err(|e| ConfigError {
                 code: exit::CONFIG,
                 message: format!("cannot open the state database in {}: {e}", dir.display()),
@@ -165,7 +166,7 @@ async fn start_inner(
         code: exit::CONFIG,
         message: format!("cannot open the file cache in {}: {e}", files_dir.display()),
     })?;
-    crate::cli::prove_writable(&files_dir).map_err(|e| ConfigError {
+    crate::store::private::prove_writable(&files_dir).map_err(|e| ConfigError {
         code: exit::CONFIG,
         message: format!(
             "the file cache {} is not writable: {e}; it must belong to the user the connector runs as",

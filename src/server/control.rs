@@ -84,7 +84,7 @@ fn probe(store: Option<&crate::store::Store>, files_dir: &std::path::Path) -> Ve
     let mut out = Vec::new();
     if let Some(store) = store {
         let data_dir = files_dir.parent().unwrap_or(files_dir);
-        if let Err(e) = crate::cli::prove_writable(data_dir) {
+        if let Err(e) = crate::store::private::prove_writable(data_dir) {
             out.push(Problem {
                 fatal: true,
                 message: format!("the data dir {} is not writable: {e}", data_dir.display()),
@@ -94,7 +94,7 @@ fn probe(store: Option<&crate::store::Store>, files_dir: &std::path::Path) -> Ve
             out.push(Problem { fatal: true, message: format!("the state database does not accept writes: {e}") });
         }
     }
-    if let Err(e) = crate::cli::prove_writable(files_dir) {
+    if let Err(e) = crate::store::private::prove_writable(files_dir) {
         out.push(Problem {
             fatal: false,
             message: format!(
