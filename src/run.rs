@@ -24,7 +24,7 @@ pub struct ServeConfig {
     pub api_key: Option<String>,
     pub allow_serials: Vec<String>,
     /// Operator labels per serial (policy file), for device matching at bind.
-    pub labels: crate::channels::matching::Labels,
+    pub labels: crate::policy::Labels,
     pub lease_grace: Duration,
     pub max_message_bytes: usize,
     pub drain_timeout: Duration,
