@@ -5,6 +5,7 @@ pub mod audit;
 pub mod build_info;
 pub mod channels;
 pub mod cli;
+pub mod config;
 pub mod device;
 pub mod files;
 pub mod idempotency;

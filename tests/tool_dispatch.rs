@@ -9,10 +9,11 @@ use std::time::Duration;
 use common::*;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
+use xagent_adb_connector::config::ServeConfig;
 use xagent_adb_connector::device::{Backend, DeviceInfo, DeviceKey, DeviceState};
 use xagent_adb_connector::protocol::card::{AuthField, AuthFlow};
 use xagent_adb_connector::protocol::errors::ProtoError;
-use xagent_adb_connector::run::{start, ServeConfig};
+use xagent_adb_connector::run::start;
 use xagent_adb_connector::tools::{BoxFuture, Registry, Tool, ToolCall, ToolSpec};
 
 struct Devices {

@@ -213,8 +213,8 @@ pub fn choose(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
     use serde_json::json;
+    use std::collections::BTreeMap;
 
     fn dev(serial: &str, state: DeviceState, model: &str, maker: &str, sdk: Option<u32>) -> DeviceInfo {
         DeviceInfo {
