@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod device;
 pub mod files;
+pub mod http;
 pub mod idempotency;
 pub mod metrics;
 pub mod ops;

@@ -4,8 +4,8 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
-use super::http::{full, json_response, Body};
 use super::App;
+use crate::http::{full, json_response, Body};
 use crate::protocol as proto;
 
 /// The main skill, embedded at compile time so the binary is the single artifact an operator installs.

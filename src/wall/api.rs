@@ -15,8 +15,9 @@ use super::session::{self, Principal};
 use super::{device_id, no_device, Wall};
 use crate::channels::Holder;
 use crate::device::{DeviceInfo, DeviceKey, DeviceState};
+use crate::http::{error, full, json_response, Body};
 use crate::protocol::errors::{ErrorCode, ProtoError};
-use crate::server::http::{error, full, json_response, read_small_body, Body};
+use crate::server::http::read_small_body;
 use crate::server::App;
 
 /// Largest login body.

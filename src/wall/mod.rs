@@ -27,7 +27,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use crate::device::adb::AdbBackend;
 use crate::device::DeviceKey;
-use crate::server::http::{error, full, Body};
+use crate::http::{error, full, Body};
 use crate::server::App;
 
 pub use activity::AgentCall;
