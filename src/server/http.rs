@@ -76,7 +76,7 @@ fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<B
             "this connector has no API key, so /ws refuses WebSocket requests from web pages of other origins",
         ));
     }
-    if crate::wall::owns(path) && !super::origin::host_allowed(host, allowed) {
+    if app.wall.owns(path) && !super::origin::host_allowed(host, allowed) {
         return Some(error(
             StatusCode::FORBIDDEN,
             "host_not_allowed",
@@ -115,7 +115,7 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
         },
         "/connector-card.json" | "/skill.md" | "/health" | "/metrics" => method_not_allowed("GET, HEAD"),
         "/ws" => method_not_allowed("GET"),
-        p if crate::wall::owns(p) => crate::wall::route(&app, req).await,
+        p if app.wall.owns(p) => app.wall.clone().route(app.clone(), req).await,
         _ => error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint at {path}")),
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "http");

@@ -40,12 +40,13 @@ fn proto_error(status: StatusCode, e: &ProtoError) -> Response<Body> {
     error(status, e.code.as_str(), &e.message)
 }
 
-fn wall(app: &App) -> &Arc<Wall> {
-    &app.wall
-}
-
-pub async fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, method: &Method) -> Response<Body> {
-    let w = wall(app).clone();
+pub async fn route(
+    app: &Arc<App>,
+    w: Arc<Wall>,
+    req: Request<Incoming>,
+    path: &str,
+    method: &Method,
+) -> Response<Body> {
     let get = method == Method::GET || method == Method::HEAD;
     let rest = path.strip_prefix("/api/v1").unwrap_or("");
     if rest == "/session" {
