@@ -253,6 +253,8 @@ fn describe(arrows: &Arrows) -> String {
 #[test]
 fn top_level_modules_form_no_cycle() {
     let arrows = arrows();
+    // `cargo test --test module_arrows -- --nocapture` prints the map (ARCHITECTURE.md, "Arrows").
+    println!("{}", describe(&arrows));
     assert!(arrows.len() > 10, "the scan found too few modules to mean anything:\n{}", describe(&arrows));
     if let Some(c) = cycle(&arrows) {
         let mut why = String::new();
