@@ -1,5 +1,5 @@
-//! Command line: subcommands, flags with `XAGENT_ADB_*` environment fallbacks, and their resolution into a
-//! validated [`crate::run::ServeConfig`]. Errors here are for people: they say what is wrong and what to do.
+//! Command line: subcommands and flags with `XAGENT_ADB_*` environment fallbacks, parsed into configuration
+//! ([`crate::config`], which holds the checks and the value grammars). Only `main.rs` and `ops/` import this.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,17 +7,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Exit codes (documented in README.md and `--help`).
-pub mod exit {
-    /// Runtime failure after start-up.
-    pub const FAILURE: i32 = 1;
-    /// Bad command line (clap's own code).
-    pub const USAGE: i32 = 2;
-    /// Configuration unusable: unreadable or empty key file, data dir not writable, bad value.
-    pub const CONFIG: i32 = 3;
-    /// Could not listen: address in use or not permitted.
-    pub const LISTEN: i32 = 4;
-}
+use crate::config::{
+    check_exposure, exit, load_policy, parse_duration, parse_listen, resolve_adb_servers, resolve_api_key, ConfigError,
+    Resolved,
+};
 
 const AFTER_HELP: &str = "\
 Environment:
@@ -338,21 +331,9 @@ pub struct ServeArgs {
     pub wall_thumbnail_interval: Duration,
 }
 
-/// A validated `serve` configuration.
-pub struct Resolved {
-    pub serve: crate::run::ServeConfig,
-    /// Where the key came from, for the file-mode warning at start-up.
-    pub key_file: Option<PathBuf>,
-    pub transfer: crate::run::TransferConfig,
-    pub adb_servers: Vec<std::net::SocketAddrV4>,
-    pub policy: crate::policy::Policy,
-    /// The operator's device wall (`/`).
-    pub wall: crate::wall::WallConfig,
-}
-
 /// Turns `serve` flags into a checked configuration (key, adb servers, policy, allowlist).
 pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
-    let api_key = resolve_api_key(&args.key)?;
+    let api_key = resolve_api_key(args.key.api_key_file.as_deref())?;
     check_exposure(args.listen, api_key.is_some(), args.allow_no_api_key_on_network)?;
     let adb_servers = resolve_adb_servers(&args.adb.adb_servers)?;
     let mut policy = load_policy(args.policy.as_deref())?;
@@ -367,7 +348,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     let allow_serials =
         if args.allow_serials.is_empty() { policy.allow_serials.clone() } else { args.allow_serials.clone() };
     Ok(Resolved {
-        serve: crate::run::ServeConfig {
+        serve: crate::config::ServeConfig {
             listen: args.listen,
             data_dir: Some(args.data_dir.clone()),
             api_key,
@@ -387,7 +368,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             },
             allowed_hosts: args.allowed_hosts.clone(),
         },
-        transfer: crate::run::TransferConfig {
+        transfer: crate::config::TransferConfig {
             cache: crate::files::Limits {
                 ttl: args.file_ttl,
                 max_bytes: args.cache_max_bytes,
@@ -407,191 +388,9 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     })
 }
 
-/// No key and a non-loopback listen address: every host that reaches the port drives the phones. Refused unless
-/// the operator says so with `--allow-no-api-key-on-network` (exit 3, like every unusable configuration).
-pub fn check_exposure(listen: SocketAddr, has_key: bool, allowed: bool) -> Result<(), ConfigError> {
-    if has_key || allowed || listen.ip().is_loopback() {
-        return Ok(());
-    }
-    Err(ConfigError {
-        code: exit::CONFIG,
-        message: format!(
-            "refusing to serve on {listen} without an API key: anyone who reaches it could drive the phones. Give a \
-             key with --api-key-file, listen on 127.0.0.1, or pass --allow-no-api-key-on-network if that is really \
-             what you want"
-        ),
-    })
-}
-
-/// `--listen`: `IP:PORT`, or `HOST:PORT` resolved now (first address). A clap value parser, so a bad value exits
-/// 2 (bad command line) like every other malformed flag.
-pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    let hint = "use IP:PORT such as 0.0.0.0:8790 (all interfaces) or 127.0.0.1:8790, or HOST:PORT";
-    if s.rsplit_once(':').is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err()) {
-        return Err(format!("{s:?} is not an address with a port; {hint}"));
-    }
-    match s.to_socket_addrs() {
-        Ok(mut addrs) => addrs.next().ok_or_else(|| format!("{s:?} resolves to no address; {hint}")),
-        Err(e) => Err(format!("cannot resolve {s:?}: {e}; {hint}")),
-    }
-}
-
-/// The permission bits that make a key file readable by group or others (`None` when fine or not on Unix).
-pub fn key_file_too_open(path: &std::path::Path) -> Option<u32> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
-        (mode & 0o077 != 0).then_some(mode)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
-}
-
-/// Loads `--policy` (or the default policy) and checks its tool names against this binary's tools.
-pub fn load_policy(path: Option<&std::path::Path>) -> Result<crate::policy::Policy, ConfigError> {
-    let policy = match path {
-        Some(p) => crate::policy::Policy::load(p).map_err(|message| ConfigError { code: exit::CONFIG, message })?,
-        None => crate::policy::Policy::default(),
-    };
-    let adb = crate::device::adb::AdbBackend::new(Vec::new());
-    let everything = crate::policy::Policy {
-        enabled_risky_tools: crate::policy::RISKY_TOOLS.iter().map(|s| s.to_string()).collect(),
-        shell_allow_prefixes: vec!["true".into()],
-        ..Default::default()
-    };
-    let all = crate::tools::Registry::device_tools_with(&adb, &std::sync::Arc::new(everything));
-    let ids: Vec<&str> = all.ids().collect();
-    policy.check_tool_names(&ids).map_err(|m| ConfigError { code: exit::CONFIG, message: format!("policy: {m}") })?;
-    Ok(policy)
-}
-
-/// Parses `500ms`, `90s`, `15m`, `1h` (a bare number is seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (examples: 500ms, 90s, 15m, 1h)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("unknown unit {unit:?} in {s:?} (use ms, s, m or h)")),
-    };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("{s:?} is not a valid duration"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// A configuration problem, with the exit code it maps to.
-#[derive(Debug)]
-pub struct ConfigError {
-    pub code: i32,
-    pub message: String,
-}
-
-/// Resolves the system API key: `--api-key-file`, else `XAGENT_CONNECTOR_API_KEY`, else none.
-/// The key's value never appears in an error or log line.
-pub fn resolve_api_key(args: &KeyArgs) -> Result<Option<String>, ConfigError> {
-    if let Some(path) = &args.api_key_file {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            code: exit::CONFIG,
-            message: format!("cannot read the API key file {}: {e}", path.display()),
-        })?;
-        let key = text.lines().next().unwrap_or("").trim().to_owned();
-        if key.is_empty() {
-            return Err(ConfigError {
-                code: exit::CONFIG,
-                message: format!("the API key file {} is empty", path.display()),
-            });
-        }
-        return Ok(Some(key));
-    }
-    match std::env::var("XAGENT_CONNECTOR_API_KEY") {
-        Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_owned())),
-        _ => Ok(None),
-    }
-}
-
-/// Creates the data dir if needed and proves it is writable.
-pub fn prepare_data_dir(dir: &std::path::Path) -> Result<(), ConfigError> {
-    let err = |what: &str, e: std::io::Error| ConfigError {
-        code: exit::CONFIG,
-        message: format!(
-            "data dir {} {what}: {e}; choose another with --data-dir or fix its permissions",
-            dir.display()
-        ),
-    };
-    // Owner-only (0700) whatever the umask: it holds download tokens and cached screenshots.
-    crate::files::private::dir(dir).map_err(|e| err("cannot be created", e))?;
-    prove_writable(dir).map_err(|e| err("is not writable", e))
-}
-
-/// Creates and removes a probe file in `dir`: permission bits say little (root, ACLs, read-only mounts).
-pub fn prove_writable(dir: &std::path::Path) -> std::io::Result<()> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let probe = dir.join(format!(".write-probe-{}-{n}", std::process::id()));
-    std::fs::write(&probe, b"ok")?;
-    std::fs::remove_file(probe)
-}
-
-/// Resolves `HOST:PORT` adb server addresses to IPv4 socket addresses (the adb client library speaks IPv4).
-/// A bad address is a bad command line (exit 2), like a bad `--listen`.
-pub fn resolve_adb_servers(list: &[String]) -> Result<Vec<std::net::SocketAddrV4>, ConfigError> {
-    use std::net::ToSocketAddrs;
-    let mut out = Vec::new();
-    for s in list {
-        let err = |why: String| ConfigError { code: exit::USAGE, message: format!("--adb-server {s:?}: {why}") };
-        let addrs = s.to_socket_addrs().map_err(|e| err(format!("{e} (expected HOST:PORT, e.g. 127.0.0.1:5037)")))?;
-        let v4 = addrs
-            .filter_map(|a| match a {
-                SocketAddr::V4(v4) => Some(v4),
-                SocketAddr::V6(_) => None,
-            })
-            .next()
-            .ok_or_else(|| err("no IPv4 address (adb servers are reached over IPv4)".into()))?;
-        if !out.contains(&v4) {
-            out.push(v4);
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
-        assert!(parse_duration("1d").unwrap_err().contains("unknown unit"));
-        assert!(parse_duration("abc").is_err());
-    }
-
-    #[test]
-    fn adb_servers_resolve_to_ipv4() {
-        let v =
-            resolve_adb_servers(&["127.0.0.1:5037".into(), "localhost:5038".into(), "127.0.0.1:5037".into()]).unwrap();
-        assert_eq!(v.len(), 2);
-        assert_eq!(v[0].port(), 5037);
-        let e = resolve_adb_servers(&["nonsense".into()]).unwrap_err();
-        assert_eq!(e.code, exit::USAGE);
-        assert!(e.message.contains("HOST:PORT"), "{}", e.message);
-    }
 
     #[test]
     fn cli_parses() {

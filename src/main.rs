@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use xagent_adb_connector::cli::{self, Cli, Command, LogFormat};
+use xagent_adb_connector::config::{self, ConfigError};
 use xagent_adb_connector::device::adb::AdbBackend;
 use xagent_adb_connector::ops;
 use xagent_adb_connector::run;
@@ -34,7 +35,7 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-fn fail(e: cli::ConfigError) -> ExitCode {
+fn fail(e: ConfigError) -> ExitCode {
     eprintln!("error: {}", e.message);
     ExitCode::from(e.code as u8)
 }
@@ -115,7 +116,10 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Card(args) => {
-            let (api_key, policy) = match (cli::resolve_api_key(&args.key), cli::load_policy(args.policy.as_deref())) {
+            let (api_key, policy) = match (
+                config::resolve_api_key(args.key.api_key_file.as_deref()),
+                config::load_policy(args.policy.as_deref()),
+            ) {
                 (Ok(k), Ok(p)) => (k, p),
                 (Err(e), _) | (_, Err(e)) => return fail(e),
             };
@@ -139,7 +143,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Devices(args) => {
-            let servers = match cli::resolve_adb_servers(&args.adb.adb_servers) {
+            let servers = match config::resolve_adb_servers(&args.adb.adb_servers) {
                 Ok(s) => s,
                 Err(e) => return fail(e),
             };
@@ -149,11 +153,11 @@ fn main() -> ExitCode {
         }
         Command::Doctor(args) => {
             // Unlike `serve`, an unreadable key or a bad policy is one failed check each, not an abort.
-            let servers = match cli::resolve_adb_servers(&args.adb.adb_servers) {
+            let servers = match config::resolve_adb_servers(&args.adb.adb_servers) {
                 Ok(s) => s,
                 Err(e) => return fail(e),
             };
-            let api_key = cli::resolve_api_key(&args.key).map_err(|e| {
+            let api_key = config::resolve_api_key(args.key.api_key_file.as_deref()).map_err(|e| {
                 let denied = args.key.api_key_file.as_deref().is_some_and(|p| {
                     std::fs::File::open(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
                 });
@@ -165,7 +169,7 @@ fn main() -> ExitCode {
                 listen: args.listen,
                 api_key,
                 key_file: args.key.api_key_file.as_deref(),
-                policy: cli::load_policy(args.policy.as_deref()).map(|_| ()).map_err(|e| e.message),
+                policy: config::load_policy(args.policy.as_deref()).map(|_| ()).map_err(|e| e.message),
                 settings: &service,
             };
             let code = runtime().block_on(ops::doctor::run(input));
@@ -175,13 +179,13 @@ fn main() -> ExitCode {
         Command::Demo(args) => ExitCode::from(runtime().block_on(ops::demo::run(args)) as u8),
         Command::Sim(args) => ExitCode::from(runtime().block_on(ops::demo::run_sims(args)) as u8),
         Command::Call(args) => {
-            let api_key = match cli::resolve_api_key(&args.key) {
+            let api_key = match config::resolve_api_key(args.key.api_key_file.as_deref()) {
                 Ok(k) => k,
                 Err(e) => return fail(e),
             };
             let arguments = match ops::call::build_arguments(&args.tool, args.json.as_deref(), &args.args) {
                 Ok(a) => a,
-                Err(e) => return fail(cli::ConfigError { code: e.code, message: e.message }),
+                Err(e) => return fail(ConfigError { code: e.code, message: e.message }),
             };
             let url = args.url.clone().unwrap_or_else(ops::call::default_url);
             let input = ops::call::CallInput {

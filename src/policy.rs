@@ -12,9 +12,21 @@
 //! }
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
+
+/// Operator labels: serial → labels (`labels` in the policy file), required by binds (`channels::matching`).
+pub type Labels = BTreeMap<String, Vec<String>>;
+
+/// The longest label.
+pub const MAX_LABEL_LEN: usize = 64;
+
+/// A label is printable ASCII without spaces or commas (`pool:checkout`, `sim:carrier-x`), ≤ 64 chars.
+pub fn valid_label(l: &str) -> bool {
+    !l.is_empty() && l.len() <= MAX_LABEL_LEN && l.bytes().all(|b| b.is_ascii_graphic() && b != b',')
+}
 
 /// Tools that exist only when the operator enables them.
 pub const RISKY_TOOLS: &[&str] = &["android_app_uninstall", "android_app_clear_data", "android_shell"];
@@ -50,7 +62,7 @@ pub struct Policy {
     pub screen_checks: Option<bool>,
     /// Operator labels per serial, which a bind can require (`labels` of the `adb_device` flow).
     #[serde(default)]
-    pub labels: std::collections::BTreeMap<String, Vec<String>>,
+    pub labels: Labels,
 }
 
 impl Policy {
@@ -104,11 +116,11 @@ impl Policy {
             if serial.is_empty() || serial.len() > 128 || serial.bytes().any(|b| !b.is_ascii_graphic()) {
                 return Err(format!("labels: {serial:?} is not a device serial"));
             }
-            if let Some(l) = labels.iter().find(|l| !crate::channels::matching::valid_label(l)) {
+            if let Some(l) = labels.iter().find(|l| !valid_label(l)) {
                 return Err(format!(
                     "labels of {serial}: {l:?} is not a valid label (printable ASCII without spaces or commas, at \
                      most {} characters)",
-                    crate::channels::matching::MAX_LABEL_LEN
+                    MAX_LABEL_LEN
                 ));
             }
         }

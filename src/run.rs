@@ -2,51 +2,18 @@
 //! tests call [`start`] to run a server in-process.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::channels::{Hub, HubConfig};
-use crate::cli::{exit, ConfigError};
+use crate::config::{exit, ConfigError, Resolved, ServeConfig, TransferConfig};
 use crate::device::Backend;
 use crate::files::FileCache;
 use crate::server::{self, App, ServerConfig, Tracker};
 use crate::store::Store;
 use crate::tools::Registry;
-
-/// Everything `serve` needs, already validated.
-pub struct ServeConfig {
-    pub listen: SocketAddr,
-    pub data_dir: Option<PathBuf>,
-    pub api_key: Option<String>,
-    pub allow_serials: Vec<String>,
-    /// Operator labels per serial (policy file), for device matching at bind.
-    pub labels: crate::channels::matching::Labels,
-    pub lease_grace: Duration,
-    pub max_message_bytes: usize,
-    pub drain_timeout: Duration,
-    /// Caps against hostile clients (sessions, channels, per-address connections, timeouts).
-    pub limits: crate::server::Limits,
-    /// Host names a browser may use for the wall when there is no key (`--allowed-host`).
-    pub allowed_hosts: Vec<String>,
-}
-
-/// Transfer-plane settings (kept apart from [`ServeConfig`] so that embedders that do not care get the defaults
-/// through [`start`]).
-#[derive(Clone, Copy, Debug)]
-pub struct TransferConfig {
-    pub cache: crate::files::Limits,
-    pub upload_max_bytes: u64,
-}
-
-impl Default for TransferConfig {
-    fn default() -> Self {
-        TransferConfig { cache: crate::files::Limits::default(), upload_max_bytes: 256 << 20 }
-    }
-}
 
 /// A running server.
 pub struct Running {
@@ -74,7 +41,7 @@ impl Running {
 }
 
 /// The production wiring: the ADB backend over the configured adb servers and the tool registry under the policy.
-pub async fn start_adb(r: crate::cli::Resolved) -> Result<Running, ConfigError> {
+pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
     warn_about_exposure(&r);
     let adb = crate::device::adb::AdbBackend::new(r.adb_servers);
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
@@ -86,9 +53,9 @@ pub async fn start_adb(r: crate::cli::Resolved) -> Result<Running, ConfigError> 
 /// Start-up warnings for settings that work but expose something: a key file others can read (as `doctor`
 /// says), and an adb server reached over the network — the adb server protocol has no authentication, so whoever
 /// reaches that port controls every phone on it (use an SSH tunnel or WireGuard; README "Past one box").
-fn warn_about_exposure(r: &crate::cli::Resolved) {
+fn warn_about_exposure(r: &Resolved) {
     if let Some(path) = &r.key_file {
-        if let Some(mode) = crate::cli::key_file_too_open(path) {
+        if let Some(mode) = crate::config::key_file_too_open(path) {
             tracing::warn!(
                 file = %path.display(),
                 mode = format!("{mode:04o}"),
@@ -130,7 +97,8 @@ async fn start_inner(
 ) -> Result<Running, ConfigError> {
     let store = match &cfg.data_dir {
         Some(dir) => {
-            crate::cli::prepare_data_dir(dir)?;
+            crate::store::private::prepare_data_dir(dir)
+                .map_err(|message| ConfigError { code: exit::CONFIG, message })?;
             let store = Store::open(dir).map_err(|e| ConfigError {
                 code: exit::CONFIG,
                 message: format!("cannot open the state database in {}: {e}", dir.display()),
@@ -165,7 +133,7 @@ async fn start_inner(
         code: exit::CONFIG,
         message: format!("cannot open the file cache in {}: {e}", files_dir.display()),
     })?;
-    crate::cli::prove_writable(&files_dir).map_err(|e| ConfigError {
+    crate::store::private::prove_writable(&files_dir).map_err(|e| ConfigError {
         code: exit::CONFIG,
         message: format!(
             "the file cache {} is not writable: {e}; it must belong to the user the connector runs as",

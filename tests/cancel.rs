@@ -7,11 +7,12 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::adb::*;
+use common::rig::Rig;
 use common::*;
 use serde_json::{json, Value};
 use xagent_adb_connector::device::adb::AdbBackend;
 use xagent_adb_connector::device::DeviceKey;
-use xagent_adb_connector::sim::{InputEvent, SimConfig, SimPhone};
+use xagent_adb_connector::sim::{InputEvent, SimConfig};
 
 fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
     tokio::time::timeout(Duration::from_secs(180), f)
@@ -32,41 +33,11 @@ fn threads(pid: u32) -> usize {
     s.lines().find_map(|l| l.strip_prefix("Threads:")).unwrap().trim().parse().unwrap()
 }
 
-struct Rig {
-    adb: std::sync::Arc<AdbServer>,
-    sim: SimPhone,
-    srv: Server,
-    c: Client,
-    ch: String,
-    cid: String,
-    _dir: tempfile::TempDir,
-}
-
 async fn rig(cfg: SimConfig, extra: &[&str]) -> Rig {
-    let (adb, sim, _serial) = setup_with(cfg).await.expect("adb is required (apt-get install adb)");
-    let dir = tempfile::tempdir().unwrap();
-    let server = format!("127.0.0.1:{}", adb.port);
-    let mut args = vec!["--adb-server", server.as_str()];
-    args.extend_from_slice(extra);
-    let srv = Server::start(dir.path(), &args, &[]);
-    let mut c = ws(srv.addr, None).await;
-    let cid = c.hello(None).await;
-    let ch = c.bind(None).await;
-    Rig { adb, sim, srv, c, ch, cid, _dir: dir }
+    Rig::with(cfg, extra, None).await
 }
 
 impl Rig {
-    async fn invoke(&mut self, tool: &str, args: Value) -> Value {
-        let ch = self.ch.clone();
-        self.c.invoke(&ch, tool, args).await
-    }
-
-    async fn ok(&mut self, tool: &str, args: Value) -> Value {
-        let a = self.invoke(tool, args).await;
-        assert!(a.get("error").is_none(), "{tool} failed: {a}");
-        a["payload"]["result"].clone()
-    }
-
     /// A tap that must succeed within 1 s (the phone is not wedged by an earlier stuck command).
     async fn prompt_tap(&mut self, x: i64) {
         let t0 = Instant::now();
@@ -123,7 +94,7 @@ async fn stalled_commands_are_hung_up_at_the_deadline_and_the_phone_recovers() {
             r.sim.stall(stall);
             let before = r.sim.hung_up().len();
             let t0 = Instant::now();
-            let a = r.invoke(tool, args).await;
+            let a = r.invoke_raw(tool, args).await;
             assert_eq!(error_code(&a), "device_timeout", "{tool}: {a}");
             assert!(t0.elapsed() < Duration::from_secs(6), "{tool} answered after {:?}", t0.elapsed());
             let sim = r.sim.clone();
@@ -253,7 +224,7 @@ async fn shell_only_phones_work_and_exit_codes_are_real() {
         r.prompt_tap(7).await;
         let d = r.ok("android_ui_dump", json!({})).await;
         assert!(d["count"].as_u64().unwrap() > 0, "{d}");
-        let e = r.invoke("android_app_launch", json!({"package": "com.example.missing"})).await;
+        let e = r.invoke_raw("android_app_launch", json!({"package": "com.example.missing"})).await;
         assert!(e.get("error").is_some(), "{e}");
     })
     .await

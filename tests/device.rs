@@ -7,19 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::adb::*;
+use common::rig::Rig;
 use common::*;
-use serde_json::{json, Value};
-use xagent_adb_connector::sim::{Fault, InputEvent, SimConfig, SimPhone};
-
-struct Rig {
-    adb: Arc<AdbServer>,
-    sim: SimPhone,
-    serial: String,
-    _srv: Server,
-    c: Client,
-    ch: String,
-    _dir: tempfile::TempDir,
-}
+use serde_json::json;
+use xagent_adb_connector::sim::{Fault, InputEvent, SimConfig};
 
 /// adb server + sim + connector; hello, open, bind (pool semantics: no serial given).
 async fn rig() -> Rig {
@@ -27,60 +18,11 @@ async fn rig() -> Rig {
 }
 
 async fn rig_with(cfg: SimConfig) -> Rig {
-    let (adb, sim, serial) = setup_with(cfg).await.expect("adb is required (apt-get install adb)");
-    let dir = tempfile::tempdir().unwrap();
-    let server = format!("127.0.0.1:{}", adb.port);
-    let srv = Server::start(dir.path(), &["--adb-server", &server], &[]);
-    let mut c = ws(srv.addr, None).await;
-    c.hello(None).await;
-    let (ch, _) = c.open(None).await;
-    // The tracker needs a moment to see the device after start-up.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a = c.request("auth.start", Some(&ch), json!({"flow_id": "adb_device"})).await;
-        if a["payload"]["status"] == "authenticated" {
-            let d = &a["payload"]["connection_descriptor"];
-            assert_eq!(d["connection"]["status"], "connected");
-            assert!(d["tools"].as_array().unwrap().iter().all(|t| t["status"] == "available"));
-            break;
-        }
-        assert!(Instant::now() < deadline, "never bound: {a}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Rig { adb, sim, serial, _srv: srv, c, ch, _dir: dir }
-}
-
-impl Rig {
-    /// Changes the phone's state behind the connector's back, as a person or another tool would.
-    async fn sim_shell(&self, cmd: &str) {
-        let (adb, serial, cmd) = (self.adb.clone(), self.serial.clone(), cmd.to_owned());
-        let out = blocking(move || adb.adb(&["-s", &serial, "shell", &cmd])).await;
-        assert_eq!(out.status, Some(0), "{}", out.stderr);
-    }
-
-    async fn invoke(&mut self, tool: &str, args: Value) -> Value {
-        let ch = self.ch.clone();
-        let ack = self.c.invoke(&ch, tool, args).await;
-        assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
-        ack
-    }
-
-    async fn ok(&mut self, tool: &str, args: Value) -> Value {
-        let ack = self.invoke(tool, args).await;
-        assert!(ack.get("error").is_none(), "{tool} failed: {ack}");
-        ack["payload"]["result"].clone()
-    }
-
-    /// Waits for the next descriptor push of this channel.
-    async fn push(&mut self) -> Value {
-        loop {
-            let v = self.c.recv().await;
-            if v["type"] == "connection.descriptor.push" {
-                assert_eq!(v["connector_channel_id"], json!(self.ch));
-                return v["payload"]["connection_descriptor"].clone();
-            }
-        }
-    }
+    let r = Rig::with(cfg, &[], None).await;
+    let d = &r.bound;
+    assert_eq!(d["connection"]["status"], "connected");
+    assert!(d["tools"].as_array().unwrap().iter().all(|t| t["status"] == "available"));
+    r
 }
 
 fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
@@ -448,7 +390,7 @@ async fn side_effects_run_once_per_tool_call_id() {
             let d = r.c.request("connection.descriptor.get", Some(&ch), json!({})).await;
             d["payload"]["connection_descriptor"]["connection"]["connector_id"].as_str().unwrap().to_owned()
         };
-        let addr = r._srv.addr;
+        let addr = r.srv.addr;
         let mut c2 = ws(addr, None).await;
         drop(std::mem::replace(&mut r.c, ws(addr, None).await));
         c2.hello(Some(&cid)).await;

@@ -3,62 +3,19 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::adb::*;
+use common::rig::Rig;
 use common::*;
 use serde_json::{json, Value};
-use xagent_adb_connector::sim::{InputEvent, SimPhone};
+use xagent_adb_connector::sim::InputEvent;
 use xagent_adb_connector::tools::observe::{glyph_on, mark_metrics, MARK_COLOR};
 
-struct Rig {
-    adb: Arc<AdbServer>,
-    sim: SimPhone,
-    serial: String,
-    srv: Server,
-    c: Client,
-    ch: String,
-    _dir: tempfile::TempDir,
-}
-
 async fn rig() -> Rig {
-    let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
-    let dir = tempfile::tempdir().unwrap();
-    let server = format!("127.0.0.1:{}", adb.port);
-    let srv = Server::start(dir.path(), &["--adb-server", &server], &[]);
-    let mut c = ws(srv.addr, None).await;
-    c.hello(None).await;
-    let ch = c.bind(None).await;
-    Rig { adb, sim, serial, srv, c, ch, _dir: dir }
+    Rig::start().await
 }
 
 impl Rig {
-    /// Changes the phone behind the connector's back, as a person (or the app itself) would.
-    async fn sim_shell(&self, cmd: &str) {
-        let (adb, serial, cmd) = (self.adb.clone(), self.serial.clone(), cmd.to_owned());
-        let out = blocking(move || adb.adb(&["-s", &serial, "shell", &cmd])).await;
-        assert_eq!(out.status, Some(0), "{}", out.stderr);
-    }
-
-    async fn invoke(&mut self, tool: &str, args: Value) -> Value {
-        let ch = self.ch.clone();
-        let ack = self.c.invoke(&ch, tool, args).await;
-        assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
-        ack
-    }
-
-    async fn ok(&mut self, tool: &str, args: Value) -> Value {
-        let ack = self.invoke(tool, args).await;
-        assert!(ack.get("error").is_none(), "{tool} failed: {ack}");
-        ack["payload"]["result"].clone()
-    }
-
-    async fn err(&mut self, tool: &str, args: Value) -> (String, String) {
-        let ack = self.invoke(tool, args).await;
-        (error_code(&ack).to_owned(), ack["error"]["message"].as_str().unwrap_or("").to_owned())
-    }
-
     async fn demo_app(&mut self) {
         self.ok("android_app_launch", json!({"package": "com.xagent.demo"})).await;
     }

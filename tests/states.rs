@@ -4,64 +4,21 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::adb::*;
-use common::*;
+use common::rig::Rig;
 use serde_json::{json, Value};
 use xagent_adb_connector::sim::ui::LockMode;
-use xagent_adb_connector::sim::{InputEvent, SimPhone};
-
-struct Rig {
-    _adb: Arc<AdbServer>,
-    sim: SimPhone,
-    _srv: Server,
-    c: Client,
-    ch: String,
-    _dir: tempfile::TempDir,
-}
+use xagent_adb_connector::sim::{InputEvent, SimConfig, SimPhone};
 
 /// The increment button of the sim's home screen (1080×2400): a tap there shows on the phone's counter.
 const BUTTON: (i64, i64) = (540, 978);
 
 async fn rig(policy: Option<Value>) -> Rig {
-    let (adb, sim, _serial) = setup().await.expect("adb is required (apt-get install adb)");
-    let dir = tempfile::tempdir().unwrap();
-    let server = format!("127.0.0.1:{}", adb.port);
-    let mut args = vec!["--adb-server".to_owned(), server];
-    if let Some(p) = policy {
-        let path = dir.path().join("policy.json");
-        std::fs::write(&path, p.to_string()).unwrap();
-        args.extend(["--policy".to_owned(), path.to_str().unwrap().to_owned()]);
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let srv = Server::start(dir.path(), &args, &[]);
-    let mut c = ws(srv.addr, None).await;
-    c.hello(None).await;
-    let ch = c.bind(None).await;
-    Rig { _adb: adb, sim, _srv: srv, c, ch, _dir: dir }
+    Rig::with(SimConfig::default(), &[], policy).await
 }
 
 impl Rig {
-    async fn invoke(&mut self, tool: &str, args: Value) -> Value {
-        let ch = self.ch.clone();
-        let ack = self.c.invoke(&ch, tool, args).await;
-        assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
-        ack
-    }
-
-    async fn ok(&mut self, tool: &str, args: Value) -> Value {
-        let ack = self.invoke(tool, args).await;
-        assert!(ack.get("error").is_none(), "{tool} failed: {ack}");
-        ack["payload"]["result"].clone()
-    }
-
-    async fn err(&mut self, tool: &str, args: Value) -> (String, String) {
-        let ack = self.invoke(tool, args).await;
-        (error_code(&ack).to_owned(), ack["error"]["message"].as_str().unwrap_or("").to_owned())
-    }
-
     fn taps(&self) -> Vec<InputEvent> {
         self.sim.events().into_iter().filter(|e| matches!(e, InputEvent::Tap { .. })).collect()
     }

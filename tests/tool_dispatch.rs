@@ -8,43 +8,12 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
-use tokio::sync::broadcast;
-use xagent_adb_connector::device::{Backend, DeviceInfo, DeviceKey, DeviceState};
-use xagent_adb_connector::protocol::card::{AuthField, AuthFlow};
+use xagent_adb_connector::config::ServeConfig;
+use xagent_adb_connector::device::fake::FakeBackend;
+use xagent_adb_connector::device::DeviceState;
 use xagent_adb_connector::protocol::errors::ProtoError;
-use xagent_adb_connector::run::{start, ServeConfig};
+use xagent_adb_connector::run::start;
 use xagent_adb_connector::tools::{BoxFuture, Registry, Tool, ToolCall, ToolSpec};
-
-struct Devices {
-    list: Mutex<Vec<DeviceInfo>>,
-    tx: broadcast::Sender<DeviceKey>,
-}
-
-impl Backend for Devices {
-    fn auth_flows(&self) -> Vec<AuthFlow> {
-        vec![AuthFlow {
-            id: "adb_device",
-            target_type: "device",
-            kind: "form",
-            title: "Bind",
-            description: None,
-            fields: vec![AuthField {
-                name: "serial",
-                label: "Serial",
-                input_type: "text",
-                required: false,
-                placeholder: None,
-                help_text: None,
-            }],
-        }]
-    }
-    fn devices(&self) -> Vec<DeviceInfo> {
-        self.list.lock().unwrap().clone()
-    }
-    fn subscribe(&self) -> broadcast::Receiver<DeviceKey> {
-        self.tx.subscribe()
-    }
-}
 
 /// Echoes what it was given; sleeps `sleep_ms` first; reports progress.
 struct Echo {
@@ -69,17 +38,8 @@ impl Tool for Echo {
     }
 }
 
-async fn setup() -> (xagent_adb_connector::run::Running, Arc<Devices>, Arc<Mutex<Vec<ToolCall>>>) {
-    let devices = Arc::new(Devices {
-        list: Mutex::new(vec![DeviceInfo {
-            key: DeviceKey { server: "s".into(), serial: "SIM0001".into() },
-            state: DeviceState::Online,
-            model: "Sim".into(),
-            manufacturer: "Google".into(),
-            sdk: Some(34),
-        }]),
-        tx: broadcast::channel(8).0,
-    });
+async fn setup() -> (xagent_adb_connector::run::Running, Arc<FakeBackend>, Arc<Mutex<Vec<ToolCall>>>) {
+    let devices = FakeBackend::new(&[("SIM0001", DeviceState::Online)]);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let echo = Echo {
         spec: ToolSpec {
@@ -180,15 +140,15 @@ async fn invoke_validates_gates_runs_and_acks() {
     assert_eq!(c.request("ping", None, json!({})).await["type"], "pong");
 
     // Device state gates: unauthorized and offline have distinct codes.
-    devices.list.lock().unwrap()[0].state = DeviceState::Unauthorized;
+    devices.devices.lock().unwrap()[0].state = DeviceState::Unauthorized;
     let a = c.request("tool.invoke", Some(&ch), inv(json!({"connector_channel_id": ch, "x": 1}))).await;
     assert_eq!(error_code(&a), "device_unauthorized");
-    devices.list.lock().unwrap().clear();
+    devices.devices.lock().unwrap().clear();
     let a = c.request("tool.invoke", Some(&ch), inv(json!({"connector_channel_id": ch, "x": 1}))).await;
     assert_eq!(error_code(&a), "device_offline");
 
     // A state change is pushed at once, without polling.
-    devices.tx.send(DeviceKey { server: "s".into(), serial: "SIM0001".into() }).unwrap();
+    devices.announce("SIM0001");
     let push = c.recv().await;
     assert_eq!(push["type"], "connection.descriptor.push");
     assert_eq!(push["payload"]["connection_descriptor"]["connection"]["status"], "offline");

@@ -4,18 +4,18 @@
 //! `auth.rs` applies the result. When nothing can be taken, the error says why ("2 devices match, both held by
 //! other channels"), because the person binding cannot see the farm.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
 use crate::device::{DeviceInfo, DeviceKey, DeviceState};
+use crate::policy::{valid_label, Labels, MAX_LABEL_LEN};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// The `adb_device` input fields that constrain the device (besides `serial`).
 pub const CONSTRAINT_FIELDS: &[&str] = &["model", "manufacturer", "min_sdk", "max_sdk", "labels"];
-/// Labels one bind may require, and the longest label.
+/// Labels one bind may require.
 pub const MAX_LABELS: usize = 16;
-pub const MAX_LABEL_LEN: usize = 64;
 
 /// What a bind without a serial asks of the device. Empty = any device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,14 +25,6 @@ pub struct Constraints {
     pub min_sdk: Option<u32>,
     pub max_sdk: Option<u32>,
     pub labels: Vec<String>,
-}
-
-/// Operator labels: serial → labels (`labels` in the policy file).
-pub type Labels = BTreeMap<String, Vec<String>>;
-
-/// A label is printable ASCII without spaces or commas (`pool:checkout`, `sim:carrier-x`), ≤ 64 chars.
-pub fn valid_label(l: &str) -> bool {
-    !l.is_empty() && l.len() <= MAX_LABEL_LEN && l.bytes().all(|b| b.is_ascii_graphic() && b != b',')
 }
 
 impl Constraints {
@@ -222,6 +214,7 @@ pub fn choose(
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::BTreeMap;
 
     fn dev(serial: &str, state: DeviceState, model: &str, maker: &str, sdk: Option<u32>) -> DeviceInfo {
         DeviceInfo {

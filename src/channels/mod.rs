@@ -44,7 +44,7 @@ pub struct HubConfig {
     /// Operator allowlist of serials that may be bound (empty = all).
     pub allow_serials: Vec<String>,
     /// Operator labels per serial (policy file): what the `labels` constraint of a bind matches.
-    pub labels: matching::Labels,
+    pub labels: crate::policy::Labels,
     pub api_key_required: bool,
 }
 

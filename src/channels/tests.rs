@@ -1,69 +1,9 @@
 //! Hub unit tests with a scripted backend: lease, ownership, binding rules.
 
-use std::sync::Mutex as StdMutex;
-
 use serde_json::json;
-use tokio::sync::broadcast;
 
 use super::*;
-use crate::device::DeviceInfo;
-use crate::protocol::card::{AuthField, AuthFlow};
-
-pub struct FakeBackend {
-    pub devices: StdMutex<Vec<DeviceInfo>>,
-    pub released: StdMutex<Vec<DeviceKey>>,
-    tx: broadcast::Sender<DeviceKey>,
-}
-
-impl FakeBackend {
-    pub fn new(serials: &[(&str, DeviceState)]) -> Arc<FakeBackend> {
-        Arc::new(FakeBackend {
-            devices: StdMutex::new(
-                serials
-                    .iter()
-                    .map(|(s, st)| DeviceInfo {
-                        key: DeviceKey { server: "srv".into(), serial: s.to_string() },
-                        state: *st,
-                        model: "Pixel".into(),
-                        manufacturer: "Google".into(),
-                        sdk: Some(34),
-                    })
-                    .collect(),
-            ),
-            released: StdMutex::new(Vec::new()),
-            tx: broadcast::channel(16).0,
-        })
-    }
-}
-
-impl Backend for FakeBackend {
-    fn auth_flows(&self) -> Vec<AuthFlow> {
-        vec![AuthFlow {
-            id: "adb_device",
-            target_type: "device",
-            kind: "form",
-            title: "Bind an Android device",
-            description: None,
-            fields: vec![AuthField {
-                name: "serial",
-                label: "Serial",
-                input_type: "text",
-                required: false,
-                placeholder: None,
-                help_text: None,
-            }],
-        }]
-    }
-    fn devices(&self) -> Vec<DeviceInfo> {
-        self.devices.lock().unwrap().clone()
-    }
-    fn subscribe(&self) -> broadcast::Receiver<DeviceKey> {
-        self.tx.subscribe()
-    }
-    fn released(&self, key: &DeviceKey) {
-        self.released.lock().unwrap().push(key.clone());
-    }
-}
+use crate::device::fake::FakeBackend;
 
 fn hub_with(store: Store, backend: Arc<FakeBackend>, grace: Duration, allow: &[&str]) -> Arc<Hub> {
     let cfg = HubConfig {

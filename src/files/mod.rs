@@ -15,7 +15,6 @@
 //!   `android_file_push`) until it expires; only its download URL is dead.
 
 pub mod names;
-pub mod private;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -31,6 +30,7 @@ use tokio::sync::watch;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::{ids, now_ms};
 use crate::store::files::FileRow;
+use crate::store::private;
 use crate::store::Store;
 
 pub use names::{file_type, guess_mime, sanitize_filename};

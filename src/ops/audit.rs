@@ -11,8 +11,8 @@ fn open(data_dir: &Path) -> Result<Store, i32> {
     settings::open_state(data_dir).map_err(|p| {
         eprintln!("error: {}", p.message());
         match p {
-            StateProblem::Missing(_) | StateProblem::Denied(_) => crate::cli::exit::CONFIG,
-            StateProblem::Other(_) => crate::cli::exit::FAILURE,
+            StateProblem::Missing(_) | StateProblem::Denied(_) => crate::config::exit::CONFIG,
+            StateProblem::Other(_) => crate::config::exit::FAILURE,
         }
     })
 }
@@ -45,7 +45,7 @@ pub fn tail(data_dir: &Path, n: u64, json: bool) -> i32 {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot read the audit log: {e}");
-            return crate::cli::exit::FAILURE;
+            return crate::config::exit::FAILURE;
         }
     };
     if json {

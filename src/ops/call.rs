@@ -18,7 +18,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::out::outln;
-use crate::cli::exit;
+use crate::config::exit;
 
 /// What went wrong, with the exit code: `1` for a failure the connector reported (its error code is printed) or a
 /// lost connection, `2` for a bad command line, `3` for an unusable key file.
@@ -78,7 +78,7 @@ pub fn parse_url(url: &str) -> Result<(SocketAddr, String), CallError> {
 /// The URL when `--url` is not given: the connector this box runs (`XAGENT_ADB_LISTEN`, which the installed
 /// service's env file provides; an all-interfaces address is reached on loopback), else the default listen address.
 pub fn default_url() -> String {
-    let listen = std::env::var("XAGENT_ADB_LISTEN").ok().and_then(|l| crate::cli::parse_listen(l.trim()).ok());
+    let listen = std::env::var("XAGENT_ADB_LISTEN").ok().and_then(|l| crate::config::parse_listen(l.trim()).ok());
     match listen {
         Some(mut a) => {
             if a.ip().is_unspecified() {

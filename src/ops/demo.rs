@@ -193,7 +193,7 @@ impl Drop for DemoDir {
 
 /// `demo`: phones + adb server + connector + the scripted tour, then serve until Ctrl-C.
 pub async fn run(args: crate::cli::DemoArgs) -> i32 {
-    let api_key = match crate::cli::resolve_api_key(&crate::cli::KeyArgs { api_key_file: args.api_key_file.clone() }) {
+    let api_key = match crate::config::resolve_api_key(args.api_key_file.as_deref()) {
         // Only the file: the demo is never protected by a key that happens to be in the environment.
         Ok(k) if args.api_key_file.is_some() => k,
         Ok(_) => None,
@@ -203,7 +203,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         }
     };
     // Without a key, on a network address every host could drive its phones (and the operator's).
-    if let Err(e) = crate::cli::check_exposure(args.listen, api_key.is_some(), false) {
+    if let Err(e) = crate::config::check_exposure(args.listen, api_key.is_some(), false) {
         eprintln!("error: the demo without --api-key-file listens on loopback only (--listen {})", args.listen);
         return e.code;
     }
@@ -214,11 +214,11 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e}");
-            return crate::cli::exit::CONFIG;
+            return crate::config::exit::CONFIG;
         }
     };
-    let resolved = crate::cli::Resolved {
-        serve: crate::run::ServeConfig {
+    let resolved = crate::config::Resolved {
+        serve: crate::config::ServeConfig {
             listen: args.listen,
             data_dir: Some(dir.path.clone()),
             api_key: api_key.clone(),
@@ -230,7 +230,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             limits: Default::default(),
             allowed_hosts: Vec::new(),
         },
-        transfer: crate::run::TransferConfig::default(),
+        transfer: crate::config::TransferConfig::default(),
         adb_servers: vec![demo.adb_server],
         policy: crate::policy::Policy::default(),
         key_file: args.api_key_file.clone(),
@@ -251,14 +251,14 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
     {
         if Instant::now() > deadline {
             eprintln!("error: the connector did not see the simulated phones online");
-            return crate::cli::exit::FAILURE;
+            return crate::config::exit::FAILURE;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     sayln!("  connector on http://{addr}\n\nA scripted xAgent session over the real WebSocket:");
     if let Err(e) = tour(addr, api_key.as_deref()).await {
         eprintln!("error: the tour failed: {e}");
-        return crate::cli::exit::FAILURE;
+        return crate::config::exit::FAILURE;
     }
     let hand_over = HandOver {
         bin: invoked_as(),
@@ -346,7 +346,7 @@ pub async fn run_sims(args: crate::cli::SimArgs) -> i32 {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("error: cannot listen on {addr}: {e}");
-                return crate::cli::exit::LISTEN;
+                return crate::config::exit::LISTEN;
             }
         };
         sayln!("simulated phone {} listening on {} — `adb connect {}`", i + 1, phone.addr(), phone.serial());
@@ -356,7 +356,7 @@ pub async fn run_sims(args: crate::cli::SimArgs) -> i32 {
                 Ok(a) => sayln!("  the same phone also on {a} — `adb connect {a}` (ro.serialno {})", phone.serial()),
                 Err(e) => {
                     eprintln!("error: cannot listen on {addr}: {e}");
-                    return crate::cli::exit::LISTEN;
+                    return crate::config::exit::LISTEN;
                 }
             }
         }

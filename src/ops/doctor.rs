@@ -139,7 +139,7 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
         Err((m, false)) => r.fail(m, "write the key (one line) to the file, mode 0600; serve refuses to start"),
     }
     if let Some(path) = input.key_file {
-        if let Some(mode) = crate::cli::key_file_too_open(path) {
+        if let Some(mode) = crate::config::key_file_too_open(path) {
             r.warn(
                 &format!("API key file {} is readable by group/others (mode {mode:04o})", path.display()),
                 &format!("chmod 600 {}", path.display()),

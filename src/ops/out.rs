@@ -32,7 +32,7 @@ fn gone(e: std::io::Error) -> ! {
         std::process::exit(0);
     }
     eprintln!("error: cannot write to standard output: {e}");
-    std::process::exit(crate::cli::exit::FAILURE);
+    std::process::exit(crate::config::exit::FAILURE);
 }
 
 /// `println!` for operator commands: see the module docs.

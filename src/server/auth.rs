@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use hyper::header::{HeaderValue, AUTHORIZATION, CACHE_CONTROL, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 
-use super::http::{constant_time_eq, error, Body};
 use super::App;
+use crate::http::{constant_time_eq, error, Body};
 
 /// Wrong keys one source may present per [`WINDOW`]; beyond, every key check from it answers 429 until the window
 /// ends.

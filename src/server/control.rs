@@ -4,8 +4,8 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
-use super::http::{full, json_response, Body};
 use super::App;
+use crate::http::{full, json_response, Body};
 use crate::protocol as proto;
 
 /// The main skill, embedded at compile time so the binary is the single artifact an operator installs.
@@ -84,7 +84,7 @@ fn probe(store: Option<&crate::store::Store>, files_dir: &std::path::Path) -> Ve
     let mut out = Vec::new();
     if let Some(store) = store {
         let data_dir = files_dir.parent().unwrap_or(files_dir);
-        if let Err(e) = crate::cli::prove_writable(data_dir) {
+        if let Err(e) = crate::store::private::prove_writable(data_dir) {
             out.push(Problem {
                 fatal: true,
                 message: format!("the data dir {} is not writable: {e}", data_dir.display()),
@@ -94,7 +94,7 @@ fn probe(store: Option<&crate::store::Store>, files_dir: &std::path::Path) -> Ve
             out.push(Problem { fatal: true, message: format!("the state database does not accept writes: {e}") });
         }
     }
-    if let Err(e) = crate::cli::prove_writable(files_dir) {
+    if let Err(e) = crate::store::private::prove_writable(files_dir) {
         out.push(Problem {
             fatal: false,
             message: format!(

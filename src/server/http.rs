@@ -1,50 +1,18 @@
-//! Request routing for the control, transfer and data planes, the system API key check, and JSON error bodies.
+//! Request routing for the control, transfer and data planes (and the mounted wall), the system API key check, and
+//! the small-body reader. The response primitives are `crate::http`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW};
 use hyper::{Method, Request, Response, StatusCode};
-use serde_json::json;
 
 use super::auth::{check_api_key, Surface};
 use super::{control, transfer, ws, App};
-
-pub type Body = BoxBody<Bytes, std::io::Error>;
-
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).map_err(|never| match never {}).boxed()
-}
-
-/// A small JSON error body: `{"error": {"code": ..., "message": ...}}`.
-pub fn error(status: StatusCode, code: &str, message: &str) -> Response<Body> {
-    let body = json!({"error": {"code": code, "message": message}}).to_string();
-    let mut r = Response::new(full(body));
-    *r.status_mut() = status;
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r
-}
-
-pub fn json_response(status: StatusCode, body: String) -> Response<Body> {
-    let mut r = Response::new(full(body));
-    *r.status_mut() = status;
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r
-}
-
-/// Compares in time independent of where the inputs first differ, so response timing leaks nothing about the key.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() ^ b.len()) as u8 | ((a.len() ^ b.len()) >> 8) as u8;
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0xff);
-        diff |= x ^ y;
-    }
-    diff == 0 && a.len() == b.len()
-}
+use crate::http::{error, Body};
 
 /// Reads a small request body (JSON of the wall's API; never an upload) whole: at most `max` bytes, and all of it
 /// within `deadline` of the call. Why a deadline: hyper's header timeout ends with the head, and a client that
@@ -108,7 +76,7 @@ fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<B
             "this connector has no API key, so /ws refuses WebSocket requests from web pages of other origins",
         ));
     }
-    if crate::wall::owns(path) && !super::origin::host_allowed(host, allowed) {
+    if app.wall.owns(path) && !super::origin::host_allowed(host, allowed) {
         return Some(error(
             StatusCode::FORBIDDEN,
             "host_not_allowed",
@@ -147,7 +115,7 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
         },
         "/connector-card.json" | "/skill.md" | "/health" | "/metrics" => method_not_allowed("GET, HEAD"),
         "/ws" => method_not_allowed("GET"),
-        p if crate::wall::owns(p) => crate::wall::route(&app, req).await,
+        p if app.wall.owns(p) => app.wall.clone().route(app.clone(), req).await,
         _ => error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint at {path}")),
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "http");
@@ -166,20 +134,4 @@ fn common_headers(path: &str, mut resp: Response<Body>) -> Response<Body> {
         h.insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     resp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::constant_time_eq;
-
-    #[test]
-    fn constant_time_eq_is_equality() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret1"));
-        assert!(!constant_time_eq(b"", b"x"));
-        assert!(constant_time_eq(b"", b""));
-        // Lengths that differ by a multiple of 256 must not compare equal.
-        assert!(!constant_time_eq(&[0u8; 256], b""));
-    }
 }

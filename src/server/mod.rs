@@ -101,10 +101,29 @@ pub struct App {
     pub per_ip: PerIp,
     /// Can the state database and the file cache still be written? (`/health`)
     pub health: control::WriteHealth,
-    /// The operator's device wall and devices API (`/`, `/api/v1/…`).
-    pub wall: Arc<crate::wall::Wall>,
+    /// The operator's device wall and devices API (`/`, `/api/v1/…`), mounted by the wiring (`run.rs`).
+    pub wall: Arc<dyn Mount>,
     /// Per-source limit on wrong API keys, and the failure counters of `/metrics`.
     pub auth: auth::AuthGate,
+}
+
+/// A boxed future that may move between threads (what [`Mount::route`] answers with).
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// A surface mounted beside the protocol planes: the operator's device wall (`wall/`), put into [`App`] by the
+/// wiring. The server knows it only through this trait, so the wall imports the server and never the reverse.
+pub trait Mount: Send + Sync {
+    /// Whether `path` is the mounted surface's (`server::http` hands such requests over).
+    fn owns(&self, path: &str) -> bool;
+    /// Answers a request for one of its paths.
+    fn route(
+        self: Arc<Self>,
+        app: Arc<App>,
+        req: hyper::Request<hyper::body::Incoming>,
+    ) -> BoxFuture<'static, hyper::Response<crate::http::Body>>;
+    /// A tool call starts running on `device` (the wall's thumbnails step aside, its duration is recorded); the
+    /// call counts until the returned guard is dropped.
+    fn agent_call(&self, channel_id: &str, device: &crate::device::DeviceKey, tool_id: &str) -> Box<dyn Send>;
 }
 
 /// Live connection counts per peer IP address.

@@ -34,9 +34,9 @@ use serde_json::json;
 use tokio_util::io::ReaderStream;
 
 use super::auth::{check_api_key, Surface};
-use super::http::{constant_time_eq, error, full, json_response, Body};
 use super::App;
 use crate::files::{self, names, AsyncWriter, CacheError, ClaimRefused, DownloadClaim, NewFile};
+use crate::http::{constant_time_eq, error, full, json_response, Body};
 
 /// Header naming the channel an upload is for (§5.1) or, on a download, the channel asking.
 pub const CHANNEL_HEADER: &str = "x-xagent-connector-channel-id";

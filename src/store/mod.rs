@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod calls;
 pub mod files;
+pub mod private;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -148,12 +149,12 @@ impl Store {
         let db = dir.join("connector.db");
         if !db.exists() {
             let io = |e: std::io::Error| rusqlite::Error::ToSqlConversionFailure(Box::new(e));
-            crate::files::private::file(&db).map_err(io)?;
+            private::file(&db).map_err(io)?;
         }
         // An existing state (perhaps of an older version) is tightened; best effort, so that a read-side command
         // run by another user (`audit verify`) still works.
         for f in ["connector.db", "connector.db-wal", "connector.db-shm"] {
-            if let Err(e) = crate::files::private::tighten(&dir.join(f), 0o600) {
+            if let Err(e) = private::tighten(&dir.join(f), 0o600) {
                 tracing::warn!(file = f, error = %e, "cannot make the state file owner-only");
             }
         }

@@ -51,7 +51,7 @@ pub type ProgressFn = Arc<dyn Fn(&str, Option<f64>) + Send + Sync>;
 /// Everything a tool call gets. The device comes from the channel's binding, never from the arguments.
 pub struct ToolCall {
     pub channel_id: String,
-    pub binding: Option<crate::channels::Binding>,
+    pub binding: Option<crate::device::DeviceKey>,
     /// Validated arguments, `connector_channel_id` removed (tools must not consume it, §8.18).
     pub args: Map<String, Value>,
     pub tool_call_id: Option<String>,

@@ -15,8 +15,9 @@ use super::session::{self, Principal};
 use super::{device_id, no_device, Wall};
 use crate::channels::Holder;
 use crate::device::{DeviceInfo, DeviceKey, DeviceState};
+use crate::http::{error, full, json_response, Body};
 use crate::protocol::errors::{ErrorCode, ProtoError};
-use crate::server::http::{error, full, json_response, read_small_body, Body};
+use crate::server::http::read_small_body;
 use crate::server::App;
 
 /// Largest login body.
@@ -39,12 +40,13 @@ fn proto_error(status: StatusCode, e: &ProtoError) -> Response<Body> {
     error(status, e.code.as_str(), &e.message)
 }
 
-fn wall(app: &App) -> &Arc<Wall> {
-    &app.wall
-}
-
-pub async fn route(app: &Arc<App>, req: Request<Incoming>, path: &str, method: &Method) -> Response<Body> {
-    let w = wall(app).clone();
+pub async fn route(
+    app: &Arc<App>,
+    w: Arc<Wall>,
+    req: Request<Incoming>,
+    path: &str,
+    method: &Method,
+) -> Response<Body> {
     let get = method == Method::GET || method == Method::HEAD;
     let rest = path.strip_prefix("/api/v1").unwrap_or("");
     if rest == "/session" {

@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 
 use super::api::{snapshot, sse_event};
 use super::{Wall, MAX_EVENT_STREAMS};
-use crate::server::http::{error, Body};
+use crate::http::{error, Body};
 use crate::server::App;
 
 const TICK: Duration = Duration::from_secs(2);

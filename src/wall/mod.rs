@@ -27,8 +27,8 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use crate::device::adb::AdbBackend;
 use crate::device::DeviceKey;
-use crate::server::http::{error, full, Body};
-use crate::server::App;
+use crate::http::{error, full, Body};
+use crate::server::{App, BoxFuture, Mount};
 
 pub use activity::AgentCall;
 
@@ -129,15 +129,31 @@ pub fn owns(path: &str) -> bool {
     path == "/" || path == "/api/v1" || path.starts_with("/api/v1/")
 }
 
+/// How the server reaches the wall: `run.rs` mounts it into [`App`], and the server knows it only as a
+/// [`Mount`] — the arrow runs from the wall to the server, never back.
+impl Mount for Wall {
+    fn owns(&self, path: &str) -> bool {
+        owns(path)
+    }
+
+    fn route(self: Arc<Self>, app: Arc<App>, req: Request<Incoming>) -> BoxFuture<'static, Response<Body>> {
+        Box::pin(async move { route(&app, self, req).await })
+    }
+
+    fn agent_call(&self, channel_id: &str, device: &DeviceKey, tool_id: &str) -> Box<dyn Send> {
+        Box::new(Wall::agent_call(self, channel_id, device, tool_id))
+    }
+}
+
 /// Routes `/` and `/api/v1/…`.
-pub async fn route(app: &Arc<App>, req: Request<Incoming>) -> Response<Body> {
+pub async fn route(app: &Arc<App>, w: Arc<Wall>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
     let get = method == Method::GET || method == Method::HEAD;
     if path == "/" {
         return if get { page() } else { api::method_not_allowed("GET, HEAD") };
     }
-    api::route(app, req, &path, &method).await
+    api::route(app, w, req, &path, &method).await
 }
 
 fn page() -> Response<Body> {

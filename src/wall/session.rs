@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use hyper::header::COOKIE;
 use hyper::{Request, StatusCode};
 
+use crate::http::{constant_time_eq, error, Body};
 use crate::protocol::ids::random_hex;
-use crate::server::http::{constant_time_eq, error, Body};
 use crate::server::{auth, App};
 
 /// The cookie name's prefix; the full name ends with the connector's port ([`Sessions::set_port`]): cookies are

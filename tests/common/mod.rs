@@ -344,3 +344,4 @@ pub fn error_code(v: &Value) -> &str {
     v["error"]["code"].as_str().unwrap_or("")
 }
 pub mod adb;
+pub mod rig;

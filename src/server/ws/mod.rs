@@ -27,8 +27,8 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
 use super::auth::{check_api_key, Surface};
-use super::http::{error, full, Body};
 use super::App;
+use crate::http::{error, full, Body};
 use crate::protocol::SUBPROTOCOL;
 
 fn header_has_token(req: &Request<Incoming>, name: hyper::header::HeaderName, token: &str) -> bool {

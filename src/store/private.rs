@@ -2,7 +2,8 @@
 //! 0600) whatever the process umask, and existing ones are tightened at start-up. Why: outside systemd (which sets
 //! `UMask=0077`) the usual umask 022 made `connector.db` (live download tokens) and cached screenshots readable
 //! by every local user. SQLite creates its `-wal` and `-shm` files with the database file's mode, so creating
-//! `connector.db` as 0600 first covers them too.
+//! `connector.db` as 0600 first covers them too. The data dir is prepared (and every state folder proved writable)
+//! here as well, for the wiring at start-up and for `/health`.
 
 use std::io;
 use std::path::Path;
@@ -60,4 +61,23 @@ pub fn file(path: &Path) -> io::Result<()> {
     o.mode(0o600);
     o.open(path)?;
     tighten(path, 0o600)
+}
+
+/// Creates the data dir if needed (owner-only) and proves it is writable; the error is the operator's message.
+pub fn prepare_data_dir(dir: &Path) -> Result<(), String> {
+    let err = |what: &str, e: io::Error| {
+        format!("data dir {} {what}: {e}; choose another with --data-dir or fix its permissions", dir.display())
+    };
+    // Owner-only (0700) whatever the umask: it holds download tokens and cached screenshots.
+    self::dir(dir).map_err(|e| err("cannot be created", e))?;
+    prove_writable(dir).map_err(|e| err("is not writable", e))
+}
+
+/// Creates and removes a probe file in `dir`: permission bits say little (root, ACLs, read-only mounts).
+pub fn prove_writable(dir: &Path) -> io::Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = dir.join(format!(".write-probe-{}-{n}", std::process::id()));
+    std::fs::write(&probe, b"ok")?;
+    std::fs::remove_file(probe)
 }

@@ -1,0 +1,115 @@
+//! End-to-end benchmark (issue #8): the connector against the tools operators use today, side by side, in the
+//! same run. Run it with `bench/run.sh` (or `cargo bench --bench e2e`); see BENCHMARKS.md for the method.
+//!
+//! Everything is on loopback: a private adb server (the real `adb` binary) on an ephemeral port, simulated phones
+//! (`xagent_adb_connector::sim`, speaking the real ADB transport protocol) served by a tokio runtime in this
+//! process, and the connector as the real release binary. Baselines run against the very same adb server and
+//! phones, interleaved sample by sample with the connector so that machine drift hits both sides alike.
+//!
+//! Every figure is reported as absolute p50/p95 plus a ratio `connector / baseline` of costs (latency, or
+//! 1/throughput), so lower is better everywhere and ≤ 1 means the connector is at least as fast.
+//!
+//! Environment: `BENCH_SCALE_PHONES` (default 64), `BENCH_SCALE_SECS` (default 60), `BENCH_HANG_CALLS` (500),
+//! `BENCH_QUICK=1` (fewer
+//! samples; smoke run), `BENCH_OUT` (results path, default `bench/results.json`).
+//!
+//! One file per scenario (`tap.rs`, `states.rs`, …); `common.rs` is what they share; this file runs the ones
+//! selected on the command line and writes the report.
+
+mod breakdown;
+mod common;
+mod footprint;
+mod hang;
+mod observe;
+mod scale;
+mod screenshot;
+mod states;
+mod tap;
+mod ui_dump;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use common::*;
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument selects scenarios by name (tap, states, screenshot, ui,
+    // breakdown, observe, scale, footprint, hang).
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let want = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let q = quick();
+    let n_tap = if q { 30 } else { 200 };
+    let n_heavy = if q { 8 } else { 30 };
+
+    let sim_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let started = Instant::now();
+    let mut rep = Report { rows: Vec::new(), json: serde_json::Map::new() };
+    rep.json.insert("machine".into(), machine());
+
+    let mut sims = Vec::new();
+    {
+        let p = one_phone(&sim_rt, &rt, &mut sims);
+        if want("tap") {
+            tap::bench_tap(&rt, &p, n_tap, &mut rep);
+            eprintln!("[{:.0} s] tap done", started.elapsed().as_secs_f64());
+        }
+        if want("states") {
+            let sim = sims[0].clone();
+            states::bench_states(&rt, &p, &sim, n_tap, &mut rep);
+            eprintln!("[{:.0} s] states done", started.elapsed().as_secs_f64());
+        }
+        if want("screenshot") {
+            screenshot::bench_screenshot(&rt, &p, n_heavy, &mut rep);
+            eprintln!("[{:.0} s] screenshot done", started.elapsed().as_secs_f64());
+        }
+        if want("ui") {
+            ui_dump::bench_ui_dump(&rt, &p, n_heavy, &mut rep);
+            eprintln!("[{:.0} s] ui dump done", started.elapsed().as_secs_f64());
+        }
+        if want("footprint") {
+            let sim = sims[0].clone();
+            footprint::bench_footprint(&sim_rt, &p, &sim, if q { 3 } else { 10 }, &mut rep);
+            eprintln!("[{:.0} s] footprint done", started.elapsed().as_secs_f64());
+        }
+        if want("observe") {
+            observe::bench_observe(&rt, &p, n_heavy, &mut rep);
+            eprintln!("[{:.0} s] observe done", started.elapsed().as_secs_f64());
+        }
+        if want("breakdown") {
+            breakdown::bench_breakdown(&sim_rt, &rt, &p, if q { 5 } else { 15 }, &mut rep);
+            eprintln!("[{:.0} s] breakdown done", started.elapsed().as_secs_f64());
+        }
+        let warnings = p.conn.warnings();
+        if !warnings.is_empty() {
+            println!("connector warnings: {warnings:#?}");
+        }
+    }
+    for s in sims {
+        sim_rt.block_on(s.shutdown());
+    }
+    if want("hang") {
+        hang::bench_hang(&sim_rt, &rt, env_usize("BENCH_HANG_CALLS", if q { 100 } else { 500 }), 300, &mut rep);
+        eprintln!("[{:.0} s] hang done", started.elapsed().as_secs_f64());
+    }
+    if want("scale") {
+        scale::bench_scale(&sim_rt, &rt, &mut rep);
+        eprintln!("[{:.0} s] scale done", started.elapsed().as_secs_f64());
+    }
+
+    rep.json.insert("total_secs".into(), json!(round3(started.elapsed().as_secs_f64())));
+    rep.json
+        .insert("loadavg_at_end".into(), json!(std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()));
+    let table = rep.table();
+    rep.json.insert("table_markdown".into(), json!(table));
+    let out = std::env::var("BENCH_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results.json"));
+    if let Some(d) = out.parent() {
+        let _ = std::fs::create_dir_all(d);
+    }
+    std::fs::write(&out, serde_json::to_string_pretty(&Value::Object(rep.json)).unwrap()).expect("write results");
+    println!("\n{table}\nresults: {} ({:.0} s)", out.display(), started.elapsed().as_secs_f64());
+}

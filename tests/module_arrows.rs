@@ -1,0 +1,294 @@
+//! The arrows between the crate's top-level modules (ARCHITECTURE.md, "Arrows"): every `crate::X` path in a
+//! module's non-test code is an arrow to `X`; the arrows must form no cycle (so no two modules import each other),
+//! and only `main.rs` and `ops/` may reach the command line (`cli`). Reads the sources only; no build of the crate's
+//! internals is involved, so a new import that closes a circle fails here with the path of every arrow on it.
+//!
+//! A reader can check the same by hand: `grep -rn 'crate::cli' src` names only `ops/`, and
+//! `grep -rln 'crate::wall' src/server` prints nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Source text with comments, string and char literals blanked out, so a path named in a doc comment or a message
+/// is no arrow.
+fn code_only(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        if c == b'/' && next == Some(b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if c == b'/' && next == Some(b'*') {
+            let mut depth = 0usize;
+            loop {
+                if i + 1 >= b.len() {
+                    i = b.len();
+                    break;
+                }
+                if b[i] == b'/' && b[i + 1] == b'*' {
+                    depth += 1;
+                    i += 2;
+                } else if b[i] == b'*' && b[i + 1] == b'/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            out.push(' ');
+        } else if c == b'r' && (next == Some(b'"') || next == Some(b'#')) && !ident_before(b, i) {
+            // Raw string r"…", r#"…"#: ends at a quote followed by as many hashes.
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while b.get(j) == Some(&b'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if b.get(j) != Some(&b'"') {
+                out.push(c as char);
+                i += 1;
+                continue;
+            }
+            j += 1;
+            loop {
+                if j >= b.len() {
+                    break;
+                }
+                if b[j] == b'"' && (0..hashes).all(|k| b.get(j + 1 + k) == Some(&b'#')) {
+                    j += 1 + hashes;
+                    break;
+                }
+                j += 1;
+            }
+            i = j;
+            out.push_str("\"\"");
+        } else if c == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if c == b'\'' {
+            // A char literal ('x', '\n', '\u{..}') or a lifetime ('a): a lifetime has no closing quote right after.
+            if next == Some(b'\\') {
+                let mut j = i + 2;
+                while j < b.len() && b[j] != b'\'' {
+                    j += 1;
+                }
+                i = j + 1;
+                out.push_str("' '");
+            } else if b.get(i + 2) == Some(&b'\'') {
+                i += 3;
+                out.push_str("' '");
+            } else if next.is_some_and(|n| n >= 0x80) {
+                // A multi-byte char literal.
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'\'' {
+                    j += 1;
+                }
+                i = j + 1;
+                out.push_str("' '");
+            } else {
+                out.push('\'');
+                i += 1;
+            }
+        } else {
+            // Copy one UTF-8 character.
+            let len = match c {
+                0x00..=0x7f => 1,
+                0xc0..=0xdf => 2,
+                0xe0..=0xef => 3,
+                _ => 4,
+            };
+            out.push_str(std::str::from_utf8(&b[i..(i + len).min(b.len())]).unwrap_or(" "));
+            i += len;
+        }
+    }
+    out
+}
+
+fn ident_before(b: &[u8], i: usize) -> bool {
+    i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')
+}
+
+/// Drops `#[cfg(test)]` items (unit-test modules may reach anywhere; they are not part of the shipped arrows).
+fn without_tests(code: &str) -> String {
+    let mut out = String::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "#[cfg(test)]".len()..];
+        // The item ends at `;` (a `mod x;` declaration) or at the brace closing its first `{`.
+        let semi = after.find(';');
+        let open = after.find('{');
+        match (semi, open) {
+            (Some(s), o) if o.is_none_or(|o| s < o) => rest = &after[s + 1..],
+            (_, Some(o)) => {
+                let mut depth = 0usize;
+                let mut end = after.len();
+                for (k, ch) in after[o..].char_indices() {
+                    match ch {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = o + k + 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                rest = &after[end..];
+            }
+            _ => rest = "",
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn rust_files(path: &Path, out: &mut Vec<PathBuf>) {
+    if path.is_dir() {
+        let mut entries: Vec<_> = std::fs::read_dir(path).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for e in entries {
+            rust_files(&e, out);
+        }
+    } else if path.extension().is_some_and(|e| e == "rs") {
+        out.push(path.to_owned());
+    }
+}
+
+/// Top-level module → (module it names → files naming it).
+type Arrows = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+fn arrows() -> Arrows {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut modules = BTreeSet::new();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+        if (p.is_dir() || p.extension().is_some_and(|e| e == "rs")) && name != "lib" {
+            modules.insert(name);
+        }
+    }
+    let mut arrows = Arrows::new();
+    for m in &modules {
+        let mut files = Vec::new();
+        let dir = src.join(m);
+        let root = if dir.is_dir() { dir } else { src.join(format!("{m}.rs")) };
+        rust_files(&root, &mut files);
+        for f in files {
+            // A file of unit tests only (`#[cfg(test)] mod tests;` next to it).
+            if f.file_name().is_some_and(|n| n == "tests.rs" || n == "wire_tests.rs") {
+                continue;
+            }
+            let code = without_tests(&code_only(&std::fs::read_to_string(&f).unwrap()));
+            // The binary names the library by its crate name, the library itself as `crate`.
+            for prefix in ["crate::", "xagent_adb_connector::"] {
+                for (at, _) in code.match_indices(prefix) {
+                    if ident_before(code.as_bytes(), at) {
+                        continue;
+                    }
+                    let target: String = code[at + prefix.len()..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if &target != m && modules.contains(&target) {
+                        let shown = f.strip_prefix(src.parent().unwrap()).unwrap().display().to_string();
+                        arrows.entry(m.clone()).or_default().entry(target).or_default().insert(shown);
+                    }
+                }
+            }
+        }
+    }
+    arrows
+}
+
+/// A cycle through the arrows, if any (depth-first search with the path on a stack).
+fn cycle(arrows: &Arrows) -> Option<Vec<String>> {
+    fn visit(m: &str, arrows: &Arrows, done: &mut BTreeSet<String>, path: &mut Vec<String>) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == m) {
+            let mut c = path[at..].to_vec();
+            c.push(m.to_owned());
+            return Some(c);
+        }
+        if done.contains(m) {
+            return None;
+        }
+        path.push(m.to_owned());
+        for next in arrows.get(m).into_iter().flat_map(|t| t.keys()) {
+            if let Some(c) = visit(next, arrows, done, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(m.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    arrows.keys().find_map(|m| visit(m, arrows, &mut done, &mut Vec::new()))
+}
+
+fn describe(arrows: &Arrows) -> String {
+    let mut s = String::new();
+    for (from, to) in arrows {
+        s.push_str(&format!("{from} → {}\n", to.keys().cloned().collect::<Vec<_>>().join(", ")));
+    }
+    s
+}
+
+#[test]
+fn top_level_modules_form_no_cycle() {
+    let arrows = arrows();
+    // `cargo test --test module_arrows -- --nocapture` prints the map (ARCHITECTURE.md, "Arrows").
+    println!("{}", describe(&arrows));
+    assert!(arrows.len() > 10, "the scan found too few modules to mean anything:\n{}", describe(&arrows));
+    if let Some(c) = cycle(&arrows) {
+        let mut why = String::new();
+        for pair in c.windows(2) {
+            let files = &arrows[&pair[0]][&pair[1]];
+            why.push_str(&format!(
+                "  {} → {} (in {})\n",
+                pair[0],
+                pair[1],
+                files.iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        panic!("import cycle {}:\n{why}\nall arrows:\n{}", c.join(" → "), describe(&arrows));
+    }
+}
+
+#[test]
+fn only_main_and_the_operator_commands_reach_the_command_line() {
+    let arrows = arrows();
+    let reaching: Vec<_> = arrows
+        .iter()
+        .filter_map(|(from, to)| to.get("cli").map(|files| (from.clone(), files.clone())))
+        .filter(|(from, _)| from != "main" && from != "ops")
+        .collect();
+    assert!(reaching.is_empty(), "below main and ops/, nothing imports cli: {reaching:?}");
+}
+
+#[test]
+fn the_scan_sees_through_comments_and_strings() {
+    let code = code_only("use crate::a; // crate::b\n/* crate::c /* nested */ crate::d */ let s = \"crate::e\"; let r = r#\"crate::f\"#; let c = '\"'; crate::g");
+    assert!(code.contains("crate::a") && code.contains("crate::g"), "{code}");
+    for hidden in ["crate::b", "crate::c", "crate::d", "crate::e", "crate::f"] {
+        assert!(!code.contains(hidden), "{hidden} in {code}");
+    }
+    let code = without_tests("use crate::a;\n#[cfg(test)]\nmod tests { fn f() { crate::b::x(); { } } }\ncrate::c");
+    assert!(code.contains("crate::a") && code.contains("crate::c") && !code.contains("crate::b"), "{code}");
+}
