@@ -115,10 +115,19 @@ impl Calls {
                 Ok(Begin::Replay(o))
             }
             None => {
-                self.store
-                    .call_started(&key.channel, &key.tool, &key.call_id, args_sha256, now_ms())
-                    .map_err(store_err)?;
+                // Claimed in memory first (a repeat arriving now waits for this call), then recorded outside the
+                // lock: the record's commit is grouped with other calls' writes (`store::group`), and holding the
+                // lock across it would serialise every call's start behind one commit at a time.
                 running.insert(key.clone(), watch::channel(None).0);
+                drop(running);
+                if let Err(e) = self.store.call_started(&key.channel, &key.tool, &key.call_id, args_sha256, now_ms())
+                {
+                    let e = store_err(e);
+                    if let Some(tx) = self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(key) {
+                        let _ = tx.send(Some(Err(e.clone())));
+                    }
+                    return Err(e);
+                }
                 Ok(Begin::Run)
             }
         }

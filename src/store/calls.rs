@@ -2,6 +2,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::group::Write;
 use super::{Result, Store};
 
 /// What is recorded about one side-effecting call: its state and the hash of its arguments.
@@ -39,23 +40,27 @@ impl Store {
             .optional()
     }
 
-    /// Records the start of a call. Fails if a record exists (the caller checked first, under its own lock).
+    /// Records the start of a call (group commit; returns once committed). Fails if a record exists (the caller
+    /// checked first, under its own lock).
     pub fn call_started(&self, channel: &str, tool: &str, call_id: &str, args_sha256: &str, now_ms: u64) -> Result<()> {
-        self.db().execute(
-            "INSERT INTO tool_calls (channel_id, tool_id, tool_call_id, args_sha256, state, created_ms)
-             VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
-            params![channel, tool, call_id, args_sha256, now_ms as i64],
-        )?;
-        Ok(())
+        self.commit(Write::CallStarted {
+            channel: channel.into(),
+            tool: tool.into(),
+            call_id: call_id.into(),
+            args_sha256: args_sha256.into(),
+            now_ms,
+        })
     }
 
+    /// Records the outcome of a call (group commit; returns once committed).
     pub fn call_finished(&self, channel: &str, tool: &str, call_id: &str, outcome: &str, now_ms: u64) -> Result<()> {
-        self.db().execute(
-            "UPDATE tool_calls SET state = 'done', outcome = ?4, finished_ms = ?5
-             WHERE channel_id = ?1 AND tool_id = ?2 AND tool_call_id = ?3",
-            params![channel, tool, call_id, outcome, now_ms as i64],
-        )?;
-        Ok(())
+        self.commit(Write::CallFinished {
+            channel: channel.into(),
+            tool: tool.into(),
+            call_id: call_id.into(),
+            outcome: outcome.into(),
+            now_ms,
+        })
     }
 
     /// Drops finished records older than `before_ms` and, beyond `keep`, the oldest ones. Returns rows removed.
@@ -63,9 +68,11 @@ impl Store {
         let db = self.db();
         let mut n =
             db.execute("DELETE FROM tool_calls WHERE state = 'done' AND created_ms < ?1", params![before_ms as i64])?;
+        // Beyond `keep`: everything not younger than the oldest record kept (the table has no rowid and no age
+        // index since migration 7; this runs once a minute, a scan is cheaper than an index every call writes).
         n += db.execute(
-            "DELETE FROM tool_calls WHERE rowid IN (SELECT rowid FROM tool_calls WHERE state = 'done'
-             ORDER BY created_ms DESC LIMIT -1 OFFSET ?1)",
+            "DELETE FROM tool_calls WHERE state = 'done' AND created_ms <= (SELECT created_ms FROM tool_calls
+             WHERE state = 'done' ORDER BY created_ms DESC LIMIT 1 OFFSET ?1)",
             params![keep as i64],
         )?;
         Ok(n)

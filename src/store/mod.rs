@@ -2,11 +2,14 @@
 //! through `PRAGMA user_version`.
 //!
 //! Calls are synchronous behind a mutex: every statement is a small indexed read/write on a local file (well under
-//! a millisecond with WAL + `synchronous=NORMAL`), so moving them to a blocking pool would cost more than it saves.
+//! a millisecond with WAL + `synchronous=NORMAL`). The writes of every tool call (idempotency records, audit rows)
+//! go through one writer thread that commits them in groups (`group.rs`): the WAL pages a burst of calls shares
+//! are written once, not once per statement — on an SD card, writes are the budget, not time.
 
 pub mod audit;
 pub mod calls;
 pub mod files;
+pub mod group;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -106,11 +109,38 @@ const MIGRATIONS: &[&str] = &[
         time_ms  INTEGER NOT NULL
     );
     CREATE INDEX audit_by_time ON audit(time_ms);",
+    // 7: fewer B-trees written per call (the SD card's lifetime, BENCHMARKS.md "footprint-writes"). The
+    // idempotency records become one B-tree clustered on their key (WITHOUT ROWID) instead of a rowid table plus
+    // its key index plus an age index; the audit log loses its time index (retention walks from the oldest
+    // record instead). A side-effecting call now writes two leaves and the audit head, not six pages.
+    "CREATE TABLE tool_calls_v7 (
+        channel_id   TEXT NOT NULL REFERENCES channels(channel_id) ON DELETE CASCADE,
+        tool_id      TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        args_sha256  TEXT NOT NULL,
+        state        TEXT NOT NULL,
+        outcome      TEXT,
+        created_ms   INTEGER NOT NULL,
+        finished_ms  INTEGER,
+        PRIMARY KEY (channel_id, tool_id, tool_call_id)
+    ) WITHOUT ROWID;
+    INSERT INTO tool_calls_v7 SELECT channel_id, tool_id, tool_call_id, args_sha256, state, outcome, created_ms,
+                                     finished_ms FROM tool_calls;
+    DROP TABLE tool_calls;
+    ALTER TABLE tool_calls_v7 RENAME TO tool_calls;
+    DROP INDEX audit_by_time;",
 ];
+
+/// Page size of a new database. Every commit appends each page it changed to the WAL, whole: with the default
+/// 4 KiB a tap's few changed rows cost 4 KiB per touched page; 1 KiB pages cut that by four (measured, see
+/// BENCHMARKS.md "footprint-writes"). An existing database keeps its page size (changing it means a VACUUM).
+const PAGE_SIZE: i64 = 1024;
 
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
+    /// The group-commit writer of per-call writes (`group.rs`).
+    group: Arc<group::Group>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,7 +220,7 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(2))?;
-        Ok(Store { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Store { conn: Arc::new(Mutex::new(conn)), group: Arc::default() })
     }
 
     /// Proves the database accepts writes now: SQLite silently opens a file it may not write read-only, and then
@@ -215,6 +245,8 @@ impl Store {
     }
 
     fn init(conn: Connection) -> Result<Store> {
+        // Only takes effect on a database not written yet (before WAL mode is set, which writes the header).
+        conn.pragma_update(None, "page_size", PAGE_SIZE)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -232,7 +264,7 @@ impl Store {
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
             tx.commit()?;
         }
-        Ok(Store { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Store { conn: Arc::new(Mutex::new(conn)), group: Arc::default() })
     }
 
     fn db(&self) -> MutexGuard<'_, Connection> {

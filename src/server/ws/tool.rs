@@ -166,6 +166,8 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         );
         return session.send(fail(e)).await;
     };
+    // Tells the store's group commit that this call's writes are coming (it batches them with other calls').
+    let activity = hub.store().call_activity();
     let begin = match &key {
         // SQLite work runs on a blocking thread, never on an async worker.
         Some(k) => {
@@ -196,10 +198,12 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
             let started = std::time::Instant::now();
             let result = match begin {
                 Begin::Replay(o) => {
+                    drop(activity);
                     tracing::info!("repeated tool_call_id: answering with the recorded outcome");
                     o
                 }
                 Begin::Wait(rx) => {
+                    drop(activity);
                     tracing::info!("repeated tool_call_id while running: waiting for the first call");
                     Calls::wait(rx, spec.deadline + WAIT_SLACK).await
                 }
@@ -233,6 +237,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                         hub.audit(&channel, audit_call_id.as_deref(), spec.id, &audit_device, &audit_args, outcome);
                     })
                     .await;
+                    drop(activity);
                     r
                 }
             };
