@@ -41,6 +41,81 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 /// Prefix of staging files; anything with it at start-up is a leftover of an interrupted write.
 const STAGING_PREFIX: &str = ".staging-";
 
+/// Where the cache lives and whether its index is kept in the state database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub dir: PathBuf,
+    /// On tmpfs/ramfs: nothing of the cache reaches persistent storage; its index lives in memory too, and a
+    /// restart starts empty. Otherwise (an operator's `--cache-dir` on disk, or no tmpfs found) files and index
+    /// survive restarts as before, at the price of SD card writes per screenshot.
+    pub volatile: bool,
+}
+
+impl Location {
+    /// `--cache-dir` when given; otherwise a folder of this data dir under the first of `$RUNTIME_DIRECTORY`
+    /// (systemd's `RuntimeDirectory=`, under /run), `$XDG_RUNTIME_DIR`, `/dev/shm` that exists; else
+    /// `DATA_DIR/files` (on disk, with a warning at start).
+    pub fn resolve(cache_dir: Option<&Path>, data_dir: &Path) -> Location {
+        if let Some(dir) = cache_dir {
+            return Location { dir: dir.to_owned(), volatile: is_tmpfs(dir) };
+        }
+        let runtime = std::env::var_os("RUNTIME_DIRECTORY")
+            // systemd joins several RuntimeDirectory= entries with ':'; ours is the first.
+            .map(|v| PathBuf::from(v.to_string_lossy().split(':').next().unwrap_or_default()))
+            .into_iter()
+            .chain(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from))
+            .chain(std::iter::once(PathBuf::from("/dev/shm")))
+            .filter(|p| p.is_absolute() && p.is_dir())
+            .find(|p| is_tmpfs(p));
+        match runtime {
+            // One folder per data dir: two connectors (or test servers) on one host never share a cache.
+            Some(base) => {
+                Location { dir: base.join(format!("xagent-adb-cache-{}", dir_tag(data_dir))), volatile: true }
+            }
+            None => Location { dir: data_dir.join("files"), volatile: false },
+        }
+    }
+}
+
+/// 16 hex digits of the SHA-256 of the data dir's absolute path.
+fn dir_tag(data_dir: &Path) -> String {
+    let abs = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
+    hex(&Sha256::digest(abs.as_os_str().as_encoded_bytes())[..8])
+}
+
+/// Whether `dir` (or its nearest existing ancestor) is on a memory file system (tmpfs, ramfs).
+pub fn is_tmpfs(dir: &Path) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    fs_stat(dir).is_some_and(|(kind, _)| kind == TMPFS_MAGIC || kind == RAMFS_MAGIC)
+}
+
+/// Size in bytes of the file system holding `dir` (or its nearest existing ancestor).
+pub fn fs_size(dir: &Path) -> Option<u64> {
+    fs_stat(dir).map(|(_, size)| size)
+}
+
+#[cfg(target_os = "linux")]
+fn fs_stat(dir: &Path) -> Option<(i64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let existing = dir.ancestors().find(|p| p.exists())?;
+    let c = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `c` is a valid NUL-terminated path and `st` is a writable statfs buffer.
+    if unsafe { libc::statfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statfs returned 0, so it filled the buffer.
+    let st = unsafe { st.assume_init() };
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    Some((st.f_type as i64, (st.f_blocks as u64).saturating_mul(st.f_bsize as u64)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn fs_stat(_dir: &Path) -> Option<(i64, u64)> {
+    None
+}
+
 /// Cache limits (see the module docs).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -257,6 +332,19 @@ impl FileCache {
         };
         cache.reconcile()?;
         Ok(Arc::new(cache))
+    }
+
+    /// An older version's on-disk cache (`DATA_DIR/files` and its rows in the state database), once the cache
+    /// moved to a memory file system: its download URLs die with the restart anyway. Does nothing (writes
+    /// nothing) when there is no such folder.
+    pub fn retire(store: &Store, dir: &Path) -> Result<(), CacheError> {
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let rows = store.delete_all_files()?;
+        std::fs::remove_dir_all(dir)?;
+        tracing::info!(dir = %dir.display(), rows, "removed the on-disk file cache of an older version");
+        Ok(())
     }
 
     /// (files, bytes) held now, for metrics.

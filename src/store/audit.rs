@@ -121,13 +121,14 @@ impl Store {
     }
 }
 
-/// Inserts one chained record (its hashes set) in the caller's transaction; returns its seq.
-pub(super) fn insert(tx: &rusqlite::Transaction<'_>, rec: &AuditRow) -> Result<i64> {
+/// Inserts one chained record (its seq and hashes set) in the caller's transaction.
+pub(super) fn insert(tx: &rusqlite::Transaction<'_>, rec: &AuditRow) -> Result<()> {
     tx.prepare_cached(
-        "INSERT INTO audit (time_ms, connector_id, channel_id, tool_call_id, tool_id, device, arguments, result,
-                            prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO audit (seq, time_ms, connector_id, channel_id, tool_call_id, tool_id, device, arguments, result,
+                            prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
+        rec.seq,
         rec.time_ms as i64,
         rec.connector_id,
         rec.channel_id,
@@ -139,7 +140,7 @@ pub(super) fn insert(tx: &rusqlite::Transaction<'_>, rec: &AuditRow) -> Result<i
         rec.prev_hash,
         rec.hash
     ])?;
-    Ok(tx.last_insert_rowid())
+    Ok(())
 }
 
 impl Store {

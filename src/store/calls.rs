@@ -54,25 +54,50 @@ impl Store {
 
     /// Records the outcome of a call (group commit; returns once committed).
     pub fn call_finished(&self, channel: &str, tool: &str, call_id: &str, outcome: &str, now_ms: u64) -> Result<()> {
-        self.commit(Write::CallFinished {
+        self.call_finished_with(channel, tool, call_id, outcome, now_ms, None)
+    }
+
+    /// [`Store::call_finished`] and `also` (the call's audit row) in one transaction.
+    pub fn call_finished_with(
+        &self,
+        channel: &str,
+        tool: &str,
+        call_id: &str,
+        outcome: &str,
+        now_ms: u64,
+        also: Option<Write>,
+    ) -> Result<()> {
+        let finished = Write::CallFinished {
             channel: channel.into(),
             tool: tool.into(),
             call_id: call_id.into(),
             outcome: outcome.into(),
             now_ms,
-        })
+        };
+        self.commit_all(std::iter::once(finished).chain(also).collect())
     }
 
     /// Drops finished records older than `before_ms` and, beyond `keep`, the oldest ones. Returns rows removed.
     pub fn prune_calls(&self, before_ms: u64, keep: u64) -> Result<usize> {
         let db = self.db();
-        let mut n =
-            db.execute("DELETE FROM tool_calls WHERE state = 'done' AND created_ms < ?1", params![before_ms as i64])?;
-        // Beyond `keep`: everything not younger than the oldest record kept (the table has no rowid and no age
-        // index since migration 7; this runs once a minute, a scan is cheaper than an index every call writes).
+        // Older than `before_ms`: walked from the oldest record (rowid order is time order), so the cost is what
+        // is removed, not the table.
+        let first_young: Option<i64> = db
+            .query_row(
+                "SELECT id FROM tool_calls WHERE created_ms >= ?1 ORDER BY id LIMIT 1",
+                params![before_ms as i64],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let mut n = match first_young {
+            Some(id) => db.execute("DELETE FROM tool_calls WHERE state = 'done' AND id < ?1", params![id])?,
+            None => db.execute("DELETE FROM tool_calls WHERE state = 'done'", [])?,
+        };
+        // Beyond `keep`: the oldest, by rowid (records are appended in time order; since migration 7 there is no
+        // age index for every call to write).
         n += db.execute(
-            "DELETE FROM tool_calls WHERE state = 'done' AND created_ms <= (SELECT created_ms FROM tool_calls
-             WHERE state = 'done' ORDER BY created_ms DESC LIMIT 1 OFFSET ?1)",
+            "DELETE FROM tool_calls WHERE state = 'done' AND id <= (SELECT id FROM tool_calls
+             WHERE state = 'done' ORDER BY id DESC LIMIT 1 OFFSET ?1)",
             params![keep as i64],
         )?;
         Ok(n)

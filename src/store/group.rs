@@ -22,24 +22,41 @@ use super::audit::AuditRow;
 use super::{Result, Store};
 
 /// Longest a batch waits for the writes of other running calls.
-pub const WINDOW: Duration = Duration::from_millis(3);
+pub const WINDOW: Duration = Duration::from_millis(5);
 /// Most writes in one transaction (bounds the time the connection is held).
 const MAX_BATCH: usize = 256;
 
 /// One write of a tool call.
 pub enum Write {
-    CallStarted { channel: String, tool: String, call_id: String, args_sha256: String, now_ms: u64 },
-    CallFinished { channel: String, tool: String, call_id: String, outcome: String, now_ms: u64 },
+    CallStarted {
+        channel: String,
+        tool: String,
+        call_id: String,
+        args_sha256: String,
+        now_ms: u64,
+    },
+    CallFinished {
+        channel: String,
+        tool: String,
+        call_id: String,
+        outcome: String,
+        now_ms: u64,
+    },
     /// Appended to the chain in queue order; `hash` computes the record's hash once `prev_hash` is set.
-    Audit { rec: AuditRow, hash: fn(&AuditRow) -> String },
+    Audit {
+        rec: AuditRow,
+        hash: fn(&AuditRow) -> String,
+    },
 }
 
 type Reply = SyncSender<std::result::Result<(), String>>;
+/// The writes of one caller, committed together (a call's outcome and its audit row).
+type Job = (Vec<Write>, Reply);
 
 /// The writer thread's queue and the count of running calls (shared by every clone of one [`Store`]).
 #[derive(Default)]
 pub(super) struct Group {
-    tx: Mutex<Option<Sender<(Write, Reply)>>>,
+    tx: Mutex<Option<Sender<Job>>>,
     active: Arc<AtomicUsize>,
 }
 
@@ -62,6 +79,11 @@ impl Store {
     /// Queues `write` for the next group commit and waits until it is committed (blocking: call it from a
     /// blocking thread). The error of a write that failed is its own: a failed batch is retried write by write.
     pub fn commit(&self, write: Write) -> Result<()> {
+        self.commit_all(vec![write])
+    }
+
+    /// [`Store::commit`] of several writes that belong together: all in the same transaction.
+    pub fn commit_all(&self, writes: Vec<Write>) -> Result<()> {
         let (reply, done) = mpsc::sync_channel(1);
         {
             let mut tx = self.group.tx.lock().unwrap_or_else(|e| e.into_inner());
@@ -74,7 +96,7 @@ impl Store {
                     .expect("spawn the store writer thread");
                 tx
             });
-            if sender.send((write, reply)).is_err() {
+            if sender.send((writes, reply)).is_err() {
                 return Err(gone());
             }
         }
@@ -91,7 +113,7 @@ fn gone() -> rusqlite::Error {
 }
 
 /// Ends when every [`Store`] clone (and so the sender) is dropped.
-fn writer(conn: Arc<Mutex<Connection>>, active: Arc<AtomicUsize>, rx: Receiver<(Write, Reply)>) {
+fn writer(conn: Arc<Mutex<Connection>>, active: Arc<AtomicUsize>, rx: Receiver<Job>) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         let deadline = Instant::now() + WINDOW;
@@ -115,8 +137,9 @@ fn writer(conn: Arc<Mutex<Connection>>, active: Arc<AtomicUsize>, rx: Receiver<(
                 Err(_) => break,
             }
         }
+        tracing::trace!(writes = batch.len(), running = active.load(Ordering::SeqCst), "group commit");
         let mut db = conn.lock().unwrap_or_else(|e| e.into_inner());
-        let all = apply(&mut db, batch.iter().map(|(w, _)| w));
+        let all = apply(&mut db, batch.iter().flat_map(|(w, _)| w.iter()));
         match all {
             Ok(()) => {
                 for (_, reply) in batch {
@@ -126,7 +149,7 @@ fn writer(conn: Arc<Mutex<Connection>>, active: Arc<AtomicUsize>, rx: Receiver<(
             // One bad write (a duplicate key, say) must not fail the others: apply them one by one.
             Err(_) => {
                 for (w, reply) in batch {
-                    let _ = reply.send(apply(&mut db, std::iter::once(&w)).map_err(|e| e.to_string()));
+                    let _ = reply.send(apply(&mut db, w.iter()).map_err(|e| e.to_string()));
                 }
             }
         }
@@ -154,15 +177,16 @@ fn apply<'a>(db: &mut Connection, writes: impl Iterator<Item = &'a Write>) -> Re
                 .execute(params![channel, tool, call_id, outcome, *now_ms as i64])?;
             }
             Write::Audit { rec, hash } => {
-                let prev = match &head {
-                    Some((_, h)) => h.clone(),
+                let (last, prev) = match head.take() {
+                    Some(h) => h,
                     None => read_head(&tx)?,
                 };
                 let mut rec = rec.clone();
+                rec.seq = last.checked_add(1).ok_or(rusqlite::Error::IntegralValueOutOfRange(0, last))?;
                 rec.prev_hash = prev;
                 rec.hash = hash(&rec);
-                let seq = super::audit::insert(&tx, &rec)?;
-                head = Some((seq, rec.hash));
+                super::audit::insert(&tx, &rec)?;
+                head = Some((rec.seq, rec.hash));
             }
         }
     }
@@ -176,9 +200,19 @@ fn apply<'a>(db: &mut Connection, writes: impl Iterator<Item = &'a Write>) -> Re
     tx.commit()
 }
 
-/// The head is the last appended record (it survives pruning, so the chain continues across it).
-fn read_head(tx: &Transaction<'_>) -> Result<String> {
+/// (seq, hash) the next record follows: the head is the last record ever appended (it survives pruning, so the
+/// chain and the seqs continue across it); the newest record or the checkpoint stand in should the head be gone
+/// (then `audit verify` reports it).
+fn read_head(tx: &Transaction<'_>) -> Result<(i64, String)> {
     use rusqlite::OptionalExtension;
     let h: Option<String> = tx.query_row("SELECT hash FROM audit_head WHERE id = 1", [], |r| r.get(0)).optional()?;
-    Ok(h.unwrap_or_else(|| "0".repeat(64)))
+    let last: i64 = tx
+        .query_row(
+            "SELECT MAX(s) FROM (SELECT seq AS s FROM audit_head UNION ALL SELECT MAX(seq) FROM audit
+                             UNION ALL SELECT seq FROM audit_checkpoint)",
+            [],
+            |r| r.get::<_, Option<i64>>(0),
+        )?
+        .unwrap_or(0);
+    Ok((last, h.unwrap_or_else(|| "0".repeat(64))))
 }

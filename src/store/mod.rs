@@ -109,11 +109,14 @@ const MIGRATIONS: &[&str] = &[
         time_ms  INTEGER NOT NULL
     );
     CREATE INDEX audit_by_time ON audit(time_ms);",
-    // 7: fewer B-trees written per call (the SD card's lifetime, BENCHMARKS.md "footprint-writes"). The
-    // idempotency records become one B-tree clustered on their key (WITHOUT ROWID) instead of a rowid table plus
-    // its key index plus an age index; the audit log loses its time index (retention walks from the oldest
-    // record instead). A side-effecting call now writes two leaves and the audit head, not six pages.
+    // 7: fewer pages written per call (the SD card's lifetime, BENCHMARKS.md "footprint-writes"). Idempotency
+    // records are appended in time order (rowid), so a burst of calls on several phones shares the table's tail
+    // page and finishing a call rewrites only that page; the one index (the key: written once per call, and what
+    // the channel's ON DELETE CASCADE uses) replaces the text primary key plus an age index; the audit log loses its time index (retention walks from the oldest
+    // record instead) and AUTOINCREMENT, whose `sqlite_sequence` row was one more page per commit: the next seq
+    // is the chain head's + 1 (the head survives pruning, so a seq is never reused either).
     "CREATE TABLE tool_calls_v7 (
+        id           INTEGER PRIMARY KEY,
         channel_id   TEXT NOT NULL REFERENCES channels(channel_id) ON DELETE CASCADE,
         tool_id      TEXT NOT NULL,
         tool_call_id TEXT NOT NULL,
@@ -121,20 +124,40 @@ const MIGRATIONS: &[&str] = &[
         state        TEXT NOT NULL,
         outcome      TEXT,
         created_ms   INTEGER NOT NULL,
-        finished_ms  INTEGER,
-        PRIMARY KEY (channel_id, tool_id, tool_call_id)
-    ) WITHOUT ROWID;
-    INSERT INTO tool_calls_v7 SELECT channel_id, tool_id, tool_call_id, args_sha256, state, outcome, created_ms,
-                                     finished_ms FROM tool_calls;
+        finished_ms  INTEGER
+    );
+    INSERT INTO tool_calls_v7 (channel_id, tool_id, tool_call_id, args_sha256, state, outcome, created_ms, finished_ms)
+        SELECT channel_id, tool_id, tool_call_id, args_sha256, state, outcome, created_ms, finished_ms FROM tool_calls
+        ORDER BY created_ms;
+    CREATE UNIQUE INDEX tool_calls_by_key ON tool_calls_v7(channel_id, tool_call_id, tool_id);
     DROP TABLE tool_calls;
     ALTER TABLE tool_calls_v7 RENAME TO tool_calls;
-    DROP INDEX audit_by_time;",
+    CREATE TABLE audit_v7 (
+        seq          INTEGER PRIMARY KEY,
+        time_ms      INTEGER NOT NULL,
+        connector_id TEXT NOT NULL,
+        channel_id   TEXT NOT NULL,
+        tool_call_id TEXT,
+        tool_id      TEXT NOT NULL,
+        device       TEXT NOT NULL,
+        arguments    TEXT NOT NULL,
+        result       TEXT NOT NULL,
+        prev_hash    TEXT NOT NULL,
+        hash         TEXT NOT NULL
+    );
+    INSERT INTO audit_v7 SELECT seq, time_ms, connector_id, channel_id, tool_call_id, tool_id, device, arguments,
+                                result, prev_hash, hash FROM audit;
+    DROP TABLE audit;
+    ALTER TABLE audit_v7 RENAME TO audit;
+    DELETE FROM sqlite_sequence WHERE name = 'audit';",
 ];
 
-/// Page size of a new database. Every commit appends each page it changed to the WAL, whole: with the default
-/// 4 KiB a tap's few changed rows cost 4 KiB per touched page; 1 KiB pages cut that by four (measured, see
-/// BENCHMARKS.md "footprint-writes"). An existing database keeps its page size (changing it means a VACUUM).
-const PAGE_SIZE: i64 = 1024;
+/// Page size of a new database. Every commit appends each page it changed to the WAL, whole, and a tap changes a
+/// few rows of a few hundred bytes: with SQLite's default 4 KiB pages that was ~33 KiB per tap. Measured with a
+/// 5-phone tap burst (tests/footprint.rs, same code): 1 KiB pages ≈ 5 KiB per tap, 512-byte pages ≈ 3.4 KiB (rows
+/// still fit a page: the largest, an audit row, is ~300 bytes). An existing database keeps its page size (changing
+/// it takes a VACUUM; README, "Storage writes").
+const PAGE_SIZE: i64 = 512;
 
 #[derive(Clone)]
 pub struct Store {

@@ -230,11 +230,24 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     // are SQLite: on a blocking thread.
                     let (hub, key, done, channel) = (hub.clone(), key.clone(), r.clone(), channel.clone());
                     let _ = tokio::task::spawn_blocking(move || {
-                        if let Some(k) = &key {
-                            hub.calls().finish(k, &done);
-                        }
+                        // The outcome and the audit row in one transaction (one group commit per call).
                         let outcome = done.as_ref().err().map_or("ok", |e| e.code.as_str());
-                        hub.audit(&channel, audit_call_id.as_deref(), spec.id, &audit_device, &audit_args, outcome);
+                        let audit = hub.audit_entry(
+                            &channel,
+                            audit_call_id.as_deref(),
+                            spec.id,
+                            &audit_device,
+                            &audit_args,
+                            outcome,
+                        );
+                        match &key {
+                            Some(k) => hub.calls().finish_with(k, &done, Some(audit)),
+                            None => {
+                                if let Err(e) = hub.store().commit(audit) {
+                                    tracing::error!(error = %e, "could not append to the audit log");
+                                }
+                            }
+                        }
                     })
                     .await;
                     drop(activity);
