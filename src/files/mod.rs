@@ -1,16 +1,19 @@
 //! The transfer plane's local file cache: screenshots, pulled device files, large logs and uploads live here between
 //! the tool call (or upload) that produced them and the download (or tool) that uses them.
 //!
-//! Layout: one file per entry under `DATA_DIR/files/`, named by its `file_ref`; the index (owner channel, download
-//! token, size, SHA-256, expiry) is the `files` table (`crate::store::files`). Writes go to a `.staging-*` file
-//! first and are renamed into place only when complete, so a half-written file never has an index row.
+//! Layout: one file per entry in the cache folder ([`Location`]: in memory by default, so that screenshots never
+//! wear an SD card), named by its `file_ref`; the index (owner channel, download token, size, SHA-256, expiry) is
+//! the `files` table (`crate::store::files`) of the store the cache is given — an in-memory one of its own for a
+//! memory cache, the state database for one on disk. Writes go to a `.staging-*` file first and are renamed into
+//! place only when complete, so a half-written file never has an index row.
 //!
 //! Policies (documented for the device profile's "finite TTL, capacity and cleanup period"):
 //! - TTL: every entry expires `ttl` after it was created (default 10 min); expired entries are invisible at once
 //!   and deleted by the sweeper, which runs every [`SWEEP_INTERVAL`] until shutdown.
 //! - Capacity: at most `max_bytes` and `max_files`; inserting beyond either evicts the oldest entries first.
-//! - Restart: entries survive a restart until they expire. At start-up, rows whose file is missing, files without
-//!   a row (including staging leftovers of a crash) and expired entries are removed.
+//! - Restart: a memory cache starts empty (its index was in memory); on disk, entries survive a restart until they
+//!   expire. At start-up, rows whose file is missing, files without a row (including staging leftovers of a crash)
+//!   and expired entries are removed.
 //! - Downloads are one-time: see `crate::server::transfer`. A consumed entry stays usable by tools (e.g.
 //!   `android_file_push`) until it expires; only its download URL is dead.
 
