@@ -1856,12 +1856,12 @@ fn traced_pid(strace_pid: u32) -> Option<u32> {
     children.split_whitespace().next()?.parse().ok()
 }
 
-/// Issue 21: bytes written to persistent storage (files under the data dir: SQLite database + WAL, and the file
+/// Issue 21: bytes written to persistent storage (files under the data dir: SQLite database and WAL, and the file
 /// cache when it is on disk) and fsyncs, per `android_tap` in a burst on several phones, per `android_screenshot`
-/// + download and per `android_observe` + download, each variant of the connector under `strace` against the same
-/// adb server and simulated phones in one run: this build (cache in memory), this build with the cache put back on
-/// disk (`--cache-dir DATA_DIR/files`), and — when `BENCH_FOOTPRINT_BASELINE` names it — a binary of an older
-/// revision (the layout before issue 21). Needs `strace`.
+/// with its download and per `android_observe` with its download. Each variant of the connector runs under
+/// `strace` against the same adb server and simulated phones in one run: this build (cache in memory), this build
+/// with the cache put back on disk (`--cache-dir DATA_DIR/files`), and, when `BENCH_FOOTPRINT_BASELINE` names
+/// one, a binary of an older revision (the layout before issue 21). Needs `strace`.
 fn bench_footprint_writes(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, rep: &mut Report) {
     if Command::new("strace").arg("-V").output().is_err() {
         eprintln!("footprint-writes: strace not installed (apt-get install -y strace); skipped");

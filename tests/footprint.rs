@@ -151,6 +151,7 @@ async fn a_tap_burst_on_several_phones_writes_at_most_4_kib_per_tap() {
             t.await.unwrap();
         }
         let taps = (PHONES * PER_PHONE) as u64;
+        let per_tap = (wal_len(&data) - wal_before) / taps;
         assert_eq!(before, listing(&data), "only the WAL changed");
         assert!(per_tap <= 4096, "{per_tap} bytes written per tap (bar: 4096)");
         eprintln!("WAL bytes per tap in a burst on {PHONES} phones: {per_tap}");
