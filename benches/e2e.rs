@@ -1803,6 +1803,8 @@ struct Writes {
     syncs: u64,
     /// Bytes written under the file cache when it is elsewhere (memory): reported, not counted.
     cache_bytes: u64,
+    /// Of `bytes`, those appended to SQLite's write-ahead log (the rest: checkpoints into connector.db, cache).
+    wal_bytes: u64,
 }
 
 fn strace_writes(log: &Path, data: &Path, cache: Option<&Path>, windows: &[(f64, f64)]) -> Vec<Writes> {
@@ -1835,6 +1837,9 @@ fn strace_writes(log: &Path, data: &Path, cache: Option<&Path>, windows: &[(f64,
             "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" if ret > 0 => {
                 if in_data {
                     out[w].bytes += ret as u64;
+                    if path.ends_with("-wal") {
+                        out[w].wal_bytes += ret as u64;
+                    }
                 } else if in_cache {
                     out[w].cache_bytes += ret as u64;
                 }
@@ -1974,7 +1979,8 @@ fn bench_footprint_writes(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime:
         let taps = (phones * taps_per_phone) as f64;
         let per = |x: u64, n: f64| round3(x as f64 / n);
         let v = json!({
-            "tap": {"bytes": per(w[0].bytes, taps), "fsyncs": per(w[0].syncs, taps), "n": taps},
+            "tap": {"bytes": per(w[0].bytes, taps), "wal_bytes": per(w[0].wal_bytes, taps),
+                    "fsyncs": per(w[0].syncs, taps), "n": taps},
             "screenshot_download": {"bytes": per(w[1].bytes, heavy as f64), "fsyncs": per(w[1].syncs, heavy as f64),
                                     "memory_cache_bytes": per(w[1].cache_bytes, heavy as f64), "n": heavy},
             "observe_download": {"bytes": per(w[2].bytes, heavy as f64), "fsyncs": per(w[2].syncs, heavy as f64),
