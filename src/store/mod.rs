@@ -547,6 +547,74 @@ mod tests {
         assert!(s.set_binding("c2", Some(("srv", "ser")), 1).is_err());
     }
 
+    /// Migration 7 rebuilds `tool_calls` and `audit`: records, the chain and its head come through, a replay still
+    /// finds its record, and the next audit record continues the seqs and the chain.
+    #[test]
+    fn migration_7_keeps_records_and_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let c = Connection::open(dir.path().join("connector.db")).unwrap();
+            for (i, sql) in MIGRATIONS.iter().enumerate().take(6) {
+                c.execute_batch(sql).unwrap();
+                c.pragma_update(None, "user_version", (i + 1) as i64).unwrap();
+            }
+            c.execute_batch(
+                "INSERT INTO instances VALUES ('conn', '[]', 1, NULL);
+                 INSERT INTO channels VALUES ('c1', 'conn', 1);
+                 INSERT INTO tool_calls VALUES ('c1', 'android_tap', 'k1', 'h', 'done', '{\"result\":{}}', 5, 6);
+                 INSERT INTO tool_calls VALUES ('c1', 'android_tap', 'k2', 'h', 'running', NULL, 7, NULL);",
+            )
+            .unwrap();
+        }
+        // Two records through the old schema's code path (AUTOINCREMENT seqs 1, 2), then migrate.
+        let old = Connection::open(dir.path().join("connector.db")).unwrap();
+        let mut prev = "0".repeat(64);
+        for seq in 1..=2 {
+            let mut r = audit::AuditRow {
+                seq,
+                time_ms: 10,
+                connector_id: "conn".into(),
+                channel_id: "c1".into(),
+                tool_call_id: Some(format!("k{seq}")),
+                tool_id: "android_tap".into(),
+                device: "d".into(),
+                arguments: "{}".into(),
+                result: "ok".into(),
+                prev_hash: prev.clone(),
+                hash: String::new(),
+            };
+            r.hash = format!("{:064x}", seq);
+            old.execute(
+                "INSERT INTO audit (time_ms, connector_id, channel_id, tool_call_id, tool_id, device, arguments, result,
+                 prev_hash, hash) VALUES (10, 'conn', 'c1', ?1, 'android_tap', 'd', '{}', 'ok', ?2, ?3)",
+                params![r.tool_call_id, r.prev_hash, r.hash],
+            )
+            .unwrap();
+            old.execute(
+                "INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2)
+                 ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                params![seq, r.hash],
+            )
+            .unwrap();
+            prev = r.hash;
+        }
+        drop(old);
+        let s = Store::open(dir.path()).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
+        let k1 = s.call_record("c1", "android_tap", "k1").unwrap().unwrap();
+        assert_eq!(k1.state, calls::CallState::Done("{\"result\":{}}".into()));
+        assert_eq!(s.call_record("c1", "android_tap", "k2").unwrap().unwrap().state, calls::CallState::Running);
+        assert!(s.call_started("c1", "android_tap", "k1", "h", 9).is_err(), "the key stays unique");
+        let rows = s.audit_all().unwrap();
+        assert_eq!(rows.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2]);
+        let rec = audit::AuditRow { seq: 0, prev_hash: String::new(), hash: String::new(), ..rows[1].clone() };
+        s.audit_append(rec, |r| format!("{:0>64}", r.prev_hash.len())).unwrap();
+        let rows = s.audit_all().unwrap();
+        assert_eq!(rows[2].seq, 3, "seqs continue from the head");
+        assert_eq!(rows[2].prev_hash, rows[1].hash, "the chain continues");
+        assert_eq!(s.audit_head().unwrap().unwrap(), (3, rows[2].hash.clone()));
+    }
+
     #[test]
     fn a_newer_schema_is_refused() {
         let dir = tempfile::tempdir().unwrap();
