@@ -227,6 +227,7 @@ struct Connector {
     addr: SocketAddr,
     logs: Arc<Mutex<Vec<String>>>,
     _dir: tempfile::TempDir,
+    _run: Option<tempfile::TempDir>,
 }
 
 impl Connector {
@@ -241,7 +242,15 @@ impl Connector {
             .arg(dir.path())
             .args(["--adb-server", &format!("127.0.0.1:{adb_port}")])
             .args(extra);
-        Self::spawn(cmd, dir, rust_log)
+        // The memory file cache in a folder of its own (as systemd's RuntimeDirectory=), gone with the run even
+        // though the connector is killed.
+        let run = tempfile::Builder::new().prefix("bench-run-").tempdir_in("/dev/shm").ok();
+        if let Some(r) = &run {
+            cmd.env("RUNTIME_DIRECTORY", r.path());
+        }
+        let mut c = Self::spawn(cmd, dir, rust_log);
+        c._run = run;
+        c
     }
 
     /// Starts `cmd` (a connector command line, perhaps behind a wrapper such as strace) with `dir` as its data dir.
@@ -279,7 +288,7 @@ impl Connector {
                 panic!("the connector did not start: {:#?}", logs.lock().unwrap());
             }
         };
-        Connector { child, addr, logs, _dir: dir }
+        Connector { child, addr, logs, _dir: dir, _run: None }
     }
 
     fn pid(&self) -> u32 {

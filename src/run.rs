@@ -215,7 +215,13 @@ async fn start_inner(
     let store_for_health = cfg.data_dir.is_some().then(|| store.clone());
     let hub = Hub::new(store, Arc::new(registry), backend, hub_cfg)
         .map_err(|m| ConfigError { code: exit::FAILURE, message: m })?;
-    let listener = TcpListener::bind(cfg.listen).await.map_err(|e| ConfigError {
+    let listener = TcpListener::bind(cfg.listen).await.inspect_err(|_| {
+        // A memory cache made for this run goes with it (nothing is in it yet).
+        if location.volatile {
+            let _ = std::fs::remove_dir_all(&files_dir);
+        }
+    });
+    let listener = listener.map_err(|e| ConfigError {
         code: exit::LISTEN,
         message: match e.kind() {
             std::io::ErrorKind::AddrInUse => format!(
