@@ -182,7 +182,8 @@ async fn start_inner(
         }
         // Memory is RAM: half of the file system at most (a /run tmpfs is a fraction of a Pi's RAM).
         if let Some(size) = crate::files::fs_size(&files_dir).filter(|s| *s / 2 < limits.max_bytes) {
-            tracing::warn!(
+            // Expected under systemd on a Pi (/run is a fifth of the RAM): information, not a warning.
+            tracing::info!(
                 configured = limits.max_bytes,
                 used = size / 2,
                 fs_bytes = size,
