@@ -81,6 +81,13 @@ pub struct Action<'a> {
 }
 
 pub fn record(store: &Store, a: Action<'_>) {
+    if let Err(e) = store.commit(entry(a)) {
+        tracing::error!(error = %e, "could not append to the audit log");
+    }
+}
+
+/// The write that appends `a` to the chain, for callers that commit it with other writes of the same call.
+pub fn entry(a: Action<'_>) -> crate::store::group::Write {
     let rec = AuditRow {
         seq: 0,
         time_ms: now_ms(),
@@ -94,9 +101,7 @@ pub fn record(store: &Store, a: Action<'_>) {
         prev_hash: String::new(),
         hash: String::new(),
     };
-    if let Err(e) = store.audit_append(rec, hash) {
-        tracing::error!(error = %e, "could not append to the audit log");
-    }
+    crate::store::group::Write::Audit { rec, hash }
 }
 
 /// Checks the whole chain: from the checkpoint of pruned records (or the start) through every record to the

@@ -264,6 +264,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, env = "XAGENT_ADB_FILE_TTL")]
     pub file_ttl: Duration,
 
+    /// Where screenshots, pulled files and uploads are cached until downloaded or expired. Default: a folder under
+    /// systemd's RuntimeDirectory (/run), $XDG_RUNTIME_DIR or /dev/shm — memory, so that screenshots never wear the
+    /// SD card; a restart empties it. A directory on disk keeps files (and their index) across restarts.
+    #[arg(long, value_name = "DIR", env = "XAGENT_ADB_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+
     /// File cache capacity in bytes; storing beyond it evicts the oldest files first.
     #[arg(long, value_name = "BYTES", default_value_t = 512 << 20, env = "XAGENT_ADB_CACHE_MAX_BYTES")]
     pub cache_max_bytes: u64,
@@ -375,6 +381,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
                 max_files: args.cache_max_files,
             },
             upload_max_bytes: args.upload_max_bytes,
+            cache_dir: args.cache_dir.clone(),
         },
         adb_servers,
         policy,

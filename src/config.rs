@@ -39,15 +39,17 @@ pub struct ServeConfig {
 
 /// Transfer-plane settings (kept apart from [`ServeConfig`] so that embedders that do not care get the defaults
 /// through [`start`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct TransferConfig {
     pub cache: crate::files::Limits,
     pub upload_max_bytes: u64,
+    /// `--cache-dir`; default: memory (see `crate::files::Location::resolve`).
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Default for TransferConfig {
     fn default() -> Self {
-        TransferConfig { cache: crate::files::Limits::default(), upload_max_bytes: 256 << 20 }
+        TransferConfig { cache: crate::files::Limits::default(), upload_max_bytes: 256 << 20, cache_dir: None }
     }
 }
 

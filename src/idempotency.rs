@@ -117,10 +117,18 @@ impl Calls {
                 Ok(Begin::Replay(o))
             }
             None => {
-                self.store
-                    .call_started(&key.channel, &key.tool, &key.call_id, args_sha256, now_ms())
-                    .map_err(store_err)?;
+                // Claimed in memory first (a repeat arriving now waits for this call), then recorded outside the
+                // lock: the record's commit is grouped with other calls' writes (`store::group`), and holding the
+                // lock across it would serialise every call's start behind one commit at a time.
                 running.insert(key.clone(), watch::channel(None).0);
+                drop(running);
+                if let Err(e) = self.store.call_started(&key.channel, &key.tool, &key.call_id, args_sha256, now_ms()) {
+                    let e = store_err(e);
+                    if let Some(tx) = self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(key) {
+                        let _ = tx.send(Some(Err(e.clone())));
+                    }
+                    return Err(e);
+                }
                 Ok(Begin::Run)
             }
         }
@@ -128,7 +136,13 @@ impl Calls {
 
     /// Records the outcome of a call that [`Begin::Run`] started and wakes everyone waiting for it.
     pub fn finish(&self, key: &CallKey, outcome: &Outcome) {
-        if let Err(e) = self.store.call_finished(&key.channel, &key.tool, &key.call_id, &encode(outcome), now_ms()) {
+        self.finish_with(key, outcome, None)
+    }
+
+    /// [`Calls::finish`], committing `also` (the call's audit row) in the same transaction: one commit per call.
+    pub fn finish_with(&self, key: &CallKey, outcome: &Outcome, also: Option<crate::store::group::Write>) {
+        let (encoded, now) = (encode(outcome), now_ms());
+        if let Err(e) = self.store.call_finished_with(&key.channel, &key.tool, &key.call_id, &encoded, now, also) {
             tracing::error!(error = %e, "could not record a tool outcome");
         }
         if let Some(tx) = self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(key) {

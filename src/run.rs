@@ -124,12 +124,50 @@ async fn start_inner(
         labels: cfg.labels.clone(),
         api_key_required: cfg.api_key.is_some(),
     };
-    // Without a data dir (in-process tests) the cache lives in a private temporary directory.
-    let files_dir = match &cfg.data_dir {
-        Some(dir) => dir.join("files"),
-        None => std::env::temp_dir().join(format!("xagent-adb-files-{}", crate::protocol::ids::random_hex(8))),
+    // Where the file cache lives (crate::files::Location): in memory by default, so that screenshots and observes
+    // write nothing to persistent storage; its index is then an in-memory database of its own. Without a data dir
+    // (in-process tests) it lives in a private temporary directory.
+    let location = match &cfg.data_dir {
+        Some(dir) => crate::files::Location::resolve(transfer.cache_dir.as_deref(), dir),
+        None => crate::files::Location {
+            dir: std::env::temp_dir().join(format!("xagent-adb-files-{}", crate::protocol::ids::random_hex(8))),
+            volatile: true,
+        },
     };
-    let files = FileCache::open(store.clone(), &files_dir, transfer.cache).map_err(|e| ConfigError {
+    let files_dir = location.dir.clone();
+    let mut limits = transfer.cache;
+    let index = if location.volatile {
+        if let Some(dir) = &cfg.data_dir {
+            let legacy = dir.join("files");
+            if legacy != files_dir {
+                crate::files::FileCache::retire(&store, &legacy).map_err(|e| ConfigError {
+                    code: exit::CONFIG,
+                    message: format!("cannot remove the old on-disk file cache {}: {e}", legacy.display()),
+                })?;
+            }
+        }
+        // Memory is RAM: half of the file system at most (a /run tmpfs is a fraction of a Pi's RAM).
+        if let Some(size) = crate::files::fs_size(&files_dir).filter(|s| *s / 2 < limits.max_bytes) {
+            // Expected under systemd on a Pi (/run is a fifth of the RAM): information, not a warning.
+            tracing::info!(
+                configured = limits.max_bytes,
+                used = size / 2,
+                fs_bytes = size,
+                "--cache-max-bytes is more than half of the memory file system holding the cache; using half"
+            );
+            limits.max_bytes = size / 2;
+        }
+        Store::open_in_memory().map_err(|e| ConfigError { code: exit::FAILURE, message: e.to_string() })?
+    } else {
+        if cfg.data_dir.is_some() && transfer.cache_dir.is_none() {
+            tracing::warn!(dir = %files_dir.display(), "no memory file system found ($RUNTIME_DIRECTORY, \
+                $XDG_RUNTIME_DIR, /dev/shm): screenshots are cached on disk");
+        }
+        store.clone()
+    };
+    tracing::info!(dir = %files_dir.display(), volatile = location.volatile, max_bytes = limits.max_bytes,
+                   "file cache location");
+    let files = FileCache::open(index, &files_dir, limits).map_err(|e| ConfigError {
         code: exit::CONFIG,
         message: format!("cannot open the file cache in {}: {e}", files_dir.display()),
     })?;
@@ -144,7 +182,13 @@ async fn start_inner(
     let store_for_health = cfg.data_dir.is_some().then(|| store.clone());
     let hub = Hub::new(store, Arc::new(registry), backend, hub_cfg)
         .map_err(|m| ConfigError { code: exit::FAILURE, message: m })?;
-    let listener = TcpListener::bind(cfg.listen).await.map_err(|e| ConfigError {
+    let listener = TcpListener::bind(cfg.listen).await.inspect_err(|_| {
+        // A memory cache made for this run goes with it (nothing is in it yet).
+        if location.volatile {
+            let _ = std::fs::remove_dir_all(&files_dir);
+        }
+    });
+    let listener = listener.map_err(|e| ConfigError {
         code: exit::LISTEN,
         message: match e.kind() {
             std::io::ErrorKind::AddrInUse => format!(
@@ -182,7 +226,7 @@ async fn start_inner(
         channel_slots: Default::default(),
         sessions: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_sessions)),
         per_ip: Default::default(),
-        health: crate::server::control::WriteHealth::new(store_for_health, files_dir.clone()),
+        health: crate::server::control::WriteHealth::new(store_for_health, cfg.data_dir.clone(), files_dir.clone()),
         wall,
         auth: Default::default(),
     });
@@ -199,7 +243,8 @@ async fn start_inner(
             crate::tools::observe::sweep();
         }
     });
-    let scratch = cfg.data_dir.is_none().then(|| files_dir.clone());
+    // A memory cache is emptied on the way out (its index is gone with the process); systemd removes /run's anyway.
+    let scratch = location.volatile.then(|| files_dir.clone());
     let done = tokio::spawn(async move {
         server::serve(listener, app).await;
         if let Some(dir) = scratch {

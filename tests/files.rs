@@ -43,7 +43,12 @@ struct Conn {
 async fn conn(extra: &[&str], key: Option<&'static str>) -> Conn {
     let dir = tempfile::tempdir().unwrap();
     let env: Vec<(&str, &str)> = key.map(|k| vec![("XAGENT_CONNECTOR_API_KEY", k)]).unwrap_or_default();
-    let srv = Server::start(dir.path(), extra, &env);
+    // On disk, as an operator's `--cache-dir` puts it: these tests look into the folder (the default, in memory,
+    // is tests/footprint.rs's).
+    let cache = dir.path().join("files");
+    let mut args = vec!["--cache-dir", cache.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let srv = Server::start(dir.path(), &args, &env);
     let mut c = ws(srv.addr, key).await;
     c.hello(None).await;
     let (ch, _) = c.open(None).await;
@@ -373,7 +378,10 @@ async fn files_expire_survive_restarts_and_are_evicted_oldest_first() {
         let start = |extra: &'static [&'static str]| {
             let d = dir.path().to_owned();
             async move {
-                let srv = Server::start(&d, extra, &[]);
+                let cache = d.join("files");
+                let mut args = vec!["--cache-dir", cache.to_str().unwrap()];
+                args.extend_from_slice(extra);
+                let srv = Server::start(&d, &args, &[]);
                 let mut c = ws(srv.addr, None).await;
                 c.hello(None).await;
                 let (ch, _) = c.open(None).await;

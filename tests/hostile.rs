@@ -511,7 +511,12 @@ async fn partial_upload(addr: SocketAddr, ch: &str, len: usize, sent: usize) -> 
 async fn upload_staging_is_reserved_against_the_cache_capacity() {
     bounded(async {
         let dir = tempfile::tempdir().unwrap();
-        let srv = Server::start(dir.path(), &["--cache-max-bytes", "1000000", "--upload-max-bytes", "1000000"], &[]);
+        let cache = dir.path().join("files");
+        let srv = Server::start(
+            dir.path(),
+            &["--cache-dir", cache.to_str().unwrap(), "--cache-max-bytes", "1000000", "--upload-max-bytes", "1000000"],
+            &[],
+        );
         let mut c = ws(srv.addr, None).await;
         c.hello(None).await;
         let (ch, _) = c.open(None).await;
@@ -618,7 +623,9 @@ async fn state_files_are_private_whatever_the_umask() {
     bounded(async {
         let parent = tempfile::tempdir().unwrap();
         let data = parent.path().join("state");
-        let srv = Server::start(&data, &[], &[]);
+        // The cache on disk (`--cache-dir`) is state too; the default one, in memory, is checked below as well.
+        let cache = data.join("files");
+        let srv = Server::start(&data, &["--cache-dir", cache.to_str().unwrap()], &[]);
         let status = std::fs::read_to_string(format!("/proc/{}/status", srv.child.id())).unwrap();
         let umask = status.lines().find_map(|l| l.strip_prefix("Umask:")).map(|u| u32::from_str_radix(u.trim(), 8).unwrap());
         assert!(umask.is_some_and(|u| u & 0o044 == 0), "run this test under a permissive umask such as 022: {umask:?}");

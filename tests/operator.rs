@@ -57,8 +57,11 @@ fn shared_tempdir() -> tempfile::TempDir {
 
 /// `serve` with JSON logs; waits for "connector listening" and returns the child and its address.
 fn spawn_serve(mut cmd: Command, data: &Path, extra: &[&str]) -> (Child, std::net::SocketAddr) {
+    // The file cache on disk (`--cache-dir`), where these tests make it unwritable; the default is in memory.
     cmd.args(["--log-format", "json", "serve", "--data-dir"])
         .arg(data)
+        .arg("--cache-dir")
+        .arg(data.join("files"))
         .args(extra)
         .env_remove("XAGENT_CONNECTOR_API_KEY")
         .stdin(Stdio::null())
@@ -179,7 +182,10 @@ fn serve_refuses_a_state_database_it_cannot_write() {
     }
     chmod(&db, 0o444);
     let mut cmd = unprivileged();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--adb-server", "127.0.0.1:1", "--data-dir"]).arg(&data);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--adb-server", "127.0.0.1:1", "--data-dir"])
+        .arg(&data)
+        .arg("--cache-dir")
+        .arg(data.join("files"));
     let out = output_bounded(cmd);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
@@ -197,7 +203,10 @@ fn serve_refuses_a_state_database_it_cannot_write() {
     }
     chmod(&data.join("files"), 0o555);
     let mut cmd = unprivileged();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--adb-server", "127.0.0.1:1", "--data-dir"]).arg(&data);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--adb-server", "127.0.0.1:1", "--data-dir"])
+        .arg(&data)
+        .arg("--cache-dir")
+        .arg(data.join("files"));
     let out = output_bounded(cmd);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");

@@ -201,6 +201,7 @@ pub(crate) struct Connector {
     pub(crate) addr: SocketAddr,
     pub(crate) logs: Arc<Mutex<Vec<String>>>,
     pub(crate) _dir: tempfile::TempDir,
+    pub(crate) _run: Option<tempfile::TempDir>,
 }
 
 impl Connector {
@@ -210,11 +211,25 @@ impl Connector {
 
     pub(crate) fn start_with(adb_port: u16, rust_log: &str, extra: &[&str]) -> Connector {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(BIN)
-            .args(["--log-format", "json", "serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        let mut cmd = Command::new(BIN);
+        cmd.args(["--log-format", "json", "serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path())
             .args(["--adb-server", &format!("127.0.0.1:{adb_port}")])
-            .args(extra)
+            .args(extra);
+        // The memory file cache in a folder of its own (as systemd's RuntimeDirectory=), gone with the run even
+        // though the connector is killed.
+        let run = tempfile::Builder::new().prefix("bench-run-").tempdir_in("/dev/shm").ok();
+        if let Some(r) = &run {
+            cmd.env("RUNTIME_DIRECTORY", r.path());
+        }
+        let mut c = Self::spawn(cmd, dir, rust_log);
+        c._run = run;
+        c
+    }
+
+    /// Starts `cmd` (a connector command line, perhaps behind a wrapper such as strace) with `dir` as its data dir.
+    pub(crate) fn spawn(mut cmd: Command, dir: tempfile::TempDir, rust_log: &str) -> Connector {
+        let mut child = cmd
             .env_remove("XAGENT_CONNECTOR_API_KEY")
             .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
@@ -247,7 +262,7 @@ impl Connector {
                 panic!("the connector did not start: {:#?}", logs.lock().unwrap());
             }
         };
-        Connector { child, addr, logs, _dir: dir }
+        Connector { child, addr, logs, _dir: dir, _run: None }
     }
 
     pub(crate) fn pid(&self) -> u32 {
@@ -359,6 +374,23 @@ impl Ws {
             assert!(Instant::now() < deadline, "channel never bound: {a}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// `tool.invoke` with a `tool_call_id` (so side effects get their idempotency record, as xAgent's do).
+    pub(crate) async fn invoke_id(
+        &self,
+        ch: &str,
+        tool: &str,
+        mut args: Value,
+        call_id: &str,
+    ) -> Result<Value, String> {
+        args["connector_channel_id"] = json!(ch);
+        let p = json!({"tool_id": tool, "arguments": args, "context": {"tool_call_id": call_id}});
+        let ack = self.request("tool.invoke", Some(ch), p).await?;
+        if ack["type"] != "tool.invoke.ack" || ack.get("error").is_some_and(|e| !e.is_null()) {
+            return Err(format!("{tool}: {ack}"));
+        }
+        Ok(ack["payload"]["result"].clone())
     }
 
     /// `tool.invoke`; the result, or the error as text.

@@ -19,6 +19,7 @@
 mod breakdown;
 mod common;
 mod footprint;
+mod footprint_writes;
 mod hang;
 mod observe;
 mod scale;
@@ -36,7 +37,7 @@ use common::*;
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects scenarios by name (tap, states, screenshot, ui,
-    // breakdown, observe, scale, footprint, hang).
+    // breakdown, observe, scale, footprint, footprint-writes, hang).
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let want = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
     let q = quick();
@@ -89,6 +90,10 @@ fn main() {
     }
     for s in sims {
         sim_rt.block_on(s.shutdown());
+    }
+    if want("footprint-writes") {
+        footprint_writes::bench_footprint_writes(&sim_rt, &rt, &mut rep);
+        eprintln!("[{:.0} s] footprint-writes done", started.elapsed().as_secs_f64());
     }
     if want("hang") {
         hang::bench_hang(&sim_rt, &rt, env_usize("BENCH_HANG_CALLS", if q { 100 } else { 500 }), 300, &mut rep);

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
-async fn observe_and_download(ws: &Ws, addr: SocketAddr, ch: &str) -> Result<(Duration, Value), String> {
+pub(crate) async fn observe_and_download(ws: &Ws, addr: SocketAddr, ch: &str) -> Result<(Duration, Value), String> {
     let t = Instant::now();
     let r = ws.invoke(ch, "android_observe", json!({})).await?;
     let url = r["files"][0]["download_url"].as_str().ok_or("no download_url")?.to_owned();

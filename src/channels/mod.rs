@@ -197,19 +197,31 @@ impl Hub {
         args: &Map<String, Value>,
         result: &str,
     ) {
+        if let Err(e) = self.store.commit(self.audit_entry(channel_id, tool_call_id, tool_id, device, args, result)) {
+            tracing::error!(error = %e, "could not append to the audit log");
+        }
+    }
+
+    /// The audit write of [`Hub::audit`], to commit together with the call's idempotency record.
+    pub fn audit_entry(
+        &self,
+        channel_id: &str,
+        tool_call_id: Option<&str>,
+        tool_id: &str,
+        device: &DeviceKey,
+        args: &Map<String, Value>,
+        result: &str,
+    ) -> crate::store::group::Write {
         let connector_id = self.lock().channels.get(channel_id).map(|c| c.connector_id.clone()).unwrap_or_default();
-        crate::audit::record(
-            &self.store,
-            crate::audit::Action {
-                connector_id: &connector_id,
-                channel_id,
-                tool_call_id,
-                tool_id,
-                device: &device.to_string(),
-                args,
-                result,
-            },
-        );
+        crate::audit::entry(crate::audit::Action {
+            connector_id: &connector_id,
+            channel_id,
+            tool_call_id,
+            tool_id,
+            device: &device.to_string(),
+            args,
+            result,
+        })
     }
 
     /// Idempotency records of side-effecting tool calls.

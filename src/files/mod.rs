@@ -1,16 +1,19 @@
 //! The transfer plane's local file cache: screenshots, pulled device files, large logs and uploads live here between
 //! the tool call (or upload) that produced them and the download (or tool) that uses them.
 //!
-//! Layout: one file per entry under `DATA_DIR/files/`, named by its `file_ref`; the index (owner channel, download
-//! token, size, SHA-256, expiry) is the `files` table (`crate::store::files`). Writes go to a `.staging-*` file
-//! first and are renamed into place only when complete, so a half-written file never has an index row.
+//! Layout: one file per entry in the cache folder ([`Location`]: in memory by default, so that screenshots never
+//! wear an SD card), named by its `file_ref`; the index (owner channel, download token, size, SHA-256, expiry) is
+//! the `files` table (`crate::store::files`) of the store the cache is given — an in-memory one of its own for a
+//! memory cache, the state database for one on disk. Writes go to a `.staging-*` file first and are renamed into
+//! place only when complete, so a half-written file never has an index row.
 //!
 //! Policies (documented for the device profile's "finite TTL, capacity and cleanup period"):
 //! - TTL: every entry expires `ttl` after it was created (default 10 min); expired entries are invisible at once
 //!   and deleted by the sweeper, which runs every [`SWEEP_INTERVAL`] until shutdown.
 //! - Capacity: at most `max_bytes` and `max_files`; inserting beyond either evicts the oldest entries first.
-//! - Restart: entries survive a restart until they expire. At start-up, rows whose file is missing, files without
-//!   a row (including staging leftovers of a crash) and expired entries are removed.
+//! - Restart: a memory cache starts empty (its index was in memory); on disk, entries survive a restart until they
+//!   expire. At start-up, rows whose file is missing, files without a row (including staging leftovers of a crash)
+//!   and expired entries are removed.
 //! - Downloads are one-time: see `crate::server::transfer`. A consumed entry stays usable by tools (e.g.
 //!   `android_file_push`) until it expires; only its download URL is dead.
 
@@ -40,6 +43,81 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Prefix of staging files; anything with it at start-up is a leftover of an interrupted write.
 const STAGING_PREFIX: &str = ".staging-";
+
+/// Where the cache lives and whether its index is kept in the state database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub dir: PathBuf,
+    /// On tmpfs/ramfs: nothing of the cache reaches persistent storage; its index lives in memory too, and a
+    /// restart starts empty. Otherwise (an operator's `--cache-dir` on disk, or no tmpfs found) files and index
+    /// survive restarts as before, at the price of SD card writes per screenshot.
+    pub volatile: bool,
+}
+
+impl Location {
+    /// `--cache-dir` when given; otherwise a folder of this data dir under the first of `$RUNTIME_DIRECTORY`
+    /// (systemd's `RuntimeDirectory=`, under /run), `$XDG_RUNTIME_DIR`, `/dev/shm` that exists; else
+    /// `DATA_DIR/files` (on disk, with a warning at start).
+    pub fn resolve(cache_dir: Option<&Path>, data_dir: &Path) -> Location {
+        if let Some(dir) = cache_dir {
+            return Location { dir: dir.to_owned(), volatile: is_tmpfs(dir) };
+        }
+        let runtime = std::env::var_os("RUNTIME_DIRECTORY")
+            // systemd joins several RuntimeDirectory= entries with ':'; ours is the first.
+            .map(|v| PathBuf::from(v.to_string_lossy().split(':').next().unwrap_or_default()))
+            .into_iter()
+            .chain(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from))
+            .chain(std::iter::once(PathBuf::from("/dev/shm")))
+            .filter(|p| p.is_absolute() && p.is_dir())
+            .find(|p| is_tmpfs(p));
+        match runtime {
+            // One folder per data dir: two connectors (or test servers) on one host never share a cache.
+            Some(base) => {
+                Location { dir: base.join(format!("xagent-adb-cache-{}", dir_tag(data_dir))), volatile: true }
+            }
+            None => Location { dir: data_dir.join("files"), volatile: false },
+        }
+    }
+}
+
+/// 16 hex digits of the SHA-256 of the data dir's absolute path.
+fn dir_tag(data_dir: &Path) -> String {
+    let abs = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
+    hex(&Sha256::digest(abs.as_os_str().as_encoded_bytes())[..8])
+}
+
+/// Whether `dir` (or its nearest existing ancestor) is on a memory file system (tmpfs, ramfs).
+pub fn is_tmpfs(dir: &Path) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    fs_stat(dir).is_some_and(|(kind, _)| kind == TMPFS_MAGIC || kind == RAMFS_MAGIC)
+}
+
+/// Size in bytes of the file system holding `dir` (or its nearest existing ancestor).
+pub fn fs_size(dir: &Path) -> Option<u64> {
+    fs_stat(dir).map(|(_, size)| size)
+}
+
+#[cfg(target_os = "linux")]
+fn fs_stat(dir: &Path) -> Option<(i64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let existing = dir.ancestors().find(|p| p.exists())?;
+    let c = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `c` is a valid NUL-terminated path and `st` is a writable statfs buffer.
+    if unsafe { libc::statfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statfs returned 0, so it filled the buffer.
+    let st = unsafe { st.assume_init() };
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    Some((st.f_type as i64, (st.f_blocks as u64).saturating_mul(st.f_bsize as u64)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn fs_stat(_dir: &Path) -> Option<(i64, u64)> {
+    None
+}
 
 /// Cache limits (see the module docs).
 #[derive(Clone, Copy, Debug)]
@@ -257,6 +335,19 @@ impl FileCache {
         };
         cache.reconcile()?;
         Ok(Arc::new(cache))
+    }
+
+    /// An older version's on-disk cache (`DATA_DIR/files` and its rows in the state database), once the cache
+    /// moved to a memory file system: its download URLs die with the restart anyway. Does nothing (writes
+    /// nothing) when there is no such folder.
+    pub fn retire(store: &Store, dir: &Path) -> Result<(), CacheError> {
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let rows = store.delete_all_files()?;
+        std::fs::remove_dir_all(dir)?;
+        tracing::info!(dir = %dir.display(), rows, "removed the on-disk file cache of an older version");
+        Ok(())
     }
 
     /// (files, bytes) held now, for metrics.

@@ -251,7 +251,20 @@ fn state_checks(r: &mut Report, dir: &Path) {
     for name in ["connector.db", "connector.db-wal", "connector.db-shm"] {
         check(r, &dir.join(name), false);
     }
-    check(r, &dir.join("files"), true);
+    // The file cache is in memory unless the operator put it on disk (`--cache-dir`, from the service's env file):
+    // a memory cache (under the service's RuntimeDirectory in /run) exists only while `serve` runs.
+    match std::env::var_os("XAGENT_ADB_CACHE_DIR").map(std::path::PathBuf::from) {
+        Some(cache) => {
+            if check(r, &cache, true) {
+                let kind = if crate::files::is_tmpfs(&cache) { "in memory" } else { "on disk" };
+                r.ok(&format!("file cache {} ({kind}, XAGENT_ADB_CACHE_DIR)", cache.display()));
+            }
+        }
+        None => {
+            // An older version's on-disk cache; `serve` removes it at its next start.
+            check(r, &dir.join("files"), true);
+        }
+    }
     match settings::open_state(dir) {
         Ok(store) => match store.schema_version() {
             Ok(v) => r.ok(&format!("state database readable (schema v{v}; opened read-only)")),

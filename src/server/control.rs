@@ -30,6 +30,7 @@ pub fn skill() -> Response<Body> {
 /// someone holds a lock on `connector.db`.
 pub struct WriteHealth {
     store: Option<crate::store::Store>,
+    data_dir: Option<std::path::PathBuf>,
     files_dir: std::path::PathBuf,
     last: std::sync::Mutex<Option<(std::time::Instant, Vec<Problem>)>>,
 }
@@ -48,8 +49,13 @@ impl WriteHealth {
     const PROBE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
 
     /// `store: None` (in-memory state in tests) checks only the file cache.
-    pub fn new(store: Option<crate::store::Store>, files_dir: std::path::PathBuf) -> WriteHealth {
-        WriteHealth { store, files_dir, last: std::sync::Mutex::new(None) }
+    /// The file cache may live apart from the data dir (in memory by default), so both are named.
+    pub fn new(
+        store: Option<crate::store::Store>,
+        data_dir: Option<std::path::PathBuf>,
+        files_dir: std::path::PathBuf,
+    ) -> WriteHealth {
+        WriteHealth { store, data_dir, files_dir, last: std::sync::Mutex::new(None) }
     }
 
     /// The current problems (empty when healthy); probes on a blocking thread when the last result is stale.
@@ -59,8 +65,8 @@ impl WriteHealth {
                 return p.clone();
             }
         }
-        let (store, files_dir) = (self.store.clone(), self.files_dir.clone());
-        let probe = tokio::task::spawn_blocking(move || probe(store.as_ref(), &files_dir));
+        let (store, data_dir, files_dir) = (self.store.clone(), self.data_dir.clone(), self.files_dir.clone());
+        let probe = tokio::task::spawn_blocking(move || probe(store.as_ref(), data_dir.as_deref(), &files_dir));
         let problems = match tokio::time::timeout(Self::PROBE_DEADLINE, probe).await {
             Ok(Ok(p)) => p,
             Ok(Err(_)) => vec![Problem { fatal: true, message: "the state probe failed unexpectedly".into() }],
@@ -80,15 +86,15 @@ impl WriteHealth {
     }
 }
 
-fn probe(store: Option<&crate::store::Store>, files_dir: &std::path::Path) -> Vec<Problem> {
+fn probe(
+    store: Option<&crate::store::Store>,
+    data_dir: Option<&std::path::Path>,
+    files_dir: &std::path::Path,
+) -> Vec<Problem> {
     let mut out = Vec::new();
     if let Some(store) = store {
-        let data_dir = files_dir.parent().unwrap_or(files_dir);
-        if let Err(e) = crate::store::private::prove_writable(data_dir) {
-            out.push(Problem {
-                fatal: true,
-                message: format!("the data dir {} is not writable: {e}", data_dir.display()),
-            });
+        if let Some((dir, Err(e))) = data_dir.map(|d| (d, crate::store::private::prove_writable(d))) {
+            out.push(Problem { fatal: true, message: format!("the data dir {} is not writable: {e}", dir.display()) });
         }
         if let Err(e) = store.probe_write_lock() {
             out.push(Problem { fatal: true, message: format!("the state database does not accept writes: {e}") });

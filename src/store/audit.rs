@@ -39,37 +39,11 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRow> {
 }
 
 impl Store {
-    /// Appends one record; `hash_of(prev_hash)` computes its hash from the previous record's (read in the same
-    /// transaction, so concurrent appends cannot fork the chain).
-    pub fn audit_append(&self, mut rec: AuditRow, hash_of: impl FnOnce(&AuditRow) -> String) -> Result<()> {
-        let mut db = self.db();
-        let tx = db.transaction()?;
-        // The head is the last appended record (it survives pruning, so the chain continues across it).
-        let prev: Option<String> = tx.query_row("SELECT hash FROM audit_head WHERE id = 1", [], |r| r.get(0)).ok();
-        rec.prev_hash = prev.unwrap_or_else(|| "0".repeat(64));
-        rec.hash = hash_of(&rec);
-        tx.execute(
-            "INSERT INTO audit (time_ms, connector_id, channel_id, tool_call_id, tool_id, device, arguments, result,
-                                prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                rec.time_ms as i64,
-                rec.connector_id,
-                rec.channel_id,
-                rec.tool_call_id,
-                rec.tool_id,
-                rec.device,
-                rec.arguments,
-                rec.result,
-                rec.prev_hash,
-                rec.hash
-            ],
-        )?;
-        tx.execute(
-            "INSERT INTO audit_head (id, seq, hash) VALUES (1, last_insert_rowid(), ?1)
-             ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
-            params![rec.hash],
-        )?;
-        tx.commit()
+    /// Appends one record through the group commit ([`super::group`]): `hash_of` computes its hash once its
+    /// `prev_hash` is set from the record before it (in the same transaction, so concurrent appends cannot fork
+    /// the chain). Returns once it is committed.
+    pub fn audit_append(&self, rec: AuditRow, hash_of: fn(&AuditRow) -> String) -> Result<()> {
+        self.commit(super::group::Write::Audit { rec, hash: hash_of })
     }
 
     /// The chain head: (seq, hash) of the last record ever appended.
@@ -99,12 +73,19 @@ impl Store {
         let max_seq: Option<i64> = tx.query_row("SELECT MAX(seq) FROM audit", [], |r| r.get(0))?;
         let Some(max_seq) = max_seq else { return Ok(0) };
         let by_count = max_seq - keep as i64;
-        let by_age: Option<i64> = tx.query_row(
-            "SELECT MAX(seq) FROM audit WHERE time_ms < ?1",
-            params![before_ms.min(i64::MAX as u64) as i64],
-            |r| r.get(0),
-        )?;
-        let cut = by_count.max(by_age.unwrap_or(i64::MIN));
+        // Records are appended in time order, so the records older than `before_ms` are the ones before the first
+        // younger record: found by walking from the oldest (cost ∝ what is pruned) instead of keeping an index on
+        // time that every append would have to write (migration 7 dropped it). Should the clock have stepped
+        // back, a few old records are kept a little longer, never a recent one pruned.
+        let first_young: Option<i64> = tx
+            .query_row(
+                "SELECT seq FROM audit WHERE time_ms >= ?1 ORDER BY seq LIMIT 1",
+                params![before_ms.min(i64::MAX as u64) as i64],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let by_age = first_young.map_or(max_seq, |s| s - 1);
+        let cut = by_count.max(by_age);
         let last: Option<(i64, String)> = tx
             .query_row("SELECT seq, hash FROM audit WHERE seq <= ?1 ORDER BY seq DESC LIMIT 1", params![cut], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -138,6 +119,28 @@ impl Store {
         rows.reverse();
         Ok(rows)
     }
+}
+
+/// Inserts one chained record (its seq and hashes set) in the caller's transaction.
+pub(super) fn insert(tx: &rusqlite::Transaction<'_>, rec: &AuditRow) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO audit (seq, time_ms, connector_id, channel_id, tool_call_id, tool_id, device, arguments, result,
+                            prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        rec.seq,
+        rec.time_ms as i64,
+        rec.connector_id,
+        rec.channel_id,
+        rec.tool_call_id,
+        rec.tool_id,
+        rec.device,
+        rec.arguments,
+        rec.result,
+        rec.prev_hash,
+        rec.hash
+    ])?;
+    Ok(())
 }
 
 impl Store {

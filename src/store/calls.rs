@@ -2,6 +2,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::group::Write;
 use super::{Result, Store};
 
 /// What is recorded about one side-effecting call: its state and the hash of its arguments.
@@ -39,33 +40,64 @@ impl Store {
             .optional()
     }
 
-    /// Records the start of a call. Fails if a record exists (the caller checked first, under its own lock).
+    /// Records the start of a call (group commit; returns once committed). Fails if a record exists (the caller
+    /// checked first, under its own lock).
     pub fn call_started(&self, channel: &str, tool: &str, call_id: &str, args_sha256: &str, now_ms: u64) -> Result<()> {
-        self.db().execute(
-            "INSERT INTO tool_calls (channel_id, tool_id, tool_call_id, args_sha256, state, created_ms)
-             VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
-            params![channel, tool, call_id, args_sha256, now_ms as i64],
-        )?;
-        Ok(())
+        self.commit(Write::CallStarted {
+            channel: channel.into(),
+            tool: tool.into(),
+            call_id: call_id.into(),
+            args_sha256: args_sha256.into(),
+            now_ms,
+        })
     }
 
+    /// Records the outcome of a call (group commit; returns once committed).
     pub fn call_finished(&self, channel: &str, tool: &str, call_id: &str, outcome: &str, now_ms: u64) -> Result<()> {
-        self.db().execute(
-            "UPDATE tool_calls SET state = 'done', outcome = ?4, finished_ms = ?5
-             WHERE channel_id = ?1 AND tool_id = ?2 AND tool_call_id = ?3",
-            params![channel, tool, call_id, outcome, now_ms as i64],
-        )?;
-        Ok(())
+        self.call_finished_with(channel, tool, call_id, outcome, now_ms, None)
+    }
+
+    /// [`Store::call_finished`] and `also` (the call's audit row) in one transaction.
+    pub fn call_finished_with(
+        &self,
+        channel: &str,
+        tool: &str,
+        call_id: &str,
+        outcome: &str,
+        now_ms: u64,
+        also: Option<Write>,
+    ) -> Result<()> {
+        let finished = Write::CallFinished {
+            channel: channel.into(),
+            tool: tool.into(),
+            call_id: call_id.into(),
+            outcome: outcome.into(),
+            now_ms,
+        };
+        self.commit_all(std::iter::once(finished).chain(also).collect())
     }
 
     /// Drops finished records older than `before_ms` and, beyond `keep`, the oldest ones. Returns rows removed.
     pub fn prune_calls(&self, before_ms: u64, keep: u64) -> Result<usize> {
         let db = self.db();
-        let mut n =
-            db.execute("DELETE FROM tool_calls WHERE state = 'done' AND created_ms < ?1", params![before_ms as i64])?;
+        // Older than `before_ms`: walked from the oldest record (rowid order is time order), so the cost is what
+        // is removed, not the table.
+        let first_young: Option<i64> = db
+            .query_row(
+                "SELECT id FROM tool_calls WHERE created_ms >= ?1 ORDER BY id LIMIT 1",
+                params![before_ms as i64],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let mut n = match first_young {
+            Some(id) => db.execute("DELETE FROM tool_calls WHERE state = 'done' AND id < ?1", params![id])?,
+            None => db.execute("DELETE FROM tool_calls WHERE state = 'done'", [])?,
+        };
+        // Beyond `keep`: the oldest, by rowid (records are appended in time order; since migration 7 there is no
+        // age index for every call to write).
         n += db.execute(
-            "DELETE FROM tool_calls WHERE rowid IN (SELECT rowid FROM tool_calls WHERE state = 'done'
-             ORDER BY created_ms DESC LIMIT -1 OFFSET ?1)",
+            "DELETE FROM tool_calls WHERE state = 'done' AND id <= (SELECT id FROM tool_calls
+             WHERE state = 'done' ORDER BY id DESC LIMIT 1 OFFSET ?1)",
             params![keep as i64],
         )?;
         Ok(n)

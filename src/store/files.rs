@@ -99,6 +99,11 @@ impl Store {
         Ok(())
     }
 
+    /// Drops every row (the cache moved); returns how many there were.
+    pub fn delete_all_files(&self) -> Result<usize> {
+        self.db().execute("DELETE FROM files", [])
+    }
+
     /// Every row, oldest first (the eviction order).
     pub fn files_oldest_first(&self) -> Result<Vec<FileRow>> {
         let db = self.db();

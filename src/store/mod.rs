@@ -2,11 +2,14 @@
 //! through `PRAGMA user_version`.
 //!
 //! Calls are synchronous behind a mutex: every statement is a small indexed read/write on a local file (well under
-//! a millisecond with WAL + `synchronous=NORMAL`), so moving them to a blocking pool would cost more than it saves.
+//! a millisecond with WAL + `synchronous=NORMAL`). The writes of every tool call (idempotency records, audit rows)
+//! go through one writer thread that commits them in groups (`group.rs`): the WAL pages a burst of calls shares
+//! are written once, not once per statement — on an SD card, writes are the budget, not time.
 
 pub mod audit;
 pub mod calls;
 pub mod files;
+pub mod group;
 pub mod private;
 
 use std::path::Path;
@@ -107,11 +110,64 @@ const MIGRATIONS: &[&str] = &[
         time_ms  INTEGER NOT NULL
     );
     CREATE INDEX audit_by_time ON audit(time_ms);",
+    // 7: fewer pages written per call (the SD card's lifetime, BENCHMARKS.md "footprint-writes"). Idempotency
+    // records are appended in time order (rowid), so a burst of calls on several phones shares the table's tail
+    // page and finishing a call rewrites only that page; the one index (the key: written once per call, and what
+    // the channel's ON DELETE CASCADE uses) replaces the text primary key plus an age index; the audit log loses its time index (retention walks from the oldest
+    // record instead) and AUTOINCREMENT, whose `sqlite_sequence` row was one more page per commit: the next seq
+    // is the chain head's + 1 (the head survives pruning, so a seq is never reused either).
+    "CREATE TABLE tool_calls_v7 (
+        id           INTEGER PRIMARY KEY,
+        channel_id   TEXT NOT NULL REFERENCES channels(channel_id) ON DELETE CASCADE,
+        tool_id      TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        args_sha256  TEXT NOT NULL,
+        state        TEXT NOT NULL,
+        outcome      TEXT,
+        created_ms   INTEGER NOT NULL,
+        finished_ms  INTEGER
+    );
+    INSERT INTO tool_calls_v7 (channel_id, tool_id, tool_call_id, args_sha256, state, outcome, created_ms, finished_ms)
+        SELECT channel_id, tool_id, tool_call_id, args_sha256, state, outcome, created_ms, finished_ms FROM tool_calls
+        ORDER BY created_ms;
+    CREATE UNIQUE INDEX tool_calls_by_key ON tool_calls_v7(channel_id, tool_call_id, tool_id);
+    DROP TABLE tool_calls;
+    ALTER TABLE tool_calls_v7 RENAME TO tool_calls;
+    CREATE TABLE audit_v7 (
+        seq          INTEGER PRIMARY KEY,
+        time_ms      INTEGER NOT NULL,
+        connector_id TEXT NOT NULL,
+        channel_id   TEXT NOT NULL,
+        tool_call_id TEXT,
+        tool_id      TEXT NOT NULL,
+        device       TEXT NOT NULL,
+        arguments    TEXT NOT NULL,
+        result       TEXT NOT NULL,
+        prev_hash    TEXT NOT NULL,
+        hash         TEXT NOT NULL
+    );
+    INSERT INTO audit_v7 SELECT seq, time_ms, connector_id, channel_id, tool_call_id, tool_id, device, arguments,
+                                result, prev_hash, hash FROM audit;
+    DROP TABLE audit;
+    ALTER TABLE audit_v7 RENAME TO audit;
+    DELETE FROM sqlite_sequence WHERE name = 'audit';",
 ];
+
+/// Page size of a new database. Every commit appends each page it changed to the WAL, whole, and a tap changes a
+/// few rows of a few hundred bytes: with SQLite's default 4 KiB pages that was ~33 KiB per tap. Measured with a
+/// 5-phone tap burst (tests/footprint.rs, same code): 1 KiB pages ≈ 5 KiB per tap, 512-byte pages ≈ 3.4 KiB (rows
+/// still fit a page: the largest, an audit row, is ~300 bytes). An existing database keeps its page size (changing
+/// it takes a VACUUM; README, "Storage writes").
+const PAGE_SIZE: i64 = 512;
+
+/// WAL pages between automatic checkpoints (see `init`).
+const WAL_AUTOCHECKPOINT: i64 = 4000;
 
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
+    /// The group-commit writer of per-call writes (`group.rs`).
+    group: Arc<group::Group>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,7 +247,7 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
         )?;
         conn.busy_timeout(std::time::Duration::from_secs(2))?;
-        Ok(Store { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Store { conn: Arc::new(Mutex::new(conn)), group: Arc::default() })
     }
 
     /// Proves the database accepts writes now: SQLite silently opens a file it may not write read-only, and then
@@ -216,8 +272,14 @@ impl Store {
     }
 
     fn init(conn: Connection) -> Result<Store> {
+        // Only takes effect on a database not written yet (before WAL mode is set, which writes the header).
+        conn.pragma_update(None, "page_size", PAGE_SIZE)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // Checkpoints copy every page changed since the last one into the database file and fsync both files:
+        // with 512-byte pages SQLite's default (1000 pages) would checkpoint every 0.5 MB of WAL. 4000 pages
+        // (2 MB) rewrite a hot page (a table's tail, the audit head) four times less often (BENCHMARKS.md).
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         let version = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
@@ -233,7 +295,7 @@ impl Store {
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
             tx.commit()?;
         }
-        Ok(Store { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Store { conn: Arc::new(Mutex::new(conn)), group: Arc::default() })
     }
 
     fn db(&self) -> MutexGuard<'_, Connection> {
@@ -484,6 +546,74 @@ mod tests {
         s.insert_channel("c2", "conn_1", 1).unwrap();
         s.set_binding("c1", Some(("srv", "ser")), 1).unwrap();
         assert!(s.set_binding("c2", Some(("srv", "ser")), 1).is_err());
+    }
+
+    /// Migration 7 rebuilds `tool_calls` and `audit`: records, the chain and its head come through, a replay still
+    /// finds its record, and the next audit record continues the seqs and the chain.
+    #[test]
+    fn migration_7_keeps_records_and_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let c = Connection::open(dir.path().join("connector.db")).unwrap();
+            for (i, sql) in MIGRATIONS.iter().enumerate().take(6) {
+                c.execute_batch(sql).unwrap();
+                c.pragma_update(None, "user_version", (i + 1) as i64).unwrap();
+            }
+            c.execute_batch(
+                "INSERT INTO instances VALUES ('conn', '[]', 1, NULL);
+                 INSERT INTO channels VALUES ('c1', 'conn', 1);
+                 INSERT INTO tool_calls VALUES ('c1', 'android_tap', 'k1', 'h', 'done', '{\"result\":{}}', 5, 6);
+                 INSERT INTO tool_calls VALUES ('c1', 'android_tap', 'k2', 'h', 'running', NULL, 7, NULL);",
+            )
+            .unwrap();
+        }
+        // Two records through the old schema's code path (AUTOINCREMENT seqs 1, 2), then migrate.
+        let old = Connection::open(dir.path().join("connector.db")).unwrap();
+        let mut prev = "0".repeat(64);
+        for seq in 1..=2 {
+            let mut r = audit::AuditRow {
+                seq,
+                time_ms: 10,
+                connector_id: "conn".into(),
+                channel_id: "c1".into(),
+                tool_call_id: Some(format!("k{seq}")),
+                tool_id: "android_tap".into(),
+                device: "d".into(),
+                arguments: "{}".into(),
+                result: "ok".into(),
+                prev_hash: prev.clone(),
+                hash: String::new(),
+            };
+            r.hash = format!("{:064x}", seq);
+            old.execute(
+                "INSERT INTO audit (time_ms, connector_id, channel_id, tool_call_id, tool_id, device, arguments, result,
+                 prev_hash, hash) VALUES (10, 'conn', 'c1', ?1, 'android_tap', 'd', '{}', 'ok', ?2, ?3)",
+                params![r.tool_call_id, r.prev_hash, r.hash],
+            )
+            .unwrap();
+            old.execute(
+                "INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2)
+                 ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                params![seq, r.hash],
+            )
+            .unwrap();
+            prev = r.hash;
+        }
+        drop(old);
+        let s = Store::open(dir.path()).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
+        let k1 = s.call_record("c1", "android_tap", "k1").unwrap().unwrap();
+        assert_eq!(k1.state, calls::CallState::Done("{\"result\":{}}".into()));
+        assert_eq!(s.call_record("c1", "android_tap", "k2").unwrap().unwrap().state, calls::CallState::Running);
+        assert!(s.call_started("c1", "android_tap", "k1", "h", 9).is_err(), "the key stays unique");
+        let rows = s.audit_all().unwrap();
+        assert_eq!(rows.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2]);
+        let rec = audit::AuditRow { seq: 0, prev_hash: String::new(), hash: String::new(), ..rows[1].clone() };
+        s.audit_append(rec, |r| format!("{:0>64}", r.prev_hash.len())).unwrap();
+        let rows = s.audit_all().unwrap();
+        assert_eq!(rows[2].seq, 3, "seqs continue from the head");
+        assert_eq!(rows[2].prev_hash, rows[1].hash, "the chain continues");
+        assert_eq!(s.audit_head().unwrap().unwrap(), (3, rows[2].hash.clone()));
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct Server {
     pub addr: SocketAddr,
     pub logs: Arc<Mutex<Vec<String>>>,
     pub data_dir: PathBuf,
+    /// What systemd's `RuntimeDirectory=` gives the service: a private folder on /dev/shm (tmpfs), where the
+    /// connector puts its file cache by default; removed with the server.
+    pub runtime_dir: Option<tempfile::TempDir>,
 }
 
 impl Server {
@@ -57,6 +60,11 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        cmd.env_remove("XAGENT_ADB_CACHE_DIR");
+        let runtime_dir = tempfile::Builder::new().prefix("xagent-test-run-").tempdir_in("/dev/shm").ok();
+        if let Some(d) = &runtime_dir {
+            cmd.env("RUNTIME_DIRECTORY", d.path());
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -86,7 +94,17 @@ impl Server {
                 panic!("the connector did not start; logs: {:#?}", logs.lock().unwrap());
             }
         };
-        Server { child, addr, logs, data_dir: data_dir.to_owned() }
+        Server { child, addr, logs, data_dir: data_dir.to_owned(), runtime_dir }
+    }
+
+    /// The file cache folder the server uses by default (under its runtime dir).
+    pub fn memory_cache_dir(&self) -> Option<PathBuf> {
+        let run = self.runtime_dir.as_ref()?.path();
+        std::fs::read_dir(run)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("xagent-adb-cache-")))
     }
 
     pub fn logs(&self) -> Vec<String> {

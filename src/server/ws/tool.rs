@@ -166,6 +166,8 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         );
         return session.send(fail(e)).await;
     };
+    // Tells the store's group commit that this call's writes are coming (it batches them with other calls').
+    let activity = hub.store().call_activity();
     let begin = match &key {
         // SQLite work runs on a blocking thread, never on an async worker.
         Some(k) => {
@@ -196,10 +198,12 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
             let started = std::time::Instant::now();
             let result = match begin {
                 Begin::Replay(o) => {
+                    drop(activity);
                     tracing::info!("repeated tool_call_id: answering with the recorded outcome");
                     o
                 }
                 Begin::Wait(rx) => {
+                    drop(activity);
                     tracing::info!("repeated tool_call_id while running: waiting for the first call");
                     Calls::wait(rx, spec.deadline + WAIT_SLACK).await
                 }
@@ -226,13 +230,27 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     // are SQLite: on a blocking thread.
                     let (hub, key, done, channel) = (hub.clone(), key.clone(), r.clone(), channel.clone());
                     let _ = tokio::task::spawn_blocking(move || {
-                        if let Some(k) = &key {
-                            hub.calls().finish(k, &done);
-                        }
+                        // The outcome and the audit row in one transaction (one group commit per call).
                         let outcome = done.as_ref().err().map_or("ok", |e| e.code.as_str());
-                        hub.audit(&channel, audit_call_id.as_deref(), spec.id, &audit_device, &audit_args, outcome);
+                        let audit = hub.audit_entry(
+                            &channel,
+                            audit_call_id.as_deref(),
+                            spec.id,
+                            &audit_device,
+                            &audit_args,
+                            outcome,
+                        );
+                        match &key {
+                            Some(k) => hub.calls().finish_with(k, &done, Some(audit)),
+                            None => {
+                                if let Err(e) = hub.store().commit(audit) {
+                                    tracing::error!(error = %e, "could not append to the audit log");
+                                }
+                            }
+                        }
                     })
                     .await;
+                    drop(activity);
                     r
                 }
             };

@@ -1,0 +1,230 @@
+//! Issue 21, "Storage writes: an SD card's lifetime", through the real path: the release-shaped binary, a real adb
+//! server, simulated phones. What reaches persistent storage is read from the data dir itself: the SQLite WAL only
+//! grows until a checkpoint (1000 pages), so in a fresh state its growth is exactly the bytes the connector
+//! appended to it; every other file in the data dir is compared by name and size. (The figures — bytes and fsyncs
+//! per call from strace — are the benchmark's, `bench/run.sh footprint-writes`.)
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::adb::{blocking, setup, start_sim, AdbServer};
+use common::{http, ws, Server};
+use serde_json::json;
+use xagent_adb_connector::sim::SimPhone;
+
+const BIN: &str = env!("CARGO_BIN_EXE_xagent-adb-connector");
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(Duration::from_secs(150), f).await.expect("test timed out");
+}
+
+/// Every file under `dir` (recursively) but the WAL and its index, with its size.
+fn listing(dir: &Path) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().map(Result::unwrap) {
+            let p = e.path();
+            if p.is_dir() {
+                out.insert(format!("{}/", p.strip_prefix(dir).unwrap().display()), 0);
+                stack.push(p);
+            } else {
+                let name = p.strip_prefix(dir).unwrap().display().to_string();
+                if !name.ends_with("-wal") && !name.ends_with("-shm") {
+                    out.insert(name, e.metadata().unwrap().len());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn wal_len(data: &Path) -> u64 {
+    std::fs::metadata(data.join("connector.db-wal")).map(|m| m.len()).unwrap_or(0)
+}
+
+/// More simulated phones on the same adb server, each online before it returns.
+async fn more_sims(adb: &Arc<AdbServer>, n: usize) -> Vec<SimPhone> {
+    let mut sims = Vec::new();
+    for _ in 0..n {
+        let sim = start_sim().await;
+        let (a, s) = (adb.clone(), sim.serial());
+        blocking(move || {
+            a.connect(&s);
+            a.wait_state(&s, "device");
+        })
+        .await;
+        sims.push(sim);
+    }
+    sims
+}
+
+/// A screenshot, its download and an observe leave the data dir as it was, but for the audit rows they append to
+/// the WAL: the images live in the memory cache (the runtime dir systemd gives the service), the cache's index in
+/// memory. Fails on the old layout, where the cache and its index were under the data dir.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn screenshots_and_observes_write_nothing_to_the_data_dir_but_their_audit_rows() {
+    bounded(async {
+        let Some((adb, _sim, _)) = setup().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("state");
+        let srv = Server::start(&data, &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        assert!(srv.runtime_dir.is_some(), "this test needs /dev/shm (tmpfs)");
+        let mut c = ws(srv.addr, None).await;
+        c.hello(None).await;
+        let ch = c.bind(None).await;
+        // One call first: the state's first writes (the WAL header, a first audit page) are not per screenshot.
+        let ack = c.invoke(&ch, "android_screenshot", json!({"max_side": 200})).await;
+        assert!(ack["error"].is_null(), "{ack}");
+        let before = listing(&data);
+        let wal_before = wal_len(&data);
+
+        let shot = c.invoke(&ch, "android_screenshot", json!({"max_side": 400})).await;
+        assert!(shot["error"].is_null(), "{shot}");
+        let url = shot["payload"]["result"]["files"][0]["download_url"].as_str().unwrap().to_owned();
+        let got = http(srv.addr, "GET", &url, &[], b"").await;
+        assert_eq!(got.status, 200);
+        assert!(got.body.len() > 1000, "an image came back");
+        let obs = c.invoke(&ch, "android_observe", json!({})).await;
+        assert!(obs["error"].is_null(), "{obs}");
+
+        let after = listing(&data);
+        assert_eq!(before, after, "no file of the data dir appeared, went or changed size");
+        let appended = wal_len(&data) - wal_before;
+        // Two audit rows: with 1 KiB pages, the audit log's tail leaf and its head, a split at worst, per commit.
+        assert!(appended <= 2 * 3 * (1024 + 24), "the WAL grew by {appended} bytes for two read-only calls");
+        let db = rusqlite::Connection::open_with_flags(
+            data.join("connector.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .unwrap();
+        let rows: i64 = db.query_row("SELECT COUNT(*) FROM files", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 0, "the cache's index is not in the state database");
+        // The files are where the memory cache is (tmpfs), and one-time as ever.
+        let cache = srv.memory_cache_dir().expect("the cache lives under the runtime dir");
+        assert!(std::fs::read_dir(&cache).unwrap().count() >= 2, "screenshots are in {}", cache.display());
+        assert_eq!(http(srv.addr, "GET", &url, &[], b"").await.status, 404, "a download URL works once");
+    })
+    .await;
+}
+
+/// A burst of taps on several phones writes at most 4 KiB per tap to persistent storage (the WAL; nothing else in
+/// the data dir changes): the group commit shares the pages of concurrent calls. Fails on the old store (about
+/// 33 KiB per tap: three transactions over six B-trees with 4 KiB pages).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tap_burst_on_several_phones_writes_at_most_4_kib_per_tap() {
+    const PHONES: usize = 5;
+    bounded(async {
+        let Some((adb, _sim, _)) = setup().await else { return };
+        let _more = more_sims(&adb, PHONES - 1).await;
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("state");
+        let srv = Server::start(&data, &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        let mut clients = Vec::new();
+        for _ in 0..PHONES {
+            let mut c = ws(srv.addr, None).await;
+            c.hello(None).await;
+            let ch = c.bind(None).await;
+            let ack = c.tap(&ch, 100, 300).await; // warm-up: first pages of each table
+            assert!(ack["error"].is_null(), "{ack}");
+            clients.push((c, ch));
+        }
+        let before = listing(&data);
+        let wal_before = wal_len(&data);
+        const PER_PHONE: usize = 20;
+        let mut tasks = Vec::new();
+        for (k, (mut c, ch)) in clients.into_iter().enumerate() {
+            tasks.push(tokio::spawn(async move {
+                for i in 0..PER_PHONE {
+                    let p = json!({"tool_id": "android_tap", "arguments": {"x": 100, "y": 300, "connector_channel_id": ch},
+                                   "context": {"tool_call_id": format!("burst_{k}_{i}")}});
+                    let ack = c.request("tool.invoke", Some(&ch), p).await;
+                    assert!(ack["error"].is_null(), "{ack}");
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let taps = (PHONES * PER_PHONE) as u64;
+        let per_tap = (wal_len(&data) - wal_before) / taps;
+        assert_eq!(before, listing(&data), "only the WAL changed");
+        assert!(per_tap <= 4096, "{per_tap} bytes written per tap (bar: 4096)");
+        eprintln!("WAL bytes per tap in a burst on {PHONES} phones: {per_tap}");
+    })
+    .await;
+}
+
+/// `kill -9` in the middle of a tap burst on several phones: after the restart every acknowledged call has its
+/// idempotency record (done) and its audit row, and `audit verify` passes. (The group commit acks a call only after
+/// its transaction is in the WAL — in the kernel — which a killed process cannot take back.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acked_calls_survive_kill_9_mid_burst() {
+    bounded(async {
+        let Some((adb, _sim, _)) = setup().await else { return };
+        let _more = more_sims(&adb, 2).await;
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("state");
+        let server = format!("127.0.0.1:{}", adb.port);
+        let mut srv = Server::start(&data, &["--adb-server", &server], &[]);
+        let acked: Arc<Mutex<Vec<String>>> = Arc::default();
+        let mut tasks = Vec::new();
+        for k in 0..3 {
+            let mut c = ws(srv.addr, None).await;
+            c.hello(None).await;
+            let ch = c.bind(None).await;
+            let acked = acked.clone();
+            // Each task taps until its socket dies with the process (the harness's client panics then: the
+            // panic ends the task, the ids acked before it are kept).
+            tasks.push(tokio::spawn(async move {
+                for i in 0.. {
+                    let id = format!("kill_{k}_{i}");
+                    let p = json!({"tool_id": "android_tap", "arguments": {"x": 100, "y": 300, "connector_channel_id": ch},
+                                   "context": {"tool_call_id": id}});
+                    let ack = c.request("tool.invoke", Some(&ch), p).await;
+                    if ack["type"] == "tool.invoke.ack" && ack["error"].is_null() {
+                        acked.lock().unwrap().push(id);
+                    }
+                }
+            }));
+        }
+        // Let the burst run, then kill while calls are in flight.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while acked.lock().unwrap().len() < 30 {
+            assert!(Instant::now() < deadline, "the burst did not get going");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        srv.kill9();
+        for t in tasks {
+            let _ = t.await;
+        }
+        let acked = acked.lock().unwrap().clone();
+        assert!(acked.len() >= 30);
+
+        // Restarted on the same state: it opens (recovering the WAL) and the chain is intact.
+        let srv = Server::start(&data, &["--adb-server", &server], &[]);
+        let out = std::process::Command::new(BIN).args(["audit", "verify", "--data-dir"]).arg(&data).output().unwrap();
+        assert!(out.status.success(), "audit verify: {}", String::from_utf8_lossy(&out.stdout));
+        let db = rusqlite::Connection::open_with_flags(
+            data.join("connector.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .unwrap();
+        for id in &acked {
+            let state: String = db
+                .query_row("SELECT state FROM tool_calls WHERE tool_call_id = ?1", [id], |r| r.get(0))
+                .unwrap_or_else(|e| panic!("acked call {id} has no idempotency record after kill -9: {e}"));
+            assert_eq!(state, "done", "{id}");
+            let audited: i64 = db
+                .query_row("SELECT COUNT(*) FROM audit WHERE tool_call_id = ?1 AND result = 'ok'", [id], |r| r.get(0))
+                .unwrap();
+            assert_eq!(audited, 1, "acked call {id} has no audit row after kill -9");
+        }
+        drop(srv);
+    })
+    .await;
+}
