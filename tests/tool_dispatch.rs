@@ -92,6 +92,7 @@ async fn setup() -> (xagent_adb_connector::run::Running, Arc<Devices>, Arc<Mutex
             }}),
             output: json!({"type": "object"}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_millis(300),
         },
         seen: seen.clone(),

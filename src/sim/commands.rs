@@ -421,6 +421,9 @@ fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
                     dev.log('I', "SimHome", &format!("Increment clicked, Count: {n}"));
                 }
                 TapOutcome::FocusedField => dev.log('I', "SimHome", "Text field focused"),
+                TapOutcome::Launched => {
+                    dev.log('I', "ActivityTaskManager", "START u0 {cmp=com.xagent.demo/.MainActivity}")
+                }
                 TapOutcome::Clicked(label) => dev.log('I', "DemoList", &format!("Clicked {label}")),
                 TapOutcome::Nothing => {}
             }
@@ -598,6 +601,10 @@ fn uiautomator(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         io.sleep += dev.idle_timeout;
         io.err("ERROR: could not get idle state.\n");
         return 0;
+    }
+    // DumpCommand waits for an idle UI first: a running transition delays the dump until it ends.
+    if let Some(left) = dev.ui.animation_left() {
+        io.sleep += left;
     }
     let xml = dev.ui.dump_xml();
     if path == "/dev/tty" || path == "/dev/stdout" {
@@ -1020,6 +1027,11 @@ fn adb_keyboard_broadcast(dev: &mut Device, args: &[&str]) {
         .iter()
         .position(|a| *a == "--es")
         .and_then(|i| (args.get(i + 1) == Some(&"msg")).then(|| args.get(i + 2)).flatten());
+    if action == Some("ADB_CLEAR_TEXT") {
+        // AdbIME: `getCurrentInputConnection().deleteSurroundingText(…)` around the cursor — the whole field.
+        dev.ui.clear_focused();
+        return;
+    }
     let text = match (action, msg) {
         (Some("ADB_INPUT_TEXT"), Some(m)) => Some(m.to_string()),
         (Some("ADB_INPUT_B64"), Some(m)) => decode_base64(m).and_then(|b| String::from_utf8(b).ok()),

@@ -48,6 +48,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "required": ["package", "launched"], "properties": {
                     "package": {"type": "string"}, "launched": {"type": "boolean"}}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
@@ -85,6 +86,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "required": ["package", "stopped"], "properties": {
                     "package": {"type": "string"}, "stopped": {"type": "boolean"}}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(15),
             },
             adb,
@@ -105,6 +107,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "required": ["packages", "count"], "properties": {
                     "packages": {"type": "array", "items": {"type": "string"}}, "count": {"type": "integer"}}}),
                 side_effect: false,
+                settles: false,
                 deadline: Duration::from_secs(20),
             },
             adb,
@@ -188,6 +191,7 @@ fn pm_tool(
             output: json!({"type": "object", "required": ["package", done], "properties": {
                 "package": {"type": "string"}, done: {"type": "boolean"}}}),
             side_effect: true,
+            settles: false,
             deadline: Duration::from_secs(60),
         },
         adb,

@@ -122,6 +122,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "required": ["installed", "byte_size"], "properties": {
                     "installed": {"type": "boolean"}, "byte_size": {"type": "integer"}, "filename": {"type": "string"}}}),
                 side_effect: true,
+                settles: false,
                 deadline: Duration::from_secs(300),
             },
             adb,
@@ -190,6 +191,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "files": {"type": "array", "items": files::file_item_schema()},
                     "path": {"type": "string"}, "byte_size": {"type": "integer"}}}),
                 side_effect: false,
+                settles: false,
                 deadline: Duration::from_secs(120),
             },
             adb,
@@ -249,6 +251,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "required": ["path", "byte_size"], "properties": {
                     "path": {"type": "string"}, "byte_size": {"type": "integer"}}}),
                 side_effect: true,
+                settles: false,
                 deadline: Duration::from_secs(300),
             },
             adb,

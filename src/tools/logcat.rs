@@ -35,6 +35,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "files": {"type": "array", "items": files::file_item_schema(), "description": "The log as a text file, when larger"},
                 "count": {"type": "integer"}, "truncated": {"type": "boolean"}}}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_secs(20),
         },
         adb,

@@ -323,6 +323,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "elements": {"type": "array", "items": element_schema()}}}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_secs(30),
         },
         adb,

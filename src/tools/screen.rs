@@ -421,6 +421,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "frame_blank": {"type": "boolean", "description": "The picture is one uniform colour while the screen is on (secure window, DRM video, failed capture); see hint"},
                     "hint": {"type": "string"}}}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_secs(30),
         },
         adb,

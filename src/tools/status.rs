@@ -38,6 +38,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "locked": {"type": ["boolean", "null"], "description": "The lock screen is showing (android_unlock)"},
                 "lock_secure": {"type": ["boolean", "null"], "description": "The lock needs a PIN, pattern or password, when the phone says"}}}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_secs(15),
         },
         adb,

@@ -337,6 +337,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "package": {"type": "string"}, "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "elements": {"type": "array", "items": element_schema}}}),
                 side_effect: false,
+                settles: false,
                 deadline: Duration::from_secs(20),
             },
             adb,
@@ -369,6 +370,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "required": ["found", "waited_ms"], "properties": {
                     "found": {"type": "boolean"}, "waited_ms": {"type": "integer"}, "element": element_schema}}),
                 side_effect: false,
+                settles: false,
                 deadline: Duration::from_secs(40),
             },
             adb,
