@@ -266,6 +266,22 @@ impl SimPhone {
         self.device().ui.counter
     }
 
+    /// The home screen's text field and password field, as typed.
+    pub fn fields(&self) -> (String, String) {
+        let d = self.device();
+        (d.ui.text.clone(), d.ui.password.clone())
+    }
+
+    /// Whether a screen-change animation is running now (`SimConfig::animation_ms`).
+    pub fn animating(&self) -> bool {
+        self.device().ui.animation_left().is_some()
+    }
+
+    /// The app in front, `package/activity`.
+    pub fn foreground(&self) -> String {
+        self.device().ui.foreground.component()
+    }
+
     /// Labels of the demo app's elements that taps hit ("OK (left)", "Item 7"), oldest first.
     pub fn clicks(&self) -> Vec<String> {
         self.device().ui.clicks.clone()

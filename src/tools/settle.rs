@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::screen::{self, CapturePath};
+use super::screen;
 use crate::device::adb::AdbBackend;
 use crate::device::formats;
 use crate::device::{Backend, DeviceKey};
@@ -104,16 +104,41 @@ impl Signature {
     }
 }
 
-/// One frame's signature: `framebuffer:` first, raw `screencap` when the service fails (old or unusual adbd), as
-/// `android_screenshot` does. Holds one of the screenshot permits while the full frame is in memory.
+/// One frame's signature. A 32-bit `framebuffer:` frame (every phone since Android 4) is reduced straight from the
+/// bytes adbd sent — the channel order does not matter for comparing two frames of one phone, so nothing is
+/// decoded; other depths are decoded first, and raw `screencap` is the fallback when the service fails (old or
+/// unusual adbd), as for `android_screenshot`. Holds one of the screenshot permits while the frame is in memory.
 async fn signature(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Option<Signature> {
+    // Wire size of the largest plausible raw frame (8K-class screens, RGBA), as for screenshots.
+    const CAP: usize = 160 << 20;
     let _permit = screen::capture_permits().acquire().await.ok()?;
-    let cap = match screen::capture(adb, key, CapturePath::Framebuffer, deadline).await {
-        Ok(c) => c,
-        Err(_) => screen::capture(adb, key, CapturePath::Raw, deadline).await.ok()?,
+    let reduce = move |f: Frame| match f {
+        Frame::Fb(h, px) => {
+            let (w, hh) = (h.width as usize, h.height as usize);
+            let need = w.checked_mul(hh).and_then(|n| n.checked_mul(4));
+            if h.bpp == 32 && w > 0 && hh > 0 && need.is_some_and(|n| n <= px.len()) {
+                Some(Signature(screen::area_downscale_raw(&px, w, hh, 4, GRID_W, GRID_H)))
+            } else {
+                let img = screen::decode_framebuffer(&h, &px).ok()?;
+                Some(Signature::of_rgb(img.as_raw(), img.width(), img.height()))
+            }
+        }
+        Frame::Raw(data) => {
+            let img = screen::decode_raw(&data).ok()?;
+            Some(Signature::of_rgb(img.as_raw(), img.width(), img.height()))
+        }
     };
-    let (w, h) = cap.image.dimensions();
-    tokio::task::spawn_blocking(move || Signature::of_rgb(cap.image.as_raw(), w, h)).await.ok()
+    let frame = match adb.framebuffer(key, CAP, deadline).await {
+        Ok((h, px)) => Frame::Fb(h, px),
+        Err(_) => Frame::Raw(adb.exec(key, "screencap", CAP, false, deadline).await.ok()?),
+    };
+    // CPU-bound but short and bounded: it runs to completion even if the call is dropped.
+    tokio::task::spawn_blocking(move || reduce(frame)).await.ok().flatten()
+}
+
+enum Frame {
+    Fb(crate::device::transport::FbHeader, Vec<u8>),
+    Raw(Vec<u8>),
 }
 
 /// `package/activity` in front, from [`formats::foreground_command`]'s output.
@@ -146,13 +171,17 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
     let started = Instant::now();
     let mut last: Option<Signature> = None;
     let mut settled = false;
+    let mut frames = 0u32;
     loop {
+        frames += 1;
+        let t = Instant::now();
         let left = timeout.saturating_sub(started.elapsed());
         // A frame that takes longer than what is left of the timeout would only be compared too late.
         let frame = match tokio::time::timeout(left.max(INTERVAL), signature(adb, key, left.max(INTERVAL))).await {
             Ok(Some(f)) => f,
             _ => break,
         };
+        tracing::info!(ms = t.elapsed().as_millis() as u64, "settle frame");
         if last.as_ref().is_some_and(|l| l.same(&frame)) {
             settled = true;
             last = Some(frame);
@@ -165,6 +194,7 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
         tokio::time::sleep(INTERVAL).await;
     }
     let settle_ms = started.elapsed().as_millis() as u64;
+    tracing::info!(frames, settle_ms, settled, "settle");
     let sdk = adb.info(key).and_then(|i| i.sdk);
     let cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
     let state = match tokio::time::timeout(STATE_LIMIT, adb.shell(key, &cmd, false, STATE_LIMIT)).await {
