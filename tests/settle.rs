@@ -1,6 +1,7 @@
-//! Settle and effect (issue 19): an input tool acks once the screen is still and says what changed. Real connector
-//! binary → real adb server → a simulated phone whose screen changes animate (`SimConfig::animation_ms`): frames
-//! differ until the animation ends, as on a real phone, so settling is tested against motion.
+//! Actions that say what they did (issue 19). Settle and effect: an input tool acks once the screen is still and
+//! says what changed. Typing you can trust: `clear`, the field read back, `unicode_input`. Real connector binary →
+//! real adb server → a simulated phone whose screen changes animate (`SimConfig::animation_ms`): frames differ until
+//! the animation ends, as on a real phone, so settling is tested against motion.
 
 mod common;
 
@@ -27,7 +28,7 @@ const BUTTON: (i64, i64) = (135, 245);
 const NOTHING: (i64, i64) = (5, 325);
 
 struct Rig {
-    _adb: Arc<AdbServer>,
+    adb: Arc<AdbServer>,
     sim: SimPhone,
     srv: Server,
     c: Client,
@@ -43,7 +44,7 @@ async fn rig(cfg: SimConfig) -> Rig {
     let mut c = ws(srv.addr, None).await;
     c.hello(None).await;
     let ch = c.bind(None).await;
-    Rig { _adb: adb, sim, srv, c, ch, _dir: dir }
+    Rig { adb, sim, srv, c, ch, _dir: dir }
 }
 
 fn phone(animation_ms: u32) -> SimConfig {
@@ -151,6 +152,74 @@ async fn a_screen_that_never_stops_reports_unsettled_at_the_timeout() {
         // It stops when the next frame would come after the timeout: within one interval (150 ms) of it.
         assert!((700..6000).contains(&ms), "stopped waiting at the timeout: {ms} ms");
         assert!(r.sim.animating(), "the ack came before the animation ended");
+    })
+    .await;
+}
+
+const FIELD: &str = "com.xagent.sim:id/input";
+const PASSWORD: &str = "com.xagent.sim:id/password";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_clears_on_request_and_reads_the_field_back() {
+    bounded(async {
+        let mut r = rig(phone(0)).await;
+        let field = json!({"resource_id": FIELD});
+        let res = r.ok("android_input_text", json!({"text": "hello", "element": field, "settle": false})).await;
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!("hello"), &json!(true)), "{res}");
+        // Typing appends: without clear the field holds both runs, and the read-back shows it.
+        let res = r.ok("android_input_text", json!({"text": "hello", "element": field, "settle": false})).await;
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!("hellohello"), &json!(true)), "{res}");
+        // clear replaces what was there.
+        let res = r.ok("android_input_text", json!({"text": "agent 100%", "element": field, "clear": true})).await;
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!("agent 100%"), &json!(true)), "{res}");
+        assert_eq!(r.sim.fields().0, "agent 100%", "the phone's field was replaced");
+        assert_eq!(res["effect"]["keyboard_shown"], true, "the field has the focus: {res}");
+        // Something else typed in between (a person, autocorrect): the read-back shows the whole field.
+        let (adb, serial) = (r.adb.clone(), r.sim.serial());
+        blocking(move || adb.adb(&["-s", &serial, "shell", "input", "text", "X"])).await;
+        let res = r.ok("android_input_text", json!({"text": "ok", "settle": false})).await;
+        assert_eq!(res["field_text"], "agent 100%Xok");
+        assert_eq!(res["verified"], true, "appended text ends the field: {res}");
+        let res =
+            r.ok("android_input_text", json!({"text": "z", "element": field, "clear": true, "settle": false})).await;
+        assert_eq!(res["field_text"], "z", "{res}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_field_is_cleared_and_typed_but_never_read_back() {
+    bounded(async {
+        let mut r = rig(phone(0)).await;
+        let pw = json!({"resource_id": PASSWORD});
+        r.ok("android_input_text", json!({"text": "hunter2", "element": pw, "settle": false})).await;
+        let res = r.ok("android_input_text", json!({"text": "s3cret", "element": pw, "clear": true})).await;
+        assert_eq!(r.sim.fields().1, "s3cret", "the password field was replaced");
+        assert_eq!((&res["field_text"], &res["password"]), (&Value::Null, &json!(true)), "{res}");
+        assert!(res["verified"].is_null(), "{res}");
+        let text = res.to_string();
+        assert!(!text.contains("s3cret") && !text.contains("hunter2"), "a password reached the result: {text}");
+        for line in r.srv.logs() {
+            assert!(!line.contains("s3cret") && !line.contains("hunter2"), "a password reached the log: {line}");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_status_says_whether_unicode_can_be_typed() {
+    bounded(async {
+        let mut plain = rig(phone(0)).await;
+        assert_eq!(plain.ok("android_device_status", json!({})).await["unicode_input"], false);
+        let mut ime = rig(SimConfig { adb_keyboard: true, ..phone(0) }).await;
+        assert_eq!(ime.ok("android_device_status", json!({})).await["unicode_input"], true);
+        // And it is true: non-ASCII is typed and read back.
+        let res = ime.ok("android_input_text", json!({"text": "héllo 世界", "element": {"resource_id": FIELD}})).await;
+        assert_eq!(
+            (&res["method"], &res["field_text"], &res["verified"]),
+            (&json!("adb_keyboard"), &json!("héllo 世界"), &json!(true)),
+            "{res}"
+        );
     })
     .await;
 }

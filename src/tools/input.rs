@@ -171,13 +171,21 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 description: "Type text into the focused input field, or into `element` (tapped first to focus \
                               it; same targets as android_tap). Up to 1000 characters. ASCII is typed with `input text`; other text (CJK, emoji, accents) needs the ADB \
                               Keyboard IME installed on the phone (error unsupported_text otherwise). Set \
-                              submit=true to press ENTER afterwards. The text is never logged.",
+                              submit=true to press ENTER afterwards, clear=true to replace the field's content. \
+                              The result reads the field back (field_text; null for a password field) and says \
+                              whether it holds what was meant (verified). The text is never logged.",
                 input: json!({"type": "object", "additionalProperties": false, "required": ["text"], "properties": {
                     "text": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Text to type"},
                     "element": target::element_arg_schema("The input field to focus and type into"),
-                    "submit": {"type": "boolean", "default": false, "description": "Press ENTER after typing"}}}),
+                    "submit": {"type": "boolean", "default": false, "description": "Press ENTER after typing"},
+                    "clear": {"type": "boolean", "default": false, "description": "Empty the field first"}}}),
                 output: json!({"type": "object", "required": ["typed_chars", "method"], "properties": {
                     "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"}, "woke": woke_schema(),
+                    "field_text": {"type": ["string", "null"], "description": "The focused field's text after \
+                        typing (before ENTER); null: a password field, or no focused field found"},
+                    "password": {"type": "boolean"},
+                    "verified": {"type": ["boolean", "null"], "description": "field_text is the text (clear) or \
+                        ends with it; null: not readable"},
                     "element": acted_schema(), "re_resolved": {"type": "boolean"},
                     "method": {"type": "string", "enum": ["input_text", "adb_keyboard"]}}}),
                 side_effect: true,
@@ -206,12 +214,21 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                     }
                     None => None,
                 };
+                let clear = c.args.get("clear").and_then(Value::as_bool).unwrap_or(false);
+                if clear {
+                    clear_field(&c).await?;
+                }
                 let method =
                     if text.is_ascii() { type_ascii(&c, &text).await? } else { type_unicode(&c, &text).await? };
+                // Read back before ENTER: submitting often empties the field or moves the focus away.
+                let back = read_back(&c, &text, clear).await;
                 if submit {
                     c.adb.shell_ok(&c.device, "input keyevent KEYCODE_ENTER", true, c.spec.deadline).await?;
                 }
-                let r = json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method});
+                let mut r = json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method});
+                if let Some(obj) = r.as_object_mut() {
+                    obj.extend(back);
+                }
                 Ok(with_woke(with_element(r, on), woke))
             },
         ),
@@ -454,6 +471,72 @@ async fn type_unicode(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
     }
     c.adb.shell_ok(&c.device, &script, true, d).await?;
     Ok("adb_keyboard")
+}
+
+/// DEL presses sent at most to clear a field: the longest text `android_input_text` types plus headroom for
+/// what the field held before (a field longer than this is cleared only in part, and `verified` says so).
+const MAX_CLEAR_KEYS: usize = 2000;
+/// DEL presses per `input keyevent` command (one `input` process each: they start slowly on real phones, and an
+/// old adbd caps a shell command at 4 KB).
+const DELS_PER_COMMAND: usize = 100;
+
+/// The focused input field in a fresh UI dump, if any.
+async fn focused_field(c: &Ctx) -> Result<Option<Element>, ProtoError> {
+    let now = ui::dump(c, Duration::from_secs(15)).await?;
+    Ok(now.into_iter().find(|e| e.focused && (e.class.ends_with("EditText") || e.focusable)))
+}
+
+/// Empties the focused field (`clear: true`). With the ADB Keyboard as the active input method its
+/// `ADB_CLEAR_TEXT` broadcast does it in one step; otherwise the cursor goes to the end (`KEYCODE_MOVE_END`) and
+/// the field's current length (from a UI dump; a password field reports one dot per character) of DELs follow, as
+/// appium-style clients do. A field that cannot be found is an error before anything is typed.
+async fn clear_field(c: &Ctx) -> Result<(), ProtoError> {
+    let d = c.spec.deadline;
+    let ime = c.adb.shell_ok(&c.device, "settings get secure default_input_method", false, d).await?;
+    if ime.trim() == ADB_KEYBOARD {
+        c.adb.shell_ok(&c.device, "am broadcast -a ADB_CLEAR_TEXT >/dev/null", true, d).await?;
+        return Ok(());
+    }
+    let Some(field) = focused_field(c).await? else {
+        return Err(ProtoError::new(
+            ErrorCode::ElementNotFound,
+            "clear=true needs a focused input field and none is focused: pass `element` (the field to type into)",
+        ));
+    };
+    let n = field.text.chars().count().min(MAX_CLEAR_KEYS);
+    if n == 0 {
+        return Ok(());
+    }
+    c.adb.shell_ok(&c.device, "input keyevent KEYCODE_MOVE_END", true, d).await?;
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(DELS_PER_COMMAND);
+        let cmd = format!("input keyevent{}", " KEYCODE_DEL".repeat(k));
+        c.adb.shell_ok(&c.device, &cmd, true, d).await?;
+        left -= k;
+    }
+    Ok(())
+}
+
+/// `field_text`, `password`, `verified` of `android_input_text`: the focused field read back from a UI dump. A
+/// dump that fails leaves them null (the text was typed; the result must not say otherwise).
+async fn read_back(c: &Ctx, text: &str, cleared: bool) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    let field = focused_field(c).await.ok().flatten();
+    let (field_text, verified) = match &field {
+        Some(f) if f.password => {
+            m.insert("password".into(), json!(true));
+            (Value::Null, Value::Null)
+        }
+        Some(f) => {
+            let ok = if cleared { f.text == text } else { f.text.ends_with(text) };
+            (json!(f.text), json!(ok))
+        }
+        None => (Value::Null, Value::Null),
+    };
+    m.insert("field_text".into(), field_text);
+    m.insert("verified".into(), verified);
+    m
 }
 
 /// http(s) only, a host, no whitespace or control characters; everything else is refused before any shell.
