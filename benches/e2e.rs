@@ -610,7 +610,7 @@ fn bench_tap(rt: &tokio::runtime::Runtime, p: &OnePhone, n: usize, rep: &mut Rep
     let ws_tap = || {
         rt.block_on(async {
             let t = Instant::now();
-            p.ws.invoke(&p.ch, "android_tap", json!({"x": x, "y": y})).await.expect("tap");
+            p.ws.invoke(&p.ch, "android_tap", json!({"settle": false, "x": x, "y": y})).await.expect("tap");
             t.elapsed()
         })
     };
@@ -725,7 +725,7 @@ fn bench_states(rt: &tokio::runtime::Runtime, p: &OnePhone, sim: &SimPhone, n: u
     let tap = |ws: &Ws, ch: &str, y: i64| {
         rt.block_on(async {
             let t = Instant::now();
-            ws.invoke(ch, "android_tap", json!({"x": 100, "y": y})).await.expect("tap");
+            ws.invoke(ch, "android_tap", json!({"settle": false, "x": 100, "y": y})).await.expect("tap");
             t.elapsed()
         })
     };
@@ -776,6 +776,89 @@ fn bench_states(rt: &tokio::runtime::Runtime, p: &OnePhone, sim: &SimPhone, n: u
                "state_queries_per_tap": round3(per_tap), "extra_ms_p50": round3(extra50),
                "extra_ms_p95": round3(s[0].p95 - s[1].p95), "target_extra_round_trips": 1, "met": per_tap <= 1.0}),
     );
+}
+
+/// Issue 19: what settling costs. A phone whose screen changes animate for 300 ms (the demo's setting; Android's
+/// default activity transition is about as long), its own connector; each sample taps the home screen's "Demo"
+/// icon (the app opens, animated) and goes HOME again (not timed, then waits out the animation). Interleaved:
+/// A = settled tap (the ack says the app is in front and the screen is still), B = bare tap (`settle: false`) +
+/// `android_screenshot` + download — what an agent without settle does to see the result, and whose picture is
+/// then usually mid-animation (counted).
+fn bench_settle(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, n: usize, rep: &mut Report) {
+    const ANIMATION_MS: u32 = 300;
+    let adb = Adb::start();
+    let cfg = SimConfig { animation_ms: ANIMATION_MS, ..SimConfig::default() };
+    let sim = sim_rt.block_on(SimPhone::start("127.0.0.1:0".parse().unwrap(), cfg)).unwrap();
+    adb.connect_all(&[sim.serial()]);
+    let conn = Connector::start(adb.port, QUIET_LOG);
+    let (ws, ch) = rt.block_on(async {
+        let ws = Ws::connect(conn.addr, "settle").await;
+        ws.hello().await;
+        let ch = ws.open().await;
+        ws.bind(&ch).await;
+        (ws, ch)
+    });
+    let icon = json!({"x": 540, "y": 2064});
+    let home = || {
+        rt.block_on(ws.invoke(&ch, "android_key", json!({"key": "HOME", "settle": false}))).expect("home");
+        std::thread::sleep(Duration::from_millis(u64::from(ANIMATION_MS) + 50));
+    };
+    let settled = || {
+        let t = Instant::now();
+        let r = rt.block_on(ws.invoke(&ch, "android_tap", icon.clone())).expect("settled tap");
+        let took = t.elapsed();
+        assert_eq!(r["effect"]["foreground_changed"], true, "{r}");
+        (took, r["effect"]["settled"] == true)
+    };
+    let bare = || {
+        let t = Instant::now();
+        let mut args = icon.clone();
+        args["settle"] = json!(false);
+        rt.block_on(ws.invoke(&ch, "android_tap", args)).expect("bare tap");
+        let moving = sim.animating();
+        rt.block_on(screenshot(&ws, conn.addr, &ch)).expect("screenshot");
+        (t.elapsed(), moving)
+    };
+    for _ in 0..2 {
+        settled();
+        home();
+        bare();
+        home();
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut still, mut mid_animation) = (0, 0);
+    for i in 0..n {
+        for k in 0..2 {
+            if (i + k) % 2 == 0 {
+                let (t, ok) = settled();
+                a.push(ms(t));
+                still += usize::from(ok);
+            } else {
+                let (t, moving) = bare();
+                b.push(ms(t));
+                mid_animation += usize::from(moving);
+            }
+            home();
+        }
+    }
+    let (sa, sb) = (stats(&a), stats(&b));
+    let (r50, r95) = ratio(&sa, &sb);
+    rep.row(
+        "10 settle: settled tap across a 300 ms animated launch vs bare tap + screenshot + download",
+        format!("{} ({still}/{n} settled)", pp(&sa)),
+        format!("{} ({mid_animation}/{n} captured mid-animation)", pp(&sb)),
+        format!("{r50:.3} ({r95:.3})"),
+        "info",
+        None,
+    );
+    rep.json.insert(
+        "settle".into(),
+        json!({"settled_tap": sa.json(), "bare_tap_screenshot_download": sb.json(), "animation_ms": ANIMATION_MS,
+               "settled": still, "bare_mid_animation": mid_animation, "samples": n,
+               "ratio_p50": round3(r50), "ratio_p95": round3(r95)}),
+    );
+    drop(conn);
+    sim_rt.block_on(sim.shutdown());
 }
 
 fn bench_screenshot(rt: &tokio::runtime::Runtime, p: &OnePhone, n: usize, rep: &mut Report) {
@@ -903,7 +986,7 @@ fn bench_breakdown(
     rt.block_on(async {
         for _ in 0..3 {
             screenshot(&ws, conn.addr, &ch).await.unwrap();
-            ws.invoke(&ch, "android_tap", json!({"x": 100, "y": 300})).await.unwrap();
+            ws.invoke(&ch, "android_tap", json!({"settle": false, "x": 100, "y": 300})).await.unwrap();
         }
     });
     let skip = conn.logs.lock().unwrap().len();
@@ -913,7 +996,7 @@ fn bench_breakdown(
         shot_ack.push(ms(a));
         shot_dl.push(ms(d));
         let t = Instant::now();
-        rt.block_on(ws.invoke(&ch, "android_tap", json!({"x": 100, "y": 300}))).unwrap();
+        rt.block_on(ws.invoke(&ch, "android_tap", json!({"settle": false, "x": 100, "y": 300}))).unwrap();
         tap_total.push(ms(t.elapsed()));
     }
     std::thread::sleep(Duration::from_millis(100));
@@ -1246,7 +1329,7 @@ fn bench_observe(rt: &tokio::runtime::Runtime, p: &OnePhone, n: usize, rep: &mut
             let (_, obs) = observe_and_download(ws, addr, ch).await.expect("observe");
             let index = index_of(&obs, "Increment").expect("the button is listed");
             let el = json!({"index": index, "observation_id": obs["observation_id"]});
-            ws.invoke(ch, "android_tap", json!({"element": el})).await.expect("tap by index");
+            ws.invoke(ch, "android_tap", json!({"settle": false, "element": el})).await.expect("tap by index");
             t.elapsed()
         })
     };
@@ -1256,7 +1339,7 @@ fn bench_observe(rt: &tokio::runtime::Runtime, p: &OnePhone, n: usize, rep: &mut
             screenshot(ws, addr, ch).await.expect("screenshot");
             let ui = ws.invoke(ch, "android_ui_dump", json!({})).await.expect("ui dump");
             let e = ui["elements"].as_array().unwrap().iter().find(|e| e["text"] == "Increment").unwrap().clone();
-            ws.invoke(ch, "android_tap", json!({"x": e["center"][0], "y": e["center"][1]})).await.expect("tap");
+            ws.invoke(ch, "android_tap", json!({"settle": false, "x": e["center"][0], "y": e["center"][1]})).await.expect("tap");
             t.elapsed()
         })
     };
@@ -1428,7 +1511,7 @@ fn bench_scale(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, r
                     } else {
                         let t = Instant::now();
                         let (x, y) = (100 + (j % 700) as i64, 300);
-                        match ws.invoke(&ch, "android_tap", json!({"x": x, "y": y})).await {
+                        match ws.invoke(&ch, "android_tap", json!({"settle": false, "x": x, "y": y})).await {
                             Ok(_) => lat.lock().unwrap().tap.push(ms(t.elapsed())),
                             Err(e) => lat.lock().unwrap().errors.push(e),
                         }
@@ -1819,7 +1902,7 @@ fn bench_hang(
     let tap = |ch: &str| {
         rt.block_on(async {
             let t = Instant::now();
-            ws.invoke(ch, "android_tap", json!({"x": 100, "y": 300})).await.expect("healthy tap");
+            ws.invoke(ch, "android_tap", json!({"settle": false, "x": 100, "y": 300})).await.expect("healthy tap");
             ms(t.elapsed())
         })
     };
@@ -1848,7 +1931,7 @@ fn bench_hang(
                         let (ws, ch, timeouts) = (ws.clone(), ch.clone(), timeouts.clone());
                         wave.push(tokio::spawn(async move {
                             let (tool, args) = if k % 4 == 0 {
-                                ("android_tap", json!({"x": 100, "y": 300}))
+                                ("android_tap", json!({"settle": false, "x": 100, "y": 300}))
                             } else {
                                 ("android_file_pull", json!({"path": "/sdcard/f.bin"}))
                             };
@@ -1963,7 +2046,7 @@ fn bench_hang(
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects scenarios by name (tap, states, screenshot, ui,
-    // breakdown, observe, scale, footprint, hang).
+    // breakdown, observe, settle, scale, footprint, hang).
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let want = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
     let q = quick();
@@ -2016,6 +2099,10 @@ fn main() {
     }
     for s in sims {
         sim_rt.block_on(s.shutdown());
+    }
+    if want("settle") {
+        bench_settle(&sim_rt, &rt, n_heavy, &mut rep);
+        eprintln!("[{:.0} s] settle done", started.elapsed().as_secs_f64());
     }
     if want("hang") {
         bench_hang(&sim_rt, &rt, env_usize("BENCH_HANG_CALLS", if q { 100 } else { 500 }), 300, &mut rep);
