@@ -54,7 +54,7 @@ fn phone(animation_ms: u32) -> SimConfig {
 impl Rig {
     async fn ok(&mut self, tool: &str, args: Value) -> Value {
         let ch = self.ch.clone();
-        let ack = self.c.invoke(&ch, tool, args).await;
+        let ack = self.c.invoke_as_is(&ch, tool, args).await;
         assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
         assert!(ack.get("error").is_none() && ack["payload"].get("error").is_none(), "{tool} failed: {ack}");
         ack["payload"]["result"].clone()
@@ -106,6 +106,24 @@ async fn settle_false_acks_as_soon_as_the_input_is_in() {
         assert!(r.sim.animating(), "settle:false waited for the animation: {res}");
         assert!(res.get("effect").is_none(), "settle:false reports no effect: {res}");
         assert_eq!(r.sim.foreground(), "com.xagent.demo/com.xagent.demo.MainActivity", "the tap went through");
+
+        // The card: exactly the input tools take the settle arguments and declare `effect`.
+        let card = get(r.srv.addr, "/connector-card.json").await.json();
+        let mut settling: Vec<&str> = card["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["input_schema"]["properties"].get("settle").is_some())
+            .inspect(|t| {
+                assert!(t["input_schema"]["properties"].get("settle_timeout_ms").is_some(), "{t}");
+                assert!(t["output_schema"]["properties"].get("effect").is_some(), "{t}");
+            })
+            .map(|t| t["tool_id"].as_str().unwrap())
+            .collect();
+        settling.sort_unstable();
+        let mut want = SETTLING_TOOLS.to_vec();
+        want.sort_unstable();
+        assert_eq!(settling, want);
     })
     .await;
 }
@@ -173,6 +191,7 @@ async fn typing_clears_on_request_and_reads_the_field_back() {
         let res = r.ok("android_input_text", json!({"text": "agent 100%", "element": field, "clear": true})).await;
         assert_eq!((&res["field_text"], &res["verified"]), (&json!("agent 100%"), &json!(true)), "{res}");
         assert_eq!(r.sim.fields().0, "agent 100%", "the phone's field was replaced");
+        assert!(res["effect"]["settled"] == true, "{res}");
         assert_eq!(res["effect"]["keyboard_shown"], true, "the field has the focus: {res}");
         // Something else typed in between (a person, autocorrect): the read-back shows the whole field.
         let (adb, serial) = (r.adb.clone(), r.sim.serial());
@@ -220,6 +239,20 @@ async fn device_status_says_whether_unicode_can_be_typed() {
             (&json!("adb_keyboard"), &json!("héllo 世界"), &json!(true)),
             "{res}"
         );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_that_lies_about_its_frames_still_gets_the_tap_and_an_honest_effect() {
+    bounded(async {
+        let mut r = rig(phone(0)).await;
+        r.sim.lie_about_frames(xagent_adb_connector::sim::FrameLie::Truncated);
+        let res = r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(r.sim.counter(), 1, "the tap went through");
+        let e = &res["effect"];
+        assert!(e["screen_changed"].is_null() && e["settled"] == false, "no frame, no claim: {res}");
+        assert_eq!(e["foreground_changed"], false, "the state query still answers: {res}");
     })
     .await;
 }

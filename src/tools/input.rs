@@ -453,7 +453,7 @@ async fn type_ascii(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
 async fn type_unicode(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
     let d = c.spec.deadline;
     let imes = c.adb.shell_ok(&c.device, "ime list -s", false, d).await?;
-    if !imes.lines().any(|l| l.trim() == ADB_KEYBOARD) {
+    if !crate::device::formats::ime_listed(&imes, ADB_KEYBOARD) {
         return Err(ProtoError::new(
             ErrorCode::UnsupportedText,
             "this text has non-ASCII characters, which `input text` cannot type; install and enable the ADB \

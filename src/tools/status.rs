@@ -55,8 +55,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             let mut next = |max| lines.next().map(|l| text::phone_text(l, max));
             let (model, manufacturer) = (next(text::MAX_NAME_CHARS), next(text::MAX_NAME_CHARS));
             let (release, sdk) = (next(text::MAX_SHORT_CHARS), next(text::MAX_SHORT_CHARS));
-            // `ime list -s` prints the enabled input methods, one id a line (`-a` would add the disabled ones).
-            let unicode_input = lines.any(|l| l.trim() == crate::tools::input::ADB_KEYBOARD);
+            let rest: Vec<&str> = lines.collect();
+            let unicode_input = formats::ime_listed(&rest.join("\n"), crate::tools::input::ADB_KEYBOARD);
             let (w, h) = c.adb.screen_size(&c.device).await?;
             let density = c.adb.shell_ok(&c.device, "wm density", false, d).await?;
             let density = density.lines().rev().find_map(|l| l.rsplit(':').next()?.trim().parse::<i64>().ok());
