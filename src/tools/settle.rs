@@ -264,5 +264,6 @@ mod tests {
         let effect = serde_json::to_string(&effect_schema()).unwrap().len();
         assert!(input <= 220, "settle input properties: {input} bytes");
         assert!(effect <= 350, "effect schema: {effect} bytes");
+        eprintln!("settle input properties {input} B, effect schema {effect} B (compact JSON)");
     }
 }
