@@ -1339,7 +1339,9 @@ fn bench_observe(rt: &tokio::runtime::Runtime, p: &OnePhone, n: usize, rep: &mut
             screenshot(ws, addr, ch).await.expect("screenshot");
             let ui = ws.invoke(ch, "android_ui_dump", json!({})).await.expect("ui dump");
             let e = ui["elements"].as_array().unwrap().iter().find(|e| e["text"] == "Increment").unwrap().clone();
-            ws.invoke(ch, "android_tap", json!({"settle": false, "x": e["center"][0], "y": e["center"][1]})).await.expect("tap");
+            ws.invoke(ch, "android_tap", json!({"settle": false, "x": e["center"][0], "y": e["center"][1]}))
+                .await
+                .expect("tap");
             t.elapsed()
         })
     };

@@ -70,13 +70,13 @@ pub fn input_properties() -> [(&'static str, Value); 2] {
     ]
 }
 
-/// The `effect` result property of every settling tool, defined once.
+/// The `effect` result property of every settling tool, defined once. Terse (it is repeated in eleven tools'
+/// output schemas on the card); device-profile §5.2 and SKILL.md explain each field.
 pub fn effect_schema() -> Value {
     let b = json!({"type": ["boolean", "null"]});
-    json!({"type": "object", "description": "What the action changed (with settle)", "properties": {
+    json!({"type": "object", "description": "What changed (settle)", "properties": {
         "screen_changed": b, "foreground": {"type": ["string", "null"], "description": "package/activity"},
-        "foreground_changed": b, "keyboard_shown": b,
-        "settled": {"type": "boolean", "description": "false: still changing at the timeout"},
+        "foreground_changed": b, "keyboard_shown": b, "settled": {"type": "boolean"},
         "settle_ms": {"type": "integer"}}})
 }
 
