@@ -174,27 +174,28 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
     let mut frames = 0u32;
     loop {
         frames += 1;
-        let t = Instant::now();
+        let taken = Instant::now();
         let left = timeout.saturating_sub(started.elapsed());
         // A frame that takes longer than what is left of the timeout would only be compared too late.
         let frame = match tokio::time::timeout(left.max(INTERVAL), signature(adb, key, left.max(INTERVAL))).await {
             Ok(Some(f)) => f,
             _ => break,
         };
-        tracing::info!(ms = t.elapsed().as_millis() as u64, "settle frame");
         if last.as_ref().is_some_and(|l| l.same(&frame)) {
             settled = true;
             last = Some(frame);
             break;
         }
         last = Some(frame);
-        if started.elapsed() + INTERVAL > timeout {
+        // Frames start INTERVAL apart; a capture slower than that (a full frame over USB 2) is followed at once.
+        let wait = INTERVAL.saturating_sub(taken.elapsed());
+        if started.elapsed() + wait > timeout {
             break;
         }
-        tokio::time::sleep(INTERVAL).await;
+        tokio::time::sleep(wait).await;
     }
     let settle_ms = started.elapsed().as_millis() as u64;
-    tracing::info!(frames, settle_ms, settled, "settle");
+    tracing::debug!(frames, settle_ms, settled, "settle");
     let sdk = adb.info(key).and_then(|i| i.sdk);
     let cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
     let state = match tokio::time::timeout(STATE_LIMIT, adb.shell(key, &cmd, false, STATE_LIMIT)).await {
