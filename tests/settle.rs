@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::adb::*;
 use common::*;
 use serde_json::{json, Value};
-use xagent_adb_connector::sim::{SimConfig, SimPhone};
+use xagent_adb_connector::sim::{InputEvent, SimConfig, SimPhone};
 
 /// The animation of a screen change on the test phone: long enough that a capture taken right after the input
 /// is certainly mid-animation on a loaded machine.
@@ -253,6 +253,25 @@ async fn a_phone_that_lies_about_its_frames_still_gets_the_tap_and_an_honest_eff
         let e = &res["effect"];
         assert!(e["screen_changed"].is_null() && e["settled"] == false, "no frame, no claim: {res}");
         assert_eq!(e["foreground_changed"], false, "the state query still answers: {res}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_adb_keyboard_active_clear_is_one_broadcast() {
+    bounded(async {
+        let mut r = rig(SimConfig { adb_keyboard: true, ..phone(0) }).await;
+        let (adb, serial) = (r.adb.clone(), r.sim.serial());
+        blocking(move || adb.adb(&["-s", &serial, "shell", "ime", "set", "com.android.adbkeyboard/.AdbIME"])).await;
+        let field = json!({"resource_id": FIELD});
+        r.ok("android_input_text", json!({"text": "hello", "element": field, "settle": false})).await;
+        r.sim.clear_events();
+        let res =
+            r.ok("android_input_text", json!({"text": "x", "element": field, "clear": true, "settle": false})).await;
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!("x"), &json!(true)), "{res}");
+        assert!(r.sim.commands().iter().any(|c| c.contains("am broadcast -a ADB_CLEAR_TEXT")), "cleared by the IME");
+        let dels = r.sim.events().iter().filter(|e| matches!(e, InputEvent::Key(k) if k == "KEYCODE_DEL")).count();
+        assert_eq!(dels, 0, "no DEL keys when the IME clears the field");
     })
     .await;
 }
