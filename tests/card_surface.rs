@@ -106,7 +106,19 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         let (fb, fa) = (fields(b), fields(&after[id]));
         let new: Vec<&String> = fa.difference(&fb).collect();
         assert!(fb.is_subset(&fa), "{id} lost result fields: {:?}", fb.difference(&fa).collect::<Vec<_>>());
-        let expected_new: &[&str] = if id == "android_ui_dump" { &["observation_id"] } else { &[] };
+        // Issue 19: `effect` on every settling (input) tool; the typed text read back on android_input_text.
+        let settles = after[id]["input_schema"]["properties"].get("settle").is_some();
+        let mut expected_new: Vec<&str> = if id == "android_ui_dump" { vec!["observation_id"] } else { vec![] };
+        if settles {
+            expected_new.push("effect");
+        }
+        if id == "android_input_text" {
+            expected_new.extend(["field_text", "password", "verified"]);
+        }
+        if id == "android_device_status" {
+            expected_new.push("unicode_input");
+        }
+        expected_new.sort_unstable();
         assert_eq!(new, expected_new.iter().collect::<Vec<_>>(), "{id}: unexpected new result fields");
     }
 
@@ -136,7 +148,20 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         expected_removed.insert(format!("android_scroll.until.{k}"));
     }
     // ... and two new arguments: `clear` (wired by the settle work) and `exact`.
-    let expected_added: BTreeSet<String> = [
+    let settling = [
+        "android_tap",
+        "android_long_press",
+        "android_swipe",
+        "android_input_text",
+        "android_key",
+        "android_open_url",
+        "android_app_launch",
+        "android_app_stop",
+        "android_scroll",
+        "android_wake",
+        "android_unlock",
+    ];
+    let mut expected_added: BTreeSet<String> = [
         "android_input_text.clear default=false",
         "android_input_text.clear type=\"boolean\"",
         "android_ui_wait.exact default=false",
@@ -145,6 +170,19 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
     .into_iter()
     .map(String::from)
     .collect();
+    // ... and, on exactly the eleven input tools, the settle arguments the registry adds (issue 19 item 1).
+    for tool in settling {
+        for k in [
+            "settle default=true",
+            "settle type=\"boolean\"",
+            "settle_timeout_ms default=3000",
+            "settle_timeout_ms maximum=10000",
+            "settle_timeout_ms minimum=0",
+            "settle_timeout_ms type=\"integer\"",
+        ] {
+            expected_added.insert(format!("{tool}.{k}"));
+        }
+    }
     assert_eq!(removed, expected_removed, "input schema keywords removed");
     assert_eq!(added, expected_added, "input schema keywords added");
 }

@@ -623,11 +623,16 @@ fn fuzz_tool_arguments() {
                 .map_err(|e| TestCaseError::fail(format!("{id}: validator accepted {args}: {e}")))?;
         }
         match registry().prepare(id, &args) {
-            Ok((_, prepared)) => {
+            Ok((_, prepared, settle)) => {
                 prop_assert!(verdict.is_ok(), "{}: prepare accepted what validate refused", id);
                 prop_assert!(!prepared.contains_key("connector_channel_id"));
                 let mut expect = args.as_object().cloned().unwrap();
                 expect.remove("connector_channel_id");
+                // A settling tool's settle arguments go to the call, never to the tool.
+                if settle.is_some() {
+                    expect.remove("settle");
+                    expect.remove("settle_timeout_ms");
+                }
                 prop_assert_eq!(prepared, expect);
             }
             Err(e) => {

@@ -412,7 +412,10 @@ async fn call_gives_the_phone_back_on_every_path() {
     // The tracker may still be verifying the phone: the first call retries auth.start for a while by itself.
     let (code, out, err) = call(w(&["android_tap", "x=10", "y=20", "--serial", &serial])).await;
     assert_eq!(code, Some(0), "{out}{err}");
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap(), json!({"x": 10, "y": 20}));
+    let tapped = serde_json::from_str::<serde_json::Value>(&out).unwrap();
+    assert_eq!((&tapped["x"], &tapped["y"]), (&json!(10), &json!(20)), "{tapped}");
+    // `call` sends what xAgent sends: the tap settles by default and says what it changed (nothing, in the bar).
+    assert_eq!((&tapped["effect"]["foreground_changed"], &tapped["effect"]["settled"]), (&json!(false), &json!(true)));
     // A refused call: exit 1 with the error code; the phone is free again.
     let (code, _, err) = call(w(&["android_tap", "x=-5", "y=1"])).await;
     assert_eq!(code, Some(1));

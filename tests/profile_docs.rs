@@ -440,6 +440,8 @@ impl Normaliser {
     fn value(&mut self, key: Option<&str>, v: &Value) -> Value {
         match v {
             Value::Number(_) if matches!(key, Some("time" | "expires_at")) => json!("<unix_ms>"),
+            // How long a settled action waited depends on the machine.
+            Value::Number(_) if key == Some("settle_ms") => json!("<settle_ms>"),
             Value::String(s) => json!(self.string(s)),
             Value::Array(a) => Value::Array(a.iter().map(|x| self.value(None, x)).collect()),
             Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), self.value(Some(k), x))).collect()),

@@ -295,3 +295,11 @@ fn a_real_dump_with_an_emoji_in_a_single_quoted_value() {
     assert_eq!(m.text, "Você reagiu com \u{2764}\u{fe0f} a: \"100000000000\"");
     assert_eq!((m.resource_id.as_str(), m.bounds), ("com.whatsapp:id/single_msg_tv", [104, 365, 494, 398]));
 }
+
+#[test]
+fn ime_list_on_a_phone_without_the_adb_keyboard() {
+    let s = sample("ime-list-s-coloros-gboard-only.txt");
+    assert!(!formats::ime_listed(&s, "com.android.adbkeyboard/.AdbIME"));
+    assert!(formats::ime_listed(&s, "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME"));
+    assert!(!formats::ime_listed(&s, "com.google.android.inputmethod.latin"), "a whole id, not a prefix");
+}

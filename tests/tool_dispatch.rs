@@ -52,6 +52,7 @@ async fn setup() -> (xagent_adb_connector::run::Running, Arc<FakeBackend>, Arc<M
             }}),
             output: json!({"type": "object"}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_millis(300),
         },
         seen: seen.clone(),

@@ -32,7 +32,7 @@ pub(crate) fn bench_breakdown(
     rt.block_on(async {
         for _ in 0..3 {
             screenshot(&ws, conn.addr, &ch).await.unwrap();
-            ws.invoke(&ch, "android_tap", json!({"x": 100, "y": 300})).await.unwrap();
+            ws.invoke(&ch, "android_tap", json!({"settle": false, "x": 100, "y": 300})).await.unwrap();
         }
     });
     let skip = conn.logs.lock().unwrap().len();
@@ -42,7 +42,7 @@ pub(crate) fn bench_breakdown(
         shot_ack.push(ms(a));
         shot_dl.push(ms(d));
         let t = Instant::now();
-        rt.block_on(ws.invoke(&ch, "android_tap", json!({"x": 100, "y": 300}))).unwrap();
+        rt.block_on(ws.invoke(&ch, "android_tap", json!({"settle": false, "x": 100, "y": 300}))).unwrap();
         tap_total.push(ms(t.elapsed()));
     }
     std::thread::sleep(Duration::from_millis(100));

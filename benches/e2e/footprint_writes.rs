@@ -147,7 +147,9 @@ pub(crate) fn bench_footprint_writes(sim_rt: &tokio::runtime::Runtime, rt: &toki
                 let ch = ws.open().await;
                 ws.bind(&ch).await;
                 // Warm-up: each table's first pages, the WAL header.
-                ws.invoke_id(&ch, "android_tap", json!({"x": 100, "y": 300}), &format!("warm_{i}")).await.expect("tap");
+                ws.invoke_id(&ch, "android_tap", json!({"settle": false, "x": 100, "y": 300}), &format!("warm_{i}"))
+                    .await
+                    .expect("tap");
                 chans.push((ws, ch));
             }
             let (ws0, ch0) = (chans[0].0.clone(), chans[0].1.clone());
@@ -162,7 +164,9 @@ pub(crate) fn bench_footprint_writes(sim_rt: &tokio::runtime::Runtime, rt: &toki
                 tasks.push(tokio::spawn(async move {
                     for k in 0..taps_per_phone {
                         let id = format!("fw_{i}_{k}");
-                        ws.invoke_id(&ch, "android_tap", json!({"x": 100, "y": 300}), &id).await.expect("tap");
+                        ws.invoke_id(&ch, "android_tap", json!({"settle": false, "x": 100, "y": 300}), &id)
+                            .await
+                            .expect("tap");
                     }
                 }));
             }

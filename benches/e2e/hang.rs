@@ -54,7 +54,7 @@ pub(crate) fn bench_hang(
     let tap = |ch: &str| {
         rt.block_on(async {
             let t = Instant::now();
-            ws.invoke(ch, "android_tap", json!({"x": 100, "y": 300})).await.expect("healthy tap");
+            ws.invoke(ch, "android_tap", json!({"settle": false, "x": 100, "y": 300})).await.expect("healthy tap");
             ms(t.elapsed())
         })
     };
@@ -83,7 +83,7 @@ pub(crate) fn bench_hang(
                         let (ws, ch, timeouts) = (ws.clone(), ch.clone(), timeouts.clone());
                         wave.push(tokio::spawn(async move {
                             let (tool, args) = if k % 4 == 0 {
-                                ("android_tap", json!({"x": 100, "y": 300}))
+                                ("android_tap", json!({"settle": false, "x": 100, "y": 300}))
                             } else {
                                 ("android_file_pull", json!({"path": "/sdcard/f.bin"}))
                             };

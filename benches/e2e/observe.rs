@@ -29,7 +29,7 @@ pub(crate) fn bench_observe(rt: &tokio::runtime::Runtime, p: &OnePhone, n: usize
             let (_, obs) = observe_and_download(ws, addr, ch).await.expect("observe");
             let index = index_of(&obs, "Increment").expect("the button is listed");
             let el = json!({"index": index, "observation_id": obs["observation_id"]});
-            ws.invoke(ch, "android_tap", json!({"element": el})).await.expect("tap by index");
+            ws.invoke(ch, "android_tap", json!({"settle": false, "element": el})).await.expect("tap by index");
             t.elapsed()
         })
     };
@@ -39,7 +39,9 @@ pub(crate) fn bench_observe(rt: &tokio::runtime::Runtime, p: &OnePhone, n: usize
             screenshot(ws, addr, ch).await.expect("screenshot");
             let ui = ws.invoke(ch, "android_ui_dump", json!({})).await.expect("ui dump");
             let e = ui["elements"].as_array().unwrap().iter().find(|e| e["text"] == "Increment").unwrap().clone();
-            ws.invoke(ch, "android_tap", json!({"x": e["center"][0], "y": e["center"][1]})).await.expect("tap");
+            ws.invoke(ch, "android_tap", json!({"settle": false, "x": e["center"][0], "y": e["center"][1]}))
+                .await
+                .expect("tap");
             t.elapsed()
         })
     };

@@ -80,7 +80,7 @@ pub(crate) fn bench_scale(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime:
                     } else {
                         let t = Instant::now();
                         let (x, y) = (100 + (j % 700) as i64, 300);
-                        match ws.invoke(&ch, "android_tap", json!({"x": x, "y": y})).await {
+                        match ws.invoke(&ch, "android_tap", json!({"settle": false, "x": x, "y": y})).await {
                             Ok(_) => lat.lock().unwrap().tap.push(ms(t.elapsed())),
                             Err(e) => lat.lock().unwrap().errors.push(e),
                         }

@@ -27,7 +27,7 @@ pub(crate) fn bench_states(rt: &tokio::runtime::Runtime, p: &OnePhone, sim: &Sim
     let tap = |ws: &Ws, ch: &str, y: i64| {
         rt.block_on(async {
             let t = Instant::now();
-            ws.invoke(ch, "android_tap", json!({"x": 100, "y": y})).await.expect("tap");
+            ws.invoke(ch, "android_tap", json!({"settle": false, "x": 100, "y": y})).await.expect("tap");
             t.elapsed()
         })
     };

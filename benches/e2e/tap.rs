@@ -74,7 +74,7 @@ pub(crate) fn bench_tap(rt: &tokio::runtime::Runtime, p: &OnePhone, n: usize, re
     let ws_tap = || {
         rt.block_on(async {
             let t = Instant::now();
-            p.ws.invoke(&p.ch, "android_tap", json!({"x": x, "y": y})).await.expect("tap");
+            p.ws.invoke(&p.ch, "android_tap", json!({"settle": false, "x": x, "y": y})).await.expect("tap");
             t.elapsed()
         })
     };

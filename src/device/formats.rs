@@ -140,6 +140,11 @@ pub fn keyboard_shown(text: &str) -> Option<bool> {
     })
 }
 
+/// Whether `ime list -s` (the *enabled* input methods, one id a line; `-a` would add the disabled ones) lists `id`.
+pub fn ime_listed(text: &str, id: &str) -> bool {
+    text.lines().take(10_000).any(|l| l.trim() == id)
+}
+
 /// `dumpsys battery`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Battery {

@@ -38,6 +38,10 @@ pub struct Demo {
     pub adb_server: std::net::SocketAddrV4,
 }
 
+/// How long a screen change animates on the demo's phones: long enough that settling (tools::settle) has motion
+/// to wait for, as on a real phone (Android's default activity transition is about 300 ms).
+const DEMO_ANIMATION_MS: u32 = 300;
+
 /// Starts the phones and the private adb server and waits until the server lists every phone online.
 pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, String> {
     let version = adb_version().ok_or(
@@ -46,7 +50,7 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
     )?;
     let mut phones = Vec::new();
     for _ in 0..n.max(1) {
-        let cfg = SimConfig { model: SIM_MODEL.into(), ..SimConfig::default() };
+        let cfg = SimConfig { model: SIM_MODEL.into(), animation_ms: DEMO_ANIMATION_MS, ..SimConfig::default() };
         phones.push(SimPhone::start("127.0.0.1:0".parse().expect("literal"), cfg).await.map_err(|e| e.to_string())?);
     }
     let port = free_port().map_err(|e| e.to_string())?;

@@ -94,7 +94,7 @@ pub struct Security {
 }
 
 /// The description every tool's `connector_channel_id` carries.
-pub const CHANNEL_ID_DESCRIPTION: &str = "From connector_channels_list, verbatim";
+pub const CHANNEL_ID_DESCRIPTION: &str = "From connector_channels_list";
 
 /// The one helper that injects the reserved `connector_channel_id` argument into a tool's input schema
 /// (§10: "input_schema 必须通过协议层 helper ... 注入标准 connector_channel_id 参数"). It is placed first in

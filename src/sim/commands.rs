@@ -421,6 +421,9 @@ fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
                     dev.log('I', "SimHome", &format!("Increment clicked, Count: {n}"));
                 }
                 TapOutcome::FocusedField => dev.log('I', "SimHome", "Text field focused"),
+                TapOutcome::Launched => {
+                    dev.log('I', "ActivityTaskManager", "START u0 {cmp=com.xagent.demo/.MainActivity}")
+                }
                 TapOutcome::Clicked(label) => dev.log('I', "DemoList", &format!("Clicked {label}")),
                 TapOutcome::Nothing => {}
             }
@@ -598,6 +601,10 @@ fn uiautomator(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         io.sleep += dev.idle_timeout;
         io.err("ERROR: could not get idle state.\n");
         return 0;
+    }
+    // DumpCommand waits for an idle UI first: a running transition delays the dump until it ends.
+    if let Some(left) = dev.ui.animation_left() {
+        io.sleep += left;
     }
     let xml = dev.ui.dump_xml();
     if path == "/dev/tty" || path == "/dev/stdout" {
@@ -1020,6 +1027,11 @@ fn adb_keyboard_broadcast(dev: &mut Device, args: &[&str]) {
         .iter()
         .position(|a| *a == "--es")
         .and_then(|i| (args.get(i + 1) == Some(&"msg")).then(|| args.get(i + 2)).flatten());
+    if action == Some("ADB_CLEAR_TEXT") {
+        // AdbIME: `getCurrentInputConnection().deleteSurroundingText(…)` around the cursor — the whole field.
+        dev.ui.clear_focused();
+        return;
+    }
     let text = match (action, msg) {
         (Some("ADB_INPUT_TEXT"), Some(m)) => Some(m.to_string()),
         (Some("ADB_INPUT_B64"), Some(m)) => decode_base64(m).and_then(|b| String::from_utf8(b).ok()),
@@ -1207,7 +1219,7 @@ fn dumpsys_input(dev: &Device) -> String {
 /// mInputShown=…`; from 14 `mInputShown=` alone on its line (INDEX.md `ime-*`). The soft keyboard is up while
 /// a text field has focus.
 fn dumpsys_input_method(dev: &Device) -> String {
-    let shown = dev.ui.text_focused && dev.ui.on_home();
+    let shown = (dev.ui.text_focused || dev.ui.password_focused) && dev.ui.on_home();
     let ime =
         dev.settings.get(&("secure".to_string(), "default_input_method".to_string())).map_or("null", String::as_str);
     let state = if dev.cfg.sdk >= 34 {

@@ -157,7 +157,8 @@ impl Device {
         ] {
             settings.insert((ns.to_string(), k.to_string()), v.to_string());
         }
-        let ui = Ui::new(cfg.screen_width, cfg.screen_height);
+        let mut ui = Ui::new(cfg.screen_width, cfg.screen_height);
+        ui.animation = std::time::Duration::from_millis(u64::from(cfg.animation_ms));
         let mut imes: Vec<String> = vec![
             "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME".into(),
             "com.xagent.sim.ime/.SimKeyboard".into(),

@@ -59,6 +59,10 @@ pub struct SimConfig {
     /// Whether `uiautomator dump /dev/tty` prints the XML (it does on most versions; on others the XML goes
     /// nowhere and only the "dumped to" line appears).
     pub dump_to_tty: bool,
+    /// How long a screen change (an app opening or closing, a tap that opens a screen) animates, in milliseconds:
+    /// until it ends every captured frame differs and `uiautomator dump` waits (waitForIdle). 0 (tests' default):
+    /// changes show at once; the demo animates.
+    pub animation_ms: u32,
 }
 
 impl Default for SimConfig {
@@ -74,6 +78,7 @@ impl Default for SimConfig {
             adb_keyboard: false,
             shell_v2: true,
             dump_to_tty: true,
+            animation_ms: 0,
         }
     }
 }
@@ -259,6 +264,22 @@ impl SimPhone {
     /// The home screen's counter (incremented by taps on the "Increment" button).
     pub fn counter(&self) -> u32 {
         self.device().ui.counter
+    }
+
+    /// The home screen's text field and password field, as typed.
+    pub fn fields(&self) -> (String, String) {
+        let d = self.device();
+        (d.ui.text.clone(), d.ui.password.clone())
+    }
+
+    /// Whether a screen-change animation is running now (`SimConfig::animation_ms`).
+    pub fn animating(&self) -> bool {
+        self.device().ui.animation_left().is_some()
+    }
+
+    /// The app in front, `package/activity`.
+    pub fn foreground(&self) -> String {
+        self.device().ui.foreground.component()
     }
 
     /// Labels of the demo app's elements that taps hit ("OK (left)", "Item 7"), oldest first.

@@ -12,6 +12,8 @@
 //! `input swipe` scrolls (so the screen can change between an observation and an action, as on a real phone).
 //! Taps on its elements are recorded in [`Ui::clicks`] by label.
 
+use std::time::{Duration, Instant};
+
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
 
@@ -83,6 +85,10 @@ pub struct Layout {
     pub button: Rect,
     pub text_field: Rect,
     pub bar_area: Rect,
+    /// A password field (`password="true"` in the dump; its text is never shown).
+    pub password_field: Rect,
+    /// The launcher icon of the demo app: a tap opens it (with the screen-change animation).
+    pub demo_icon: Rect,
 }
 
 /// What a tap hit (so the caller can log it like a real app would).
@@ -90,6 +96,8 @@ pub struct Layout {
 pub enum TapOutcome {
     Incremented,
     FocusedField,
+    /// The demo app's launcher icon: the app opened.
+    Launched,
     /// An element of the demo app, by label ("OK (left)", "Item 7").
     Clicked(String),
     Nothing,
@@ -118,6 +126,14 @@ pub struct Ui {
     pub counter: u32,
     pub text: String,
     pub text_focused: bool,
+    /// The home screen's password field and whether it has the focus (typed text then goes there).
+    pub password: String,
+    pub password_focused: bool,
+    /// How long a screen change animates (`SimConfig::animation_ms`); zero: changes show at once.
+    pub animation: Duration,
+    /// The running screen-change animation: (start, end). Until `end` every captured frame differs (the new screen
+    /// slides in) and `uiautomator dump` waits, as uiautomator's waitForIdle does.
+    pub animating: Option<(Instant, Instant)>,
     pub foreground: Activity,
     /// Activities below the foreground one; `KEYCODE_BACK` pops.
     pub back_stack: Vec<Activity>,
@@ -145,6 +161,10 @@ impl Ui {
             counter: 0,
             text: String::new(),
             text_focused: false,
+            password: String::new(),
+            password_focused: false,
+            animation: Duration::ZERO,
+            animating: None,
             foreground: Activity::home(),
             back_stack: Vec::new(),
             screen_on: true,
@@ -246,6 +266,13 @@ impl Ui {
                 right: px(11, 12, w),
                 bottom: px(660, 1000, h),
             },
+            password_field: Rect {
+                left: px(1, 8, w),
+                top: px(700, 1000, h),
+                right: px(7, 8, w),
+                bottom: px(760, 1000, h),
+            },
+            demo_icon: Rect { left: px(3, 8, w), top: px(820, 1000, h), right: px(5, 8, w), bottom: px(900, 1000, h) },
         }
     }
 
@@ -274,6 +301,7 @@ impl Ui {
             return TapOutcome::Nothing;
         }
         let l = self.layout();
+        self.password_focused = false;
         if l.button.contains(x, y) {
             self.counter = self.counter.saturating_add(1);
             self.text_focused = false;
@@ -281,9 +309,48 @@ impl Ui {
         } else if l.text_field.contains(x, y) {
             self.text_focused = true;
             TapOutcome::FocusedField
+        } else if l.password_field.contains(x, y) {
+            self.text_focused = false;
+            self.password_focused = true;
+            TapOutcome::FocusedField
+        } else if l.demo_icon.contains(x, y) {
+            self.text_focused = false;
+            self.launch(Activity { package: DEMO_PACKAGE.into(), activity: format!("{DEMO_PACKAGE}.MainActivity") });
+            TapOutcome::Launched
         } else {
             self.text_focused = false;
             TapOutcome::Nothing
+        }
+    }
+
+    /// Starts the screen-change animation (nothing when `animation` is zero).
+    pub fn animate(&mut self) {
+        if !self.animation.is_zero() {
+            let now = Instant::now();
+            self.animating = Some((now, now + self.animation));
+        }
+    }
+
+    /// How long the running animation still takes (`None`: the screen is still).
+    pub fn animation_left(&self) -> Option<Duration> {
+        let (_, end) = self.animating?;
+        let left = end.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then_some(left)
+    }
+
+    /// ADB Keyboard's `ADB_CLEAR_TEXT`: empties the field that has the focus.
+    pub fn clear_focused(&mut self) {
+        if self.on_home() && !self.keyguard_showing && self.screen_on {
+            self.focused_text().clear();
+        }
+    }
+
+    /// The field typed text goes to: the password field when it has the focus, else the text field.
+    fn focused_text(&mut self) -> &mut String {
+        if self.password_focused {
+            &mut self.password
+        } else {
+            &mut self.text
         }
     }
 
@@ -291,12 +358,21 @@ impl Ui {
     /// field as the single text sink so agents need not tap first).
     pub fn type_text(&mut self, s: &str) {
         if self.on_home() && !self.keyguard_showing && self.screen_on {
-            self.text.push_str(s);
+            self.focused_text().push_str(s);
         }
     }
 
     /// Applies a key event; returns true if it changed the UI.
     pub fn key(&mut self, name: &str) -> bool {
+        let front = self.foreground.clone();
+        let changed = self.key_inner(name);
+        if self.foreground != front {
+            self.animate();
+        }
+        changed
+    }
+
+    fn key_inner(&mut self, name: &str) -> bool {
         match name {
             "KEYCODE_HOME" => {
                 self.back_stack.clear();
@@ -304,8 +380,9 @@ impl Ui {
                 true
             }
             "KEYCODE_BACK" => {
-                if self.text_focused {
+                if self.text_focused || self.password_focused {
                     self.text_focused = false;
+                    self.password_focused = false;
                 } else if let Some(prev) = self.back_stack.pop() {
                     self.foreground = prev;
                 } else if !self.on_home() {
@@ -313,7 +390,7 @@ impl Ui {
                 }
                 true
             }
-            "KEYCODE_DEL" => self.text.pop().is_some(),
+            "KEYCODE_DEL" => self.on_home() && self.focused_text().pop().is_some(),
             "KEYCODE_POWER" => {
                 self.set_screen(!self.screen_on);
                 true
@@ -357,6 +434,7 @@ impl Ui {
             if self.back_stack.len() > 16 {
                 self.back_stack.remove(0);
             }
+            self.animate();
         }
         self.screen_on = true;
     }
@@ -366,6 +444,7 @@ impl Ui {
         self.back_stack.retain(|a| a.package != package);
         if self.foreground.package == package && package != HOME_PACKAGE {
             self.foreground = self.back_stack.pop().unwrap_or_else(Activity::home);
+            self.animate();
         }
     }
 
@@ -403,6 +482,20 @@ impl Ui {
             t.focused = self.text_focused;
             t.long_clickable = true;
             push(&mut nodes, t);
+            // uiautomator reports a password field's text as the dots it shows, one per character.
+            let dots: String = "•".repeat(self.password.chars().count());
+            let mut p = Node::text(&dots, "com.xagent.sim:id/password", l.password_field);
+            p.class = "android.widget.EditText";
+            p.clickable = true;
+            p.focusable = true;
+            p.focused = self.password_focused;
+            p.password = true;
+            push(&mut nodes, p);
+            let mut icon = Node::text("Demo", "com.android.launcher3:id/icon", l.demo_icon);
+            icon.class = "android.widget.TextView";
+            icon.clickable = true;
+            icon.desc = "Demo".into();
+            push(&mut nodes, icon);
         } else if self.on_demo() {
             let d = self.demo_layout();
             push(&mut nodes, Node::text("Demo list", "com.xagent.demo:id/title", d.title));
@@ -482,6 +575,8 @@ impl Ui {
             let step = ((l.bar_area.right - l.bar_area.left) / 50).max(1);
             let len = (self.counter.min(50) as i32) * step;
             c.fill(Rect { right: l.bar_area.left + len, ..l.bar_area }, [67, 160, 71, 255]);
+            c.fill(l.password_field, if self.password_focused { [255, 248, 225, 255] } else { [255, 255, 255, 255] });
+            c.fill(l.demo_icon, package_color(DEMO_PACKAGE));
         } else if self.on_demo() {
             let d = self.demo_layout();
             c.fill(d.ok_left, [25, 118, 210, 255]);
@@ -494,6 +589,9 @@ impl Ui {
                     [shade, shade, shade, 255],
                 );
             }
+        }
+        if let (Some((start, end)), Some(_)) = (self.animating, self.animation_left()) {
+            c.slide_in(start, end, bg);
         }
         c.px
     }
@@ -555,6 +653,7 @@ struct Node {
     focused: bool,
     long_clickable: bool,
     scrollable: bool,
+    password: bool,
     bounds: Rect,
 }
 
@@ -570,6 +669,7 @@ impl Node {
             focused: false,
             long_clickable: false,
             scrollable: false,
+            password: false,
             bounds,
         }
     }
@@ -577,7 +677,7 @@ impl Node {
         format!(
             "<node index=\"{index}\" text=\"{}\" resource-id=\"{}\" class=\"{}\" package=\"{}\" content-desc=\"{}\" \
              checkable=\"false\" checked=\"false\" clickable=\"{}\" enabled=\"true\" focusable=\"{}\" focused=\"{}\" \
-             scrollable=\"{}\" long-clickable=\"{}\" password=\"false\" selected=\"false\" bounds=\"{}\" />",
+             scrollable=\"{}\" long-clickable=\"{}\" password=\"{}\" selected=\"false\" bounds=\"{}\" />",
             xml_escape(&self.text),
             xml_escape(&self.id),
             self.class,
@@ -588,6 +688,7 @@ impl Node {
             self.focused,
             self.scrollable,
             self.long_clickable,
+            self.password,
             self.bounds.bounds()
         )
     }
@@ -600,6 +701,20 @@ struct Canvas {
 }
 
 impl Canvas {
+    /// The new screen sliding up from below (an activity-open transition): it is drawn shifted down by the part of
+    /// the animation still to run, so two captures taken at different moments differ.
+    fn slide_in(&mut self, start: Instant, end: Instant, bg: [u8; 4]) {
+        let total = end.saturating_duration_since(start).as_micros().max(1);
+        let left = end.saturating_duration_since(Instant::now()).as_micros().min(total);
+        let shift = ((self.h as u128 * left) / total) as usize;
+        if shift == 0 {
+            return;
+        }
+        let row = self.w * 4;
+        self.px.copy_within(0..(self.h - shift) * row, shift * row);
+        self.fill(Rect { left: 0, top: 0, right: self.w as i32, bottom: shift as i32 }, bg);
+    }
+
     fn fill(&mut self, r: Rect, c: [u8; 4]) {
         let x0 = r.left.clamp(0, self.w as i32) as usize;
         let x1 = r.right.clamp(0, self.w as i32) as usize;

@@ -69,6 +69,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "package": {"type": "string"}, "launched": {"type": "boolean"}}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
@@ -107,6 +108,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "package": {"type": "string"}, "stopped": {"type": "boolean"}}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(15),
             },
             adb,
@@ -126,6 +128,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "packages": {"type": "array", "items": {"type": "string"}}, "count": {"type": "integer"}}}),
                 side_effect: false,
+                settles: false,
                 deadline: Duration::from_secs(20),
             },
             adb,
@@ -206,6 +209,7 @@ fn pm_tool(
             output: json!({"type": "object", "properties": {
                 "package": {"type": "string"}, done: {"type": "boolean"}}}),
             side_effect: true,
+            settles: false,
             deadline: Duration::from_secs(60),
         },
         adb,

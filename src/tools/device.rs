@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
-use super::{BoxFuture, Tool, ToolCall, ToolSpec};
+use super::{settle, BoxFuture, Tool, ToolCall, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::DeviceKey;
 use crate::files::FileCache;
@@ -63,8 +63,25 @@ impl Tool for DeviceTool {
                 Err(ProtoError::new(ErrorCode::Internal, "the tool registry was started without a file cache"))
             });
         };
+        let settle = call.settle.filter(|s| self.spec.settles && s.settle);
+        let (adb, key) = (self.adb.clone(), device.clone());
         let ctx = Ctx { adb: self.adb.clone(), files, device, args: call.args.clone(), spec: self.spec.clone(), call };
-        (self.body)(ctx)
+        let Some(settle) = settle else {
+            return (self.body)(ctx);
+        };
+        // Settling (tools::settle): the frame before the input, the input, then the wait for a still screen. The
+        // before-frame is taken before the tool's own checks (which only read), so it is what the screen showed
+        // when the call arrived.
+        let body = (self.body)(ctx);
+        Box::pin(async move {
+            let before = settle::before(&adb, &key).await;
+            let mut result = body.await?;
+            let effect = settle::after(&adb, &key, before, settle.timeout).await;
+            if let Some(obj) = result.as_object_mut() {
+                obj.insert("effect".to_owned(), effect);
+            }
+            Ok(result)
+        })
     }
 }
 

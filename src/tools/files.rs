@@ -141,6 +141,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "installed": {"type": "boolean"}, "byte_size": {"type": "integer"}, "filename": {"type": "string"}}}),
                 side_effect: true,
+                settles: false,
                 deadline: Duration::from_secs(300),
             },
             adb,
@@ -208,6 +209,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "files": {"type": "array", "items": files::file_item_schema()},
                     "path": {"type": "string"}, "byte_size": {"type": "integer"}}}),
                 side_effect: false,
+                settles: false,
                 deadline: Duration::from_secs(120),
             },
             adb,
@@ -264,6 +266,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "path": {"type": "string"}, "byte_size": {"type": "integer"}}}),
                 side_effect: true,
+                settles: false,
                 deadline: Duration::from_secs(300),
             },
             adb,

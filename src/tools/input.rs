@@ -140,8 +140,6 @@ struct InputTextArgs {
     submit: bool,
     /// Replace the field's content instead of appending
     #[serde(default)]
-    // Declared here so the card and the validator know it; the `settle` branch wires the clearing itself.
-    #[allow(dead_code)]
     clear: bool,
 }
 
@@ -208,12 +206,14 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 id: "android_tap",
                 title: "Tap the screen",
                 description: "Tap `element` (preferred) or (x, y). stale_element / ambiguous_element list \
-                              candidates and an observation_id to retry with.",
+                              candidates and an observation_id to retry with. Input tools wait for a still screen \
+                              (settle: false to skip) and report `effect`.",
                 input: args::schema::<TapArgs>(),
                 output: json!({"type": "object", "properties": {
                     "x": {"type": "integer"}, "y": {"type": "integer"}, "woke": woke_schema(),
                     "element": acted_schema(), "re_resolved": re_resolved_schema()}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(15),
             },
             adb,
@@ -235,6 +235,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "duration_ms": {"type": "integer"}, "woke": woke_schema()}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
@@ -260,6 +261,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                     "x": {"type": "integer"}, "y": {"type": "integer"}, "duration_ms": {"type": "integer"},
                     "woke": woke_schema(), "element": acted_schema(), "re_resolved": re_resolved_schema()}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
@@ -277,14 +279,17 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_input_text",
                 title: "Type text",
-                description: "Type into the focused field or `element`. Non-ASCII needs the ADB Keyboard on the \
-                              phone (else unsupported_text).",
+                description: "Type into the focused field or `element`; `clear` replaces its content. Non-ASCII \
+                              needs the ADB Keyboard (else unsupported_text). The field is read back.",
                 input: args::schema::<InputTextArgs>(),
                 output: json!({"type": "object", "properties": {
                     "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"}, "woke": woke_schema(),
                     "element": acted_schema(), "re_resolved": re_resolved_schema(),
+                    "field_text": {"type": ["string", "null"], "description": "The field after typing (null: password or not found)"},
+                    "password": {"type": "boolean"}, "verified": {"type": ["boolean", "null"]},
                     "method": {"type": "string", "enum": ["input_text", "adb_keyboard"]}}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(30),
             },
             adb,
@@ -310,12 +315,21 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                     }
                     None => None,
                 };
+                let clear = a.clear;
+                if clear {
+                    clear_field(&c).await?;
+                }
                 let method =
                     if text.is_ascii() { type_ascii(&c, &text).await? } else { type_unicode(&c, &text).await? };
+                // Read back before ENTER: submitting often empties the field or moves the focus away.
+                let back = read_back(&c, &text, clear).await;
                 if submit {
                     c.adb.shell_ok(&c.device, "input keyevent KEYCODE_ENTER", true, c.spec.deadline).await?;
                 }
-                let r = json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method});
+                let mut r = json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method});
+                if let Some(obj) = r.as_object_mut() {
+                    obj.extend(back);
+                }
                 Ok(with_woke(with_element(r, on), woke))
             },
         ),
@@ -329,6 +343,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "key": {"type": "string"}, "long_press": {"type": "boolean"}, "woke": woke_schema()}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(10),
             },
             adb,
@@ -358,6 +373,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "url": {"type": "string"}, "opened": {"type": "boolean"}}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(20),
             },
             adb,
@@ -381,6 +397,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                         "description": "The last swipe changed nothing"},
                     "found": {"type": "boolean"}, "element": acted_schema(), "woke": woke_schema()}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(90),
             },
             adb,
@@ -525,7 +542,7 @@ async fn type_ascii(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
 async fn type_unicode(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
     let d = c.spec.deadline;
     let imes = c.adb.shell_ok(&c.device, "ime list -s", false, d).await?;
-    if !imes.lines().any(|l| l.trim() == ADB_KEYBOARD) {
+    if !crate::device::formats::ime_listed(&imes, ADB_KEYBOARD) {
         return Err(ProtoError::new(
             ErrorCode::UnsupportedText,
             "this text has non-ASCII characters, which `input text` cannot type; install and enable the ADB \
@@ -543,6 +560,72 @@ async fn type_unicode(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
     }
     c.adb.shell_ok(&c.device, &script, true, d).await?;
     Ok("adb_keyboard")
+}
+
+/// DEL presses sent at most to clear a field: the longest text `android_input_text` types plus headroom for
+/// what the field held before (a field longer than this is cleared only in part, and `verified` says so).
+const MAX_CLEAR_KEYS: usize = 2000;
+/// DEL presses per `input keyevent` command (one `input` process each: they start slowly on real phones, and an
+/// old adbd caps a shell command at 4 KB).
+const DELS_PER_COMMAND: usize = 100;
+
+/// The focused input field in a fresh UI dump, if any.
+async fn focused_field(c: &Ctx) -> Result<Option<Element>, ProtoError> {
+    let now = ui::dump(c, Duration::from_secs(15)).await?;
+    Ok(now.into_iter().find(|e| e.focused && (e.class.ends_with("EditText") || e.focusable)))
+}
+
+/// Empties the focused field (`clear: true`). With the ADB Keyboard as the active input method its
+/// `ADB_CLEAR_TEXT` broadcast does it in one step; otherwise the cursor goes to the end (`KEYCODE_MOVE_END`) and
+/// the field's current length (from a UI dump; a password field reports one dot per character) of DELs follow, as
+/// appium-style clients do. A field that cannot be found is an error before anything is typed.
+async fn clear_field(c: &Ctx) -> Result<(), ProtoError> {
+    let d = c.spec.deadline;
+    let ime = c.adb.shell_ok(&c.device, "settings get secure default_input_method", false, d).await?;
+    if ime.trim() == ADB_KEYBOARD {
+        c.adb.shell_ok(&c.device, "am broadcast -a ADB_CLEAR_TEXT >/dev/null", true, d).await?;
+        return Ok(());
+    }
+    let Some(field) = focused_field(c).await? else {
+        return Err(ProtoError::new(
+            ErrorCode::ElementNotFound,
+            "clear=true needs a focused input field and none is focused: pass `element` (the field to type into)",
+        ));
+    };
+    let n = field.text.chars().count().min(MAX_CLEAR_KEYS);
+    if n == 0 {
+        return Ok(());
+    }
+    c.adb.shell_ok(&c.device, "input keyevent KEYCODE_MOVE_END", true, d).await?;
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(DELS_PER_COMMAND);
+        let cmd = format!("input keyevent{}", " KEYCODE_DEL".repeat(k));
+        c.adb.shell_ok(&c.device, &cmd, true, d).await?;
+        left -= k;
+    }
+    Ok(())
+}
+
+/// `field_text`, `password`, `verified` of `android_input_text`: the focused field read back from a UI dump. A
+/// dump that fails leaves them null (the text was typed; the result must not say otherwise).
+async fn read_back(c: &Ctx, text: &str, cleared: bool) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    let field = focused_field(c).await.ok().flatten();
+    let (field_text, verified) = match &field {
+        Some(f) if f.password => {
+            m.insert("password".into(), json!(true));
+            (Value::Null, Value::Null)
+        }
+        Some(f) => {
+            let ok = if cleared { f.text == text } else { f.text.ends_with(text) };
+            (json!(f.text), json!(ok))
+        }
+        None => (Value::Null, Value::Null),
+    };
+    m.insert("field_text".into(), field_text);
+    m.insert("verified".into(), verified);
+    m
 }
 
 /// http(s) only, a host, no whitespace or control characters; everything else is refused before any shell.

@@ -75,6 +75,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "files": {"type": "array", "items": files::file_item_schema(), },
                 "count": {"type": "integer"}, "truncated": {"type": "boolean"}}}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_secs(20),
         },
         adb,

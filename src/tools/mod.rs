@@ -11,6 +11,7 @@ pub mod observe;
 pub mod power;
 pub mod schema;
 pub mod screen;
+pub mod settle;
 pub mod shell;
 pub mod status;
 pub mod target;
@@ -41,6 +42,9 @@ pub struct ToolSpec {
     pub output: Value,
     /// Changes device state (needs per-device ordering and a repeated-call rule).
     pub side_effect: bool,
+    /// An input tool that settles (`tools::settle`): the registry adds `settle`/`settle_timeout_ms` to its input
+    /// and `effect` to its output, and hands the parsed value to the call as [`ToolCall::settle`].
+    pub settles: bool,
     /// Default deadline of one call.
     pub deadline: Duration,
 }
@@ -56,6 +60,8 @@ pub struct ToolCall {
     pub args: Map<String, Value>,
     pub tool_call_id: Option<String>,
     pub progress: ProgressFn,
+    /// `settle`/`settle_timeout_ms` of a settling tool (removed from `args`); `None` for the others.
+    pub settle: Option<settle::SettleArgs>,
 }
 
 pub trait Tool: Send + Sync + 'static {
@@ -66,8 +72,9 @@ pub trait Tool: Send + Sync + 'static {
     fn attach_files(&self, _files: &Arc<crate::files::FileCache>) {}
 }
 
-/// A looked-up tool and its validated arguments (`connector_channel_id` removed).
-pub type Prepared = (Arc<dyn Tool>, Map<String, Value>);
+/// A looked-up tool, its validated arguments (`connector_channel_id`, `settle` and `settle_timeout_ms` removed) and,
+/// for a settling tool, the parsed settle arguments.
+pub type Prepared = (Arc<dyn Tool>, Map<String, Value>, Option<settle::SettleArgs>);
 
 pub struct Registry {
     tools: Vec<(ToolSpec, Value, Arc<dyn Tool>)>,
@@ -82,14 +89,15 @@ impl Registry {
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Registry, String> {
         let mut reg = Registry { tools: Vec::new(), by_id: HashMap::new(), deadline_max: None };
         for tool in tools {
-            let spec = tool.spec().clone();
+            let mut spec = tool.spec().clone();
             if !card::is_valid_tool_id(spec.id) {
                 return Err(format!("tool id {:?} must match ^[A-Za-z0-9_.-]{{1,256}}$", spec.id));
             }
             if reg.by_id.contains_key(spec.id) {
                 return Err(format!("tool id {} is registered twice", spec.id));
             }
-            let input = card::with_connector_channel_id(spec.input.clone());
+            let input = if spec.settles { with_settle(&mut spec)? } else { spec.input.clone() };
+            let input = card::with_connector_channel_id(input);
             schema::check_supported(&input, spec.id)?;
             reg.by_id.insert(spec.id, reg.tools.len());
             reg.tools.push((spec, input, tool));
@@ -128,6 +136,17 @@ impl Registry {
     /// The deadline a call of `spec` runs under: its own, capped by the operator's `--tool-deadline-max`.
     pub fn deadline(&self, spec: &ToolSpec) -> std::time::Duration {
         self.deadline_max.map_or(spec.deadline, |m| spec.deadline.min(m))
+    }
+
+    /// The deadline of one call: a settling call gets its settle timeout (and the frames around it) on top of the
+    /// tool's own, so that waiting for the screen never eats the time the input itself may take. The operator's cap
+    /// still caps the whole.
+    pub fn call_deadline(&self, spec: &ToolSpec, settle: Option<settle::SettleArgs>) -> std::time::Duration {
+        let own = match settle {
+            Some(s) if s.settle => spec.deadline + s.timeout + settle::EXTRA_DEADLINE,
+            _ => spec.deadline,
+        };
+        self.deadline_max.map_or(own, |m| own.min(m))
     }
 
     /// Gives every tool the file cache (see [`Tool::attach_files`]); `run::start` calls it once.
@@ -174,6 +193,24 @@ impl Registry {
         schema::validate(input, arguments, "").map_err(|m| ProtoError::new(ErrorCode::InvalidArguments, m))?;
         let mut args = arguments.as_object().cloned().unwrap_or_default();
         args.remove("connector_channel_id");
-        Ok((tool.clone(), args))
+        let settle = tool.spec().settles.then(|| settle::take(&mut args));
+        Ok((tool.clone(), args, settle))
     }
+}
+
+/// Adds the settle input properties to a settling tool's input schema and `effect` to its output schema (both
+/// defined once, in `tools::settle`); returns the input schema.
+fn with_settle(spec: &mut ToolSpec) -> Result<Value, String> {
+    let mut input = spec.input.clone();
+    let props = input.get_mut("properties").and_then(Value::as_object_mut);
+    let props = props.ok_or_else(|| format!("tool {}: a settling tool's input needs `properties`", spec.id))?;
+    for (name, schema) in settle::input_properties() {
+        if props.insert(name.to_owned(), schema).is_some() {
+            return Err(format!("tool {}: `{name}` is the registry's to add", spec.id));
+        }
+    }
+    let out = spec.output.get_mut("properties").and_then(Value::as_object_mut);
+    let out = out.ok_or_else(|| format!("tool {}: a settling tool's output needs `properties`", spec.id))?;
+    out.insert("effect".to_owned(), settle::effect_schema(spec.id));
+    Ok(input)
 }

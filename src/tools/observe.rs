@@ -287,7 +287,7 @@ struct ObserveArgs {
     /// Draw numbered boxes on interactive elements
     #[serde(default = "yes")]
     marks: bool,
-    /// Longest image side in px (downscaled if larger); 0 = full size
+    /// Longest side in px (downscaled); 0 = full size
     #[schemars(range(min = 0, max = screen::MAX_SIDE_ARG))]
     #[serde(default = "screen::side_1280")]
     max_side: u32,
@@ -311,9 +311,9 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
         ToolSpec {
             id: "android_observe",
             title: "Observe the screen",
-            description: "Screenshot with numbered boxes on interactive elements, the elements with those \
-                          numbers, foreground app, keyboard, lock state and an observation_id: act with `element: \
-                          {index, observation_id}` (valid 300 s).",
+            description: "Screenshot with numbered boxes on interactive elements, those elements, foreground \
+                          app, keyboard, lock state and an observation_id for `element: {index, observation_id}` \
+                          (300 s).",
             input: args::schema::<ObserveArgs>(),
             output: json!({"type": "object", "properties": {
                     "observation_id": {"type": "string"},
@@ -335,6 +335,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "elements": {"type": "array", "items": element_schema()}}}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_secs(30),
         },
         adb,

@@ -113,13 +113,14 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_wake",
                 title: "Wake the screen",
-                description: "Turn the screen on if it is off. Input tools do this themselves unless the \
-                              operator turned auto_wake off; the lock screen needs android_unlock.",
+                description: "Turn the screen on. Input tools do it themselves unless the operator turned \
+                              auto_wake off; a lock screen needs android_unlock.",
                 input: super::args::schema::<super::args::NoArgs>(),
                 output: json!({"type": "object", "properties": {
                     "woke": {"type": "boolean", "description": "It was off and was woken"},
                     "screen_on": {"type": ["boolean", "null"]}, "locked": {"type": ["boolean", "null"]}}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(10),
             },
             adb,
@@ -139,14 +140,15 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_unlock",
                 title: "Open the lock screen",
-                description: "Wake and dismiss a lock screen without credential. A PIN, pattern or password \
-                              fails with secure_lock: a person must unlock.",
+                description: "Wake and dismiss a lock screen that has no credential; a PIN, pattern or \
+                              password fails with secure_lock (a person must unlock).",
                 input: super::args::schema::<super::args::NoArgs>(),
                 output: json!({"type": "object", "properties": {
                     "unlocked": {"type": "boolean"},
                     "woke": {"type": "boolean"},
                     "method": {"type": "string", "enum": ["not_locked", "dismiss_keyguard", "swipe_up"]}}}),
                 side_effect: true,
+                settles: true,
                 deadline: Duration::from_secs(20),
             },
             adb,

@@ -415,7 +415,7 @@ enum ImageFormat {
 struct ScreenshotArgs {
     #[serde(default)]
     format: ImageFormat,
-    /// Longest image side in px (downscaled if larger); 0 = full size
+    /// Longest side in px (downscaled); 0 = full size
     #[schemars(range(min = 0, max = MAX_SIDE_ARG))]
     #[serde(default = "side_1280")]
     max_side: u32,
@@ -451,6 +451,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "frame_blank": {"type": "boolean", "description": "One uniform colour although the screen is on (secure window); see hint"},
                     "hint": {"type": "string"}}}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_secs(30),
         },
         adb,

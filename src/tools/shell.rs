@@ -37,6 +37,7 @@ pub fn tools(adb: &Arc<AdbBackend>, policy: &Arc<Policy>) -> Vec<Arc<dyn Tool>> 
                 "truncated": {"type": "boolean"}}}),
             // Unknown commands may change state: treat as a side effect (ordered, idempotent per tool_call_id).
             side_effect: true,
+            settles: false,
             deadline: Duration::from_secs(30),
         },
         adb,

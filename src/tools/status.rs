@@ -35,8 +35,10 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "foreground_package": {"type": "string"}, "foreground_activity": {"type": "string"},
                 "screen_on": {"type": ["boolean", "null"]},
                 "locked": {"type": ["boolean", "null"]},
-                "lock_secure": {"type": ["boolean", "null"], "description": "Needs a PIN, pattern or password"}}}),
+                "lock_secure": {"type": ["boolean", "null"], "description": "Needs a PIN, pattern or password"},
+                "unicode_input": {"type": "boolean", "description": "ADB Keyboard enabled: non-ASCII text can be typed"}}}),
             side_effect: false,
+            settles: false,
             deadline: Duration::from_secs(15),
         },
         adb,
@@ -44,7 +46,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             let d = c.spec.deadline;
             let props = c
                 .adb
-                .shell_ok(&c.device, "getprop ro.product.model; getprop ro.product.manufacturer; getprop ro.build.version.release; getprop ro.build.version.sdk", false, d)
+                .shell_ok(&c.device, "getprop ro.product.model; getprop ro.product.manufacturer; getprop ro.build.version.release; getprop ro.build.version.sdk; ime list -s 2>/dev/null; true", false, d)
                 .await?;
             // A phone says what it likes here: printable, no bidi controls, bounded (device::text), as everywhere
             // a phone's string enters.
@@ -52,6 +54,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             let mut next = |max| lines.next().map(|l| text::phone_text(l, max));
             let (model, manufacturer) = (next(text::MAX_NAME_CHARS), next(text::MAX_NAME_CHARS));
             let (release, sdk) = (next(text::MAX_SHORT_CHARS), next(text::MAX_SHORT_CHARS));
+            let rest: Vec<&str> = lines.collect();
+            let unicode_input = formats::ime_listed(&rest.join("\n"), crate::tools::input::ADB_KEYBOARD);
             let (w, h) = c.adb.screen_size(&c.device).await?;
             let density = c.adb.shell_ok(&c.device, "wm density", false, d).await?;
             let density = density.lines().rev().find_map(|l| l.rsplit(':').next()?.trim().parse::<i64>().ok());
@@ -79,6 +83,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "android_version": release.unwrap_or_default(), "sdk": sdk.and_then(|s| s.parse::<i64>().ok()),
                 "screen_width": w, "screen_height": h, "density": density, "battery": battery(&bat),
                 "screen_on": power.screen_on, "locked": power.locked, "lock_secure": power.secure,
+                "unicode_input": unicode_input,
             });
             if let Some((pkg, act)) = formats::foreground(&win) {
                 r["foreground_package"] = json!(pkg);

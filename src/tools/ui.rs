@@ -344,7 +344,7 @@ pub fn element_schema(listed: bool) -> Value {
         "index, class, package, text, resource_id, content_desc, bounds [l,t,r,b], center [x,y] (device px); \
          clickable, focused, checked, scrollable, password when true; enabled when false"
     } else {
-        "index, class, text, resource_id, content_desc, bounds, center: as before the action"
+        "The element acted on, as observed before"
     };
     json!({"type": "object", "description": fields})
 }
@@ -406,6 +406,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "elements": {"type": "array", "items": element_schema(true)}}}),
                 side_effect: false,
+                settles: false,
                 deadline: Duration::from_secs(20),
             },
             adb,
@@ -444,6 +445,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "found": {"type": "boolean"}, "waited_ms": {"type": "integer"}, "element": element_schema(true)}}),
                 side_effect: false,
+                settles: false,
                 deadline: Duration::from_secs(40),
             },
             adb,

@@ -235,6 +235,21 @@ pub async fn ws(addr: SocketAddr, key: Option<&str>) -> Client {
 }
 
 /// A protocol client that records every packet it receives and checks each against the envelope schema.
+/// The input tools, which settle by default (device-profile §5.2).
+pub const SETTLING_TOOLS: &[&str] = &[
+    "android_tap",
+    "android_long_press",
+    "android_swipe",
+    "android_input_text",
+    "android_key",
+    "android_open_url",
+    "android_app_launch",
+    "android_app_stop",
+    "android_scroll",
+    "android_wake",
+    "android_unlock",
+];
+
 pub struct Client {
     pub ws: Ws,
     pub seen_packet_ids: std::collections::HashSet<String>,
@@ -310,7 +325,19 @@ impl Client {
 
     /// `tool.invoke` of `tool` on `channel`, with the channel id in the arguments as xAgent sends it; the reply
     /// (an ack, or an `error` packet for routing failures).
+    ///
+    /// An input tool gets `settle: false` unless the test says otherwise: these tests are about the input itself
+    /// (ordering, deadlines, gates, targets), and settling takes full-size frames that the debug-built simulated
+    /// phone renders slowly. Settling is tested by `tests/settle.rs`, through [`Client::invoke_as_is`].
     pub async fn invoke(&mut self, channel: &str, tool: &str, mut args: Value) -> Value {
+        if SETTLING_TOOLS.contains(&tool) && args.is_object() && args.get("settle").is_none() {
+            args["settle"] = json!(false);
+        }
+        self.invoke_as_is(channel, tool, args).await
+    }
+
+    /// `tool.invoke` with exactly these arguments (plus the channel id): the connector's defaults apply.
+    pub async fn invoke_as_is(&mut self, channel: &str, tool: &str, mut args: Value) -> Value {
         args["connector_channel_id"] = json!(channel);
         self.request("tool.invoke", Some(channel), json!({"tool_id": tool, "arguments": args})).await
     }

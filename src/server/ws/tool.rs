@@ -100,7 +100,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
             .await;
     }
     let arguments = payload.get("arguments").cloned().unwrap_or_else(|| Value::Object(Map::new()));
-    let (tool, args) = match hub.registry().prepare(&tool_id, &arguments) {
+    let (tool, args, settle) = match hub.registry().prepare(&tool_id, &arguments) {
         Ok(x) => x,
         Err(e) => return session.send(fail(e)).await,
     };
@@ -133,7 +133,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         }
     }
     let mut spec = tool.spec().clone();
-    spec.deadline = hub.registry().deadline(&spec);
+    spec.deadline = hub.registry().call_deadline(&spec, settle);
     let context = payload.get("context").and_then(Value::as_object);
     let tool_call_id = context.and_then(|c| str_field(c, "tool_call_id")).map(str::to_owned);
 
@@ -186,7 +186,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     let audit_args = args.clone();
     let audit_call_id = tool_call_id.clone();
     let audit_device = binding.clone();
-    let call = ToolCall { channel_id: channel.clone(), binding: Some(binding), args, tool_call_id, progress };
+    let call = ToolCall { channel_id: channel.clone(), binding: Some(binding), args, tool_call_id, progress, settle };
     let cancel = session.call_cancel(&channel);
     let shutdown = session.app.shutdown.clone();
     let guard = (session.in_flight.enter(), session.app.tools_in_flight.enter());

@@ -1,0 +1,277 @@
+//! Actions that say what they did (issue 19). Settle and effect: an input tool acks once the screen is still and
+//! says what changed. Typing you can trust: `clear`, the field read back, `unicode_input`. Real connector binary →
+//! real adb server → a simulated phone whose screen changes animate (`SimConfig::animation_ms`): frames differ until
+//! the animation ends, as on a real phone, so settling is tested against motion.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::adb::*;
+use common::*;
+use serde_json::{json, Value};
+use xagent_adb_connector::sim::{InputEvent, SimConfig, SimPhone};
+
+/// The animation of a screen change on the test phone: long enough that a capture taken right after the input
+/// is certainly mid-animation on a loaded machine.
+const ANIMATION_MS: u32 = 1500;
+/// The test phone's screen: small, because the simulated phone renders every frame in a debug build (a full-HD
+/// frame takes about a second there, where a real phone's adbd takes tens of milliseconds); settling does not
+/// depend on the size.
+const SCREEN: (u32, u32) = (270, 600);
+/// The sim home screen's "Demo" launcher icon: a tap opens com.xagent.demo, animated.
+const DEMO_ICON: (i64, i64) = (135, 516);
+/// The increment button: the counter changes, the app does not.
+const BUTTON: (i64, i64) = (135, 245);
+/// A point on no element of the home screen.
+const NOTHING: (i64, i64) = (5, 325);
+
+struct Rig {
+    adb: Arc<AdbServer>,
+    sim: SimPhone,
+    srv: Server,
+    c: Client,
+    ch: String,
+    _dir: tempfile::TempDir,
+}
+
+async fn rig(cfg: SimConfig) -> Rig {
+    let (adb, sim, _serial) = setup_with(cfg).await.expect("adb is required (apt-get install adb)");
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("127.0.0.1:{}", adb.port);
+    let srv = Server::start(dir.path(), &["--adb-server", &server], &[]);
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch = c.bind(None).await;
+    Rig { adb, sim, srv, c, ch, _dir: dir }
+}
+
+fn phone(animation_ms: u32) -> SimConfig {
+    SimConfig { animation_ms, screen_width: SCREEN.0, screen_height: SCREEN.1, density: 120, ..SimConfig::default() }
+}
+
+impl Rig {
+    async fn ok(&mut self, tool: &str, args: Value) -> Value {
+        let ch = self.ch.clone();
+        let ack = self.c.invoke_as_is(&ch, tool, args).await;
+        assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
+        assert!(ack.get("error").is_none() && ack["payload"].get("error").is_none(), "{tool} failed: {ack}");
+        ack["payload"]["result"].clone()
+    }
+
+    /// A lossless screenshot's bytes (PNG of the full-size frame).
+    async fn screen(&mut self) -> Vec<u8> {
+        let r = self.ok("android_screenshot", json!({"format": "png", "max_side": 0})).await;
+        let url = r["files"][0]["download_url"].as_str().expect("download_url").to_owned();
+        let resp = get(self.srv.addr, &url).await;
+        assert_eq!(resp.status, 200);
+        resp.body
+    }
+}
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(Duration::from_secs(120), f).await.expect("test took over 120 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settled_tap_across_an_animated_launch_reports_the_new_app_and_a_still_screen() {
+    bounded(async {
+        let mut r = rig(phone(ANIMATION_MS)).await;
+        let res = r.ok("android_tap", json!({"x": DEMO_ICON.0, "y": DEMO_ICON.1})).await;
+        let e = &res["effect"];
+        assert_eq!(e["foreground"], "com.xagent.demo/com.xagent.demo.MainActivity", "{res}");
+        assert_eq!(e["foreground_changed"], true, "{res}");
+        assert_eq!(e["screen_changed"], true, "{res}");
+        assert_eq!(e["settled"], true, "{res}");
+        assert_eq!(e["keyboard_shown"], false, "{res}");
+        let ms = e["settle_ms"].as_u64().expect("settle_ms");
+        // The ack waited for the animation: it cannot have settled while the screen was still sliding.
+        assert!(ms >= u64::from(ANIMATION_MS) / 2, "settled after {ms} ms of a {ANIMATION_MS} ms animation: {res}");
+        assert!(!r.sim.animating(), "acked while the screen still moved");
+        // What the agent sees next is what stays: a screenshot right after equals one a second later.
+        let now = r.screen().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let later = r.screen().await;
+        assert!(now == later, "the screen still changed after a settled ack");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_false_acks_as_soon_as_the_input_is_in() {
+    bounded(async {
+        let mut r = rig(phone(4000)).await;
+        let res = r.ok("android_tap", json!({"x": DEMO_ICON.0, "y": DEMO_ICON.1, "settle": false})).await;
+        assert!(r.sim.animating(), "settle:false waited for the animation: {res}");
+        assert!(res.get("effect").is_none(), "settle:false reports no effect: {res}");
+        assert_eq!(r.sim.foreground(), "com.xagent.demo/com.xagent.demo.MainActivity", "the tap went through");
+
+        // The card: exactly the input tools take the settle arguments and declare `effect`.
+        let card = get(r.srv.addr, "/connector-card.json").await.json();
+        let mut settling: Vec<&str> = card["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["input_schema"]["properties"].get("settle").is_some())
+            .inspect(|t| {
+                assert!(t["input_schema"]["properties"].get("settle_timeout_ms").is_some(), "{t}");
+                assert!(t["output_schema"]["properties"].get("effect").is_some(), "{t}");
+            })
+            .map(|t| t["tool_id"].as_str().unwrap())
+            .collect();
+        settling.sort_unstable();
+        let mut want = SETTLING_TOOLS.to_vec();
+        want.sort_unstable();
+        assert_eq!(settling, want);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn effects_tell_a_change_in_place_from_nothing_at_all() {
+    bounded(async {
+        let mut r = rig(phone(ANIMATION_MS)).await;
+        // The counter changes, the app stays.
+        let res = r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        let e = &res["effect"];
+        assert_eq!(
+            (&e["screen_changed"], &e["foreground_changed"], &e["settled"]),
+            (&json!(true), &json!(false), &json!(true)),
+            "{res}"
+        );
+        assert_eq!(e["foreground"], "com.android.launcher3/com.android.launcher3.uioverrides.QuickstepLauncher");
+        // A tap on nothing: nothing changed, and the result says so.
+        let res = r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1})).await;
+        let e = &res["effect"];
+        assert_eq!(
+            (&e["screen_changed"], &e["foreground_changed"], &e["settled"]),
+            (&json!(false), &json!(false), &json!(true)),
+            "{res}"
+        );
+        // A key that leaves the app: BACK from the demo app goes home, animated.
+        r.ok("android_app_launch", json!({"package": "com.xagent.demo"})).await;
+        let res = r.ok("android_key", json!({"key": "BACK", "settle_timeout_ms": 5000})).await;
+        let e = &res["effect"];
+        assert_eq!((&e["foreground_changed"], &e["settled"]), (&json!(true), &json!(true)), "{res}");
+        assert!(!r.sim.animating());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screen_that_never_stops_reports_unsettled_at_the_timeout() {
+    bounded(async {
+        let mut r = rig(phone(8000)).await;
+        let res = r.ok("android_tap", json!({"x": DEMO_ICON.0, "y": DEMO_ICON.1, "settle_timeout_ms": 1000})).await;
+        let e = &res["effect"];
+        assert_eq!(e["settled"], false, "{res}");
+        let ms = e["settle_ms"].as_u64().unwrap();
+        // It stops when the next frame would come after the timeout: within one interval (150 ms) of it.
+        assert!((700..6000).contains(&ms), "stopped waiting at the timeout: {ms} ms");
+        assert!(r.sim.animating(), "the ack came before the animation ended");
+    })
+    .await;
+}
+
+const FIELD: &str = "com.xagent.sim:id/input";
+const PASSWORD: &str = "com.xagent.sim:id/password";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_clears_on_request_and_reads_the_field_back() {
+    bounded(async {
+        let mut r = rig(phone(0)).await;
+        let field = json!({"resource_id": FIELD});
+        let res = r.ok("android_input_text", json!({"text": "hello", "element": field, "settle": false})).await;
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!("hello"), &json!(true)), "{res}");
+        // Typing appends: without clear the field holds both runs, and the read-back shows it.
+        let res = r.ok("android_input_text", json!({"text": "hello", "element": field, "settle": false})).await;
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!("hellohello"), &json!(true)), "{res}");
+        // clear replaces what was there.
+        let res = r.ok("android_input_text", json!({"text": "agent 100%", "element": field, "clear": true})).await;
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!("agent 100%"), &json!(true)), "{res}");
+        assert_eq!(r.sim.fields().0, "agent 100%", "the phone's field was replaced");
+        assert!(res["effect"]["settled"] == true, "{res}");
+        assert_eq!(res["effect"]["keyboard_shown"], true, "the field has the focus: {res}");
+        // Something else typed in between (a person, autocorrect): the read-back shows the whole field.
+        let (adb, serial) = (r.adb.clone(), r.sim.serial());
+        blocking(move || adb.adb(&["-s", &serial, "shell", "input", "text", "X"])).await;
+        let res = r.ok("android_input_text", json!({"text": "ok", "settle": false})).await;
+        assert_eq!(res["field_text"], "agent 100%Xok");
+        assert_eq!(res["verified"], true, "appended text ends the field: {res}");
+        let res =
+            r.ok("android_input_text", json!({"text": "z", "element": field, "clear": true, "settle": false})).await;
+        assert_eq!(res["field_text"], "z", "{res}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_field_is_cleared_and_typed_but_never_read_back() {
+    bounded(async {
+        let mut r = rig(phone(0)).await;
+        let pw = json!({"resource_id": PASSWORD});
+        r.ok("android_input_text", json!({"text": "hunter2", "element": pw, "settle": false})).await;
+        let res = r.ok("android_input_text", json!({"text": "s3cret", "element": pw, "clear": true})).await;
+        assert_eq!(r.sim.fields().1, "s3cret", "the password field was replaced");
+        assert_eq!((&res["field_text"], &res["password"]), (&Value::Null, &json!(true)), "{res}");
+        assert!(res["verified"].is_null(), "{res}");
+        let text = res.to_string();
+        assert!(!text.contains("s3cret") && !text.contains("hunter2"), "a password reached the result: {text}");
+        for line in r.srv.logs() {
+            assert!(!line.contains("s3cret") && !line.contains("hunter2"), "a password reached the log: {line}");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_status_says_whether_unicode_can_be_typed() {
+    bounded(async {
+        let mut plain = rig(phone(0)).await;
+        assert_eq!(plain.ok("android_device_status", json!({})).await["unicode_input"], false);
+        let mut ime = rig(SimConfig { adb_keyboard: true, ..phone(0) }).await;
+        assert_eq!(ime.ok("android_device_status", json!({})).await["unicode_input"], true);
+        // And it is true: non-ASCII is typed and read back.
+        let res = ime.ok("android_input_text", json!({"text": "héllo 世界", "element": {"resource_id": FIELD}})).await;
+        assert_eq!(
+            (&res["method"], &res["field_text"], &res["verified"]),
+            (&json!("adb_keyboard"), &json!("héllo 世界"), &json!(true)),
+            "{res}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_that_lies_about_its_frames_still_gets_the_tap_and_an_honest_effect() {
+    bounded(async {
+        let mut r = rig(phone(0)).await;
+        r.sim.lie_about_frames(xagent_adb_connector::sim::FrameLie::Truncated);
+        let res = r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(r.sim.counter(), 1, "the tap went through");
+        let e = &res["effect"];
+        assert!(e["screen_changed"].is_null() && e["settled"] == false, "no frame, no claim: {res}");
+        assert_eq!(e["foreground_changed"], false, "the state query still answers: {res}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_adb_keyboard_active_clear_is_one_broadcast() {
+    bounded(async {
+        let mut r = rig(SimConfig { adb_keyboard: true, ..phone(0) }).await;
+        let (adb, serial) = (r.adb.clone(), r.sim.serial());
+        blocking(move || adb.adb(&["-s", &serial, "shell", "ime", "set", "com.android.adbkeyboard/.AdbIME"])).await;
+        let field = json!({"resource_id": FIELD});
+        r.ok("android_input_text", json!({"text": "hello", "element": field, "settle": false})).await;
+        r.sim.clear_events();
+        let res =
+            r.ok("android_input_text", json!({"text": "x", "element": field, "clear": true, "settle": false})).await;
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!("x"), &json!(true)), "{res}");
+        assert!(r.sim.commands().iter().any(|c| c.contains("am broadcast -a ADB_CLEAR_TEXT")), "cleared by the IME");
+        let dels = r.sim.events().iter().filter(|e| matches!(e, InputEvent::Key(k) if k == "KEYCODE_DEL")).count();
+        assert_eq!(dels, 0, "no DEL keys when the IME clears the field");
+    })
+    .await;
+}
