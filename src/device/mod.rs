@@ -3,9 +3,11 @@
 
 pub mod adb;
 pub mod formats;
+pub mod health;
 pub mod host;
 pub mod identity;
 pub mod power;
+pub mod recovery;
 pub mod shell;
 pub mod text;
 pub mod transport;
@@ -109,6 +111,12 @@ pub trait Backend: Send + Sync + 'static {
     /// Every configured adb server (`host:port`, in configuration order) with how long it has been without a
     /// tracker connection (`None`: connected, or not tried yet). Empty for backends without adb servers.
     fn adb_servers(&self) -> Vec<(String, Option<std::time::Duration>)> {
+        Vec::new()
+    }
+
+    /// Every phone's health as last read (battery, storage, uptime, disconnects, recovery state) with the warnings
+    /// it raises under the operator's thresholds. Empty for backends without phones.
+    fn health(&self) -> Vec<(DeviceKey, health::Snapshot, Vec<health::Warning>)> {
         Vec::new()
     }
 }
