@@ -297,6 +297,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, env = "XAGENT_ADB_RECOVER_COMMAND_TIMEOUT")]
     pub recover_command_timeout: Duration,
 
+    /// How long a stuck phone gets to answer again after each recovery step (reconnect, recover command) before
+    /// the next one.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, env = "XAGENT_ADB_RECOVER_WAIT")]
+    pub recover_wait: Duration,
+
     /// Open WebSocket sessions at once; more upgrades get 503 too_many_sessions.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000), env = "XAGENT_ADB_MAX_SESSIONS")]
     pub max_sessions: u64,
@@ -388,6 +393,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     let recovery = crate::device::recovery::Config {
         command,
         command_timeout: args.recover_command_timeout,
+        wait: args.recover_wait,
         ..Default::default()
     };
     Ok(Resolved {

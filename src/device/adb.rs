@@ -822,6 +822,10 @@ impl Backend for AdbBackend {
         self.outages().into_iter().map(|(s, d)| (s.to_string(), d)).collect()
     }
 
+    fn command_timed_out(&self, key: &DeviceKey) {
+        self.health.command_ended(key, true);
+    }
+
     fn health(&self) -> Vec<(DeviceKey, super::health::Snapshot, Vec<super::health::Warning>)> {
         let t = self.health.thresholds();
         self.health

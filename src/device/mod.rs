@@ -114,6 +114,10 @@ pub trait Backend: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// A tool call on the device ran into its deadline (its device operation was dropped before it could tell):
+    /// one more timeout in a row for the recovery ladder.
+    fn command_timed_out(&self, _key: &DeviceKey) {}
+
     /// Every phone's health as last read (battery, storage, uptime, disconnects, recovery state) with the warnings
     /// it raises under the operator's thresholds. Empty for backends without phones.
     fn health(&self) -> Vec<(DeviceKey, health::Snapshot, Vec<health::Warning>)> {

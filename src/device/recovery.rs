@@ -2,11 +2,11 @@
 //! `device_timeout` [`TIMEOUTS_IN_A_ROW`] times in a row, or that the adb server has listed `offline` for
 //! [`OFFLINE_AFTER`], is
 //!
-//! 1. reconnected through the adb server (`host-serial:SERIAL:reconnect`, [`super::host::reconnect`]) and given
-//!    [`RECONNECT_WAIT`] to answer a probe again;
+//! 1. reconnected through the adb server (`host-serial:SERIAL:reconnect`, [`super::host::reconnect`]; a phone on
+//!    the network is then connected again with `host:connect`) and given [`Config::wait`] to answer a probe again;
 //! 2. then, if the operator configured one (`--recover-command`), handed to the operator's command (e.g. a hub port
 //!    power cycle), run without a shell with `{serial}` substituted, bounded by [`Config::command_timeout`] and run
-//!    at most once per [`Config::command_every`] per phone, and given [`COMMAND_WAIT`] to answer;
+//!    at most once per [`Config::command_every`] per phone, and given [`Config::wait`] to answer;
 //! 3. then marked unhealthy (the wall, the API and `xagent_device_unhealthy` show it) until it answers again.
 //!
 //! One ladder per phone at a time; every step is reported to the audit sink (`device.recover.*`). A phone that
@@ -24,10 +24,6 @@ use super::{DeviceKey, DeviceState};
 pub const TIMEOUTS_IN_A_ROW: u32 = 3;
 /// How long a phone may stay `offline` before the ladder starts (a replug or a reboot takes well under this).
 pub const OFFLINE_AFTER: Duration = Duration::from_secs(60);
-/// How long a reconnected phone gets to answer a probe.
-pub const RECONNECT_WAIT: Duration = Duration::from_secs(30);
-/// How long a phone gets to answer after the operator's command (a power-cycled phone re-enumerates).
-pub const COMMAND_WAIT: Duration = Duration::from_secs(60);
 /// How often the ladder looks for phones that need it.
 const TICK: Duration = Duration::from_secs(1);
 /// A serial we substitute into the operator's argv: what adb serials look like, never an option.
@@ -44,11 +40,17 @@ pub struct Config {
     pub command: Option<Vec<String>>,
     pub command_timeout: Duration,
     pub command_every: Duration,
+    /// How long a phone gets to answer a probe after each step (`--recover-wait`; a power-cycled phone
+    /// re-enumerates on USB within seconds).
+    pub wait: Duration,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { command: None, command_timeout: Duration::from_secs(60), command_every: Duration::from_secs(600) }
+        Config { command: None, command_timeout: Duration::from_secs(60),
+            command_every: Duration::from_secs(600),
+            wait: Duration::from_secs(30),
+        }
     }
 }
 
@@ -140,11 +142,11 @@ async fn ladder(adb: Arc<AdbBackend>, key: DeviceKey, why: String) {
         Err(e) => details.insert("error".into(), json!(super::text::phone_text(e, 200))),
     };
     adb.audit(&key, "device.recover.reconnect", &details, if outcome.is_ok() { "ok" } else { "failed" });
-    if back(&adb, &key, RECONNECT_WAIT).await {
+    let cfg = adb.recovery_config();
+    if back(&adb, &key, &path, cfg.wait).await {
         recovered(&adb, &key, "reconnect");
         return;
     }
-    let cfg = adb.recovery_config();
     if let Some(argv) = cfg.command.as_ref() {
         if !serial_ok(&path.serial) {
             let mut d = Map::new();
@@ -162,7 +164,7 @@ async fn ladder(adb: Arc<AdbBackend>, key: DeviceKey, why: String) {
             d.insert("program".into(), json!(argv[0]));
             tracing::warn!(device = %key, program = %argv[0], result = %result, "ran the recover command");
             adb.audit(&key, "device.recover.command", &d, &result);
-            if back(&adb, &key, COMMAND_WAIT).await {
+            if back(&adb, &key, &path, cfg.wait).await {
                 recovered(&adb, &key, "recover_command");
                 return;
             }
@@ -188,18 +190,34 @@ fn recovered(adb: &AdbBackend, key: &DeviceKey, by: &str) {
 }
 
 /// Whether the phone answers a probe within `wait` (listed online, then a trivial command answered).
-async fn back(adb: &AdbBackend, key: &DeviceKey, wait: Duration) -> bool {
+///
+/// A USB phone re-enumerates by itself after a reconnect; a phone on the network (serial `HOST:PORT`, `adb
+/// connect`) is dropped by the adb server's reconnect and not dialled again (adb 29, checked against a simulated
+/// phone): for those the server is asked to `host:connect` it again while it is not listed.
+async fn back(adb: &AdbBackend, key: &DeviceKey, path: &DeviceKey, wait: Duration) -> bool {
     let deadline = Instant::now() + wait;
+    let network = path.serial.parse::<std::net::SocketAddr>().is_ok();
+    let server = path.server.parse::<std::net::SocketAddr>().ok();
     // Give the adb server a moment to drop the old transport first (else the probe may ride the stuck one).
     tokio::time::sleep(Duration::from_millis(500)).await;
     while Instant::now() < deadline {
-        if adb.raw_state(key) == Some(DeviceState::Online) {
-            let probe = adb
-                .op(key, false, Duration::from_secs(3), |d| async move { d.shell_capped("echo ok", 64).await })
-                .await;
-            if probe.is_ok_and(|o| o.stdout.trim() == "ok") {
-                return true;
+        match adb.raw_state(key) {
+            Some(DeviceState::Online) => {
+                let probe = adb
+                    .op(key, false, Duration::from_secs(3), |d| async move { d.shell_capped("echo ok", 64).await })
+                    .await;
+                if probe.is_ok_and(|o| o.stdout.trim() == "ok") {
+                    return true;
+                }
             }
+            None if network => {
+                if let Some(server) = server {
+                    if let Err(e) = super::host::connect(server, &path.serial).await {
+                        tracing::debug!(device = %key, error = %e, "connecting the network phone again failed");
+                    }
+                }
+            }
+            _ => {}
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
