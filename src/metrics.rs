@@ -62,6 +62,8 @@ pub struct PhoneHealth {
     pub adb_server: String,
     pub temperature_celsius: Option<f64>,
     pub battery_percent: Option<u8>,
+    /// On external power (AC, USB, wireless, dock).
+    pub plugged: Option<bool>,
     pub storage_free_bytes: Option<u64>,
     pub disconnects_total: u64,
     pub unhealthy: bool,
@@ -256,12 +258,15 @@ impl Metrics {
 /// The per-phone health families (`xagent_device_*{serial, adb_server}`). The one place where a serial becomes a
 /// label: the set is bounded by the phones attached, which is what an operator wants a series per.
 fn render_phones(out: &mut String, phones: &[PhoneHealth]) {
-    let families: [(&str, &str, &str, fn(&PhoneHealth) -> Option<String>); 5] = [
+    let families: [(&str, &str, &str, fn(&PhoneHealth) -> Option<String>); 6] = [
         ("xagent_device_battery_temperature_celsius", "gauge", "Battery temperature as the phone last reported it.", |p| {
             p.temperature_celsius.map(|t| format!("{t:.1}"))
         }),
         ("xagent_device_battery_level_percent", "gauge", "Battery level as the phone last reported it.", |p| {
             p.battery_percent.map(|l| l.to_string())
+        }),
+        ("xagent_device_power_plugged", "gauge", "1 while the phone is on external power (AC, USB, wireless, dock).", |p| {
+            p.plugged.map(|b| u8::from(b).to_string())
         }),
         ("xagent_device_storage_free_bytes", "gauge", "Free bytes on the phone's /data file system.", |p| {
             p.storage_free_bytes.map(|b| b.to_string())
@@ -321,6 +326,7 @@ mod tests {
                 adb_server: "127.0.0.1:5037".into(),
                 temperature_celsius: Some(45.1),
                 battery_percent: Some(9),
+                plugged: Some(false),
                 storage_free_bytes: None,
                 disconnects_total: 2,
                 unhealthy: true,

@@ -177,6 +177,7 @@ fn phone_health(app: &App) -> Vec<crate::metrics::PhoneHealth> {
         .map(|(k, s, _)| crate::metrics::PhoneHealth {
             temperature_celsius: s.reading.as_ref().and_then(|r| r.temperature_celsius),
             battery_percent: s.reading.as_ref().and_then(|r| r.battery_percent),
+            plugged: s.reading.as_ref().map(|r| r.plugged),
             storage_free_bytes: s.reading.as_ref().and_then(|r| r.storage_free_bytes),
             disconnects_total: s.disconnects_total,
             unhealthy: s.unhealthy.is_some(),
