@@ -384,10 +384,10 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     let allow_serials =
         if args.allow_serials.is_empty() { policy.allow_serials.clone() } else { args.allow_serials.clone() };
     let command = match args.recover_command.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
-        Some(c) => Some(crate::device::recovery::split_command(c).map_err(|e| ConfigError {
-            code: exit::CONFIG,
-            message: format!("--recover-command: {e}"),
-        })?),
+        Some(c) => Some(
+            crate::device::recovery::split_command(c)
+                .map_err(|e| ConfigError { code: exit::CONFIG, message: format!("--recover-command: {e}") })?,
+        ),
         None => None,
     };
     let recovery = crate::device::recovery::Config {

@@ -259,15 +259,21 @@ impl Metrics {
 /// label: the set is bounded by the phones attached, which is what an operator wants a series per.
 fn render_phones(out: &mut String, phones: &[PhoneHealth]) {
     let families: [(&str, &str, &str, fn(&PhoneHealth) -> Option<String>); 6] = [
-        ("xagent_device_battery_temperature_celsius", "gauge", "Battery temperature as the phone last reported it.", |p| {
-            p.temperature_celsius.map(|t| format!("{t:.1}"))
-        }),
+        (
+            "xagent_device_battery_temperature_celsius",
+            "gauge",
+            "Battery temperature as the phone last reported it.",
+            |p| p.temperature_celsius.map(|t| format!("{t:.1}")),
+        ),
         ("xagent_device_battery_level_percent", "gauge", "Battery level as the phone last reported it.", |p| {
             p.battery_percent.map(|l| l.to_string())
         }),
-        ("xagent_device_power_plugged", "gauge", "1 while the phone is on external power (AC, USB, wireless, dock).", |p| {
-            p.plugged.map(|b| u8::from(b).to_string())
-        }),
+        (
+            "xagent_device_power_plugged",
+            "gauge",
+            "1 while the phone is on external power (AC, USB, wireless, dock).",
+            |p| p.plugged.map(|b| u8::from(b).to_string()),
+        ),
         ("xagent_device_storage_free_bytes", "gauge", "Free bytes on the phone's /data file system.", |p| {
             p.storage_free_bytes.map(|b| b.to_string())
         }),

@@ -98,7 +98,10 @@ async fn battery_temperature_storage_in_the_api_and_metrics_read_at_most_every_3
         let m = metrics(srv.addr).await;
         assert_eq!(metric(&m, "xagent_device_battery_temperature_celsius", &serial).as_deref(), Some("47.1"), "{m}");
         assert_eq!(metric(&m, "xagent_device_battery_level_percent", &serial).as_deref(), Some("9"));
-        assert_eq!(metric(&m, "xagent_device_storage_free_bytes", &serial), Some((400_000_000u64 / 1024 * 1024).to_string()));
+        assert_eq!(
+            metric(&m, "xagent_device_storage_free_bytes", &serial),
+            Some((400_000_000u64 / 1024 * 1024).to_string())
+        );
         assert_eq!(metric(&m, "xagent_device_disconnects_total", &serial).as_deref(), Some("0"));
         assert_eq!(metric(&m, "xagent_device_unhealthy", &serial).as_deref(), Some("0"));
 
@@ -167,7 +170,11 @@ async fn a_hung_phone_is_reconnected_then_handed_to_the_recover_command_then_mar
         // Step 1: the adb server reconnected the phone: a new transport connection reached the simulated phone.
         let deadline = Instant::now() + Duration::from_secs(30);
         while sim.transports() == transports {
-            assert!(Instant::now() < deadline, "the phone was never reconnected: {:#?}", srv.logs().iter().filter(|l| l.contains("recover") || l.contains("WARN")).collect::<Vec<_>>());
+            assert!(
+                Instant::now() < deadline,
+                "the phone was never reconnected: {:#?}",
+                srv.logs().iter().filter(|l| l.contains("recover") || l.contains("WARN")).collect::<Vec<_>>()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         // Step 2: the operator's command ran with the serial (the reconnect did not help: still hung).
@@ -185,14 +192,18 @@ async fn a_hung_phone_is_reconnected_then_handed_to_the_recover_command_then_mar
         let bin = env!("CARGO_BIN_EXE_xagent-adb-connector");
         let data = dir.path().join("data");
         let tail = blocking(move || {
-            let out = std::process::Command::new(bin).args(["audit", "tail"]).arg("--data-dir").arg(&data).output().unwrap();
+            let out =
+                std::process::Command::new(bin).args(["audit", "tail"]).arg("--data-dir").arg(&data).output().unwrap();
             String::from_utf8_lossy(&out.stdout).to_string()
         })
         .await;
         for step in ["device.recover.reconnect", "device.recover.command", "device.recover.unhealthy"] {
             assert!(tail.contains(step), "{step} not audited:\n{tail}");
         }
-        assert!(tail.contains("cycle-port") && !tail.contains("pdu-pass-5e1f"), "the program only, never its arguments:\n{tail}");
+        assert!(
+            tail.contains("cycle-port") && !tail.contains("pdu-pass-5e1f"),
+            "the program only, never its arguments:\n{tail}"
+        );
 
         // The phone answers again: the first answered command clears the mark; the agent's tap works.
         sim.set_fault(Fault::None);
@@ -225,7 +236,8 @@ async fn a_hung_phone_is_reconnected_then_handed_to_the_recover_command_then_mar
         loop {
             let d = data.clone();
             let tail = blocking(move || {
-                let out = std::process::Command::new(bin).args(["audit", "tail"]).arg("--data-dir").arg(&d).output().unwrap();
+                let out =
+                    std::process::Command::new(bin).args(["audit", "tail"]).arg("--data-dir").arg(&d).output().unwrap();
                 String::from_utf8_lossy(&out.stdout).to_string()
             })
             .await;

@@ -177,7 +177,13 @@ impl AdbBackend {
         *self.audit.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
     }
 
-    pub(crate) fn audit(&self, key: &DeviceKey, step: &'static str, details: &serde_json::Map<String, serde_json::Value>, result: &str) {
+    pub(crate) fn audit(
+        &self,
+        key: &DeviceKey,
+        step: &'static str,
+        details: &serde_json::Map<String, serde_json::Value>,
+        result: &str,
+    ) {
         let sink = self.audit.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(sink) = sink {
             sink(key, step, details, result);
@@ -217,7 +223,9 @@ impl AdbBackend {
                 let me = self.clone();
                 tokio::spawn(async move {
                     let cmd = super::formats::HEALTH_COMMAND;
-                    let out = me.op(&d.key, false, READ_DEADLINE, |dev| async move { dev.shell_capped(cmd, OUTPUT_MAX).await }).await;
+                    let out = me
+                        .op(&d.key, false, READ_DEADLINE, |dev| async move { dev.shell_capped(cmd, OUTPUT_MAX).await })
+                        .await;
                     match out {
                         Ok(o) => {
                             let text = super::formats::health(&o.stdout);

@@ -149,7 +149,9 @@ impl Snapshot {
             if let Some(l) = r.battery_percent.filter(|l| *l < t.battery_low_percent && !r.plugged) {
                 out.push(Warning {
                     code: "battery_low",
-                    message: format!("The battery is at {l} % and the phone is not on power: check its cable or hub port."),
+                    message: format!(
+                        "The battery is at {l} % and the phone is not on power: check its cable or hub port."
+                    ),
                 });
             }
             if let Some(free) = r.storage_free_bytes.filter(|f| *f < t.storage_low_mb.saturating_mul(1_000_000)) {

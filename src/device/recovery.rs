@@ -47,7 +47,9 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { command: None, command_timeout: Duration::from_secs(60),
+        Config {
+            command: None,
+            command_timeout: Duration::from_secs(60),
             command_every: Duration::from_secs(600),
             wait: Duration::from_secs(30),
         }
@@ -258,7 +260,10 @@ mod tests {
 
     #[test]
     fn commands_split_without_a_shell() {
-        assert_eq!(split_command("uhubctl -a cycle -p {serial}").unwrap(), ["uhubctl", "-a", "cycle", "-p", "{serial}"]);
+        assert_eq!(
+            split_command("uhubctl -a cycle -p {serial}").unwrap(),
+            ["uhubctl", "-a", "cycle", "-p", "{serial}"]
+        );
         assert_eq!(split_command(" '/opt/my tools/cycle' \"a b\" ''").unwrap(), ["/opt/my tools/cycle", "a b", ""]);
         for bad in ["", "   ", "a; rm -rf /", "a | b", "a $(x)", "a `x`", "a > f", "'open"] {
             assert!(split_command(bad).is_err(), "{bad:?}");
