@@ -255,10 +255,13 @@ impl Metrics {
     }
 }
 
+/// One per-phone family: name, type, help, the phone's value (none: no sample).
+type Family = (&'static str, &'static str, &'static str, fn(&PhoneHealth) -> Option<String>);
+
 /// The per-phone health families (`xagent_device_*{serial, adb_server}`). The one place where a serial becomes a
 /// label: the set is bounded by the phones attached, which is what an operator wants a series per.
 fn render_phones(out: &mut String, phones: &[PhoneHealth]) {
-    let families: [(&str, &str, &str, fn(&PhoneHealth) -> Option<String>); 6] = [
+    let families: [Family; 6] = [
         (
             "xagent_device_battery_temperature_celsius",
             "gauge",
