@@ -260,3 +260,46 @@ async fn a_hung_phone_is_reconnected_then_handed_to_the_recover_command_then_mar
     .await
     .expect("bounded");
 }
+
+/// Agents first: when a phone's 30 s re-read falls due while an agent's call is running on it, the read waits for
+/// the call to end instead of queuing a second command on the phone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_health_read_waits_for_the_agents_running_call() {
+    bounded(async {
+        let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+        let dir = tempfile::tempdir().unwrap();
+        let srv = start(&adb, dir.path(), &[]);
+        let mut c = ws(srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let ch = c.bind(Some(&serial)).await;
+        health_until(srv.addr, &serial, "read", |h| !h["read_ms"].is_null()).await;
+        let first = Instant::now();
+        assert_eq!(health_reads(&sim), 1);
+        // At ~25 s an agent's tap starts and hangs on the phone until its 10 s deadline (~35 s): the re-read due at
+        // 30 s must not run beside it.
+        tokio::time::sleep(Duration::from_secs(25).saturating_sub(first.elapsed())).await;
+        sim.stall("input");
+        let watcher = {
+            let sim = sim.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(34).saturating_sub(first.elapsed())).await;
+                (first.elapsed(), health_reads(&sim))
+            })
+        };
+        let r = c.tap(&ch, 10, 10).await;
+        let ended = first.elapsed();
+        assert_eq!(error_code(&r), "device_timeout", "{r}");
+        let (at, reads) = watcher.await.unwrap();
+        assert!(at < ended, "the watcher looked at {at:?}, after the call ended at {ended:?}: no conclusion");
+        assert_eq!(reads, 1, "a health read ran beside the agent's call (at {at:?}): {:#?}", sim.commands());
+        sim.release("input");
+        // Once the call is over, the overdue read runs at the next tick.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while health_reads(&sim) < 2 {
+            assert!(Instant::now() < deadline, "the overdue read never ran");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("bounded");
+}
