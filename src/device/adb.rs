@@ -417,6 +417,10 @@ impl AdbBackend {
         }
         {
             let now = Instant::now();
+            // The adb server went away (its tracker broke): its phones did not disconnect, the server did.
+            if self.down_since.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&server) {
+                dropped.clear();
+            }
             let ids = self.ids();
             for k in &dropped {
                 self.health.disconnected(&ids.presented_of(k), now);
@@ -1001,5 +1005,29 @@ mod tests {
         // A returns later: verified again before it counts as online.
         b.apply(server, vec![dev("A", "device"), dev("B", "device")]);
         assert_eq!(b.info(&key("A")).unwrap().state, DeviceState::Offline);
+    }
+
+    #[test]
+    fn a_phone_leaving_counts_as_a_disconnect_but_an_adb_server_outage_does_not() {
+        let b = AdbBackend::new(vec!["127.0.0.1:5037".parse().unwrap()]);
+        let server: SocketAddrV4 = "127.0.0.1:5037".parse().unwrap();
+        let key = DeviceKey { server: server.to_string(), serial: "A".into() };
+        let listed = || vec![host::ListedDevice { serial: "A".into(), state: "device".into(), model: None }];
+        let online = |b: &Arc<AdbBackend>| {
+            b.apply(server, listed());
+            b.mark_verified(&key, Identity::parse("P\nG\n34\n"));
+        };
+        let disconnects = |b: &AdbBackend| b.health.snapshot(&key, Instant::now()).disconnects_total;
+        online(&b);
+        b.apply(server, vec![host::ListedDevice { serial: "A".into(), state: "offline".into(), model: None }]);
+        assert_eq!(disconnects(&b), 1, "online → offline");
+        online(&b);
+        b.apply(server, Vec::new());
+        assert_eq!(disconnects(&b), 2, "online → gone");
+        online(&b);
+        // The tracker lost the adb server (what `track` does): the phones are gone with it, but did not disconnect.
+        b.mark_down(server);
+        b.apply(server, Vec::new());
+        assert_eq!(disconnects(&b), 2, "an adb server outage is not the phone's disconnect");
     }
 }
