@@ -1,6 +1,6 @@
 //! The recovery ladder of a stuck phone, run by the tracker side (never by a tool): a phone whose commands ended in
 //! `device_timeout` [`TIMEOUTS_IN_A_ROW`] times in a row, or that the adb server has listed `offline` for
-//! [`OFFLINE_AFTER`], is
+//! [`OFFLINE_AFTER`], and that does not answer a trivial probe (`echo ok`, 3 s) either, is
 //!
 //! 1. reconnected through the adb server (`host-serial:SERIAL:reconnect`, [`super::host::reconnect`]; a phone on
 //!    the network is then connected again with `host:connect`) and given [`Config::wait`] to answer a probe again;
@@ -131,6 +131,13 @@ pub async fn run(adb: Arc<AdbBackend>, mut shutdown: tokio::sync::watch::Receive
 
 async fn ladder(adb: Arc<AdbBackend>, key: DeviceKey, why: String) {
     let book = adb.health_book();
+    // Timeouts of single commands (a stuck `uiautomator`, a pull from a slow card) do not make a stuck phone: one
+    // that answers a trivial command now is left alone — a reconnect would cut every call running on it.
+    if adb.raw_state(&key) == Some(DeviceState::Online) && probe(&adb, &key).await {
+        tracing::info!(device = %key, reason = %why, "the phone answers: no recovery needed");
+        book.recovered(&key);
+        return;
+    }
     tracing::warn!(device = %key, reason = %why, "recovering a stuck phone: reconnecting it through the adb server");
     let path = adb.path_of(&key);
     let outcome = match path.server.parse::<std::net::SocketAddr>() {
@@ -205,10 +212,7 @@ async fn back(adb: &AdbBackend, key: &DeviceKey, path: &DeviceKey, wait: Duratio
     while Instant::now() < deadline {
         match adb.raw_state(key) {
             Some(DeviceState::Online) => {
-                let probe = adb
-                    .op(key, false, Duration::from_secs(3), |d| async move { d.shell_capped("echo ok", 64).await })
-                    .await;
-                if probe.is_ok_and(|o| o.stdout.trim() == "ok") {
+                if probe(adb, key).await {
                     return true;
                 }
             }
@@ -224,6 +228,13 @@ async fn back(adb: &AdbBackend, key: &DeviceKey, path: &DeviceKey, wait: Duratio
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     false
+}
+
+/// Whether the phone answers `echo ok` within 3 s.
+async fn probe(adb: &AdbBackend, key: &DeviceKey) -> bool {
+    adb.op(key, false, Duration::from_secs(3), |d| async move { d.shell_capped("echo ok", 64).await })
+        .await
+        .is_ok_and(|o| o.stdout.trim() == "ok")
 }
 
 /// Runs the operator's command with `{serial}` substituted: no shell, stdin closed, output discarded, killed at
