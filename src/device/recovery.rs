@@ -210,12 +210,11 @@ async fn back(adb: &AdbBackend, key: &DeviceKey, path: &DeviceKey, wait: Duratio
     // Give the adb server a moment to drop the old transport first (else the probe may ride the stuck one).
     tokio::time::sleep(Duration::from_millis(500)).await;
     while Instant::now() < deadline {
-        match adb.raw_state(key) {
-            Some(DeviceState::Online) => {
-                if probe(adb, key).await {
-                    return true;
-                }
-            }
+        let state = adb.raw_state(key);
+        if state == Some(DeviceState::Online) && probe(adb, key).await {
+            return true;
+        }
+        match state {
             None if network => {
                 if let Some(server) = server {
                     if let Err(e) = super::host::connect(server, &path.serial).await {
