@@ -834,6 +834,12 @@ impl Backend for AdbBackend {
         self.outages().into_iter().map(|(s, d)| (s.to_string(), d)).collect()
     }
 
+    fn health_of(&self, key: &DeviceKey) -> Option<(super::health::Snapshot, Vec<super::health::Warning>)> {
+        let s = self.health.snapshot(key, Instant::now());
+        let w = s.warnings(&self.health.thresholds());
+        Some((s, w))
+    }
+
     fn command_timed_out(&self, key: &DeviceKey) {
         self.health.command_ended(key, true);
     }

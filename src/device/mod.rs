@@ -123,6 +123,11 @@ pub trait Backend: Send + Sync + 'static {
     fn health(&self) -> Vec<(DeviceKey, health::Snapshot, Vec<health::Warning>)> {
         Vec::new()
     }
+
+    /// One phone's entry of [`Backend::health`] (the devices API asks per phone).
+    fn health_of(&self, key: &DeviceKey) -> Option<(health::Snapshot, Vec<health::Warning>)> {
+        self.health().into_iter().find(|(k, _, _)| k == key).map(|(_, s, w)| (s, w))
+    }
 }
 
 /// A backend without devices: no auth flow, nothing to bind. Used where no device layer is configured.

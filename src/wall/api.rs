@@ -286,8 +286,7 @@ fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder]) -> Value
 /// The phone's `health` object: last reading (battery, temperature, charging, /data, uptime), disconnects,
 /// recovery state and warnings under the policy's thresholds. Fields are null until the first read.
 fn health_json(app: &App, key: &DeviceKey) -> Value {
-    let found = app.hub.backend().health().into_iter().find(|(k, _, _)| k == key);
-    let Some((_, s, warnings)) = found else {
+    let Some((s, warnings)) = app.hub.backend().health_of(key) else {
         return json!({"read_ms": null, "disconnects_last_hour": 0, "unhealthy": false, "warnings": []});
     };
     let r = s.reading.as_ref();
