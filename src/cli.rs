@@ -286,6 +286,21 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", env = "XAGENT_ADB_POLICY")]
     pub policy: Option<PathBuf>,
 
+    /// Command run (without a shell, `{serial}` replaced) when reconnecting a stuck phone did not help, e.g. a
+    /// hub port power cycle: `/usr/local/bin/cycle-port {serial}`. At most once per 10 min per phone, killed after
+    /// --recover-command-timeout.
+    #[arg(long, value_name = "COMMAND", env = "XAGENT_ADB_RECOVER_COMMAND")]
+    pub recover_command: Option<String>,
+
+    /// Longest the recover command may run before it is killed.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, env = "XAGENT_ADB_RECOVER_COMMAND_TIMEOUT")]
+    pub recover_command_timeout: Duration,
+
+    /// How long a stuck phone gets to answer again after each recovery step (reconnect, recover command) before
+    /// the next one.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, env = "XAGENT_ADB_RECOVER_WAIT")]
+    pub recover_wait: Duration,
+
     /// Open WebSocket sessions at once; more upgrades get 503 too_many_sessions.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000), env = "XAGENT_ADB_MAX_SESSIONS")]
     pub max_sessions: u64,
@@ -353,7 +368,21 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     }
     let allow_serials =
         if args.allow_serials.is_empty() { policy.allow_serials.clone() } else { args.allow_serials.clone() };
+    let command = match args.recover_command.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
+        Some(c) => Some(
+            crate::device::recovery::split_command(c)
+                .map_err(|e| ConfigError { code: exit::CONFIG, message: format!("--recover-command: {e}") })?,
+        ),
+        None => None,
+    };
+    let recovery = crate::device::recovery::Config {
+        command,
+        command_timeout: args.recover_command_timeout,
+        wait: args.recover_wait,
+        ..Default::default()
+    };
     Ok(Resolved {
+        recovery,
         serve: crate::config::ServeConfig {
             listen: args.listen,
             data_dir: Some(args.data_dir.clone()),

@@ -63,6 +63,8 @@ pub struct Resolved {
     pub policy: crate::policy::Policy,
     /// The operator's device wall (`/`).
     pub wall: crate::wall::WallConfig,
+    /// The operator's part of the recovery ladder of stuck phones.
+    pub recovery: crate::device::recovery::Config,
 }
 
 /// No key and a non-loopback listen address: every host that reaches the port drives the phones. Refused unless

@@ -2,8 +2,9 @@
 //!
 //! Hand-written instead of a client crate: a handful of counters, gauges read at scrape time and one histogram
 //! family, rendered in ~100 lines. Label values are tool ids, fixed state names and the configured adb server
-//! addresses only — never serials, channel ids or anything from a request — so cardinality is bounded by the
-//! registry and the configuration.
+//! addresses — never channel ids or anything from a request — so cardinality is bounded by the registry and the
+//! configuration; the per-phone health families (`xagent_device_*`) add the phone's serial, bounded by the phones
+//! attached.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -50,6 +51,22 @@ pub struct Gauges {
     pub observations_held: u64,
     /// `(host:port, up)` of every configured adb server (`--adb-server`): bounded by the configuration.
     pub adb_servers_up: Vec<(String, bool)>,
+    /// Per phone health (`device::health`): bounded by the phones the adb servers list (`health::MAX_PHONES`).
+    pub phones: Vec<PhoneHealth>,
+}
+
+/// One phone's health gauges. `serial` is the adb serial (cleaned by `device::text` where it entered).
+#[derive(Default)]
+pub struct PhoneHealth {
+    pub serial: String,
+    pub adb_server: String,
+    pub temperature_celsius: Option<f64>,
+    pub battery_percent: Option<u8>,
+    /// On external power (AC, USB, wireless, dock).
+    pub plugged: Option<bool>,
+    pub storage_free_bytes: Option<u64>,
+    pub disconnects_total: u64,
+    pub unhealthy: bool,
 }
 
 /// A Prometheus label value: `\`, `"` and newlines escaped (text format 0.0.4), so no value can break a line.
@@ -233,7 +250,61 @@ impl Metrics {
             ),
             body,
         );
+        render_phones(&mut out, &g.phones);
         out
+    }
+}
+
+/// One per-phone family: name, type, help, the phone's value (none: no sample).
+type Family = (&'static str, &'static str, &'static str, fn(&PhoneHealth) -> Option<String>);
+
+/// The per-phone health families (`xagent_device_*{serial, adb_server}`). The one place where a serial becomes a
+/// label: the set is bounded by the phones attached, which is what an operator wants a series per.
+fn render_phones(out: &mut String, phones: &[PhoneHealth]) {
+    let families: [Family; 6] = [
+        (
+            "xagent_device_battery_temperature_celsius",
+            "gauge",
+            "Battery temperature as the phone last reported it.",
+            |p| p.temperature_celsius.map(|t| format!("{t:.1}")),
+        ),
+        ("xagent_device_battery_level_percent", "gauge", "Battery level as the phone last reported it.", |p| {
+            p.battery_percent.map(|l| l.to_string())
+        }),
+        (
+            "xagent_device_power_plugged",
+            "gauge",
+            "1 while the phone is on external power (AC, USB, wireless, dock).",
+            |p| p.plugged.map(|b| u8::from(b).to_string()),
+        ),
+        ("xagent_device_storage_free_bytes", "gauge", "Free bytes on the phone's /data file system.", |p| {
+            p.storage_free_bytes.map(|b| b.to_string())
+        }),
+        (
+            "xagent_device_disconnects_total",
+            "counter",
+            "Times the phone left the online state since the connector started.",
+            |p| Some(p.disconnects_total.to_string()),
+        ),
+        (
+            "xagent_device_unhealthy",
+            "gauge",
+            "1 when the recovery ladder (reconnect, recover command) did not bring the phone back.",
+            |p| Some(u8::from(p.unhealthy).to_string()),
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
+        for p in phones {
+            if let Some(v) = value(p) {
+                let _ = writeln!(
+                    out,
+                    "{name}{{serial=\"{}\",adb_server=\"{}\"}} {v}",
+                    label(&p.serial),
+                    label(&p.adb_server)
+                );
+            }
+        }
     }
 }
 
@@ -259,6 +330,16 @@ mod tests {
             auth: vec![("login", 4, 1)],
             observations_held: 5,
             adb_servers_up: vec![("127.0.0.1:5037".into(), true), ("a\"b\\c\nd".into(), false)],
+            phones: vec![PhoneHealth {
+                serial: "R58\"x".into(),
+                adb_server: "127.0.0.1:5037".into(),
+                temperature_celsius: Some(45.1),
+                battery_percent: Some(9),
+                plugged: Some(false),
+                storage_free_bytes: None,
+                disconnects_total: 2,
+                unhealthy: true,
+            }],
         };
         let text = m.render(&g);
         for needle in [
@@ -267,6 +348,10 @@ mod tests {
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"ok\"} 2",
             "xagent_observations_held 5",
             "xagent_adb_server_up{server=\"127.0.0.1:5037\"} 1",
+            "xagent_device_battery_temperature_celsius{serial=\"R58\\\"x\",adb_server=\"127.0.0.1:5037\"} 45.1",
+            "xagent_device_battery_level_percent{serial=\"R58\\\"x\",adb_server=\"127.0.0.1:5037\"} 9",
+            "xagent_device_disconnects_total{serial=\"R58\\\"x\",adb_server=\"127.0.0.1:5037\"} 2",
+            "xagent_device_unhealthy{serial=\"R58\\\"x\",adb_server=\"127.0.0.1:5037\"} 1",
             "xagent_adb_server_up{server=\"a\\\"b\\\\c\\nd\"} 0",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"device_timeout\"} 1",
             "xagent_tool_latency_seconds_bucket{tool=\"android_tap\",le=\"0.01\"} 1",

@@ -8,7 +8,8 @@
 //!   "disabled_tools": ["android_open_url"],
 //!   "enabled_risky_tools": ["android_app_uninstall", "android_app_clear_data", "android_shell"],
 //!   "shell_allow_prefixes": ["dumpsys battery", "getprop ", "pm list features"],
-//!   "labels": {"R58N123ABC": ["pool:checkout", "sim:carrier-x"]}
+//!   "labels": {"R58N123ABC": ["pool:checkout", "sim:carrier-x"]},
+//!   "health": {"hot_celsius": 45, "battery_low_percent": 15, "storage_low_mb": 500}
 //! }
 //! ```
 
@@ -63,6 +64,10 @@ pub struct Policy {
     /// Operator labels per serial, which a bind can require (`labels` of the `adb_device` flow).
     #[serde(default)]
     pub labels: Labels,
+    /// Warning thresholds of phone health (`{"hot_celsius": 45, "battery_low_percent": 15, "storage_low_mb":
+    /// 500}`, each optional).
+    #[serde(default)]
+    pub health: crate::device::health::Thresholds,
 }
 
 impl Policy {
@@ -112,6 +117,7 @@ impl Policy {
                  a final `<args>` (or a trailing space) for any further argument words"
             ));
         }
+        self.health.validate()?;
         for (serial, labels) in &self.labels {
             if serial.is_empty() || serial.len() > 128 || serial.bytes().any(|b| !b.is_ascii_graphic()) {
                 return Err(format!("labels: {serial:?} is not a device serial"));

@@ -44,10 +44,21 @@ impl Running {
 pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
     warn_about_exposure(&r);
     let adb = crate::device::adb::AdbBackend::new(r.adb_servers);
+    adb.configure_health(r.recovery, r.policy.health.clone());
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
     let mut wall = r.wall;
     wall.data_dir = r.serve.data_dir.clone();
-    start_inner(r.serve, r.transfer, registry, adb.clone(), crate::wall::Wall::new(wall, Some(adb))).await
+    let running =
+        start_inner(r.serve, r.transfer, registry, adb.clone(), crate::wall::Wall::new(wall, Some(adb.clone())))
+            .await?;
+    // Recovery steps go to the audit log like every device action (no channel: the connector acted by itself).
+    let hub = Arc::downgrade(&running.hub);
+    adb.set_audit(Arc::new(move |key, step, details, result| {
+        if let Some(hub) = hub.upgrade() {
+            hub.audit("", None, step, key, details, result);
+        }
+    }));
+    Ok(running)
 }
 
 /// Start-up warnings for settings that work but expose something: a key file others can read (as `doctor`

@@ -130,9 +130,31 @@ fn keyboard_on_every_ime_sample() {
 #[test]
 fn battery_on_every_sample() {
     let b = |name| formats::battery(&sample(name));
-    assert_eq!(b("battery-samsung-vendor-extras.txt"), Battery { level: Some(100), plugged: true, status: "full" });
-    assert_eq!(b("battery-xiaomi-hyperos3.txt"), Battery { level: Some(80), plugged: true, status: "charging" });
-    assert_eq!(b("battery-nexus5-awesome-adb.txt"), Battery { level: Some(44), plugged: true, status: "charging" });
+    let bat = |level, plugged, status, temperature_tenths| Battery { level, plugged, status, temperature_tenths };
+    assert_eq!(b("battery-samsung-vendor-extras.txt"), bat(Some(100), true, "full", Some(309)));
+    // `mSavedBatteryMaxTemp: 534` further down is a vendor extra, not the temperature.
+    assert_eq!(b("battery-xiaomi-hyperos3.txt"), bat(Some(80), true, "charging", Some(364)));
+    assert_eq!(b("battery-nexus5-awesome-adb.txt"), bat(Some(44), true, "charging", Some(280)));
+}
+
+#[test]
+fn df_on_every_sample() {
+    use formats::DfSpace;
+    // toybox, 1K blocks, mount point last: 69302092 KiB free of 105515340 KiB.
+    assert_eq!(
+        formats::df(&sample("df-11-oneplus8pro-toybox.txt"), "/data"),
+        Some(DfSpace { free_bytes: 69_302_092 * 1024, total_bytes: 105_515_340 * 1024 })
+    );
+    // toolbox, mount point first, human units: 8G free of 27G.
+    assert_eq!(
+        formats::df(&sample("df-4.x-toolbox-aafm-30.txt"), "/data"),
+        Some(DfSpace { free_bytes: 8 << 30, total_bytes: 27 << 30 })
+    );
+    // toybox -h: `/cache 496M 816K 495M`; this box has no /data line at all.
+    let h = sample("df-h-7-mad-rom-aconf-47.txt");
+    assert_eq!(formats::df(&h, "/cache"), Some(DfSpace { free_bytes: 495 << 20, total_bytes: 496 << 20 }));
+    assert_eq!(formats::df(&h, "/tee").map(|d| d.total_bytes), Some((4.9 * (1u64 << 20) as f64) as u64));
+    assert_eq!(formats::df(&h, "/data"), None);
 }
 
 #[test]

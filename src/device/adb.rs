@@ -57,6 +57,30 @@ pub struct AdbBackend {
     /// effects and by state changes, trusted for [`SCREEN_STATE_TTL`] otherwise.
     /// `None` = forgotten at that instant: a read that started earlier must not put its (older) answer back.
     screen_states: Mutex<HashMap<DeviceKey, (Instant, Option<ScreenState>)>>,
+    /// Per phone: health readings, disconnects, timeouts in a row, recovery state (`health.rs`, `recovery.rs`).
+    health: super::health::Book,
+    /// Per phone: device operations in flight now. A health read waits until a phone has none (agents first).
+    in_flight: Mutex<HashMap<DeviceKey, usize>>,
+    recovery: Mutex<super::recovery::Config>,
+    audit: Mutex<Option<super::recovery::AuditSink>>,
+}
+
+/// Decrements the phone's in-flight count when its operation ends or is dropped.
+struct InFlight<'a> {
+    map: &'a Mutex<HashMap<DeviceKey, usize>>,
+    key: DeviceKey,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.key);
+            }
+        }
+    }
 }
 
 /// How long a screen state read is reused: several tools of one agent step (observe, then act) share one read,
@@ -126,7 +150,92 @@ impl AdbBackend {
             shell_v2: Mutex::new(HashMap::new()),
             listed: Mutex::new(std::collections::HashSet::new()),
             screen_states: Mutex::new(HashMap::new()),
+            health: Default::default(),
+            in_flight: Mutex::new(HashMap::new()),
+            recovery: Mutex::new(Default::default()),
+            audit: Mutex::new(None),
         })
+    }
+
+    /// Per-phone health and recovery state.
+    pub fn health_book(&self) -> &super::health::Book {
+        &self.health
+    }
+
+    /// The operator's part of the recovery ladder (`--recover-command`) and the warning thresholds (policy).
+    pub fn configure_health(&self, recovery: super::recovery::Config, thresholds: super::health::Thresholds) {
+        *self.recovery.lock().unwrap_or_else(|e| e.into_inner()) = recovery;
+        self.health.set_thresholds(thresholds);
+    }
+
+    pub fn recovery_config(&self) -> super::recovery::Config {
+        self.recovery.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Where recovery steps are recorded (the audit log; wired by `run.rs`).
+    pub fn set_audit(&self, sink: super::recovery::AuditSink) {
+        *self.audit.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    }
+
+    pub(crate) fn audit(
+        &self,
+        key: &DeviceKey,
+        step: &'static str,
+        details: &serde_json::Map<String, serde_json::Value>,
+        result: &str,
+    ) {
+        let sink = self.audit.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(sink) = sink {
+            sink(key, step, details, result);
+        }
+    }
+
+    /// The adb path commands for `key` take now (its best listed path).
+    pub fn path_of(&self, key: &DeviceKey) -> DeviceKey {
+        self.route(key)
+    }
+
+    /// The state the channel layer sees for `key`, `None` when no adb server lists it.
+    pub fn raw_state(&self, key: &DeviceKey) -> Option<DeviceState> {
+        self.view().into_iter().find(|d| &d.key == key).map(|d| d.state)
+    }
+
+    /// Whether any device operation for `key` is in flight now.
+    pub fn busy(&self, key: &DeviceKey) -> bool {
+        self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).get(key).is_some_and(|n| *n > 0)
+    }
+
+    /// Reads the health of online phones that are due ([`super::health::READ_EVERY`]) and idle, until `shutdown`.
+    async fn watch_health(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        use super::health::{Reading, OUTPUT_MAX, READ_DEADLINE, TICK};
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = tick.tick() => {}
+            }
+            for d in self.view().into_iter().filter(|d| d.state == DeviceState::Online) {
+                // An agent's call (or any other command) is running on this phone: try at a later tick.
+                if self.busy(&d.key) || !self.health.claim_read(&d.key, Instant::now()) {
+                    continue;
+                }
+                let me = self.clone();
+                tokio::spawn(async move {
+                    let cmd = super::formats::HEALTH_COMMAND;
+                    let out = me
+                        .op(&d.key, false, READ_DEADLINE, |dev| async move { dev.shell_capped(cmd, OUTPUT_MAX).await })
+                        .await;
+                    match out {
+                        Ok(o) => {
+                            let text = super::formats::health(&o.stdout);
+                            me.health.record_reading(&d.key, Reading::from_text(&text, crate::protocol::now_ms()));
+                        }
+                        Err(e) => tracing::debug!(device = %d.key, error = %e, "health read failed"),
+                    }
+                });
+            }
+        }
     }
 
     fn ids(&self) -> std::sync::MutexGuard<'_, super::identity::Identities> {
@@ -169,6 +278,8 @@ impl AdbBackend {
         for &server in &self.servers {
             tokio::spawn(self.clone().track(server, shutdown.clone()));
         }
+        tokio::spawn(self.clone().watch_health(shutdown.clone()));
+        tokio::spawn(super::recovery::run(self.clone(), shutdown));
     }
 
     /// Follows `host:track-devices-l` of one server; reconnects with backoff when the server goes away, in which
@@ -254,6 +365,9 @@ impl AdbBackend {
         let server_s = server.to_string();
         let mut changed = Vec::new();
         let mut to_verify = Vec::new();
+        // Paths that left the online state (disconnects) and the offline flag of every listed path.
+        let mut dropped = Vec::new();
+        let mut offline = Vec::new();
         {
             let mut map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
             let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
@@ -279,7 +393,11 @@ impl AdbBackend {
                 });
                 let info =
                     DeviceInfo { key: key.clone(), state, model: id.model, manufacturer: id.manufacturer, sdk: id.sdk };
+                offline.push((key.clone(), state_of(&d.state) == DeviceState::Offline));
                 if map.get(&key) != Some(&info) {
+                    if map.get(&key).is_some_and(|old| old.state == DeviceState::Online) {
+                        dropped.push(key.clone());
+                    }
                     changed.push(key.clone());
                     map.insert(key.clone(), info);
                 }
@@ -288,9 +406,27 @@ impl AdbBackend {
             let gone: Vec<DeviceKey> =
                 map.keys().filter(|k| k.server == server_s && !seen.contains(k)).cloned().collect();
             for k in gone {
+                if map.get(&k).is_some_and(|old| old.state == DeviceState::Online) {
+                    dropped.push(k.clone());
+                }
+                offline.push((k.clone(), false));
                 map.remove(&k);
                 verified.remove(&k);
                 changed.push(k);
+            }
+        }
+        {
+            let now = Instant::now();
+            // The adb server went away (its tracker broke): its phones did not disconnect, the server did.
+            if self.down_since.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&server) {
+                dropped.clear();
+            }
+            let ids = self.ids();
+            for k in &dropped {
+                self.health.disconnected(&ids.presented_of(k), now);
+            }
+            for (k, off) in &offline {
+                self.health.set_offline(&ids.presented_of(k), *off, now);
             }
         }
         // A change of any path is a change of its phone (as the channel layer knows it).
@@ -411,6 +547,8 @@ impl AdbBackend {
     {
         let path = self.route(key);
         let server = SocketAddr::V4(Self::server_addr(&path)?);
+        *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default() += 1;
+        let _in_flight = InFlight { map: &self.in_flight, key: key.clone() };
         let work = async {
             // The order slot belongs to the phone (the presented key), the connection to its best path.
             let _order = if ordered {
@@ -431,6 +569,20 @@ impl AdbBackend {
         if ordered {
             // Our own input may have woken, slept, locked or unlocked the phone: read the state again next time.
             self.forget_screen_state(key);
+        }
+        // The recovery ladder counts timeouts in a row; any answer proves the phone alive. Other errors (the adb
+        // server refused, the device went away) say nothing about the phone's adbd and change neither.
+        match &r {
+            Ok(Ok(_)) => {
+                self.health.command_ended(key, false);
+            }
+            Ok(Err(e)) if e.code == ErrorCode::DeviceTimeout => {
+                self.health.command_ended(key, true);
+            }
+            Err(_) => {
+                self.health.command_ended(key, true);
+            }
+            Ok(Err(_)) => {}
         }
         match r {
             Ok(r) => r,
@@ -682,6 +834,28 @@ impl Backend for AdbBackend {
         self.outages().into_iter().map(|(s, d)| (s.to_string(), d)).collect()
     }
 
+    fn health_of(&self, key: &DeviceKey) -> Option<(super::health::Snapshot, Vec<super::health::Warning>)> {
+        let s = self.health.snapshot(key, Instant::now());
+        let w = s.warnings(&self.health.thresholds());
+        Some((s, w))
+    }
+
+    fn command_timed_out(&self, key: &DeviceKey) {
+        self.health.command_ended(key, true);
+    }
+
+    fn health(&self) -> Vec<(DeviceKey, super::health::Snapshot, Vec<super::health::Warning>)> {
+        let t = self.health.thresholds();
+        self.health
+            .all(Instant::now())
+            .into_iter()
+            .map(|(k, s)| {
+                let w = s.warnings(&t);
+                (k, s, w)
+            })
+            .collect()
+    }
+
     fn auth_flows(&self) -> Vec<AuthFlow> {
         vec![AuthFlow {
             id: "adb_device",
@@ -837,5 +1011,29 @@ mod tests {
         // A returns later: verified again before it counts as online.
         b.apply(server, vec![dev("A", "device"), dev("B", "device")]);
         assert_eq!(b.info(&key("A")).unwrap().state, DeviceState::Offline);
+    }
+
+    #[test]
+    fn a_phone_leaving_counts_as_a_disconnect_but_an_adb_server_outage_does_not() {
+        let b = AdbBackend::new(vec!["127.0.0.1:5037".parse().unwrap()]);
+        let server: SocketAddrV4 = "127.0.0.1:5037".parse().unwrap();
+        let key = DeviceKey { server: server.to_string(), serial: "A".into() };
+        let listed = || vec![host::ListedDevice { serial: "A".into(), state: "device".into(), model: None }];
+        let online = |b: &Arc<AdbBackend>| {
+            b.apply(server, listed());
+            b.mark_verified(&key, Identity::parse("P\nG\n34\n"));
+        };
+        let disconnects = |b: &AdbBackend| b.health.snapshot(&key, Instant::now()).disconnects_total;
+        online(&b);
+        b.apply(server, vec![host::ListedDevice { serial: "A".into(), state: "offline".into(), model: None }]);
+        assert_eq!(disconnects(&b), 1, "online → offline");
+        online(&b);
+        b.apply(server, Vec::new());
+        assert_eq!(disconnects(&b), 2, "online → gone");
+        online(&b);
+        // The tracker lost the adb server (what `track` does): the phones are gone with it, but did not disconnect.
+        b.mark_down(server);
+        b.apply(server, Vec::new());
+        assert_eq!(disconnects(&b), 2, "an adb server outage is not the phone's disconnect");
     }
 }

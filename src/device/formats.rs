@@ -152,6 +152,10 @@ pub struct Battery {
     pub plugged: bool,
     /// BatteryManager.BATTERY_STATUS_*: `charging`, `discharging`, `not_charging`, `full`, `unknown`.
     pub status: &'static str,
+    /// `temperature:` in tenths of a degree Celsius (`280` = 28.0 °C), as `BatteryManager.EXTRA_TEMPERATURE`
+    /// has been since Android 1. `None` when missing or outside −50…150 °C (no battery works there: a lie or a
+    /// broken sensor, not a reading).
+    pub temperature_tenths: Option<i32>,
 }
 
 /// `key: value` lines of `dumpsys battery` (vendor extras such as `mod level:` or `Charge counter:` ignored).
@@ -180,7 +184,131 @@ pub fn battery(text: &str) -> Battery {
         Some(5) => "full",
         _ => "unknown",
     };
-    Battery { level, plugged, status }
+    let temperature_tenths =
+        num("temperature").filter(|t| (-500..=1500).contains(t)).and_then(|t| i32::try_from(t).ok());
+    Battery { level, plugged, status, temperature_tenths }
+}
+
+/// Free and total bytes of the file system a `df` line reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DfSpace {
+    pub free_bytes: u64,
+    pub total_bytes: u64,
+}
+
+/// A toolbox size (`27G`, `362M`, `76K`, `1.5G`, `0K`) in bytes; plain numbers are bytes. Bounded (< 1 EiB).
+fn human_size(v: &str) -> Option<u64> {
+    let (num, unit) = match v.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&v[..i], c.to_ascii_uppercase()),
+        _ => (v, 'B'),
+    };
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        'T' => 40,
+        'P' => 50,
+        _ => return None,
+    };
+    if num.is_empty() || num.len() > 24 || !num.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let n: f64 = num.parse().ok()?;
+    let bytes = n * (1u64 << shift) as f64;
+    (bytes.is_finite() && (0.0..1.0e18).contains(&bytes)).then_some(bytes as u64)
+}
+
+/// The `df` line of the file system mounted at `mount` (e.g. `/data`), in any of the formats Android printed:
+///
+/// - toybox (Android 6+): `Filesystem 1K-blocks Used Available Use% Mounted on`, mount point last;
+///   a long device name may wrap the numbers onto the next line;
+/// - toybox `-h`: the same columns with `Size Used Avail` in human units;
+/// - toolbox (Android ≤ 5): `Filesystem Size Used Free Blksize`, the mount point *first*, human units.
+///
+/// `None` when no line names `mount` or its numbers do not parse. Bounded: 10 000 lines, numbers < 1 EiB.
+pub fn df(text: &str, mount: &str) -> Option<DfSpace> {
+    let mut lines = text.lines().take(10_000).peekable();
+    let header = loop {
+        let l = lines.next()?;
+        if l.trim_start().starts_with("Filesystem") {
+            break l.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        }
+    };
+    let has = |name: &str| header.iter().any(|h| h.eq_ignore_ascii_case(name));
+    if has("Blksize") {
+        // toolbox: `/data 27G 19G 8G 4096`.
+        for l in lines {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if w.len() >= 4 && w[0] == mount {
+                let (total, free) = (human_size(w[1])?, human_size(w[3])?);
+                return Some(DfSpace { free_bytes: free, total_bytes: total });
+            }
+        }
+        return None;
+    }
+    let kib = has("1K-blocks");
+    let mut pending: Option<String> = None;
+    for l in lines {
+        // A wrapped line (device name alone) continues on the next one.
+        let joined = match pending.take() {
+            Some(p) => format!("{p} {l}"),
+            None => l.to_owned(),
+        };
+        let w: Vec<&str> = joined.split_whitespace().collect();
+        if w.len() == 1 {
+            pending = Some(joined);
+            continue;
+        }
+        if w.len() < 6 || w[w.len() - 1] != mount {
+            continue;
+        }
+        let size = |v: &str| -> Option<u64> {
+            if kib {
+                v.parse::<u64>().ok().filter(|n| *n < 1 << 50).map(|n| n * 1024)
+            } else {
+                human_size(v)
+            }
+        };
+        let (total, free) = (size(w[1])?, size(w[3])?);
+        return Some(DfSpace { free_bytes: free, total_bytes: total });
+    }
+    None
+}
+
+/// Seconds since boot from `/proc/uptime` (`12345.67 54321.00`: uptime, then idle time of all CPUs; the format of
+/// Linux `fs/proc/uptime.c`). Whole seconds; `None` unless the first word is a plausible number (< 100 years).
+pub fn uptime(text: &str) -> Option<u64> {
+    let first = text.split_whitespace().next()?;
+    let whole = first.split('.').next()?;
+    if whole.is_empty() || whole.len() > 12 || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    whole.parse::<u64>().ok().filter(|s| *s < 100 * 365 * 86_400)
+}
+
+/// The marker line between the sections of [`HEALTH_COMMAND`]'s output.
+pub const HEALTH_MARK: &str = "--xagent-health--";
+
+/// One shell round trip for a phone's health: `dumpsys battery`, `df /data`, `/proc/uptime`, separated by
+/// [`HEALTH_MARK`] lines. Each part may fail alone (its section is then empty); the whole always exits 0.
+pub const HEALTH_COMMAND: &str = "dumpsys battery 2>/dev/null; echo --xagent-health--; df /data 2>/dev/null; \
+                                  echo --xagent-health--; cat /proc/uptime 2>/dev/null; true";
+
+/// What [`HEALTH_COMMAND`] printed, parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthText {
+    pub battery: Battery,
+    pub storage: Option<DfSpace>,
+    pub uptime_s: Option<u64>,
+}
+
+pub fn health(text: &str) -> HealthText {
+    let mut parts = text.split(HEALTH_MARK);
+    let battery_text = parts.next().unwrap_or("");
+    let df_text = parts.next().unwrap_or("");
+    let uptime_text = parts.next().unwrap_or("");
+    HealthText { battery: battery(battery_text), storage: df(df_text, "/data"), uptime_s: uptime(uptime_text) }
 }
 
 /// `wm size`: the physical size and the override (`wm size WxH`) if any. Both are of the natural (portrait)
@@ -278,5 +406,30 @@ mod tests {
         assert_eq!(p.get("a.b").map(String::as_str), Some("1"));
         assert_eq!(p.get("c.d").map(String::as_str), Some("two\nlines"));
         assert_eq!(p.get("e").map(String::as_str), Some(""));
+    }
+
+    #[test]
+    fn df_uptime_and_health_are_bounded() {
+        // A wrapped toybox line (long device name alone on its line).
+        let t = "Filesystem 1K-blocks Used Available Use% Mounted on\n/dev/block/bootdevice/by-name/userdata\n 1000 400 600 40% /data\n";
+        assert_eq!(df(t, "/data"), Some(DfSpace { free_bytes: 600 * 1024, total_bytes: 1000 * 1024 }));
+        // Hostile numbers: overflowing, negative, NaN-ish, absurd units.
+        let big = "Filesystem 1K-blocks Used Available Use% Mounted on\nx 99999999999999999999 1 2 1% /data\n";
+        assert_eq!(df(big, "/data"), None);
+        assert_eq!(df("Filesystem Size Used Free Blksize\n/data 1e308G 1G -5G 4096\n", "/data"), None);
+        assert_eq!(df("Filesystem Size Used Free Blksize\n/data 9999999999P 1G 1G 4096\n", "/data"), None);
+        assert_eq!(df("no header\n/data 1 2 3 4\n", "/data"), None);
+        assert_eq!(uptime("12345.67 54321.00\n"), Some(12345));
+        assert_eq!(uptime("-1.00 2.00"), None);
+        assert_eq!(uptime("99999999999999999999.0 1"), None);
+        assert_eq!(uptime(""), None);
+        let h = health(&format!(
+            "  level: 50\n  temperature: 451\n  AC powered: true\n{HEALTH_MARK}\nFilesystem 1K-blocks Used Available Use% Mounted on\n/dev/x 100 50 50 50% /data\n{HEALTH_MARK}\n77.10 1.00\n"
+        ));
+        assert_eq!(h.battery.temperature_tenths, Some(451));
+        assert_eq!(h.storage.map(|s| s.free_bytes), Some(50 * 1024));
+        assert_eq!(h.uptime_s, Some(77));
+        assert_eq!(battery("temperature: 99999").temperature_tenths, None, "a 9999.9 °C battery is a lie");
+        assert_eq!(battery("temperature: -12").temperature_tenths, Some(-12));
     }
 }

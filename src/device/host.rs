@@ -121,6 +121,20 @@ pub async fn connect(server: SocketAddr, target: &str) -> Result<String, HostErr
     Ok(msg)
 }
 
+/// `host-serial:SERIAL:reconnect` (what `adb -s SERIAL reconnect` sends; AOSP adb.cpp `service == "reconnect"`,
+/// in every adb since 1.0.39, Debian's adb 29 included): the adb server kicks that device's transport and
+/// connects it again (USB: re-enumerates the interface; `adb connect`ed devices: a new TCP connection). The server
+/// answers OKAY with `reconnecting SERIAL [STATE]`, or OKAY with its error text when it has no such device.
+pub async fn reconnect(server: SocketAddr, serial: &str) -> Result<String, HostError> {
+    let mut s = request(server, &format!("host-serial:{serial}:reconnect")).await?;
+    let msg = read_hex_block(&mut s).await?;
+    if msg.starts_with("reconnecting") {
+        Ok(msg.trim_end().to_owned())
+    } else {
+        Err(HostError::Fail(msg.trim_end().to_owned()))
+    }
+}
+
 /// `host:track-devices-l`: the returned stream yields the full device list on every change.
 pub struct Tracker {
     stream: TcpStream,

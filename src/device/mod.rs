@@ -4,9 +4,11 @@
 pub mod adb;
 pub mod fake;
 pub mod formats;
+pub mod health;
 pub mod host;
 pub mod identity;
 pub mod power;
+pub mod recovery;
 pub mod shell;
 pub mod text;
 pub mod transport;
@@ -111,6 +113,21 @@ pub trait Backend: Send + Sync + 'static {
     /// tracker connection (`None`: connected, or not tried yet). Empty for backends without adb servers.
     fn adb_servers(&self) -> Vec<(String, Option<std::time::Duration>)> {
         Vec::new()
+    }
+
+    /// A tool call on the device ran into its deadline (its device operation was dropped before it could tell):
+    /// one more timeout in a row for the recovery ladder.
+    fn command_timed_out(&self, _key: &DeviceKey) {}
+
+    /// Every phone's health as last read (battery, storage, uptime, disconnects, recovery state) with the warnings
+    /// it raises under the operator's thresholds. Empty for backends without phones.
+    fn health(&self) -> Vec<(DeviceKey, health::Snapshot, Vec<health::Warning>)> {
+        Vec::new()
+    }
+
+    /// One phone's entry of [`Backend::health`] (the devices API asks per phone).
+    fn health_of(&self, key: &DeviceKey) -> Option<(health::Snapshot, Vec<health::Warning>)> {
+        self.health().into_iter().find(|(k, _, _)| k == key).map(|(_, s, w)| (s, w))
     }
 }
 

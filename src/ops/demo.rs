@@ -239,6 +239,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         policy: crate::policy::Policy::default(),
         key_file: args.api_key_file.clone(),
         wall: crate::wall::WallConfig::default(),
+        recovery: Default::default(),
     };
     let running = match crate::run::start_adb(resolved).await {
         Ok(r) => r,

@@ -172,6 +172,27 @@ pub async fn health(app: &App) -> Response<Body> {
 }
 
 /// `GET /metrics`: Prometheus text format (behind the API key like `/health`).
+/// The health gauges of every phone the adb servers list now (a phone gone from every list drops out).
+fn phone_health(app: &App) -> Vec<crate::metrics::PhoneHealth> {
+    let listed: std::collections::HashSet<_> = app.hub.backend().devices().into_iter().map(|d| d.key).collect();
+    app.hub
+        .backend()
+        .health()
+        .into_iter()
+        .filter(|(k, _, _)| listed.contains(k))
+        .map(|(k, s, _)| crate::metrics::PhoneHealth {
+            temperature_celsius: s.reading.as_ref().and_then(|r| r.temperature_celsius),
+            battery_percent: s.reading.as_ref().and_then(|r| r.battery_percent),
+            plugged: s.reading.as_ref().map(|r| r.plugged),
+            storage_free_bytes: s.reading.as_ref().and_then(|r| r.storage_free_bytes),
+            disconnects_total: s.disconnects_total,
+            unhealthy: s.unhealthy.is_some(),
+            serial: k.serial,
+            adb_server: k.server,
+        })
+        .collect()
+}
+
 pub fn metrics(app: &App) -> Response<Body> {
     use crate::device::DeviceState;
     let devices = app.hub.backend().devices();
@@ -196,6 +217,7 @@ pub fn metrics(app: &App) -> Response<Body> {
             .into_iter()
             .map(|(s, down)| (s, down.is_none_or(|d| d < crate::device::UNREACHABLE_AFTER)))
             .collect(),
+        phones: phone_health(app),
     };
     let mut r = Response::new(full(app.metrics.render(&gauges)));
     *r.status_mut() = StatusCode::OK;

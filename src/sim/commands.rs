@@ -103,6 +103,7 @@ pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i
         "screencap" => screencap(dev, &args, io),
         "uiautomator" => uiautomator(dev, &args, io),
         "cat" => cat(dev, &args, stdin, io),
+        "df" => df(dev, &args, io),
         "rm" => rm(dev, &args, io),
         "ls" => ls(dev, &args, io),
         "mkdir" => {
@@ -631,6 +632,19 @@ fn cat(dev: &Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
             io.out.extend_from_slice(stdin);
             continue;
         }
+        if *f == "/proc/uptime" {
+            // Linux fs/proc/uptime.c: seconds since boot and idle seconds of all CPUs, two decimals each.
+            let up = dev.booted.elapsed();
+            let idle = up * 3;
+            io.out(&format!(
+                "{}.{:02} {}.{:02}\n",
+                up.as_secs(),
+                up.subsec_millis() / 10,
+                idle.as_secs(),
+                idle.subsec_millis() / 10
+            ));
+            continue;
+        }
         match dev.fs.read(f) {
             Ok(d) => io.out.extend_from_slice(d),
             Err(e) => {
@@ -1083,10 +1097,7 @@ fn monkey(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
 
 fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
     match args.first().copied() {
-        Some("battery") => io.out(&format!(
-            "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n  Wireless powered: false\n  Dock powered: false\n  Max charging current: 500000\n  Max charging voltage: 5000000\n  Charge counter: 3100000\n  status: 2\n  health: 2\n  present: true\n  level: {}\n  scale: 100\n  voltage: 4210\n  temperature: 268\n  technology: Li-ion\n",
-            dev.battery_level
-        )),
+        Some("battery") => io.out(&battery_dump(dev)),
         Some("input") => io.out(&dumpsys_input(dev)),
         Some("window") => match args.get(1).copied() {
             Some("windows" | "w") => io.out(&dumpsys_window_windows(dev)),
@@ -1228,6 +1239,51 @@ fn dumpsys_input_method(dev: &Device) -> String {
         format!("  mShowRequested={shown} mShowExplicitlyRequested=false mShowForced=false mInputShown={shown}\n")
     };
     format!("Input Method Manager Service state:\n  mCurMethodId={ime}\n  mServedView=null\n{state}")
+}
+
+/// `dumpsys battery` as AOSP's BatteryService prints it (tests/fixtures/real/battery-*.txt: the same keys in the
+/// same order on a Nexus 5 (6.x) and a Redmi (15); `temperature:` in tenths of a degree).
+fn battery_dump(dev: &Device) -> String {
+    let (usb, status) = if dev.battery_plugged { (true, 2) } else { (false, 3) };
+    format!(
+        "Current Battery Service state:\n  AC powered: false\n  USB powered: {usb}\n  Wireless powered: false\n  \
+         Dock powered: false\n  Max charging current: 500000\n  Max charging voltage: 5000000\n  \
+         Charge counter: 3100000\n  status: {status}\n  health: 2\n  present: true\n  level: {}\n  scale: 100\n  \
+         voltage: 4210\n  temperature: {}\n  technology: Li-ion\n",
+        dev.battery_level, dev.battery_temperature_tenths
+    )
+}
+
+/// `df [PATH]` for the /data file system, in the format of the phone's SDK level: toybox from Android 6 (API 23:
+/// `1K-blocks … Mounted on`, mount point last — tests/fixtures/real/df-11-oneplus8pro-toybox.txt), toolbox before
+/// (mount point first, `Size Used Free Blksize` in whole K/M/G — df-4.x-toolbox-aafm-30.txt).
+fn df(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let paths: Vec<&&str> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    if let Some(p) = paths.iter().find(|p| ***p != "/data" && !p.starts_with("/data/")) {
+        io.err(&format!("df: {p}: No such file or directory\n"));
+        return 1;
+    }
+    let (free, total) = (dev.data_free_kib, dev.data_total_kib);
+    let used = total.saturating_sub(free);
+    if dev.cfg.sdk >= 23 {
+        let pct = (used * 100).checked_div(total).unwrap_or(0);
+        io.out(&format!(
+            "Filesystem        1K-blocks     Used Available Use% Mounted on\n/dev/block/dm-15 {total:>10} {used:>8} {free:>9} {pct:>3}% /data\n"
+        ));
+    } else {
+        let human = |kib: u64| match kib {
+            k if k >= 1 << 20 => format!("{}G", k >> 20),
+            k if k >= 1 << 10 => format!("{}M", k >> 10),
+            k => format!("{k}K"),
+        };
+        io.out(&format!(
+            "Filesystem             Size   Used   Free   Blksize\n/data {:>21} {:>6} {:>6}   4096\n",
+            human(total),
+            human(used),
+            human(free)
+        ));
+    }
+    0
 }
 
 /// `dumpsys power` (the lines that tell the screen state; a real dump has ~200 more): `mWakefulness=` in the
@@ -1565,6 +1621,16 @@ mod tests {
     /// not against this).
     #[test]
     fn prints_the_formats_of_its_sdk_level() {
+        // df: toolbox before 6.0, toybox from 6.0; both parse to the same /data.
+        let toolbox = out(&mut dev_sdk(22), "df /data");
+        assert!(toolbox.starts_with("Filesystem             Size   Used   Free   Blksize\n/data "), "{toolbox}");
+        let toybox = out(&mut dev_sdk(23), "df /data");
+        assert!(toybox.starts_with("Filesystem        1K-blocks") && toybox.trim_end().ends_with("% /data"));
+        let d = crate::device::formats::df(&toybox, "/data").unwrap();
+        assert_eq!(d.free_bytes, 56_089_024 * 1024);
+        assert_eq!(crate::device::formats::df(&toolbox, "/data").unwrap().free_bytes, 53 << 30);
+        let up = out(&mut dev_sdk(34), "cat /proc/uptime");
+        assert!(crate::device::formats::uptime(&up).is_some(), "{up}");
         let mut d = dev_sdk(16);
         let w = out(&mut d, "dumpsys window windows");
         assert!(w.contains("mCurrentFocus=Window{5f3a2b1 com.android.launcher3/"), "no u0 before 4.2: {w}");

@@ -46,6 +46,15 @@ pub struct Device {
     pub commands: Vec<String>,
     pub events: Vec<InputEvent>,
     pub battery_level: u32,
+    /// `dumpsys battery`'s `temperature:` in tenths of a degree (268 = 26.8 °C).
+    pub battery_temperature_tenths: i32,
+    /// On USB power (`USB powered: true`, `status: 2` charging); false: on battery (`status: 3` discharging).
+    pub battery_plugged: bool,
+    /// The /data file system as `df` reports it, in KiB.
+    pub data_free_kib: u64,
+    pub data_total_kib: u64,
+    /// When this phone booted (`/proc/uptime`).
+    pub booted: std::time::Instant,
     pub installs: u32,
     /// How long `uiautomator dump` waits for an idle UI before giving up (10 s on real phones).
     pub idle_timeout: std::time::Duration,
@@ -177,6 +186,12 @@ impl Device {
             commands: Vec::new(),
             events: Vec::new(),
             battery_level: 87,
+            battery_temperature_tenths: 268,
+            battery_plugged: true,
+            // A 128 GB phone with half of it free (toybox reports 1K blocks).
+            data_free_kib: 56_089_024,
+            data_total_kib: 112_178_048,
+            booted: std::time::Instant::now(),
             installs: 0,
             idle_timeout: std::time::Duration::from_secs(10),
             frame_lie: FrameLie::None,

@@ -151,6 +151,8 @@ pub(crate) struct Shared {
     pub(crate) stalls: Mutex<Stalls>,
     /// Bumped whenever a stall pattern is released.
     pub(crate) stall_release: watch::Sender<u64>,
+    /// Transport connections accepted so far (an adb server's reconnect shows as one more).
+    pub(crate) transports: std::sync::atomic::AtomicU64,
 }
 
 /// The per-command stall fault (see [`SimPhone::stall`]).
@@ -193,6 +195,7 @@ impl SimPhone {
             cfg,
             stalls: Mutex::new(Stalls::default()),
             stall_release: watch::Sender::new(0),
+            transports: Default::default(),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         tracing::info!(%addr, "sim phone listening");
@@ -244,6 +247,27 @@ impl SimPhone {
     pub fn boot_id(&self) -> String {
         self.read_file("/proc/sys/kernel/random/boot_id")
             .map_or_else(String::new, |b| String::from_utf8_lossy(&b).trim().to_owned())
+    }
+
+    /// Sets what `dumpsys battery` reports: level (%), temperature in tenths of a degree (451 = 45.1 °C), and
+    /// whether the phone is on USB power (charging) or on battery.
+    pub fn set_battery(&self, level: u32, temperature_tenths: i32, plugged: bool) {
+        let mut d = self.device();
+        d.battery_level = level;
+        d.battery_temperature_tenths = temperature_tenths;
+        d.battery_plugged = plugged;
+    }
+
+    /// Sets the /data file system `df` reports (bytes, rounded down to KiB as df counts).
+    pub fn set_storage(&self, free_bytes: u64, total_bytes: u64) {
+        let mut d = self.device();
+        d.data_free_kib = free_bytes / 1024;
+        d.data_total_kib = total_bytes / 1024;
+    }
+
+    /// Transport connections accepted so far: one per `adb connect`, one more per reconnect of the adb server.
+    pub fn transports(&self) -> u64 {
+        self.shared.transports.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every input event injected so far (oldest first).
@@ -413,6 +437,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                     continue;
                 }
                 tracing::debug!(%peer, "sim: adb transport connected");
+                shared.transports.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 tokio::spawn(transport::serve(sock, shared.clone()));
             }
             Err(e) => {

@@ -279,6 +279,35 @@ fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder]) -> Value
         "held_by": held_by,
         "running_calls": w.activity.running(&d.key),
         "screen_url": format!("/api/v1/devices/{id}/screen.jpg"),
+        "health": health_json(app, &d.key),
+    })
+}
+
+// ---- health (issue 20 item 3) ----------------------------------------------------------------------------------
+
+/// The phone's `health` object: last reading (battery, temperature, charging, /data, uptime), disconnects,
+/// recovery state and warnings under the policy's thresholds. Fields are null until the first read.
+fn health_json(app: &App, key: &DeviceKey) -> Value {
+    let Some((s, warnings)) = app.hub.backend().health_of(key) else {
+        return json!({"read_ms": null, "disconnects_last_hour": 0, "unhealthy": false, "warnings": []});
+    };
+    let r = s.reading.as_ref();
+    json!({
+        "battery_percent": r.and_then(|r| r.battery_percent),
+        "temperature_celsius": r.and_then(|r| r.temperature_celsius),
+        "charging": r.map(|r| r.battery_status == "charging"),
+        "plugged": r.map(|r| r.plugged),
+        "battery_status": r.map(|r| r.battery_status),
+        "storage_free_bytes": r.and_then(|r| r.storage_free_bytes),
+        "storage_total_bytes": r.and_then(|r| r.storage_total_bytes),
+        "uptime_s": r.and_then(|r| r.uptime_s),
+        "read_ms": r.map(|r| r.read_ms),
+        "disconnects_last_hour": s.disconnects_last_hour,
+        "disconnects_total": s.disconnects_total,
+        "unhealthy": s.unhealthy.is_some(),
+        "unhealthy_reason": s.unhealthy,
+        "recovering": s.recovering,
+        "warnings": warnings.iter().map(|w| json!({"code": w.code, "message": w.message})).collect::<Vec<_>>(),
     })
 }
 

@@ -215,10 +215,15 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     let r = tokio::select! {
                         r = tokio::time::timeout(spec.deadline, tool.call(call)) => match r {
                             Ok(r) => r,
-                            Err(_) => Err(ProtoError::new(
-                                ErrorCode::DeviceTimeout,
-                                format!("{} did not finish within its {} ms deadline", spec.id, spec.deadline.as_millis()),
-                            )),
+                            Err(_) => {
+                                // The device layer's op was dropped before it could count this: the recovery
+                                // ladder counts timeouts in a row per phone (`device::recovery`).
+                                hub.backend().command_timed_out(&audit_device);
+                                Err(ProtoError::new(
+                                    ErrorCode::DeviceTimeout,
+                                    format!("{} did not finish within its {} ms deadline", spec.id, spec.deadline.as_millis()),
+                                ))
+                            }
                         },
                         _ = cancel.cancelled() => Err(if *shutdown.borrow() {
                             ProtoError::new(ErrorCode::ShuttingDown, "cancelled: the connector shut down during the call; whether it took effect is unknown")

@@ -1,0 +1,305 @@
+//! Phone health and the recovery ladder through the real path: the real binary, a real adb server, simulated phones
+//! printing what real phones print (`dumpsys battery`, toybox `df`, `/proc/uptime`), the devices API and `/metrics`.
+
+mod common;
+mod wall_support;
+
+use std::time::{Duration, Instant};
+
+use common::adb::*;
+use common::*;
+use serde_json::{json, Value};
+use wall_support::{bearer, KEY};
+use xagent_adb_connector::sim::Fault;
+
+fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(240), f)
+}
+
+async fn devices(addr: std::net::SocketAddr) -> Value {
+    let (k, v) = bearer();
+    let r = http(addr, "GET", "/api/v1/devices", &[(k, &v)], b"").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+async fn metrics(addr: std::net::SocketAddr) -> String {
+    let (k, v) = bearer();
+    let r = http(addr, "GET", "/metrics", &[(k, &v)], b"").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.text()
+}
+
+fn phone<'a>(d: &'a Value, serial: &str) -> &'a Value {
+    d["devices"].as_array().unwrap().iter().find(|x| x["serial"] == serial).unwrap_or(&Value::Null)
+}
+
+/// Polls the devices API (bounded) until `pred` holds for the phone's `health` object.
+async fn health_until(addr: std::net::SocketAddr, serial: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let d = devices(addr).await;
+        let h = phone(&d, serial)["health"].clone();
+        if pred(&h) {
+            return h;
+        }
+        assert!(Instant::now() < deadline, "health never {what}: {d:#}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn metric(text: &str, name: &str, serial: &str) -> Option<String> {
+    let prefix = format!("{name}{{serial=\"{serial}\",");
+    text.lines().find(|l| l.starts_with(&prefix)).and_then(|l| l.rsplit(' ').next()).map(str::to_owned)
+}
+
+fn health_reads(sim: &xagent_adb_connector::sim::SimPhone) -> usize {
+    sim.commands().iter().filter(|c| c.contains("--xagent-health--")).count()
+}
+
+fn start(adb: &AdbServer, dir: &std::path::Path, extra: &[&str]) -> Server {
+    let key_file = dir.join("key");
+    std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+    let server = format!("127.0.0.1:{}", adb.port);
+    let mut args = vec!["--adb-server", server.as_str(), "--api-key-file", key_file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    Server::start(&dir.join("data"), &args, &[])
+}
+
+/// A hot, nearly empty, unplugged phone: its battery temperature, level, charging state, free /data and uptime
+/// reach the API and `/metrics` from one shell round trip, warnings follow the policy's thresholds, and nothing
+/// reads the phone again within 30 s however often the wall and Prometheus ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn battery_temperature_storage_in_the_api_and_metrics_read_at_most_every_30s() {
+    bounded(async {
+        let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+        sim.set_battery(9, 471, false);
+        sim.set_storage(400_000_000, 64_000_000_000);
+        let dir = tempfile::tempdir().unwrap();
+        // The policy moves one threshold: 400 MB free is low under the default (500 MB) but not under 300 MB.
+        let policy = dir.path().join("policy.json");
+        std::fs::write(&policy, json!({"health": {"storage_low_mb": 300}}).to_string()).unwrap();
+        let srv = start(&adb, dir.path(), &["--policy", policy.to_str().unwrap()]);
+
+        let h = health_until(srv.addr, &serial, "read", |h| !h["read_ms"].is_null()).await;
+        let read_at = Instant::now();
+        assert_eq!(h["temperature_celsius"], json!(47.1), "{h:#}");
+        assert_eq!(h["battery_percent"], 9);
+        assert_eq!(h["charging"], false);
+        assert_eq!(h["plugged"], false);
+        assert_eq!(h["storage_free_bytes"], json!(400_000_000u64 / 1024 * 1024), "df counts 1K blocks");
+        assert_eq!(h["storage_total_bytes"], json!(64_000_000_000u64 / 1024 * 1024));
+        assert!(h["uptime_s"].as_u64().is_some(), "{h:#}");
+        assert_eq!(h["disconnects_last_hour"], 0);
+        assert_eq!(h["unhealthy"], false);
+        let codes: Vec<&str> = h["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+        assert_eq!(codes, ["hot", "battery_low"], "storage_low is off under the policy's 300 MB: {h:#}");
+
+        let m = metrics(srv.addr).await;
+        assert_eq!(metric(&m, "xagent_device_battery_temperature_celsius", &serial).as_deref(), Some("47.1"), "{m}");
+        assert_eq!(metric(&m, "xagent_device_battery_level_percent", &serial).as_deref(), Some("9"));
+        assert_eq!(
+            metric(&m, "xagent_device_storage_free_bytes", &serial),
+            Some((400_000_000u64 / 1024 * 1024).to_string())
+        );
+        assert_eq!(metric(&m, "xagent_device_disconnects_total", &serial).as_deref(), Some("0"));
+        assert_eq!(metric(&m, "xagent_device_unhealthy", &serial).as_deref(), Some("0"));
+
+        // One round trip per read, and no second read within 30 s whatever the wall and Prometheus ask.
+        assert_eq!(health_reads(&sim), 1, "{:#?}", sim.commands());
+        sim.set_battery(80, 300, true);
+        while read_at.elapsed() < Duration::from_secs(20) {
+            devices(srv.addr).await;
+            metrics(srv.addr).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert_eq!(health_reads(&sim), 1, "read again within 30 s: {:#?}", sim.commands());
+        // After 30 s the next read sees the cooled, plugged phone: the warnings are gone.
+        let h = health_until(srv.addr, &serial, "read again", |h| h["temperature_celsius"] == json!(30.0)).await;
+        assert!(read_at.elapsed() >= Duration::from_secs(28), "second read after only {:?}", read_at.elapsed());
+        assert_eq!((h["charging"].clone(), h["battery_percent"].clone()), (json!(true), json!(80)));
+        assert_eq!(h["warnings"], json!([]));
+        assert_eq!(health_reads(&sim), 2);
+
+        // A disconnect counts: the phone drops off the adb server and comes back.
+        sim.drop_connections();
+        let h = health_until(srv.addr, &serial, "counting the disconnect", |h| h["disconnects_last_hour"] == 1).await;
+        assert_eq!(h["disconnects_total"], 1);
+        let _ = adb;
+    })
+    .await
+    .expect("bounded");
+}
+
+/// A phone whose adbd hangs (`Fault::Unresponsive`): three calls end in `device_timeout`, the connector
+/// reconnects it through the adb server (the simulated phone sees a new transport connection), runs the
+/// operator's recover command with the serial (no shell), and — as neither helps — marks it unhealthy on the API
+/// and in `/metrics`, every step in the audit log. Once the phone answers again the mark goes; a second hang that
+/// a reconnect cures is recovered by the reconnect alone and the phone works again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_phone_is_reconnected_then_handed_to_the_recover_command_then_marked_unhealthy() {
+    bounded(async {
+        let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("recovered-serials");
+        let script = dir.path().join("cycle-port");
+        std::fs::write(&script, format!("#!/bin/sh\necho \"$1\" >> '{}'\n", marker.display())).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        // A second word stands for what must not leak (a PDU's password on the operator's command line).
+        let command = format!("{} {{serial}} pdu-pass-5e1f", script.display());
+        let srv = start(
+            &adb,
+            dir.path(),
+            &["--tool-deadline-max", "2s", "--recover-wait", "12s", "--recover-command", &command],
+        );
+        let mut c = ws(srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let ch = c.bind(Some(&serial)).await;
+        let r = c.tap(&ch, 10, 10).await;
+        assert!(r.get("error").is_none(), "{r}");
+
+        sim.set_fault(Fault::Unresponsive);
+        let transports = sim.transports();
+        for _ in 0..3 {
+            let r = c.tap(&ch, 10, 10).await;
+            assert_eq!(error_code(&r), "device_timeout", "{r}");
+        }
+        // Step 1: the adb server reconnected the phone: a new transport connection reached the simulated phone.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while sim.transports() == transports {
+            assert!(
+                Instant::now() < deadline,
+                "the phone was never reconnected: {:#?}",
+                srv.logs().iter().filter(|l| l.contains("recover") || l.contains("WARN")).collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Step 2: the operator's command ran with the serial (the reconnect did not help: still hung).
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !marker.exists() {
+            assert!(Instant::now() < deadline, "the recover command never ran");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert_eq!(std::fs::read_to_string(&marker).unwrap(), format!("{serial}\n"));
+        // Step 3: unhealthy, with a reason, in the API and the metrics.
+        let h = health_until(srv.addr, &serial, "unhealthy", |h| h["unhealthy"] == true).await;
+        assert!(h["unhealthy_reason"].as_str().unwrap().contains("3 commands in a row timed out"), "{h:#}");
+        assert!(h["warnings"].as_array().unwrap().iter().any(|w| w["code"] == "unhealthy"), "{h:#}");
+        assert_eq!(metric(&metrics(srv.addr).await, "xagent_device_unhealthy", &serial).as_deref(), Some("1"));
+        let bin = env!("CARGO_BIN_EXE_xagent-adb-connector");
+        let data = dir.path().join("data");
+        let tail = blocking(move || {
+            let out =
+                std::process::Command::new(bin).args(["audit", "tail"]).arg("--data-dir").arg(&data).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).to_string()
+        })
+        .await;
+        for step in ["device.recover.reconnect", "device.recover.command", "device.recover.unhealthy"] {
+            assert!(tail.contains(step), "{step} not audited:\n{tail}");
+        }
+        assert!(
+            tail.contains("cycle-port") && !tail.contains("pdu-pass-5e1f"),
+            "the program only, never its arguments:\n{tail}"
+        );
+
+        // The phone answers again: the first answered command clears the mark; the agent's tap works.
+        sim.set_fault(Fault::None);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let r = c.tap(&ch, 10, 10).await;
+            if r.get("error").is_none() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the phone never answered again: {r}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        health_until(srv.addr, &serial, "healthy again", |h| h["unhealthy"] == false).await;
+
+        // A second hang that a reconnect cures: recovered by the reconnect alone (the command is rate limited anyway).
+        sim.set_fault(Fault::Unresponsive);
+        let transports = sim.transports();
+        for _ in 0..3 {
+            let r = c.tap(&ch, 10, 10).await;
+            assert_eq!(error_code(&r), "device_timeout", "{r}");
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while sim.transports() == transports {
+            assert!(Instant::now() < deadline, "the phone was never reconnected the second time");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        sim.set_fault(Fault::None);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let data = dir.path().join("data");
+        loop {
+            let d = data.clone();
+            let tail = blocking(move || {
+                let out =
+                    std::process::Command::new(bin).args(["audit", "tail"]).arg("--data-dir").arg(&d).output().unwrap();
+                String::from_utf8_lossy(&out.stdout).to_string()
+            })
+            .await;
+            if tail.contains("device.recover.recovered") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never recovered by the reconnect:\n{tail}\n{:#?}",
+                srv.logs().iter().filter(|l| !l.contains("INFO") && !l.contains("DEBUG")).collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let h = health_until(srv.addr, &serial, "recovered", |h| h["recovering"].is_null()).await;
+        assert_eq!(h["unhealthy"], false, "{h:#}");
+        assert_eq!(std::fs::read_to_string(&marker).unwrap().lines().count(), 1, "the command ran once");
+        let r = c.tap(&ch, 10, 10).await;
+        assert!(r.get("error").is_none(), "{r}");
+    })
+    .await
+    .expect("bounded");
+}
+
+/// Agents first: when a phone's 30 s re-read falls due while an agent's call is running on it, the read waits for
+/// the call to end instead of queuing a second command on the phone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_health_read_waits_for_the_agents_running_call() {
+    bounded(async {
+        let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+        let dir = tempfile::tempdir().unwrap();
+        let srv = start(&adb, dir.path(), &[]);
+        let mut c = ws(srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let ch = c.bind(Some(&serial)).await;
+        health_until(srv.addr, &serial, "read", |h| !h["read_ms"].is_null()).await;
+        let first = Instant::now();
+        assert_eq!(health_reads(&sim), 1);
+        // At ~25 s an agent's tap starts and hangs on the phone until its 10 s deadline (~35 s): the re-read due at
+        // 30 s must not run beside it.
+        tokio::time::sleep(Duration::from_secs(25).saturating_sub(first.elapsed())).await;
+        sim.stall("input");
+        let watcher = {
+            let sim = sim.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(34).saturating_sub(first.elapsed())).await;
+                (first.elapsed(), health_reads(&sim))
+            })
+        };
+        let r = c.tap(&ch, 10, 10).await;
+        let ended = first.elapsed();
+        assert_eq!(error_code(&r), "device_timeout", "{r}");
+        let (at, reads) = watcher.await.unwrap();
+        assert!(at < ended, "the watcher looked at {at:?}, after the call ended at {ended:?}: no conclusion");
+        assert_eq!(reads, 1, "a health read ran beside the agent's call (at {at:?}): {:#?}", sim.commands());
+        sim.release("input");
+        // Once the call is over, the overdue read runs at the next tick.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while health_reads(&sim) < 2 {
+            assert!(Instant::now() < deadline, "the overdue read never ran");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("bounded");
+}
