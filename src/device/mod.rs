@@ -3,6 +3,7 @@
 
 pub mod adb;
 pub mod formats;
+pub mod gunzip;
 pub mod host;
 pub mod identity;
 pub mod power;

@@ -101,6 +101,8 @@ pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i
         "wm" => wm(dev, &args, io),
         "input" => input(dev, &args, io),
         "screencap" => screencap(dev, &args, io),
+        // toybox gzip: in Android's toybox since 8.0 (tests/fixtures/real/toybox-applets-by-android-version.md).
+        "gzip" if dev.cfg.sdk >= GZIP_SINCE_SDK => gzip(dev, &args, stdin, io),
         "uiautomator" => uiautomator(dev, &args, io),
         "cat" => cat(dev, &args, stdin, io),
         "rm" => rm(dev, &args, io),
@@ -521,7 +523,74 @@ fn huge_png(w: u32, h: u32) -> Vec<u8> {
     out
 }
 
+/// First SDK whose toybox has `gzip`/`gunzip`/`zcat` (Android 8.0, toybox 0.7.3; AOSP
+/// `system/core/shell_and_utilities/README.md`).
+pub const GZIP_SINCE_SDK: u32 = 26;
+
+/// toybox `gzip [-19cdfkn]` on stdin → stdout (the only use a host has for it over adb). Output is a real gzip
+/// member as zlib writes it (`deflateInit2` with a gzip wrapper: mtime 0, OS 3 = Unix).
+fn gzip(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let started = std::time::Instant::now();
+    let mut level = 6;
+    let mut decompress = false;
+    for a in args {
+        let Some(flags) = a.strip_prefix('-').filter(|f| !f.is_empty()) else {
+            io.err(&format!("gzip: {a}: only stdin is supported by the simulator\n"));
+            return 1;
+        };
+        for f in flags.chars() {
+            match f {
+                '1'..='9' => level = f as u32 - '0' as u32,
+                'd' => decompress = true,
+                'c' | 'f' | 'k' | 'n' => {}
+                other => {
+                    io.err(&format!("gzip: Unknown option '{other}' (see \"gzip --help\")\n"));
+                    return 1;
+                }
+            }
+        }
+    }
+    use std::io::{Read, Write};
+    if decompress {
+        let mut out = Vec::new();
+        if flate2::read::GzDecoder::new(stdin).read_to_end(&mut out).is_err() {
+            io.err("gzip: not gzip\n");
+            return 1;
+        }
+        io.out.extend_from_slice(&out);
+        return 0;
+    }
+    let mut enc = flate2::GzBuilder::new()
+        .operating_system(3)
+        .write(Vec::with_capacity(stdin.len() / 8 + 64), flate2::Compression::new(level));
+    let lie = dev.frame_lie;
+    let mut out = enc.write_all(stdin);
+    if lie == FrameLie::GzipBomb {
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            out = out.and_then(|_| enc.write_all(&zeros));
+        }
+    }
+    match out.and_then(|_| enc.finish()) {
+        Ok(mut v) => {
+            if lie == FrameLie::GzipCorrupt && v.len() > 40 {
+                let mid = v.len() / 2;
+                v[mid] ^= 0x55;
+            }
+            io.out.extend_from_slice(&v)
+        }
+        Err(e) => {
+            io.err(&format!("gzip: {e}\n"));
+            return 1;
+        }
+    }
+    let cost = super::PhoneCosts::at_rate(stdin.len(), dev.cfg.costs.gzip_bytes_per_s);
+    io.sleep += cost.saturating_sub(started.elapsed());
+    0
+}
+
 fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let started = std::time::Instant::now();
     let mut png = false;
     let mut file = None;
     let mut i = 0;
@@ -541,6 +610,12 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         png = true;
     }
     let lie = dev.frame_lie;
+    // The phone's time: reading the display, and PNG encoding per megapixel for `-p`.
+    let (lw, lh) = dev.ui.logical_size();
+    let mut cost = dev.cfg.costs.display_read;
+    if png {
+        cost += dev.cfg.costs.png_per_megapixel.mul_f64(f64::from(lw) * f64::from(lh) / 1e6);
+    }
     let data = if png && lie == FrameLie::Huge {
         huge_png(60_000, 60_000)
     } else if png {
@@ -555,7 +630,7 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         let (mut w, mut h) = dev.ui.logical_size();
         let mut px = dev.ui.render_rgba();
         match lie {
-            FrameLie::None => {}
+            FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt => {}
             FrameLie::ChannelOverflow => h += 1,
             FrameLie::Truncated => px.truncate(px.len() / 2),
             FrameLie::Huge => {
@@ -579,6 +654,7 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         }
         None => io.out.extend_from_slice(&data),
     }
+    io.sleep += cost.saturating_sub(started.elapsed());
     0
 }
 
