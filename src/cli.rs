@@ -336,11 +336,26 @@ pub struct ServeArgs {
     /// How long a device-wall thumbnail is reused before the phone is captured again (at least 2s).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_THUMBNAIL_INTERVAL")]
     pub wall_thumbnail_interval: Duration,
+
+    /// Screen captures compressed on the phone (`screencap | gzip -1`, lossless) where its gzip works (Android 8+,
+    /// probed once per phone), the uncompressed framebuffer otherwise. `off`: always the framebuffer (a vendor
+    /// build whose gzip misbehaves; on a fast local link the phone's CPU may cost more than the bytes).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto", env = "XAGENT_ADB_CAPTURE_COMPRESSION")]
+    pub capture_compression: CaptureCompression,
+}
+
+/// `--capture-compression`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CaptureCompression {
+    Auto,
+    Off,
 }
 
 /// A validated `serve` configuration.
 pub struct Resolved {
     pub serve: crate::run::ServeConfig,
+    /// `--capture-compression auto`.
+    pub capture_compression: bool,
     /// Where the key came from, for the file-mode warning at start-up.
     pub key_file: Option<PathBuf>,
     pub transfer: crate::run::TransferConfig,
@@ -367,6 +382,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     let allow_serials =
         if args.allow_serials.is_empty() { policy.allow_serials.clone() } else { args.allow_serials.clone() };
     Ok(Resolved {
+        capture_compression: args.capture_compression == CaptureCompression::Auto,
         serve: crate::run::ServeConfig {
             listen: args.listen,
             data_dir: Some(args.data_dir.clone()),

@@ -162,15 +162,36 @@ fn peak_rss_kb(r: &Rig) -> u64 {
     status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches(" kB").parse().unwrap()
 }
 
-/// `XAGENT_CAPTURE_COMPRESSION=off`: no probe, no gzip, the framebuffer as before (the operator's escape hatch
+/// `--capture-compression off` (here through its variable): no probe, no gzip, the framebuffer as before (the operator's escape hatch
 /// and the benchmark's "before").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compression_can_be_turned_off() {
     bounded(async {
-        let mut r = rig(SimConfig::default(), &[("XAGENT_CAPTURE_COMPRESSION", "off")]).await;
+        let mut r = rig(SimConfig::default(), &[("XAGENT_ADB_CAPTURE_COMPRESSION", "off")]).await;
         r.screenshot(json!({})).await;
         assert_eq!((r.count(PROBE), r.count(GZIP_CAPTURE), r.count("framebuffer:")), (0, 0, 1));
     })
     .await
     .expect("test timed out");
+}
+
+/// The simulator's `gzip` exists exactly from the release whose toybox has it, per AOSP's list of each release's
+/// toybox applets (tests/fixtures/real/, provenance in INDEX.md): absent in 7.0, new in 8.0 (SDK 26).
+#[test]
+fn the_simulated_gzip_exists_from_the_release_aosp_lists_it_in() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/real/toybox-applets-7.0-8.0-9.0-aosp-shell-and-utilities.txt"),
+    )
+    .unwrap();
+    let section = |title: &str| -> Vec<String> {
+        let start = text.find(title).unwrap_or_else(|| panic!("no section {title}"));
+        let rest = &text[start + title.len()..];
+        let end = rest.find("\n## ").unwrap_or(rest.len());
+        rest[..end].split_whitespace().map(|w| w.trim_matches('*').to_owned()).collect()
+    };
+    assert!(!section("## Android 7.0").contains(&"gzip".to_owned()));
+    assert!(section("## Android 8.0").contains(&"gzip".to_owned()));
+    assert!(section("## Android 9.0").contains(&"gzip".to_owned()));
+    assert_eq!(xagent_adb_connector::sim::commands::GZIP_SINCE_SDK, 26, "Android 8.0 is SDK 26");
 }

@@ -54,6 +54,8 @@ pub struct AdbBackend {
     /// Per device: does `screencap | gzip -1` work ([`AdbBackend::gzip_capture`])? Probed once, dropped when the
     /// device changes state (a reconnect probes again: one small command).
     gzip: Mutex<HashMap<DeviceKey, bool>>,
+    /// `--capture-compression`: whether compressed captures may be tried at all.
+    capture_compression: std::sync::atomic::AtomicBool,
     /// Servers whose device list was applied at least once (see [`Backend::settling`]).
     listed: Mutex<std::collections::HashSet<SocketAddrV4>>,
     /// Per device: the last screen state read and when ([`AdbBackend::screen_state`]); dropped by our own side
@@ -128,6 +130,7 @@ impl AdbBackend {
             identities: Mutex::new(Default::default()),
             shell_v2: Mutex::new(HashMap::new()),
             gzip: Mutex::new(HashMap::new()),
+            capture_compression: std::sync::atomic::AtomicBool::new(true),
             listed: Mutex::new(std::collections::HashSet::new()),
             screen_states: Mutex::new(HashMap::new()),
         })
@@ -520,6 +523,15 @@ impl AdbBackend {
             transport::exec_gunzip(d.server, &d.serial, cmd, max_compressed, inflate).await
         })
         .await
+    }
+
+    /// `--capture-compression` (on unless the operator turned it off).
+    pub fn set_capture_compression(&self, on: bool) {
+        self.capture_compression.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn capture_compression(&self) -> bool {
+        self.capture_compression.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the phone's `gzip` can carry a capture, as last probed or decided (`None`: not probed since the

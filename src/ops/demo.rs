@@ -218,6 +218,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         }
     };
     let resolved = crate::cli::Resolved {
+        capture_compression: true,
         serve: crate::run::ServeConfig {
             listen: args.listen,
             data_dir: Some(dir.path.clone()),

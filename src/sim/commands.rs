@@ -619,7 +619,7 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     let data = if png && lie == FrameLie::Huge {
         huge_png(60_000, 60_000)
     } else if png {
-        let mut v = dev.ui.render_png();
+        let mut v = dev.ui.render_png_as(!dev.cfg.costs.png_per_megapixel.is_zero());
         if lie == FrameLie::Truncated {
             v.truncate(v.len() / 2);
         }

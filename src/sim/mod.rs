@@ -104,6 +104,8 @@ impl PhoneCosts {
 #[derive(Default)]
 pub(crate) struct Link {
     busy_until: Mutex<Option<tokio::time::Instant>>,
+    /// Every byte any stream sent to the host (paced or not): what [`SimPhone::bytes_sent`] reports.
+    pub(crate) sent: std::sync::atomic::AtomicU64,
 }
 
 impl Link {
@@ -305,6 +307,12 @@ impl SimPhone {
     pub fn boot_id(&self) -> String {
         self.read_file("/proc/sys/kernel/random/boot_id")
             .map_or_else(String::new, |b| String::from_utf8_lossy(&b).trim().to_owned())
+    }
+
+    /// Bytes the phone's streams (shell, exec, framebuffer, sync, ...) have sent to the host so far: stream
+    /// payloads as they cross the link, without the ADB message headers.
+    pub fn bytes_sent(&self) -> u64 {
+        self.shared.link.sent.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every input event injected so far (oldest first).

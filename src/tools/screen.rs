@@ -22,6 +22,13 @@
 //! common format. `-p` is slowest everywhere: the phone deflates 10 MB on its
 //! own CPU (hundreds of ms on real hardware) and the host inflates it again. Raw bytes come through `exec:` (no
 //! pty, no shell-protocol framing), so they arrive unmangled.
+//!
+//! Those figures are loopback, where bytes are free. Over USB 2.0 (~35 MB/s) the 10 MB of a raw frame cost ~300 ms
+//! on the cable alone, so [`DEFAULT_PATH`] is [`CapturePath::Auto`] (issue 24): where the phone's toybox has `gzip`
+//! (Android 8.0+), `screencap | gzip -1` deflates the raw frame on the phone — lossless, a flat UI shrinks ~30-50×
+//! — and the host inflates it while it arrives ([`crate::device::gunzip`], bounded by the frame size the capture's
+//! own header names). One probe per phone decides (cached until the device changes state); any failure falls back
+//! to `framebuffer:`. Measured on the simulated phone with a phone's costs: `BENCHMARKS.md`, "Issue 24".
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,15 +73,6 @@ pub const GZIP_CAPTURE: &str = "screencap | gzip -1";
 /// The probe: one short exec through the same pipeline shape; a phone without gzip (Android < 8, some vendor
 /// builds) answers "not found" instead of gzip, which decodes to nothing and is remembered as "no gzip".
 const GZIP_PROBE: &str = "echo xagent-gzip-probe | gzip -1";
-
-/// Whether compressed captures may be tried at all: `XAGENT_CAPTURE_COMPRESSION=off` turns them off (read once;
-/// an operator's escape hatch for a vendor build whose gzip misbehaves, and the benchmark's "before").
-pub fn compression_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        !matches!(std::env::var("XAGENT_CAPTURE_COMPRESSION").as_deref(), Ok("off" | "0" | "false" | "no"))
-    })
-}
 
 /// Largest screen we accept (guards the size arithmetic and memory against a garbled header).
 const MAX_SIDE: u32 = 16_384;
@@ -242,7 +240,7 @@ pub async fn capture(
     if path != CapturePath::Auto {
         return capture_along(adb, key, path, deadline).await;
     }
-    if compression_enabled() {
+    if adb.capture_compression() {
         match gzip_works(adb, key, left()).await {
             Ok(true) => match capture_along(adb, key, CapturePath::Gzip, left()).await {
                 Ok(c) => return Ok(c),
