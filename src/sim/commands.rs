@@ -1627,6 +1627,26 @@ mod tests {
 
     /// The formats of tests/fixtures/real, by SDK level (the connector's parsers are tested against those files,
     /// not against this).
+    /// toybox gzip (SDK 26+) writes one gzip member as zlib does (magic, deflate, mtime 0, OS 3) that inflates to
+    /// its input; older phones have no gzip at all.
+    #[test]
+    fn gzip_is_real_gzip_from_android_8_and_missing_before() {
+        use std::io::Read;
+        let mut d = dev_sdk(26);
+        let r = run_script(&mut d, "screencap | gzip -1", b"");
+        assert_eq!(r.status, 0);
+        assert_eq!(&r.stdout[..4], &[0x1f, 0x8b, 8, 0], "gzip magic, deflate, no flags");
+        assert_eq!(&r.stdout[4..8], &[0, 0, 0, 0], "mtime 0 (stdin)");
+        assert_eq!(r.stdout[9], 3, "OS = Unix");
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&r.stdout[..]).read_to_end(&mut raw).unwrap();
+        assert_eq!(raw, run_script(&mut d, "screencap", b"").stdout);
+        assert!(r.stdout.len() * 20 < raw.len(), "a flat UI deflates well: {} of {}", r.stdout.len(), raw.len());
+        let r = run_script(&mut dev_sdk(25), "echo x | gzip -1", b"");
+        assert_eq!(r.status, 127);
+        assert!(r.stdout.is_empty() && String::from_utf8_lossy(&r.stderr).contains("gzip: inaccessible or not found"));
+    }
+
     #[test]
     fn prints_the_formats_of_its_sdk_level() {
         let mut d = dev_sdk(16);
