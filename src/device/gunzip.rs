@@ -10,6 +10,9 @@ use std::io::Write;
 
 use flate2::write::GzDecoder;
 
+/// Most reserved ahead of the data (a 1080×2400 RGBA frame is 10.4 MB; larger ones grow as they arrive).
+const RESERVE_MAX: usize = 32 << 20;
+
 /// How the output's size is learnt from its first `prefix_len` bytes: `Ok(total)` or why the prefix is refused.
 pub type SizeOf = fn(&[u8]) -> Result<usize, String>;
 
@@ -37,7 +40,9 @@ impl Write for Sink {
                 Ok(total) if total <= self.max_out && total >= self.prefix_len => {
                     self.limit = total;
                     self.size_known = true;
-                    self.out.reserve_exact(total - self.out.len());
+                    // One allocation for an honest frame, but never the whole claim up front: a 100-byte stream
+                    // naming a 150 MB frame must not reserve 150 MB.
+                    self.out.reserve_exact(total.min(RESERVE_MAX).saturating_sub(self.out.len()));
                 }
                 Ok(total) => {
                     self.error =
