@@ -25,7 +25,7 @@
 //!
 //! Those figures are loopback, where bytes are free. Over USB 2.0 (~35 MB/s) the 10 MB of a raw frame cost ~300 ms
 //! on the cable alone, so [`DEFAULT_PATH`] is [`CapturePath::Auto`] (issue 24): where the phone's toybox has `gzip`
-//! (Android 8.0+), `screencap | gzip -1` deflates the raw frame on the phone — lossless, a flat UI shrinks ~30-50×
+//! (Android 8.0+), `screencap | gzip -1` deflates the raw frame on the phone — lossless, the simulated home screen 94×
 //! — and the host inflates it while it arrives ([`crate::device::gunzip`], bounded by the frame size the capture's
 //! own header names). One probe per phone decides (cached until the device changes state); any failure falls back
 //! to `framebuffer:`. Measured on the simulated phone with a phone's costs: `BENCHMARKS.md`, "Issue 24".
