@@ -350,6 +350,19 @@ pub struct ServeArgs {
     /// How long a device-wall thumbnail is reused before the phone is captured again (at least 2s).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_THUMBNAIL_INTERVAL")]
     pub wall_thumbnail_interval: Duration,
+
+    /// Screen captures compressed on the phone (`screencap | gzip -1`, lossless) where its gzip works (Android 8+,
+    /// probed once per phone), the uncompressed framebuffer otherwise. `off`: always the framebuffer (a vendor
+    /// build whose gzip misbehaves; on a fast local link the phone's CPU may cost more than the bytes).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto", env = "XAGENT_ADB_CAPTURE_COMPRESSION")]
+    pub capture_compression: CaptureCompression,
+}
+
+/// `--capture-compression`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CaptureCompression {
+    Auto,
+    Off,
 }
 
 /// Turns `serve` flags into a checked configuration (key, adb servers, policy, allowlist).
@@ -383,6 +396,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     };
     Ok(Resolved {
         recovery,
+        capture_compression: args.capture_compression == CaptureCompression::Auto,
         serve: crate::config::ServeConfig {
             listen: args.listen,
             data_dir: Some(args.data_dir.clone()),

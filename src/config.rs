@@ -65,6 +65,8 @@ pub struct Resolved {
     pub wall: crate::wall::WallConfig,
     /// The operator's part of the recovery ladder of stuck phones.
     pub recovery: crate::device::recovery::Config,
+    /// `--capture-compression auto`.
+    pub capture_compression: bool,
 }
 
 /// No key and a non-loopback listen address: every host that reaches the port drives the phones. Refused unless

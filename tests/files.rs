@@ -616,9 +616,12 @@ async fn capture_paths_agree() {
         let raw = capture(&backend, &key, CapturePath::Raw, Duration::from_secs(30)).await.unwrap();
         assert_eq!(raw.image.dimensions(), (1080, 2400));
         assert_eq!(raw.wire_bytes, 16 + 1080 * 2400 * 4);
-        for path in [CapturePath::Png, CapturePath::Framebuffer] {
+        for path in [CapturePath::Png, CapturePath::Framebuffer, CapturePath::Gzip, CapturePath::Auto] {
             let other = capture(&backend, &key, path, Duration::from_secs(30)).await.unwrap();
             assert!(other.image == raw.image, "{path:?} differs from the raw capture");
+            if path == CapturePath::Gzip {
+                assert!(other.wire_bytes * 20 < raw.wire_bytes, "gzip moved {} bytes", other.wire_bytes);
+            }
         }
     })
     .await

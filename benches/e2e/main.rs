@@ -24,6 +24,7 @@ mod hang;
 mod observe;
 mod scale;
 mod screenshot;
+mod screenshot_usb;
 mod settle;
 mod states;
 mod tap;
@@ -38,7 +39,7 @@ use common::*;
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects scenarios by name (tap, states, screenshot, ui,
-    // breakdown, observe, settle, scale, footprint, footprint-writes, hang).
+    // breakdown, observe, settle, screenshot-usb, scale, footprint, footprint-writes, hang).
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let want = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
     let q = quick();
@@ -91,6 +92,10 @@ fn main() {
     }
     for s in sims {
         sim_rt.block_on(s.shutdown());
+    }
+    if want("screenshot-usb") {
+        screenshot_usb::bench_screenshot_usb(&sim_rt, &rt, n_heavy, &mut rep);
+        eprintln!("[{:.0} s] screenshot-usb done", started.elapsed().as_secs_f64());
     }
     if want("settle") {
         settle::bench_settle(&sim_rt, &rt, n_heavy, &mut rep);

@@ -51,6 +51,11 @@ pub struct AdbBackend {
     identities: Mutex<super::identity::Identities>,
     /// Per device: does it speak the shell protocol v2? Read once, dropped when the device changes state.
     shell_v2: Mutex<HashMap<DeviceKey, bool>>,
+    /// Per device: does `screencap | gzip -1` work ([`AdbBackend::gzip_capture`])? Probed once, dropped when the
+    /// device changes state (a reconnect probes again: one small command).
+    gzip: Mutex<HashMap<DeviceKey, bool>>,
+    /// `--capture-compression`: whether compressed captures may be tried at all.
+    capture_compression: std::sync::atomic::AtomicBool,
     /// Servers whose device list was applied at least once (see [`Backend::settling`]).
     listed: Mutex<std::collections::HashSet<SocketAddrV4>>,
     /// Per device: the last screen state read and when ([`AdbBackend::screen_state`]); dropped by our own side
@@ -148,6 +153,8 @@ impl AdbBackend {
             verifying: Mutex::new(std::collections::HashSet::new()),
             identities: Mutex::new(Default::default()),
             shell_v2: Mutex::new(HashMap::new()),
+            gzip: Mutex::new(HashMap::new()),
+            capture_compression: std::sync::atomic::AtomicBool::new(true),
             listed: Mutex::new(std::collections::HashSet::new()),
             screen_states: Mutex::new(HashMap::new()),
             health: Default::default(),
@@ -447,6 +454,7 @@ impl AdbBackend {
             self.screen.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             self.shell_v2.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+            self.gzip.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             let state =
                 self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map_or("gone", |d| d.state.as_str());
             tracing::info!(device = %key, state, "device state changed");
@@ -651,6 +659,42 @@ impl AdbBackend {
         deadline: Duration,
     ) -> Result<Vec<u8>, ProtoError> {
         self.op(key, ordered, deadline, |d| async move { d.exec(cmd, cap).await }).await
+    }
+
+    /// `exec:CMD` whose output is gzip, inflated as it arrives under `inflate`'s bounds (an observation):
+    /// the inflated bytes and the compressed bytes that crossed adb.
+    pub async fn exec_gunzip(
+        &self,
+        key: &DeviceKey,
+        cmd: &str,
+        max_compressed: usize,
+        inflate: super::gunzip::BoundedGunzip,
+        deadline: Duration,
+    ) -> Result<(Vec<u8>, usize), ProtoError> {
+        self.op(key, false, deadline, |d| async move {
+            transport::exec_gunzip(d.server, &d.serial, cmd, max_compressed, inflate).await
+        })
+        .await
+    }
+
+    /// `--capture-compression` (on unless the operator turned it off).
+    pub fn set_capture_compression(&self, on: bool) {
+        self.capture_compression.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn capture_compression(&self) -> bool {
+        self.capture_compression.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether the phone's `gzip` can carry a capture, as last probed or decided (`None`: not probed since the
+    /// device last changed state).
+    pub fn gzip_capture(&self, key: &DeviceKey) -> Option<bool> {
+        self.gzip.lock().unwrap_or_else(|e| e.into_inner()).get(&self.route(key)).copied()
+    }
+
+    /// Records the probe's answer (or that a compressed capture failed: `false` until the device changes state).
+    pub fn set_gzip_capture(&self, key: &DeviceKey, works: bool) {
+        self.gzip.lock().unwrap_or_else(|e| e.into_inner()).insert(self.route(key), works);
     }
 
     /// The `framebuffer:` service: header and raw pixels (an observation).

@@ -4,6 +4,7 @@
 pub mod adb;
 pub mod fake;
 pub mod formats;
+pub mod gunzip;
 pub mod health;
 pub mod host;
 pub mod identity;

@@ -232,6 +232,34 @@ pub async fn exec(server: SocketAddr, serial: &str, cmd: &str, cap: usize) -> Re
     open(server, serial, &format!("exec:{cmd}")).await?.read_to_end(cap).await
 }
 
+/// `exec:CMD` whose stdout is one gzip member: inflated as it arrives, bounded as [`super::gunzip`] describes
+/// (at most `max_compressed` bytes on the wire). Returns the inflated bytes and the bytes that crossed adb. A
+/// stream that is not gzip, lies about its size, is truncated or fails its CRC is `bad_frame`.
+pub async fn exec_gunzip(
+    server: SocketAddr,
+    serial: &str,
+    cmd: &str,
+    max_compressed: usize,
+    mut inflate: super::gunzip::BoundedGunzip,
+) -> Result<(Vec<u8>, usize), ProtoError> {
+    let mut st = open(server, serial, &format!("exec:{cmd}")).await?;
+    let bad = |why: String| ProtoError::new(ErrorCode::BadFrame, format!("unreadable screen capture: `{cmd}`: {why}"));
+    // 64 KiB per step: the inflate work done between two awaits stays small whatever the ratio.
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = st.s.read(&mut buf).await.map_err(|e| io_failed("exec", e))?;
+        if n == 0 {
+            break;
+        }
+        if inflate.compressed().saturating_add(n) > max_compressed {
+            return Err(bad(format!("more than {max_compressed} compressed bytes")));
+        }
+        inflate.feed(&buf[..n]).map_err(bad)?;
+    }
+    let wire = inflate.compressed();
+    Ok((inflate.finish().map_err(bad)?, wire))
+}
+
 /// A decoded `framebuffer:` header (adbd `framebuffer_service.cpp`, versions 1 and 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FbHeader {

@@ -101,6 +101,8 @@ pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i
         "wm" => wm(dev, &args, io),
         "input" => input(dev, &args, io),
         "screencap" => screencap(dev, &args, io),
+        // toybox gzip: in Android's toybox since 8.0 (tests/fixtures/real/toybox-applets-by-android-version.md).
+        "gzip" if dev.cfg.sdk >= GZIP_SINCE_SDK => gzip(dev, &args, stdin, io),
         "uiautomator" => uiautomator(dev, &args, io),
         "cat" => cat(dev, &args, stdin, io),
         "df" => df(dev, &args, io),
@@ -525,7 +527,74 @@ fn huge_png(w: u32, h: u32) -> Vec<u8> {
     out
 }
 
+/// First SDK whose toybox has `gzip`/`gunzip`/`zcat` (Android 8.0, toybox 0.7.3; AOSP
+/// `system/core/shell_and_utilities/README.md`).
+pub const GZIP_SINCE_SDK: u32 = 26;
+
+/// toybox `gzip [-19cdfkn]` on stdin → stdout (the only use a host has for it over adb). Output is a real gzip
+/// member as zlib writes it (`deflateInit2` with a gzip wrapper: mtime 0, OS 3 = Unix).
+fn gzip(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let started = std::time::Instant::now();
+    let mut level = 6;
+    let mut decompress = false;
+    for a in args {
+        let Some(flags) = a.strip_prefix('-').filter(|f| !f.is_empty()) else {
+            io.err(&format!("gzip: {a}: only stdin is supported by the simulator\n"));
+            return 1;
+        };
+        for f in flags.chars() {
+            match f {
+                '1'..='9' => level = f as u32 - '0' as u32,
+                'd' => decompress = true,
+                'c' | 'f' | 'k' | 'n' => {}
+                other => {
+                    io.err(&format!("gzip: Unknown option '{other}' (see \"gzip --help\")\n"));
+                    return 1;
+                }
+            }
+        }
+    }
+    use std::io::{Read, Write};
+    if decompress {
+        let mut out = Vec::new();
+        if flate2::read::GzDecoder::new(stdin).read_to_end(&mut out).is_err() {
+            io.err("gzip: not gzip\n");
+            return 1;
+        }
+        io.out.extend_from_slice(&out);
+        return 0;
+    }
+    let mut enc = flate2::GzBuilder::new()
+        .operating_system(3)
+        .write(Vec::with_capacity(stdin.len() / 8 + 64), flate2::Compression::new(level));
+    let lie = dev.frame_lie;
+    let mut out = enc.write_all(stdin);
+    if lie == FrameLie::GzipBomb {
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            out = out.and_then(|_| enc.write_all(&zeros));
+        }
+    }
+    match out.and_then(|_| enc.finish()) {
+        Ok(mut v) => {
+            if lie == FrameLie::GzipCorrupt && v.len() > 40 {
+                let mid = v.len() / 2;
+                v[mid] ^= 0x55;
+            }
+            io.out.extend_from_slice(&v)
+        }
+        Err(e) => {
+            io.err(&format!("gzip: {e}\n"));
+            return 1;
+        }
+    }
+    let cost = super::PhoneCosts::at_rate(stdin.len(), dev.cfg.costs.gzip_bytes_per_s);
+    io.sleep += cost.saturating_sub(started.elapsed());
+    0
+}
+
 fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let started = std::time::Instant::now();
     let mut png = false;
     let mut file = None;
     let mut i = 0;
@@ -545,10 +614,16 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         png = true;
     }
     let lie = dev.frame_lie;
+    // The phone's time: reading the display, and PNG encoding per megapixel for `-p`.
+    let (lw, lh) = dev.ui.logical_size();
+    let mut cost = dev.cfg.costs.display_read;
+    if png {
+        cost += dev.cfg.costs.png_per_megapixel.mul_f64(f64::from(lw) * f64::from(lh) / 1e6);
+    }
     let data = if png && lie == FrameLie::Huge {
         huge_png(60_000, 60_000)
     } else if png {
-        let mut v = dev.ui.render_png();
+        let mut v = dev.ui.render_png_as(!dev.cfg.costs.png_per_megapixel.is_zero());
         if lie == FrameLie::Truncated {
             v.truncate(v.len() / 2);
         }
@@ -559,7 +634,7 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         let (mut w, mut h) = dev.ui.logical_size();
         let mut px = dev.ui.render_rgba();
         match lie {
-            FrameLie::None => {}
+            FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt => {}
             FrameLie::ChannelOverflow => h += 1,
             FrameLie::Truncated => px.truncate(px.len() / 2),
             FrameLie::Huge => {
@@ -583,6 +658,7 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         }
         None => io.out.extend_from_slice(&data),
     }
+    io.sleep += cost.saturating_sub(started.elapsed());
     0
 }
 
@@ -1619,6 +1695,26 @@ mod tests {
 
     /// The formats of tests/fixtures/real, by SDK level (the connector's parsers are tested against those files,
     /// not against this).
+    /// toybox gzip (SDK 26+) writes one gzip member as zlib does (magic, deflate, mtime 0, OS 3) that inflates to
+    /// its input; older phones have no gzip at all.
+    #[test]
+    fn gzip_is_real_gzip_from_android_8_and_missing_before() {
+        use std::io::Read;
+        let mut d = dev_sdk(26);
+        let r = run_script(&mut d, "screencap | gzip -1", b"");
+        assert_eq!(r.status, 0);
+        assert_eq!(&r.stdout[..4], &[0x1f, 0x8b, 8, 0], "gzip magic, deflate, no flags");
+        assert_eq!(&r.stdout[4..8], &[0, 0, 0, 0], "mtime 0 (stdin)");
+        assert_eq!(r.stdout[9], 3, "OS = Unix");
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&r.stdout[..]).read_to_end(&mut raw).unwrap();
+        assert_eq!(raw, run_script(&mut d, "screencap", b"").stdout);
+        assert!(r.stdout.len() * 20 < raw.len(), "a flat UI deflates well: {} of {}", r.stdout.len(), raw.len());
+        let r = run_script(&mut dev_sdk(25), "echo x | gzip -1", b"");
+        assert_eq!(r.status, 127);
+        assert!(r.stdout.is_empty() && String::from_utf8_lossy(&r.stderr).contains("gzip: inaccessible or not found"));
+    }
+
     #[test]
     fn prints_the_formats_of_its_sdk_level() {
         // df: toolbox before 6.0, toybox from 6.0; both parse to the same /data.

@@ -63,6 +63,65 @@ pub struct SimConfig {
     /// until it ends every captured frame differs and `uiautomator dump` waits (waitForIdle). 0 (tests' default):
     /// changes show at once; the demo animates.
     pub animation_ms: u32,
+    /// What the phone's hardware spends (display read, PNG encoding, the USB link, phone-side tools). All zero by
+    /// default, so functional tests run at loopback speed; the benchmark turns them on ([`PhoneCosts::usb2`]).
+    pub costs: PhoneCosts,
+}
+
+/// Time a real phone spends that a loopback simulator would not: each cost is paid as a wait on top of (not in
+/// addition to) the sim's own work — the sim waits until the modelled time has passed since the work started, so a
+/// slow host does not double-count. Figures and their sources: `BENCHMARKS.md`, "Phone costs".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PhoneCosts {
+    /// Reading the display once (`screencap`, `framebuffer:`), before any encoding.
+    pub display_read: Duration,
+    /// PNG encoding on the phone's CPU per megapixel (`screencap -p`).
+    pub png_per_megapixel: Duration,
+    /// Device-to-host link rate in bytes per second, shared by every stream of the phone (shell, exec,
+    /// framebuffer, sync); 0 = unlimited.
+    pub link_bytes_per_s: u64,
+    /// Input throughput of the phone-side `gzip -1` in bytes per second; 0 = free.
+    pub gzip_bytes_per_s: u64,
+}
+
+impl PhoneCosts {
+    /// A mid-range phone on USB 2.0 (the benchmark's figures, sources in `BENCHMARKS.md`).
+    pub fn usb2() -> PhoneCosts {
+        PhoneCosts {
+            display_read: Duration::from_millis(100),
+            png_per_megapixel: Duration::from_millis(150),
+            link_bytes_per_s: 35_000_000,
+            gzip_bytes_per_s: 60_000_000,
+        }
+    }
+
+    /// How long `bytes` take at `per_s` bytes per second (zero when the rate is unlimited).
+    pub(crate) fn at_rate(bytes: usize, per_s: u64) -> Duration {
+        if per_s == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_secs_f64(bytes as f64 / per_s as f64)
+    }
+}
+
+/// The phone's one USB link: every byte any stream sends to the host takes its turn at the configured rate.
+#[derive(Default)]
+pub(crate) struct Link {
+    busy_until: Mutex<Option<tokio::time::Instant>>,
+    /// Every byte any stream sent to the host (paced or not): what [`SimPhone::bytes_sent`] reports.
+    pub(crate) sent: std::sync::atomic::AtomicU64,
+}
+
+impl Link {
+    /// Reserves the link for `bytes` at `per_s`; returns when they have crossed it.
+    pub(crate) fn reserve(&self, bytes: usize, per_s: u64) -> tokio::time::Instant {
+        let now = tokio::time::Instant::now();
+        let mut busy = self.busy_until.lock().unwrap_or_else(|e| e.into_inner());
+        let start = busy.filter(|b| *b > now).unwrap_or(now);
+        let end = start + PhoneCosts::at_rate(bytes, per_s);
+        *busy = Some(end);
+        end
+    }
 }
 
 impl Default for SimConfig {
@@ -79,6 +138,7 @@ impl Default for SimConfig {
             shell_v2: true,
             dump_to_tty: true,
             animation_ms: 0,
+            costs: PhoneCosts::default(),
         }
     }
 }
@@ -120,6 +180,11 @@ pub enum FrameLie {
     /// Every capture claims a 60 000 × 60 000 screen: `screencap -p` a valid PNG header (IHDR) with no pixel
     /// data, the raw formats the same size with a few bytes.
     Huge,
+    /// Captures are honest, but `gzip` answers a valid gzip member holding the capture followed by 64 MiB of
+    /// zeros (a 64 KB "zip bomb" whose header claims an honest frame and which inflates far past it).
+    GzipBomb,
+    /// Captures are honest, but `gzip` flips one byte in the middle of its deflate data (a corrupt stream).
+    GzipCorrupt,
 }
 
 /// One injected input event, as recorded in the event log.
@@ -153,6 +218,8 @@ pub(crate) struct Shared {
     pub(crate) stall_release: watch::Sender<u64>,
     /// Transport connections accepted so far (an adb server's reconnect shows as one more).
     pub(crate) transports: std::sync::atomic::AtomicU64,
+    /// The device-to-host link (paced at `cfg.costs.link_bytes_per_s`).
+    pub(crate) link: Link,
 }
 
 /// The per-command stall fault (see [`SimPhone::stall`]).
@@ -196,6 +263,7 @@ impl SimPhone {
             stalls: Mutex::new(Stalls::default()),
             stall_release: watch::Sender::new(0),
             transports: Default::default(),
+            link: Link::default(),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         tracing::info!(%addr, "sim phone listening");
@@ -268,6 +336,12 @@ impl SimPhone {
     /// Transport connections accepted so far: one per `adb connect`, one more per reconnect of the adb server.
     pub fn transports(&self) -> u64 {
         self.shared.transports.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Bytes the phone's streams (shell, exec, framebuffer, sync, ...) have sent to the host so far: stream
+    /// payloads as they cross the link, without the ADB message headers.
+    pub fn bytes_sent(&self) -> u64 {
+        self.shared.link.sent.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every input event injected so far (oldest first).

@@ -290,6 +290,7 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
             {
                 return;
             }
+            let started = tokio::time::Instant::now();
             let (w, h, mut px, lie) = {
                 let dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
                 let (w, h) = dev.ui.logical_size();
@@ -299,7 +300,7 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
             // offset/length for red, blue, green, alpha.
             let mut hdr = [2, 32, 1, px.len() as u32, w, h, 0, 8, 16, 8, 8, 8, 24, 8];
             match lie {
-                FrameLie::None => {}
+                FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt => {}
                 FrameLie::ChannelOverflow => hdr[6] = 0xFFFF_FFF8,
                 FrameLie::Truncated => px.truncate(px.len() / 2),
                 FrameLie::Huge => {
@@ -314,6 +315,11 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
                 b.extend_from_slice(&u32::to_le_bytes(n));
             }
             b.extend_from_slice(&px);
+            // adbd runs `screencap` for this service: the phone reads its display first.
+            tokio::select! {
+                _ = tokio::time::sleep_until(started + shared.cfg.costs.display_read) => {}
+                _ = input.wait_closed() => return,
+            }
             let _ = out.write(&b).await;
         }
         Service::Message(msg) => {

@@ -175,6 +175,8 @@ pub struct StreamOut {
     remote: u32,
     max: usize,
     acks: Arc<Semaphore>,
+    /// The phone's link (counts every byte) and its rate (0 = not paced).
+    link: (Arc<super::Shared>, u64),
 }
 
 impl StreamOut {
@@ -184,6 +186,12 @@ impl StreamOut {
             match self.acks.acquire().await {
                 Ok(p) => p.forget(),
                 Err(_) => return Err(io::ErrorKind::BrokenPipe.into()),
+            }
+            let (shared, rate) = &self.link;
+            shared.link.sent.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            if *rate > 0 {
+                // The chunk is on the host once it has crossed the (shared) link.
+                tokio::time::sleep_until(shared.link.reserve(chunk.len(), *rate)).await;
             }
             self.tx
                 .send(Message::new(A_WRTE, self.local, self.remote, chunk.to_vec()))
@@ -417,7 +425,9 @@ impl Conn {
         let acks = Arc::new(Semaphore::new(1));
         self.streams.insert(local, StreamEntry { remote, input: in_tx, acks: acks.clone() });
         self.send(A_OKAY, local, remote, Vec::new());
-        let out = StreamOut { tx: self.tx.clone(), ctl: self.ctl_tx.clone(), local, remote, max: self.peer_max, acks };
+        let link = (self.shared.clone(), self.shared.cfg.costs.link_bytes_per_s);
+        let out =
+            StreamOut { tx: self.tx.clone(), ctl: self.ctl_tx.clone(), local, remote, max: self.peer_max, acks, link };
         let input = StreamIn { rx: in_rx, pending: Vec::new() };
         tokio::spawn(services::run(service, self.shared.clone(), input, out));
     }

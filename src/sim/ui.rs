@@ -599,10 +599,22 @@ impl Ui {
     /// PNG of [`Ui::render_rgba`], what `screencap -p` emits. Fast compression: the sim runs in
     /// debug builds in tests and a 1080x2400 frame must encode in well under a second.
     pub fn render_png(&self) -> Vec<u8> {
+        self.render_png_as(false)
+    }
+
+    /// [`Ui::render_png`], or with `phone_like` the PNG a phone writes: Skia's encoder (`SkPngEncoder` defaults:
+    /// zlib level 6, every row filter tried), so the file — and the bytes `screencap -p` moves over the link — has
+    /// a phone's size rather than the fast encoder's several megabytes. Used when the sim pays a phone's costs.
+    pub fn render_png_as(&self, phone_like: bool) -> Vec<u8> {
         let rgba = self.render_rgba();
         let (lw, lh) = self.logical_size();
         let mut out = Vec::new();
-        let enc = PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::NoFilter);
+        let (level, filter) = if phone_like {
+            (CompressionType::Default, FilterType::Adaptive)
+        } else {
+            (CompressionType::Fast, FilterType::NoFilter)
+        };
+        let enc = PngEncoder::new_with_quality(&mut out, level, filter);
         if let Err(e) = enc.write_image(&rgba, lw, lh, ExtendedColorType::Rgba8) {
             tracing::warn!(error = %e, "sim: png encoding failed");
         }

@@ -22,6 +22,13 @@
 //! common format. `-p` is slowest everywhere: the phone deflates 10 MB on its
 //! own CPU (hundreds of ms on real hardware) and the host inflates it again. Raw bytes come through `exec:` (no
 //! pty, no shell-protocol framing), so they arrive unmangled.
+//!
+//! Those figures are loopback, where bytes are free. Over USB 2.0 (~35 MB/s) the 10 MB of a raw frame cost ~300 ms
+//! on the cable alone, so [`DEFAULT_PATH`] is [`CapturePath::Auto`] (issue 24): where the phone's toybox has `gzip`
+//! (Android 8.0+), `screencap | gzip -1` deflates the raw frame on the phone — lossless, the simulated home screen 94×
+//! — and the host inflates it while it arrives ([`crate::device::gunzip`], bounded by the frame size the capture's
+//! own header names). One probe per phone decides (cached until the device changes state); any failure falls back
+//! to `framebuffer:`. Measured on the simulated phone with a phone's costs: `BENCHMARKS.md`, "Issue 24".
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +42,7 @@ use serde_json::json;
 use super::device::{tool, Ctx};
 use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
+use crate::device::gunzip;
 use crate::device::transport::FbHeader;
 use crate::device::DeviceKey;
 use crate::files::{self, NewFile};
@@ -49,10 +57,24 @@ pub enum CapturePath {
     Png,
     /// The `framebuffer:` service (header with channel layout + raw pixels).
     Framebuffer,
+    /// `exec:screencap | gzip -1`: the raw frame deflated by the phone's toybox `gzip` (lossless), inflated on the
+    /// host while it arrives. Only where the phone has a working gzip (see [`CapturePath::Auto`]).
+    Gzip,
+    /// [`CapturePath::Gzip`] when the phone's gzip works (probed once per device, see [`gzip_works`]), else — and
+    /// whenever a compressed capture fails — [`CapturePath::Framebuffer`].
+    Auto,
 }
 
 /// The capture path `android_screenshot` tries first; [`CapturePath::Raw`] is the fallback.
-pub const DEFAULT_PATH: CapturePath = CapturePath::Framebuffer;
+pub const DEFAULT_PATH: CapturePath = CapturePath::Auto;
+
+/// The phone-side pipeline of [`CapturePath::Gzip`]. Level 1: on a screen of flat UI colours it is within a few
+/// per cent of level 6 in size at several times the speed, and the phone's CPU is the cost being saved.
+pub const GZIP_CAPTURE: &str = "screencap | gzip -1";
+
+/// The probe: one short exec through the same pipeline shape; a phone without gzip (Android < 8, some vendor
+/// builds) answers "not found" instead of gzip, which decodes to nothing and is remembered as "no gzip".
+const GZIP_PROBE: &str = "echo xagent-gzip-probe | gzip -1";
 
 /// Largest screen we accept (guards the size arithmetic and memory against a garbled header).
 const MAX_SIDE: u32 = 16_384;
@@ -168,9 +190,84 @@ pub fn decode_framebuffer(h: &FbHeader, px: &[u8]) -> Result<RgbImage, ProtoErro
     RgbImage::from_raw(w, hgt, rgb).ok_or_else(|| bad_frame("pixel buffer size mismatch"))
 }
 
+/// The exact size of a raw `screencap` output from its first 12 bytes (`width, height, format`), with room for
+/// the 16-byte header of Android 9+ ([`decode_raw`] then checks which one it was). Refuses what [`decode_raw`]
+/// would refuse, before anything is inflated.
+fn raw_capture_size(prefix: &[u8]) -> Result<usize, String> {
+    let u32_at = |i: usize| u32::from_le_bytes([prefix[i], prefix[i + 1], prefix[i + 2], prefix[i + 3]]);
+    let (w, h, format) = (u32_at(0), u32_at(4), u32_at(8));
+    if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE {
+        return Err(format!("implausible size {w}×{h}"));
+    }
+    let bpp = match format {
+        1 | 2 | 5 => 4,
+        3 => 3,
+        4 => 2,
+        f => return Err(format!("unsupported pixel format {f}")),
+    };
+    (w as usize)
+        .checked_mul(h as usize)
+        .and_then(|n| n.checked_mul(bpp))
+        .and_then(|n| n.checked_add(16))
+        .ok_or_else(|| format!("implausible size {w}×{h}"))
+}
+
+/// Whether the phone's `gzip` works: cached per device path (until it changes state), else one probe. A probe
+/// that could not run (transport error) is not cached; one that ran and did not answer gzip is.
+pub async fn gzip_works(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Result<bool, ProtoError> {
+    if let Some(known) = adb.gzip_capture(key) {
+        return Ok(known);
+    }
+    let inflate = gunzip::BoundedGunzip::new(64, 1, |_| Ok(64));
+    let works = match adb.exec_gunzip(key, GZIP_PROBE, 4096, inflate, deadline).await {
+        Ok((out, _)) => out == b"xagent-gzip-probe\n",
+        Err(e) if e.code == ErrorCode::BadFrame => false,
+        Err(e) => return Err(e),
+    };
+    tracing::debug!(device = %key, works, "probed the phone's gzip for compressed captures");
+    adb.set_gzip_capture(key, works);
+    Ok(works)
+}
+
 /// Fetches one frame along `path`. An observation: no per-device ordering. Cancellable: dropping the future closes
-/// the adb connection (see `device::transport`).
+/// the adb connection (see `device::transport`). `deadline` bounds the whole capture, probe and fallback included.
 pub async fn capture(
+    adb: &AdbBackend,
+    key: &DeviceKey,
+    path: CapturePath,
+    deadline: Duration,
+) -> Result<Capture, ProtoError> {
+    let end = tokio::time::Instant::now() + deadline;
+    let left = || end.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
+    if path != CapturePath::Auto {
+        return capture_along(adb, key, path, deadline).await;
+    }
+    if adb.capture_compression() {
+        match gzip_works(adb, key, left()).await {
+            Ok(true) => match capture_along(adb, key, CapturePath::Gzip, left()).await {
+                Ok(c) => return Ok(c),
+                // A device that did not answer in time will not answer a second request either.
+                Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
+                Err(e) => {
+                    if e.code == ErrorCode::BadFrame {
+                        // The phone's gzip passed the probe but sent a stream we refuse: not again on this device
+                        // until it reconnects; this capture falls back.
+                        adb.set_gzip_capture(key, false);
+                        tracing::warn!(device = %key, error = %e, "compressed capture refused; using the framebuffer from now on");
+                    } else {
+                        tracing::debug!(device = %key, error = %e, "compressed capture failed; falling back");
+                    }
+                }
+            },
+            Ok(false) => {}
+            Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
+            Err(e) => tracing::debug!(device = %key, error = %e, "gzip probe failed; falling back"),
+        }
+    }
+    capture_along(adb, key, CapturePath::Framebuffer, left()).await
+}
+
+async fn capture_along(
     adb: &AdbBackend,
     key: &DeviceKey,
     path: CapturePath,
@@ -195,7 +292,13 @@ pub async fn capture(
             .map_err(decode_failed)??;
             Ok(Capture { image, wire_bytes })
         }
-        CapturePath::Framebuffer => {
+        CapturePath::Gzip => {
+            let inflate = gunzip::BoundedGunzip::new(CAP, 12, raw_capture_size);
+            let (data, wire_bytes) = adb.exec_gunzip(key, GZIP_CAPTURE, CAP, inflate, deadline).await?;
+            let image = tokio::task::spawn_blocking(move || decode_raw(&data)).await.map_err(decode_failed)??;
+            Ok(Capture { image, wire_bytes })
+        }
+        CapturePath::Framebuffer | CapturePath::Auto => {
             let (header, px) = adb.framebuffer(key, CAP, deadline).await?;
             let wire_bytes = px.len() + 56;
             // CPU-bound but short and bounded (no device I/O): it runs to completion even if the call is dropped.

@@ -1,0 +1,174 @@
+//! Bounded gzip inflation of a stream a phone sends (`screencap | gzip -1`).
+//!
+//! Everything in the stream is the phone's claim. A gzip member can expand ~1000:1, so a few KB could ask for
+//! gigabytes: the output is capped from the start at `prefix_len` bytes, and as soon as that prefix (the capture's
+//! own header) has been inflated, `size_of` turns it into the exact size the whole output may reach — a claim
+//! checked against the caller's `max_out` before another byte is inflated. The member must end with a matching
+//! CRC-32 and length (a truncated or altered stream is an error), and nothing may follow it.
+
+use std::io::Write;
+
+use flate2::write::GzDecoder;
+
+/// Most reserved ahead of the data (a 1080×2400 RGBA frame is 10.4 MB; larger ones grow as they arrive).
+const RESERVE_MAX: usize = 32 << 20;
+
+/// How the output's size is learnt from its first `prefix_len` bytes: `Ok(total)` or why the prefix is refused.
+pub type SizeOf = fn(&[u8]) -> Result<usize, String>;
+
+/// Receives the inflated bytes and enforces the limit (inside the decoder's write path, so no chunk larger than
+/// the limit is ever stored).
+struct Sink {
+    out: Vec<u8>,
+    /// Until the prefix is known: `prefix_len`; afterwards the size `size_of` allowed.
+    limit: usize,
+    prefix_len: usize,
+    size_known: bool,
+    size_of: SizeOf,
+    max_out: usize,
+    error: Option<String>,
+}
+
+impl Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if !self.size_known && self.out.len() + b.len() >= self.prefix_len {
+            // Complete the prefix from this chunk, then size everything else from it.
+            let need = self.prefix_len - self.out.len();
+            let mut prefix = self.out.clone();
+            prefix.extend_from_slice(&b[..need]);
+            match (self.size_of)(&prefix) {
+                Ok(total) if total <= self.max_out && total >= self.prefix_len => {
+                    self.limit = total;
+                    self.size_known = true;
+                    // One allocation for an honest frame, but never the whole claim up front: a 100-byte stream
+                    // naming a 150 MB frame must not reserve 150 MB.
+                    self.out.reserve_exact(total.min(RESERVE_MAX).saturating_sub(self.out.len()));
+                }
+                Ok(total) => {
+                    self.error =
+                        Some(format!("its header announces {total} bytes (at most {} accepted)", self.max_out));
+                    return Err(std::io::Error::other("refused"));
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    return Err(std::io::Error::other("refused"));
+                }
+            }
+        }
+        if self.out.len() + b.len() > self.limit {
+            self.error = Some(format!("it inflates past the {} bytes its header announces", self.limit));
+            return Err(std::io::Error::other("refused"));
+        }
+        self.out.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An incremental, bounded gzip decoder: [`BoundedGunzip::feed`] the stream as it arrives (inflation overlaps the
+/// transfer), then [`BoundedGunzip::finish`].
+pub struct BoundedGunzip {
+    dec: GzDecoder<Sink>,
+    compressed: usize,
+}
+
+impl BoundedGunzip {
+    /// At most `max_out` bytes of output in total, sized by `size_of` from the first `prefix_len` bytes.
+    pub fn new(max_out: usize, prefix_len: usize, size_of: SizeOf) -> BoundedGunzip {
+        let sink =
+            Sink { out: Vec::new(), limit: prefix_len, prefix_len, size_known: false, size_of, max_out, error: None };
+        BoundedGunzip { dec: GzDecoder::new(sink), compressed: 0 }
+    }
+
+    /// Compressed bytes fed so far.
+    pub fn compressed(&self) -> usize {
+        self.compressed
+    }
+
+    fn explain(&self, e: std::io::Error) -> String {
+        match &self.dec.get_ref().error {
+            Some(why) => why.clone(),
+            None if e.kind() == std::io::ErrorKind::WriteZero => "bytes follow the end of the gzip stream".into(),
+            None => format!("corrupt gzip stream ({e})"),
+        }
+    }
+
+    pub fn feed(&mut self, data: &[u8]) -> Result<(), String> {
+        self.compressed = self.compressed.saturating_add(data.len());
+        self.dec.write_all(data).map_err(|e| self.explain(e))
+    }
+
+    /// The whole output, once the member ended with a matching CRC-32 and length.
+    pub fn finish(mut self) -> Result<Vec<u8>, String> {
+        if let Err(e) = self.dec.try_finish() {
+            return Err(match self.dec.get_ref().error.clone() {
+                Some(why) => why,
+                None if e.kind() == std::io::ErrorKind::InvalidInput && self.dec.get_ref().out.is_empty() => {
+                    "not a gzip stream".into()
+                }
+                None => format!("truncated or corrupt gzip stream ({e})"),
+            });
+        }
+        let sink = self.dec.finish().map_err(|e| format!("truncated or corrupt gzip stream ({e})"))?;
+        Ok(sink.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// First byte = total length (a toy header).
+    fn size_of(p: &[u8]) -> Result<usize, String> {
+        Ok(p[0] as usize)
+    }
+
+    fn inflate(data: &[u8], max_out: usize, chunk: usize) -> Result<Vec<u8>, String> {
+        let mut d = BoundedGunzip::new(max_out, 1, size_of);
+        for c in data.chunks(chunk.max(1)) {
+            d.feed(c)?;
+        }
+        d.finish()
+    }
+
+    #[test]
+    fn honest_streams_inflate_whatever_the_chunking() {
+        let msg: Vec<u8> = std::iter::once(200u8).chain((1..200).map(|i| (i % 7) as u8)).collect();
+        for chunk in [1, 3, 64, 10_000] {
+            assert_eq!(inflate(&gz(&msg), 1000, chunk).unwrap(), msg, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn lying_streams_are_refused_without_inflating_them() {
+        let msg: Vec<u8> = std::iter::once(50u8).chain([7u8; 49]).collect();
+        let good = gz(&msg);
+        // More output than the header announced (a zip bomb would be this, larger).
+        let mut long = msg.clone();
+        long.extend_from_slice(&[7; 100_000]);
+        let e = inflate(&gz(&long), 1_000_000, 4096).unwrap_err();
+        assert!(e.contains("past the 50 bytes"), "{e}");
+        // A header announcing more than the caller accepts.
+        assert!(inflate(&good, 40, 4096).unwrap_err().contains("at most 40"));
+        // Truncated, corrupted CRC, trailing bytes, not gzip at all.
+        assert!(inflate(&good[..good.len() - 3], 1000, 7).is_err());
+        let mut bad_crc = good.clone();
+        let n = bad_crc.len();
+        bad_crc[n - 8] ^= 0xff;
+        assert!(inflate(&bad_crc, 1000, 7).is_err());
+        let mut trailing = good.clone();
+        trailing.extend_from_slice(b"junk");
+        assert!(inflate(&trailing, 1000, 4096).is_err());
+        assert!(inflate(b"/system/bin/sh: gzip: inaccessible or not found\n", 1000, 4096).is_err());
+        assert!(inflate(b"", 1000, 4096).is_err());
+    }
+}
