@@ -336,6 +336,11 @@ pub struct ServeArgs {
     /// How long a device-wall thumbnail is reused before the phone is captured again (at least 2s).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_THUMBNAIL_INTERVAL")]
     pub wall_thumbnail_interval: Duration,
+
+    /// An operator's takeover of a phone (device wall) ends after this long without input; the agent may act
+    /// again then. Between 10s and 1h.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, env = "XAGENT_ADB_WALL_TAKEOVER_IDLE")]
+    pub wall_takeover_idle: Duration,
 }
 
 /// A validated `serve` configuration.
@@ -403,6 +408,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             thumbnail_interval: args.wall_thumbnail_interval,
             data_dir: None,
             secure_cookie: args.wall_secure_cookie,
+            takeover_idle: args.wall_takeover_idle.clamp(Duration::from_secs(10), Duration::from_secs(3600)),
         },
     })
 }

@@ -13,7 +13,9 @@
 
 mod activity;
 mod api;
+mod control;
 mod events;
+mod live;
 mod session;
 mod thumbs;
 
@@ -46,6 +48,8 @@ pub struct WallConfig {
     pub data_dir: Option<PathBuf>,
     /// Mark the session cookie `Secure` (`--wall-secure-cookie`: the wall is reached through a TLS proxy).
     pub secure_cookie: bool,
+    /// An operator's takeover of a phone ends after this long without input (`--wall-takeover-idle`).
+    pub takeover_idle: Duration,
 }
 
 impl Default for WallConfig {
@@ -55,10 +59,13 @@ impl Default for WallConfig {
             thumbnail_interval: MIN_THUMBNAIL_INTERVAL,
             data_dir: None,
             secure_cookie: false,
+            takeover_idle: DEFAULT_TAKEOVER_IDLE,
         }
     }
 }
 
+/// Default idle timeout of an operator's takeover.
+pub const DEFAULT_TAKEOVER_IDLE: Duration = Duration::from_secs(300);
 /// Thumbnails are never captured more often than this per device, whatever the configuration says.
 pub const MIN_THUMBNAIL_INTERVAL: Duration = Duration::from_secs(2);
 /// Live event streams open at once (each holds a task and a socket).
@@ -76,6 +83,8 @@ pub struct Wall {
     facts: thumbs::Facts,
     activity: activity::Activity,
     streams: Arc<tokio::sync::Semaphore>,
+    /// Live views (`live.rs`): viewers and the capture loop of each watched phone.
+    live: live::Live,
     /// Every device seen since start (model by key), so one that vanished stays on the wall as `gone`.
     seen: std::sync::Mutex<std::collections::BTreeMap<DeviceKey, String>>,
 }
@@ -89,6 +98,7 @@ impl Wall {
             facts: thumbs::Facts::default(),
             activity: activity::Activity::default(),
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_EVENT_STREAMS)),
+            live: live::Live::default(),
             seen: Default::default(),
             cfg,
             adb,

@@ -88,6 +88,19 @@ impl Thumbs {
         key: &DeviceKey,
         agent_capturing: impl Fn() -> bool,
     ) -> Result<(Arc<Thumb>, Option<Stale>), ProtoError> {
+        self.get_within(adb, key, agent_capturing, self.interval).await
+    }
+
+    /// As [`Thumbs::get`], reusing a cached picture only when it is younger than `max_age`: the live view's
+    /// capture loop (`live.rs`) asks with its frame interval, so while a phone is watched live its thumbnail is
+    /// that loop's latest frame and the phone is captured by one loop, not by the loop and the thumbnails.
+    pub async fn get_within(
+        &self,
+        adb: &AdbBackend,
+        key: &DeviceKey,
+        agent_capturing: impl Fn() -> bool,
+        max_age: Duration,
+    ) -> Result<(Arc<Thumb>, Option<Stale>), ProtoError> {
         let slot = self.slot(key);
         let busy = || {
             ProtoError::new(ErrorCode::DeviceBusy, "an agent is capturing this screen; the wall tries again shortly")
@@ -102,7 +115,7 @@ impl Thumbs {
         let mut cached = tokio::time::timeout(CAPTURE_DEADLINE * 2, slot.lock()).await.map_err(|_| {
             ProtoError::new(ErrorCode::DeviceTimeout, "the previous thumbnail capture is still running")
         })?;
-        if let Some(t) = cached.thumb.as_ref().filter(|t| t.taken.elapsed() < self.interval) {
+        if let Some(t) = cached.thumb.as_ref().filter(|t| t.taken.elapsed() < max_age) {
             return Ok((t.clone(), None));
         }
         if cached.hung_until.is_some_and(|until| Instant::now() < until) {
