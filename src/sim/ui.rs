@@ -467,12 +467,12 @@ impl Ui {
         c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, bg);
         c.fill(l.status_bar, [33, 33, 33, 255]);
         if let Some((start, period)) = self.ticking {
-            // Ten positions across the status bar, one step per period: every step changes the captured frame.
-            let step = (start.elapsed().as_millis() / period.as_millis().max(1)) % 10;
+            // The step number in the status bar (like a download's percentage): a new picture every period, never
+            // the same one twice, whatever the capture rate.
+            let step = start.elapsed().as_millis() / period.as_millis().max(1);
             let sb = l.status_bar;
-            let cell = ((sb.right - sb.left) / 10).max(1);
-            let left = sb.left + step as i32 * cell;
-            c.fill(Rect { left, top: sb.top, right: left + cell, bottom: sb.bottom }, [255, 193, 7, 255]);
+            let area = Rect { left: sb.left + (sb.right - sb.left) / 2, ..sb };
+            c.digits(area, u32::try_from(step).unwrap_or(u32::MAX), [255, 193, 7, 255]);
         }
         c.fill(l.title, [96, 125, 139, 255]);
         if self.on_home() {

@@ -142,16 +142,20 @@ impl Thumbs {
             };
         }
         let work = async {
+            let t0 = Instant::now();
             let frame = match capture(adb, key, DEFAULT_PATH, CAPTURE_DEADLINE).await {
                 Ok(f) => f,
                 Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
                 Err(_) => capture(adb, key, CapturePath::Raw, CAPTURE_DEADLINE).await?,
             };
-            tokio::task::spawn_blocking(move || {
+            let t1 = Instant::now();
+            let r = tokio::task::spawn_blocking(move || {
                 render(frame.image, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
             })
             .await
-            .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly"))?
+            .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly"))?;
+            tracing::debug!(capture_ms = (t1 - t0).as_millis() as u64, encode_ms = t1.elapsed().as_millis() as u64, "TIMING wall capture");
+            r
         };
         let outcome = match tokio::time::timeout(CAPTURE_DEADLINE, work).await {
             Ok(r) => r,
