@@ -151,7 +151,10 @@ async fn live_view_streams_changed_frames_downscaled_and_ends_with_its_viewer() 
         // A still screen: the first frame, then only keep-alives (the same picture again after a few seconds).
         let mut still = LiveStream::open(addr, &path, &[(k, &v)]).await;
         assert_eq!(still.status, 200, "{}", still.head);
-        assert_eq!(still.header("content-type").as_deref(), Some("multipart/x-mixed-replace; boundary=xagent-live-frame"));
+        assert_eq!(
+            still.header("content-type").as_deref(),
+            Some("multipart/x-mixed-replace; boundary=xagent-live-frame")
+        );
         assert_eq!(still.header("cache-control").as_deref(), Some("no-store"));
         let first = still.next(Duration::from_secs(20)).await.expect("a first frame");
         assert_eq!(first.header("content-type"), Some("image/jpeg"));
@@ -165,17 +168,20 @@ async fn live_view_streams_changed_frames_downscaled_and_ends_with_its_viewer() 
         assert_eq!(second.body, first.body, "the keep-alive repeats the last picture");
         drop(still);
 
-        // A changing screen: a stream of new pictures, each different from the last. The target (≥ 4 frames/s on
-        // this 720x1600 phone) is a release-build figure, measured by the benchmark; this debug build on a loaded
-        // test machine must still stream steadily — a keep-alive-only stream (one frame per 5 s) fails here.
+        // A changing screen: a stream of new pictures, each different from the last. The target is ≥ 4 frames/s on
+        // this 720x1600 phone, asserted when this test runs in a release build (`cargo test --release --test
+        // wall_control`: the connector *and* the simulated phone optimised); an unoptimised debug build on a loaded
+        // test machine manages about one a second, so there it must only stream steadily — a stream of keep-alives
+        // (one repeated picture per 5 s) fails either way.
         sim.set_ticking_screen(Some(Duration::from_millis(100)));
         let mut live = LiveStream::open(addr, &path, &[(k, &v)]).await;
         assert_eq!(live.status, 200);
         live.next(Duration::from_secs(20)).await.expect("a first frame");
+        let window = Duration::from_secs(8);
         let started = Instant::now();
         let mut frames: Vec<Vec<u8>> = Vec::new();
-        while started.elapsed() < Duration::from_secs(5) {
-            match live.next(Duration::from_secs(5).saturating_sub(started.elapsed())).await {
+        while started.elapsed() < window {
+            match live.next(window.saturating_sub(started.elapsed())).await {
                 Some(p) => frames.push(p.body),
                 None => break,
             }
@@ -183,7 +189,11 @@ async fn live_view_streams_changed_frames_downscaled_and_ends_with_its_viewer() 
         let fps = frames.len() as f64 / started.elapsed().as_secs_f64();
         eprintln!("live view: {} frames in {:?} = {fps:.1} frames/s", frames.len(), started.elapsed());
         assert!(frames.windows(2).all(|w| w[0] != w[1]), "only changed pictures are sent");
-        assert!(frames.len() >= 4, "a steady stream of changed frames while the screen changes: {fps:.1}/s");
+        if cfg!(debug_assertions) {
+            assert!(frames.len() >= 3, "a steady stream of changed frames while the screen changes: {fps:.1}/s");
+        } else {
+            assert!(fps >= 4.0, "at least 4 frames a second while the screen changes: {fps:.1}/s");
+        }
 
         // The capture loop is shared with the thumbnails: the thumbnail is one of its frames, not a new capture.
         let before = captures(sim);
@@ -332,7 +342,8 @@ async fn takeover_refuses_the_agent_and_the_operators_input_lands() {
 
         // A rotated phone: (1500, 100) is on screen in landscape, (100, 1500) is not.
         let (a2, s2) = (r.adb.clone(), serial.clone());
-        let out = common::adb::blocking(move || a2.adb(&["-s", &s2, "shell", "settings put system user_rotation 1"])).await;
+        let out =
+            common::adb::blocking(move || a2.adb(&["-s", &s2, "shell", "settings put system user_rotation 1"])).await;
         assert_eq!(out.status, Some(0), "{}", out.stderr);
         sim.clear_events();
         let tap = post(addr, &url("input"), &session, json!({"action": "tap", "x": 1500, "y": 100})).await;
@@ -371,12 +382,8 @@ async fn takeover_refuses_the_agent_and_the_operators_input_lands() {
         let a = agent.tap(&ch, 100, 100).await;
         assert!(a.get("error").is_none(), "the logout returned the phone: {a}");
         let detail = http(addr, "GET", &format!("/api/v1/devices/{id}"), &[(k, &v)], b"").await.json();
-        let returns: Vec<&Value> = detail["recent_actions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|a| a["tool_id"] == "operator.return")
-            .collect();
+        let returns: Vec<&Value> =
+            detail["recent_actions"].as_array().unwrap().iter().filter(|a| a["tool_id"] == "operator.return").collect();
         assert_eq!(returns.len(), 2, "{detail:#}");
         assert!(returns.iter().any(|a| a["arguments"]["reason"] == "logout"));
 
@@ -387,6 +394,34 @@ async fn takeover_refuses_the_agent_and_the_operators_input_lands() {
             let db = std::fs::read(r.srv.data_dir.join(f)).unwrap_or_default();
             assert!(!db.windows(7).any(|w| w == b"hunter2"), "typed text in {f}");
         }
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_takeover_ends_by_itself() {
+    bounded(async {
+        let r = rig_with(&[(720, 1280)], true, &["--wall-takeover-idle", "10s"]).await;
+        let serial = r.sims[0].serial();
+        r.wait_all_online().await;
+        let id = r.id_of(&serial).await;
+        let mut agent = ws(r.srv.addr, Some(KEY)).await;
+        agent.hello(None).await;
+        let ch = agent.bind(Some(&serial)).await;
+        let (k, v) = bearer();
+        let t = post(r.srv.addr, &format!("/api/v1/devices/{id}/takeover"), &[(k, &v)], json!({})).await;
+        assert_eq!(t.status, 200, "{}", t.text());
+        assert_eq!(t.json()["takeover"]["by"], "api_key");
+        assert_eq!(error_code(&agent.tap(&ch, 10, 10).await), "operator_control");
+        // No operator input for the idle timeout: the phone goes back to its agent by itself.
+        tokio::time::sleep(Duration::from_secs(11)).await;
+        let a = agent.tap(&ch, 10, 10).await;
+        assert!(a.get("error").is_none(), "the idle takeover ended: {a}");
+        let d = http(r.srv.addr, "GET", &format!("/api/v1/devices/{id}"), &[(k, &v)], b"").await.json();
+        assert!(d["takeover"].is_null(), "{d:#}");
+        let ret = d["recent_actions"].as_array().unwrap().iter().find(|a| a["tool_id"] == "operator.return").cloned();
+        assert_eq!(ret.expect("the return is audited")["arguments"]["reason"], "idle");
     })
     .await
     .expect("test timed out");

@@ -310,7 +310,9 @@ async fn run(adb: &crate::device::adb::AdbBackend, key: &DeviceKey, input: &Inpu
     match adb.shell_ok(key, &input.command(), true, INPUT_DEADLINE).await {
         Ok(_) => Ok(()),
         // The phone's message could echo what was typed: typed text never reaches an error.
-        Err(e) if matches!(input, Input::Text(_)) => Err(ProtoError::new(e.code, "typing the text failed on the phone")),
+        Err(e) if matches!(input, Input::Text(_)) => {
+            Err(ProtoError::new(e.code, "typing the text failed on the phone"))
+        }
         Err(e) => Err(e),
     }
 }

@@ -90,7 +90,13 @@ impl Live {
 
 /// `GET /api/v1/devices/{id}/live.mjpeg` (the device is online and the caller authorised; `session` is the wall
 /// session to end the stream with, `None` for the API key).
-pub async fn stream(app: Arc<App>, w: Arc<Wall>, adb: Arc<AdbBackend>, key: DeviceKey, session: Option<String>) -> Response<Body> {
+pub async fn stream(
+    app: Arc<App>,
+    w: Arc<Wall>,
+    adb: Arc<AdbBackend>,
+    key: DeviceKey,
+    session: Option<String>,
+) -> Response<Body> {
     let viewer = {
         let mut g = w.live.lock();
         let total: usize = g.viewers.values().sum();
@@ -102,7 +108,8 @@ pub async fn stream(app: Arc<App>, w: Arc<Wall>, adb: Arc<AdbBackend>, key: Devi
             } else {
                 format!("{MAX_VIEWERS} live views are open on this connector already")
             };
-            let mut r = error(StatusCode::SERVICE_UNAVAILABLE, "too_many_viewers", &format!("{why}; close one and retry"));
+            let mut r =
+                error(StatusCode::SERVICE_UNAVAILABLE, "too_many_viewers", &format!("{why}; close one and retry"));
             r.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("5"));
             r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
             return r;

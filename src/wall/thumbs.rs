@@ -8,7 +8,9 @@
 //! alone for [`HUNG_BACKOFF`] — so one hung phone can never stall every other thumbnail; while an agent's screenshot runs on the device the
 //! wall serves its last thumbnail (or `device_busy`) instead of capturing — the wall waits, never the agent. The
 //! capture goes through the screenshot tool's capture helper but never through the channel file cache or its
-//! one-time URLs: the JPEG lives only in this map.
+//! one-time URLs: the JPEG lives only in this map. While a phone is watched live (`live.rs`), the live view's
+//! capture loop is what refreshes this cache ([`Thumbs::get_within`] with its frame interval), so the thumbnails
+//! are its frames and the phone is never captured twice for the wall.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -142,20 +144,16 @@ impl Thumbs {
             };
         }
         let work = async {
-            let t0 = Instant::now();
             let frame = match capture(adb, key, DEFAULT_PATH, CAPTURE_DEADLINE).await {
                 Ok(f) => f,
                 Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
                 Err(_) => capture(adb, key, CapturePath::Raw, CAPTURE_DEADLINE).await?,
             };
-            let t1 = Instant::now();
-            let r = tokio::task::spawn_blocking(move || {
+            tokio::task::spawn_blocking(move || {
                 render(frame.image, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
             })
             .await
-            .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly"))?;
-            tracing::debug!(capture_ms = (t1 - t0).as_millis() as u64, encode_ms = t1.elapsed().as_millis() as u64, "TIMING wall capture");
-            r
+            .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly"))?
         };
         let outcome = match tokio::time::timeout(CAPTURE_DEADLINE, work).await {
             Ok(r) => r,
