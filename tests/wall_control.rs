@@ -242,6 +242,16 @@ async fn live_viewers_are_capped_per_phone() {
             assert!(Instant::now() < deadline, "the closed viewer's place never freed");
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
+        // Shutdown ends the open streams: the connector exits well within its drain deadline, and each client
+        // sees its stream end.
+        let mut r = r;
+        let started = Instant::now();
+        let status = r.srv.term(Duration::from_secs(20));
+        assert!(status.is_some_and(|s| s.success()), "clean exit with live streams open: {status:?}");
+        eprintln!("shutdown with {} live streams open took {:?}", open.len(), started.elapsed());
+        for s in &mut open {
+            while s.next(Duration::from_secs(10)).await.is_some() {}
+        }
     })
     .await
     .expect("test timed out");
