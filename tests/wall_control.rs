@@ -223,8 +223,11 @@ async fn live_viewers_are_capped_per_phone() {
         let (cookie, _) = r.login().await;
         let mut open = Vec::new();
         for i in 0..4 {
-            let s = LiveStream::open(r.srv.addr, &path, &[("Cookie", &cookie)]).await;
+            let mut s = LiveStream::open(r.srv.addr, &path, &[("Cookie", &cookie)]).await;
             assert_eq!(s.status, 200, "viewer {i}: {}", s.head);
+            // Every viewer gets a picture at once, also one joining the running loop of a still screen.
+            let first = s.next(Duration::from_secs(4)).await;
+            assert!(first.is_some_and(|p| !p.body.is_empty()), "viewer {i} got no first frame");
             open.push(s);
         }
         let fifth = http(r.srv.addr, "GET", &path, &[("Cookie", &cookie)], b"").await;

@@ -66,13 +66,13 @@ struct Inner {
 
 /// One viewer's place under the caps; freed on drop.
 struct Viewer {
-    live: Arc<Wall>,
+    wall: Arc<Wall>,
     key: DeviceKey,
 }
 
 impl Drop for Viewer {
     fn drop(&mut self) {
-        let mut g = self.live.live.lock();
+        let mut g = self.wall.live.lock();
         if let Some(n) = g.viewers.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {
@@ -115,7 +115,7 @@ pub async fn stream(
             return r;
         }
         *g.viewers.entry(key.clone()).or_default() += 1;
-        Viewer { live: w.clone(), key: key.clone() }
+        Viewer { wall: w.clone(), key: key.clone() }
     };
     let mut frames = feed(&app, &w, &adb, &key);
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
@@ -123,18 +123,25 @@ pub async fn stream(
     tokio::spawn(async move {
         let _viewer = viewer;
         let mut last: Option<Arc<Thumb>> = None;
+        // A viewer joining a running loop starts with its latest frame (a new receiver counts the current value
+        // as seen: on a still screen it would otherwise wait for a change that never comes).
+        let mut pending = frames.borrow_and_update().clone();
         loop {
             if session.as_deref().is_some_and(|id| !w.sessions.alive(id)) {
                 return;
             }
-            let next = tokio::select! {
-                _ = shutdown.changed() => return,
-                _ = tx.closed() => return,
-                changed = tokio::time::timeout(KEEPALIVE, frames.changed()) => match changed {
-                    Ok(Err(_)) => return, // the capture loop ended (device gone)
-                    Ok(Ok(())) => frames.borrow_and_update().clone(),
-                    Err(_) => last.clone(), // keep-alive: the last frame again
-                },
+            let next = if let Some(f) = pending.take() {
+                Some(f)
+            } else {
+                tokio::select! {
+                    _ = shutdown.changed() => return,
+                    _ = tx.closed() => return,
+                    changed = tokio::time::timeout(KEEPALIVE, frames.changed()) => match changed {
+                        Ok(Err(_)) => return, // the capture loop ended (device gone)
+                        Ok(Ok(())) => frames.borrow_and_update().clone(),
+                        Err(_) => last.clone(), // keep-alive: the last frame again
+                    },
+                }
             };
             let Some(frame) = next else { continue };
             // A client that does not read holds one frame in the queue; this send waits for it, bounded.
