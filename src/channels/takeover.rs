@@ -45,6 +45,8 @@ struct Hold {
     by: Operator,
     since_ms: u64,
     last_used: Instant,
+    /// `last_used` on the wall clock, for [`TakeoverInfo::expires_ms`].
+    last_used_ms: u64,
     idle: Duration,
 }
 
@@ -53,8 +55,9 @@ struct Hold {
 pub struct TakeoverInfo {
     pub by: Operator,
     pub since_ms: u64,
-    /// Seconds until the idle timeout ends it.
-    pub idle_left_s: u64,
+    /// When the idle timeout ends it unless the operator acts before (wall clock, ms): changes only with input, so
+    /// the wall's event stream does not resend the document every second of a takeover.
+    pub expires_ms: u64,
 }
 
 #[derive(Default)]
@@ -109,7 +112,7 @@ impl Hub {
         self.takeovers().get(key).map(|h| TakeoverInfo {
             by: h.by.clone(),
             since_ms: h.since_ms,
-            idle_left_s: h.idle.saturating_sub(h.last_used.elapsed()).as_secs(),
+            expires_ms: h.last_used_ms.saturating_add(h.idle.as_millis() as u64),
         })
     }
 
@@ -122,12 +125,13 @@ impl Hub {
             match g.get_mut(key) {
                 Some(h) if h.by != by => return Err(control_error()),
                 Some(h) => {
-                    h.last_used = Instant::now();
+                    (h.last_used, h.last_used_ms) = (Instant::now(), now_ms());
                     h.idle = idle;
                     false
                 }
                 None => {
-                    g.insert(key.clone(), Hold { by: by.clone(), since_ms: now_ms(), last_used: Instant::now(), idle });
+                    let (last_used, since_ms) = (Instant::now(), now_ms());
+                    g.insert(key.clone(), Hold { by: by.clone(), since_ms, last_used, last_used_ms: since_ms, idle });
                     true
                 }
             }
@@ -146,7 +150,7 @@ impl Hub {
         self.expire_takeovers();
         match self.takeovers().get_mut(key) {
             Some(h) if &h.by == by => {
-                h.last_used = Instant::now();
+                (h.last_used, h.last_used_ms) = (Instant::now(), now_ms());
                 Ok(())
             }
             Some(_) => Err(control_error()),

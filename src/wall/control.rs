@@ -69,7 +69,7 @@ fn ok(v: Value) -> Response<Body> {
 
 /// The takeover as the API shows it (`takeover` of a device; never the session id).
 pub fn takeover_json(t: &TakeoverInfo, me: Option<&Operator>) -> Value {
-    json!({"by": t.by.kind(), "since_ms": t.since_ms, "idle_left_s": t.idle_left_s, "mine": me == Some(&t.by)})
+    json!({"by": t.by.kind(), "since_ms": t.since_ms, "expires_ms": t.expires_ms, "mine": me == Some(&t.by)})
 }
 
 fn online(app: &App, key: &DeviceKey) -> Result<(), ProtoError> {
