@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wall_support::*;
-use xagent_adb_connector::sim::InputEvent;
+use xagent_adb_connector::sim::{Fault, InputEvent};
 
 fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
     tokio::time::timeout(Duration::from_secs(150), f)
@@ -200,6 +200,40 @@ async fn live_view_streams_changed_frames_downscaled_and_ends_with_its_viewer() 
         let thumb = http(addr, "GET", &format!("/api/v1/devices/{id}/screen.jpg"), &[(k, &v)], b"").await;
         assert_eq!(thumb.status, 200);
         assert!(captures(sim) <= before + 1, "the thumbnail reuses the live loop's frame");
+
+        // Agents first: while an agent's screenshot runs, the live view captures nothing (viewers keep the last
+        // picture). The sim's latency holds the agent's call in its `wm size`.
+        let mut agent = ws(addr, Some(KEY)).await;
+        agent.hello(None).await;
+        let ch = agent.bind(Some(&sim.serial())).await;
+        sim.set_fault(Fault::Latency(Duration::from_secs(4)));
+        let (_, rid) = agent
+            .send(
+                "tool.invoke",
+                Some(&ch),
+                json!({"tool_id": "android_screenshot", "arguments": {"connector_channel_id": ch}}),
+            )
+            .await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let d = http(addr, "GET", &format!("/api/v1/devices/{id}"), &[(k, &v)], b"").await.json();
+            if d["running_calls"] == 1 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the agent's call never showed as running: {d:#}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await; // a live capture already in flight ends
+        let n = captures(sim);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(captures(sim), n, "the live view captured while the agent's screenshot ran");
+        sim.set_fault(Fault::None);
+        loop {
+            let p = agent.recv().await;
+            if p["request_id"] == json!(rid) {
+                break; // the agent's call ended (its own result is not this test's concern)
+            }
+        }
 
         // The viewer goes away: the capture loop stops (no task left capturing the phone).
         drop(live);
