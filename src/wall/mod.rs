@@ -2,14 +2,17 @@
 //! for a person in a browser and for device-farm integrations as JSON.
 //!
 //! Why it lives beside the protocol planes and not inside them: the wall is for the operator, not the agent. It
-//! shows full serials and lets the operator release a binding, so it has its own access rules (a login that turns
-//! the system API key into a short-lived HttpOnly session cookie, a CSRF token for the one state-changing action),
+//! shows full serials and lets the operator release a binding or take a phone over, so it has its own access rules
+//! (a login that turns the system API key into a short-lived HttpOnly session cookie, a CSRF token for every
+//! state-changing action: Release, takeover, return, input, logout),
 //! and its device work must never get in an agent's way (thumbnails: one capture per device in flight, reused for
 //! seconds, skipped while an agent captures; device facts through observation-only shell calls).
 //!
 //! Files: `session.rs` (login, cookies, CSRF), `api.rs` (JSON views and route handlers), `thumbs.rs` (thumbnail
-//! and device-facts caches), `activity.rs` (audit-log follower, call durations, agents-first signal),
-//! `events.rs` (the Server-Sent Events stream), `assets/wall.html` (the page, embedded).
+//! and device-facts caches), `live.rs` (the live view: one capture loop per watched phone, through the thumbnail
+//! cache), `control.rs` (takeover, return and operator input; the takeover state itself is `channels::takeover`),
+//! `activity.rs` (audit-log follower, call durations, agents-first signal), `events.rs` (the Server-Sent Events
+//! stream), `assets/wall.html` (the page, embedded).
 
 mod activity;
 mod api;
