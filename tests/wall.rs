@@ -393,6 +393,64 @@ async fn live_view_and_takeover_in_a_real_browser() {
         let xagent_adb_connector::sim::InputEvent::Tap { x, y } = tap else { panic!("not a tap: {tap:?}") };
         assert!((x - ex).abs() <= 1 && (y - ey).abs() <= 1, "tap at ({x}, {y}), the click maps to ({ex}, {ey})");
 
+        // A drag is a swipe between the mapped points.
+        sim.clear_events();
+        let (ax, ay, bx, by) = ((left + 0.5 * w).round(), (top + 0.8 * h).round(), (left + 0.5 * w).round(), (top + 0.3 * h).round());
+        for (kind, x, y) in [("mousePressed", ax, ay), ("mouseMoved", (ax + bx) / 2.0, (ay + by) / 2.0), ("mouseReleased", bx, by)] {
+            cdp.call("Input.dispatchMouseEvent", json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1, "buttons": 1}))
+                .await;
+        }
+        let map = |cx: f64, cy: f64| (((cx - left) / w * 720.0).floor() as i32, ((cy - top) / h * 1600.0).floor() as i32);
+        let ((ex1, ey1), (ex2, ey2)) = (map(ax, ay), map(bx, by));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let swipe = loop {
+            if let Some(e) = sim.events().into_iter().next() {
+                break e;
+            }
+            assert!(Instant::now() < deadline, "the drag never reached the phone");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let xagent_adb_connector::sim::InputEvent::Swipe { x1, y1, x2, y2, .. } = swipe else {
+            panic!("not a swipe: {swipe:?}")
+        };
+        for (got, want) in [(x1, ex1), (y1, ey1), (x2, ex2), (y2, ey2)] {
+            assert!((got - want).abs() <= 1, "swipe ({x1}, {y1}) → ({x2}, {y2}), the drag maps to ({ex1}, {ey1}) → ({ex2}, {ey2})");
+        }
+
+        // The phone turns to landscape: the picture turns with it, and a click maps into the rotated screen.
+        let (a2, s2) = (r.adb.clone(), serial.clone());
+        let out = common::adb::blocking(move || a2.adb(&["-s", &s2, "shell", "settings put system user_rotation 1"])).await;
+        assert_eq!(out.status, Some(0), "{}", out.stderr);
+        cdp.wait_for(
+            "(() => { const i = document.querySelector('#d-img'); return i.naturalWidth > i.naturalHeight; })()",
+            Duration::from_secs(20),
+            "a landscape live picture",
+        )
+        .await;
+        sim.clear_events();
+        let rect = cdp
+            .eval("(() => { const r = document.querySelector('#d-img').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()")
+            .await;
+        let (left, top, w, h) =
+            (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap(), rect[3].as_f64().unwrap());
+        assert!(w > h, "the picture is landscape on the page: {rect}");
+        let (cx, cy) = ((left + 0.8 * w).round(), (top + 0.25 * h).round());
+        for kind in ["mousePressed", "mouseReleased"] {
+            cdp.call("Input.dispatchMouseEvent", json!({"type": kind, "x": cx, "y": cy, "button": "left", "clickCount": 1, "buttons": 1}))
+                .await;
+        }
+        let (ex, ey) = (((cx - left) / w * 1600.0).floor() as i32, ((cy - top) / h * 720.0).floor() as i32);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let tap = loop {
+            if let Some(e) = sim.events().into_iter().next() {
+                break e;
+            }
+            assert!(Instant::now() < deadline, "the click on the landscape picture never reached the phone");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let xagent_adb_connector::sim::InputEvent::Tap { x, y } = tap else { panic!("not a tap: {tap:?}") };
+        assert!((x - ex).abs() <= 1 && (y - ey).abs() <= 1, "landscape tap at ({x}, {y}), the click maps to ({ex}, {ey})");
+
         // Return: the agent acts again.
         cdp.eval("document.querySelector('#d-return').click(); 1").await;
         cdp.wait_for("!document.querySelector('#d-take').hidden", T, "the Take over button again").await;
