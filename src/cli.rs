@@ -356,6 +356,11 @@ pub struct ServeArgs {
     /// build whose gzip misbehaves; on a fast local link the phone's CPU may cost more than the bytes).
     #[arg(long, value_enum, value_name = "MODE", default_value = "auto", env = "XAGENT_ADB_CAPTURE_COMPRESSION")]
     pub capture_compression: CaptureCompression,
+
+    /// An operator's takeover of a phone (device wall) ends after this long without input; the agent may act
+    /// again then. Between 10s and 1h.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, env = "XAGENT_ADB_WALL_TAKEOVER_IDLE")]
+    pub wall_takeover_idle: Duration,
 }
 
 /// `--capture-compression`.
@@ -434,6 +439,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             thumbnail_interval: args.wall_thumbnail_interval,
             data_dir: None,
             secure_cookie: args.wall_secure_cookie,
+            takeover_idle: args.wall_takeover_idle.clamp(Duration::from_secs(10), Duration::from_secs(3600)),
         },
     })
 }

@@ -299,6 +299,176 @@ async fn the_wall_in_a_real_browser() {
     .expect("test timed out");
 }
 
+/// A cheap fingerprint of what the detail view's picture shows now (drawn to a canvas: an MJPEG `<img>` draws
+/// its current frame).
+const PICTURE: &str = r#"(() => { const i = document.querySelector('#d-img'); if (!i.naturalWidth) return null;
+  const c = document.createElement('canvas'); c.width = i.naturalWidth; c.height = i.naturalHeight;
+  const x = c.getContext('2d'); x.drawImage(i, 0, 0); const d = x.getImageData(0, 0, c.width, c.height).data;
+  let h = 0; for (let k = 0; k < d.length; k += 7) h = (h * 31 + d[k]) >>> 0; return h; })()"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_view_and_takeover_in_a_real_browser() {
+    tokio::time::timeout(Duration::from_secs(180), async {
+        let r = rig(&[(720, 1600)], true).await;
+        r.wait_all_online().await;
+        let sim = &r.sims[0];
+        let serial = sim.serial();
+        sim.set_ticking_screen(Some(Duration::from_millis(200)));
+        let mut agent = ws(r.srv.addr, Some(KEY)).await;
+        agent.hello(None).await;
+        let ch = agent.bind(Some(&serial)).await;
+
+        let browser = Browser::launch();
+        let mut cdp = Cdp::connect(&browser.ws_url).await;
+        cdp.page().await;
+        // The window of the issue: 900 px high.
+        cdp.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+        cdp.call("Page.navigate", json!({"url": format!("http://{}/", r.srv.addr)})).await;
+        cdp.wait_for("!!document.querySelector('#login') && !document.querySelector('#login').hidden", T, "login form")
+            .await;
+        cdp.eval(&format!(
+            "document.querySelector('#key').value = '{KEY}'; document.querySelector('#login button').click(); 1"
+        ))
+        .await;
+        cdp.wait_for("document.querySelectorAll('.card').length === 1", Duration::from_secs(30), "the phone's card").await;
+        cdp.eval("document.querySelector('.card').click(); 1").await;
+
+        // The live picture: streamed from live.mjpeg, and it changes while the phone's screen does.
+        cdp.wait_for(
+            "document.querySelector('#detail').open && document.querySelector('#d-img').src.endsWith('/live.mjpeg') \
+             && document.querySelector('#d-img').naturalWidth > 0",
+            Duration::from_secs(30),
+            "the live picture",
+        )
+        .await;
+        let first = cdp.eval(PICTURE).await;
+        cdp.wait_for(&format!("{PICTURE} !== {first}"), Duration::from_secs(20), "the live picture changes").await;
+
+        // However long the tables beside it, the picture stays on screen (sticky column).
+        cdp.eval(
+            "document.querySelector('#d-actions').innerHTML = '<table>' + '<tr><td>row</td></tr>'.repeat(200) + \
+             '</table>'; document.querySelector('#detail').scrollTop = 1e6; 1",
+        )
+        .await;
+        let rect = cdp
+            .eval("(() => { const r = document.querySelector('#d-img').getBoundingClientRect(); return [r.top, r.bottom, innerHeight, document.querySelector('#detail').scrollTop]; })()")
+            .await;
+        let (top, bottom, height, scrolled) =
+            (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap(), rect[3].as_f64().unwrap());
+        assert!(scrolled > 500.0, "the long history scrolls: {rect}");
+        assert!(top >= 0.0 && bottom <= height, "the picture stays in the window when scrolled down: {rect}");
+
+        // Take over: the agent is refused; a click on the picture taps the mapped device point.
+        cdp.eval("document.querySelector('#d-take').click(); 1").await;
+        cdp.wait_for("!document.querySelector('#d-return').hidden", T, "the Return button").await;
+        let a = agent.tap(&ch, 100, 100).await;
+        assert_eq!(error_code(&a), "operator_control", "{a}");
+        sim.clear_events();
+        let rect = cdp
+            .eval("(() => { const r = document.querySelector('#d-img').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()")
+            .await;
+        let (left, top, w, h) =
+            (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap(), rect[3].as_f64().unwrap());
+        let (cx, cy) = ((left + 0.3 * w).round(), (top + 0.7 * h).round());
+        for kind in ["mousePressed", "mouseReleased"] {
+            cdp.call(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": cx, "y": cy, "button": "left", "clickCount": 1, "buttons": 1}),
+            )
+            .await;
+        }
+        let (ex, ey) = (((cx - left) / w * 720.0).floor() as i32, ((cy - top) / h * 1600.0).floor() as i32);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let tap = loop {
+            if let Some(e) = sim.events().into_iter().next() {
+                break e;
+            }
+            assert!(Instant::now() < deadline, "the click never reached the phone");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let xagent_adb_connector::sim::InputEvent::Tap { x, y } = tap else { panic!("not a tap: {tap:?}") };
+        assert!((x - ex).abs() <= 1 && (y - ey).abs() <= 1, "tap at ({x}, {y}), the click maps to ({ex}, {ey})");
+
+        // A drag is a swipe between the mapped points.
+        sim.clear_events();
+        let (ax, ay, bx, by) = ((left + 0.5 * w).round(), (top + 0.8 * h).round(), (left + 0.5 * w).round(), (top + 0.3 * h).round());
+        for (kind, x, y) in [("mousePressed", ax, ay), ("mouseMoved", (ax + bx) / 2.0, (ay + by) / 2.0), ("mouseReleased", bx, by)] {
+            cdp.call("Input.dispatchMouseEvent", json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1, "buttons": 1}))
+                .await;
+        }
+        let map = |cx: f64, cy: f64| (((cx - left) / w * 720.0).floor() as i32, ((cy - top) / h * 1600.0).floor() as i32);
+        let ((ex1, ey1), (ex2, ey2)) = (map(ax, ay), map(bx, by));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let swipe = loop {
+            if let Some(e) = sim.events().into_iter().next() {
+                break e;
+            }
+            assert!(Instant::now() < deadline, "the drag never reached the phone");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let xagent_adb_connector::sim::InputEvent::Swipe { x1, y1, x2, y2, .. } = swipe else {
+            panic!("not a swipe: {swipe:?}")
+        };
+        for (got, want) in [(x1, ex1), (y1, ey1), (x2, ex2), (y2, ey2)] {
+            assert!((got - want).abs() <= 1, "swipe ({x1}, {y1}) → ({x2}, {y2}), the drag maps to ({ex1}, {ey1}) → ({ex2}, {ey2})");
+        }
+
+        // The phone turns to landscape: the picture turns with it, and a click maps into the rotated screen.
+        let (a2, s2) = (r.adb.clone(), serial.clone());
+        let out = common::adb::blocking(move || a2.adb(&["-s", &s2, "shell", "settings put system user_rotation 1"])).await;
+        assert_eq!(out.status, Some(0), "{}", out.stderr);
+        cdp.wait_for(
+            "(() => { const i = document.querySelector('#d-img'); return i.naturalWidth > i.naturalHeight; })()",
+            Duration::from_secs(20),
+            "a landscape live picture",
+        )
+        .await;
+        sim.clear_events();
+        let rect = cdp
+            .eval("(() => { const r = document.querySelector('#d-img').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()")
+            .await;
+        let (left, top, w, h) =
+            (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap(), rect[3].as_f64().unwrap());
+        assert!(w > h, "the picture is landscape on the page: {rect}");
+        let (cx, cy) = ((left + 0.8 * w).round(), (top + 0.25 * h).round());
+        for kind in ["mousePressed", "mouseReleased"] {
+            cdp.call("Input.dispatchMouseEvent", json!({"type": kind, "x": cx, "y": cy, "button": "left", "clickCount": 1, "buttons": 1}))
+                .await;
+        }
+        let (ex, ey) = (((cx - left) / w * 1600.0).floor() as i32, ((cy - top) / h * 720.0).floor() as i32);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let tap = loop {
+            if let Some(e) = sim.events().into_iter().next() {
+                break e;
+            }
+            assert!(Instant::now() < deadline, "the click on the landscape picture never reached the phone");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let xagent_adb_connector::sim::InputEvent::Tap { x, y } = tap else { panic!("not a tap: {tap:?}") };
+        assert!((x - ex).abs() <= 1 && (y - ey).abs() <= 1, "landscape tap at ({x}, {y}), the click maps to ({ex}, {ey})");
+
+        // Return: the agent acts again.
+        cdp.eval("document.querySelector('#d-return').click(); 1").await;
+        cdp.wait_for("!document.querySelector('#d-take').hidden", T, "the Take over button again").await;
+        let a = agent.tap(&ch, 100, 100).await;
+        assert!(a.get("error").is_none(), "{a}");
+        // Closing the view ends the stream, and with its last viewer the phone's capture loop (the card's
+        // thumbnail still refreshes now and then, so the connector's log says it, not the capture count).
+        cdp.eval("document.querySelector('#d-close').click(); 1").await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !r.srv.logs().iter().any(|l| l.contains("live view: capture loop ends")) {
+            assert!(Instant::now() < deadline, "the capture loop did not end after the live view closed");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("test timed out");
+}
+
 fn base64_decode(s: &str) -> Vec<u8> {
     let val = |c: u8| match c {
         b'A'..=b'Z' => c - b'A',

@@ -10,6 +10,7 @@
 
 mod auth;
 pub mod matching;
+pub mod takeover;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -84,6 +85,8 @@ pub struct Hub {
     cfg: HubConfig,
     card: Card,
     inner: Mutex<Inner>,
+    /// Phones an operator has taken over from the device wall (`takeover.rs`).
+    takeovers: takeover::Takeovers,
     /// Wakes the lease task when a deadline is added or removed.
     lease_changed: Notify,
 }
@@ -141,6 +144,7 @@ impl Hub {
             cfg,
             card,
             inner: Mutex::new(inner),
+            takeovers: takeover::Takeovers::default(),
             lease_changed: Notify::new(),
         }))
     }

@@ -59,6 +59,9 @@ pub enum ErrorCode {
     SecureLock,
     /// The UI tree cannot be read now (`uiautomator` never saw the screen idle: video, animation).
     UiUnavailable,
+    /// An operator has taken the bound phone over from the device wall: the agent's calls touch nothing until it
+    /// is returned (or the takeover's idle timeout ends it).
+    OperatorControl,
     /// Too many tool calls running on one channel.
     RateLimited,
     /// The server is shutting down and takes no new work.
@@ -106,6 +109,7 @@ impl ErrorCode {
             Self::DeviceLocked => "device_locked",
             Self::SecureLock => "secure_lock",
             Self::UiUnavailable => "ui_unavailable",
+            Self::OperatorControl => "operator_control",
             Self::RateLimited => "rate_limited",
             Self::ShuttingDown => "shutting_down",
             Self::Internal => "internal_error",
@@ -152,6 +156,7 @@ impl ErrorCode {
         Self::DeviceLocked,
         Self::SecureLock,
         Self::UiUnavailable,
+        Self::OperatorControl,
         Self::RateLimited,
         Self::ShuttingDown,
         Self::Internal,

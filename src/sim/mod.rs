@@ -426,6 +426,12 @@ impl SimPhone {
         d.idle_timeout = idle_timeout;
     }
 
+    /// Makes the screen change by itself: a status-bar indicator advances one step every `period` (as a download
+    /// or a video would), so that consecutive captures differ; `None` stills it. For live-view tests.
+    pub fn set_ticking_screen(&self, period: Option<Duration>) {
+        self.device().ui.ticking = period.map(|p| (std::time::Instant::now(), p));
+    }
+
     /// Appends one line to the phone's logcat buffer, as an app calling `android.util.Log` would.
     pub fn log(&self, priority: char, tag: &str, message: &str) {
         self.device().log(priority, tag, message);

@@ -150,6 +150,9 @@ pub struct Ui {
     pub list_offset: i32,
     /// Labels of the demo app's elements that taps hit, oldest first.
     pub clicks: Vec<String>,
+    /// A status-bar indicator that advances one step every period from the given start (a download's progress,
+    /// a playing video: the picture changes by itself). For live-view tests; `None` = a still screen.
+    pub ticking: Option<(std::time::Instant, std::time::Duration)>,
 }
 
 impl Ui {
@@ -174,6 +177,7 @@ impl Ui {
             never_idle: false,
             list_offset: 0,
             clicks: Vec::new(),
+            ticking: None,
         }
     }
 
@@ -555,6 +559,14 @@ impl Ui {
         let bg = if self.on_home() { [236, 239, 241, 255] } else { package_color(&self.foreground.package) };
         c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, bg);
         c.fill(l.status_bar, [33, 33, 33, 255]);
+        if let Some((start, period)) = self.ticking {
+            // The step number in the status bar (like a download's percentage): a new picture every period, never
+            // the same one twice, whatever the capture rate.
+            let step = start.elapsed().as_millis() / period.as_millis().max(1);
+            let sb = l.status_bar;
+            let area = Rect { left: sb.left + (sb.right - sb.left) / 2, ..sb };
+            c.digits(area, u32::try_from(step).unwrap_or(u32::MAX), [255, 193, 7, 255]);
+        }
         c.fill(l.title, [96, 125, 139, 255]);
         if self.on_home() {
             c.fill(l.counter, [255, 255, 255, 255]);

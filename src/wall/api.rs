@@ -79,7 +79,7 @@ pub async fn route(
     let (id, action) = tail.split_once('/').unwrap_or((tail, ""));
     let Some(key) = find(app, &w, id) else { return no_device(id) };
     match action {
-        "" if get => detail(app, &w, &key).await,
+        "" if get => operator_view(app, &w, &key, &principal, detail(app, &w, &key).await).await,
         "" => method_not_allowed("GET, HEAD"),
         "screen.jpg" if get => screen(app, &w, &key).await,
         "screen.jpg" => method_not_allowed("GET, HEAD"),
@@ -88,6 +88,20 @@ pub async fn route(
             Err(r) => *r,
         },
         "release" => method_not_allowed("POST"),
+        // ---- live view and takeover (live.rs, control.rs) ----
+        "live.mjpeg" if get => live(app, &w, &key, &principal).await,
+        "live.mjpeg" => method_not_allowed("GET, HEAD"),
+        "takeover" | "return" | "input" if *method == Method::POST => {
+            if let Err(r) = session::check_csrf(&principal, &req) {
+                return *r;
+            }
+            match action {
+                "takeover" => super::control::takeover(app, &w, &key, &principal),
+                "return" => super::control::give_back(app, &key, &principal),
+                _ => super::control::input(app, &w, &key, &principal, req).await,
+            }
+        }
+        "takeover" | "return" | "input" => method_not_allowed("POST"),
         _ => error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint at {path}")),
     }
 }
@@ -187,6 +201,8 @@ fn logout(app: &App, w: &Wall, req: &Request<Incoming>) -> Response<Body> {
     }
     if let Principal::Session { id, .. } = &principal {
         w.sessions.remove(id);
+        // A takeover ends with the operator's session.
+        app.hub.operator_logout(id);
     }
     with_cookie(json_response(StatusCode::OK, json!({"authenticated": false}).to_string()), w.sessions.cleared_cookie())
 }
@@ -279,6 +295,8 @@ fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder]) -> Value
         "held_by": held_by,
         "running_calls": w.activity.running(&d.key),
         "screen_url": format!("/api/v1/devices/{id}/screen.jpg"),
+        "live_url": format!("/api/v1/devices/{id}/live.mjpeg"),
+        "takeover": app.hub.takeover_of(&d.key).map(|t| super::control::takeover_json(&t, None)),
         "health": health_json(app, &d.key),
     })
 }
@@ -457,6 +475,57 @@ async fn screen(app: &App, w: &Wall, key: &DeviceKey) -> Response<Body> {
             r
         }
     }
+}
+
+/// The detail view's operator fields, added to a successful detail answer: whether this caller holds the phone
+/// (`takeover.mine`) and the phone's natural screen size (`display`), which the page needs to map a click on the
+/// (rotated, downscaled) live picture to device pixels.
+async fn operator_view(
+    app: &App,
+    w: &Wall,
+    key: &DeviceKey,
+    principal: &Principal,
+    r: Response<Body>,
+) -> Response<Body> {
+    if r.status() != StatusCode::OK {
+        return r;
+    }
+    let Ok(bytes) = http_body_util::BodyExt::collect(r.into_body()).await.map(|b| b.to_bytes()) else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "detail view unavailable");
+    };
+    let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "detail view unavailable");
+    };
+    let me = super::control::operator(principal);
+    v["takeover"] = app.hub.takeover_of(key).map_or(Value::Null, |t| super::control::takeover_json(&t, me.as_ref()));
+    let online = app.hub.backend().info(key).is_some_and(|d| d.state == DeviceState::Online);
+    if let (Some(adb), true) = (&w.adb, online) {
+        if let Ok((width, height)) = adb.screen_size(key).await {
+            v["display"] = json!({"width": width, "height": height});
+        }
+    }
+    no_store(json_response(StatusCode::OK, v.to_string()))
+}
+
+// ---- live view ---------------------------------------------------------------------------------------------
+
+/// `GET /api/v1/devices/{id}/live.mjpeg` (see `live.rs`).
+async fn live(app: &Arc<App>, w: &Arc<Wall>, key: &DeviceKey, principal: &Principal) -> Response<Body> {
+    let Some(adb) = w.adb.clone() else {
+        return error(StatusCode::NOT_IMPLEMENTED, "tool_invoke_failed", "this connector has no ADB backend");
+    };
+    match app.hub.backend().info(key).map(|d| d.state) {
+        Some(DeviceState::Online) => {}
+        Some(DeviceState::Unauthorized) => {
+            return error(StatusCode::CONFLICT, "device_unauthorized", "the device has not authorised this computer")
+        }
+        _ => return error(StatusCode::CONFLICT, "device_offline", "the device is not online"),
+    }
+    let session = match principal {
+        Principal::Session { id, .. } => Some(id.clone()),
+        _ => None,
+    };
+    super::live::stream(app.clone(), w.clone(), adb, key.clone(), session).await
 }
 
 /// `POST /api/v1/devices/{id}/release`: ends the binding of whichever channel holds the device.

@@ -2,18 +2,23 @@
 //! for a person in a browser and for device-farm integrations as JSON.
 //!
 //! Why it lives beside the protocol planes and not inside them: the wall is for the operator, not the agent. It
-//! shows full serials and lets the operator release a binding, so it has its own access rules (a login that turns
-//! the system API key into a short-lived HttpOnly session cookie, a CSRF token for the one state-changing action),
+//! shows full serials and lets the operator release a binding or take a phone over, so it has its own access rules
+//! (a login that turns the system API key into a short-lived HttpOnly session cookie, a CSRF token for every
+//! state-changing action: Release, takeover, return, input, logout),
 //! and its device work must never get in an agent's way (thumbnails: one capture per device in flight, reused for
 //! seconds, skipped while an agent captures; device facts through observation-only shell calls).
 //!
 //! Files: `session.rs` (login, cookies, CSRF), `api.rs` (JSON views and route handlers), `thumbs.rs` (thumbnail
-//! and device-facts caches), `activity.rs` (audit-log follower, call durations, agents-first signal),
-//! `events.rs` (the Server-Sent Events stream), `assets/wall.html` (the page, embedded).
+//! and device-facts caches), `live.rs` (the live view: one capture loop per watched phone, through the thumbnail
+//! cache), `control.rs` (takeover, return and operator input; the takeover state itself is `channels::takeover`),
+//! `activity.rs` (audit-log follower, call durations, agents-first signal), `events.rs` (the Server-Sent Events
+//! stream), `assets/wall.html` (the page, embedded).
 
 mod activity;
 mod api;
+mod control;
 mod events;
+mod live;
 mod session;
 mod thumbs;
 
@@ -46,6 +51,8 @@ pub struct WallConfig {
     pub data_dir: Option<PathBuf>,
     /// Mark the session cookie `Secure` (`--wall-secure-cookie`: the wall is reached through a TLS proxy).
     pub secure_cookie: bool,
+    /// An operator's takeover of a phone ends after this long without input (`--wall-takeover-idle`).
+    pub takeover_idle: Duration,
 }
 
 impl Default for WallConfig {
@@ -55,10 +62,13 @@ impl Default for WallConfig {
             thumbnail_interval: MIN_THUMBNAIL_INTERVAL,
             data_dir: None,
             secure_cookie: false,
+            takeover_idle: DEFAULT_TAKEOVER_IDLE,
         }
     }
 }
 
+/// Default idle timeout of an operator's takeover.
+pub const DEFAULT_TAKEOVER_IDLE: Duration = Duration::from_secs(300);
 /// Thumbnails are never captured more often than this per device, whatever the configuration says.
 pub const MIN_THUMBNAIL_INTERVAL: Duration = Duration::from_secs(2);
 /// Live event streams open at once (each holds a task and a socket).
@@ -76,6 +86,8 @@ pub struct Wall {
     facts: thumbs::Facts,
     activity: activity::Activity,
     streams: Arc<tokio::sync::Semaphore>,
+    /// Live views (`live.rs`): viewers and the capture loop of each watched phone.
+    live: live::Live,
     /// Every device seen since start (model by key), so one that vanished stays on the wall as `gone`.
     seen: std::sync::Mutex<std::collections::BTreeMap<DeviceKey, String>>,
 }
@@ -89,6 +101,7 @@ impl Wall {
             facts: thumbs::Facts::default(),
             activity: activity::Activity::default(),
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_EVENT_STREAMS)),
+            live: live::Live::default(),
             seen: Default::default(),
             cfg,
             adb,

@@ -2,7 +2,8 @@
 //!
 //! The login form posts the key once (`POST /api/v1/session`, JSON body, never a URL); the answer is a random
 //! session id in an `HttpOnly; SameSite=Strict` cookie that expires, and a per-session CSRF token that the page
-//! keeps in memory and sends as `X-CSRF-Token` on the state-changing requests (Release, logout). The key itself
+//! keeps in memory and sends as `X-CSRF-Token` on the state-changing requests (Release, takeover, return, input,
+//! logout). The key itself
 //! never reaches the browser's storage. Without a configured key the wall is open (like the other planes), but
 //! Release still needs a session's CSRF token, so a foreign web page cannot release a device through the
 //! operator's browser.

@@ -8,7 +8,9 @@
 //! alone for [`HUNG_BACKOFF`] — so one hung phone can never stall every other thumbnail; while an agent's screenshot runs on the device the
 //! wall serves its last thumbnail (or `device_busy`) instead of capturing — the wall waits, never the agent. The
 //! capture goes through the screenshot tool's capture helper but never through the channel file cache or its
-//! one-time URLs: the JPEG lives only in this map.
+//! one-time URLs: the JPEG lives only in this map. While a phone is watched live (`live.rs`), the live view's
+//! capture loop is what refreshes this cache ([`Thumbs::get_within`] with its frame interval), so the thumbnails
+//! are its frames and the phone is never captured twice for the wall.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -88,6 +90,19 @@ impl Thumbs {
         key: &DeviceKey,
         agent_capturing: impl Fn() -> bool,
     ) -> Result<(Arc<Thumb>, Option<Stale>), ProtoError> {
+        self.get_within(adb, key, agent_capturing, self.interval).await
+    }
+
+    /// As [`Thumbs::get`], reusing a cached picture only when it is younger than `max_age`: the live view's
+    /// capture loop (`live.rs`) asks with its frame interval, so while a phone is watched live its thumbnail is
+    /// that loop's latest frame and the phone is captured by one loop, not by the loop and the thumbnails.
+    pub async fn get_within(
+        &self,
+        adb: &AdbBackend,
+        key: &DeviceKey,
+        agent_capturing: impl Fn() -> bool,
+        max_age: Duration,
+    ) -> Result<(Arc<Thumb>, Option<Stale>), ProtoError> {
         let slot = self.slot(key);
         let busy = || {
             ProtoError::new(ErrorCode::DeviceBusy, "an agent is capturing this screen; the wall tries again shortly")
@@ -102,7 +117,7 @@ impl Thumbs {
         let mut cached = tokio::time::timeout(CAPTURE_DEADLINE * 2, slot.lock()).await.map_err(|_| {
             ProtoError::new(ErrorCode::DeviceTimeout, "the previous thumbnail capture is still running")
         })?;
-        if let Some(t) = cached.thumb.as_ref().filter(|t| t.taken.elapsed() < self.interval) {
+        if let Some(t) = cached.thumb.as_ref().filter(|t| t.taken.elapsed() < max_age) {
             return Ok((t.clone(), None));
         }
         if cached.hung_until.is_some_and(|until| Instant::now() < until) {

@@ -20,6 +20,11 @@ pub struct Rig {
 
 /// Phones with the given screens, one adb server, the connector (with [`KEY`] unless `key` is false).
 pub async fn rig(screens: &[(u32, u32)], key: bool) -> Rig {
+    rig_with(screens, key, &[]).await
+}
+
+/// [`rig`] with more `serve` arguments.
+pub async fn rig_with(screens: &[(u32, u32)], key: bool, extra: &[&str]) -> Rig {
     let adb = Arc::new(blocking(AdbServer::start).await.expect("adb is required (apt-get install adb)"));
     let mut sims = Vec::new();
     for (i, &(w, h)) in screens.iter().enumerate() {
@@ -47,6 +52,7 @@ pub async fn rig(screens: &[(u32, u32)], key: bool) -> Rig {
     if key {
         args.extend(["--api-key-file", kf.as_str()]);
     }
+    args.extend_from_slice(extra);
     let srv = Server::start(&dir.path().join("data"), &args, &[]);
     Rig { adb, sims, srv, _dir: dir }
 }

@@ -132,6 +132,10 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
             return session.send(fail(e)).await;
         }
     }
+    // An operator holds the phone (device wall takeover): the agent's call touches nothing.
+    if let Err(e) = hub.check_operator_control(&binding) {
+        return session.send(fail(e)).await;
+    }
     let mut spec = tool.spec().clone();
     spec.deadline = hub.registry().call_deadline(&spec, settle);
     let context = payload.get("context").and_then(Value::as_object);

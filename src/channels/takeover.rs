@@ -1,0 +1,200 @@
+//! The operator's takeover of a phone (device wall: `POST /api/v1/devices/{id}/takeover`, `…/return`).
+//!
+//! While an operator holds a phone, the bound agent's tool calls are refused with `operator_control` before
+//! anything runs (gate in `server/ws/tool.rs`): an agent that kept tapping would fight the person. The state lives
+//! here, beside the binding it overrides, and only in memory — a restart ends every takeover, which is the safe
+//! side (nobody is left locked out by a browser that is gone). A takeover ends on return, on the operator's
+//! logout, or after `idle` without any operator input; expiry is checked whenever the state is read, so an idle
+//! takeover stops blocking the agent at its idle deadline even if no page ever asks again.
+//!
+//! Every change is audited (`operator.takeover`, `operator.return`; inputs are audited by the wall as
+//! `operator.input`). The operator is recorded as `api_key` or `session`, never by the session id: that is a
+//! bearer secret.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::Hub;
+use crate::device::DeviceKey;
+use crate::protocol::errors::{ErrorCode, ProtoError};
+use crate::protocol::now_ms;
+
+/// Who holds a phone. A session id is a secret: compared, never shown or logged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Operator {
+    /// The system API key (an integration): every Bearer caller is this one operator.
+    ApiKey,
+    /// A wall login session.
+    Session(String),
+}
+
+impl Operator {
+    /// How the operator appears in audit records, logs and the API.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Operator::ApiKey => "api_key",
+            Operator::Session(_) => "session",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Hold {
+    by: Operator,
+    since_ms: u64,
+    last_used: Instant,
+    /// `last_used` on the wall clock, for [`TakeoverInfo::expires_ms`].
+    last_used_ms: u64,
+    idle: Duration,
+}
+
+/// A takeover as the wall shows it.
+#[derive(Clone, Debug)]
+pub struct TakeoverInfo {
+    pub by: Operator,
+    pub since_ms: u64,
+    /// When the idle timeout ends it unless the operator acts before (wall clock, ms): changes only with input, so
+    /// the wall's event stream does not resend the document every second of a takeover.
+    pub expires_ms: u64,
+}
+
+#[derive(Default)]
+pub struct Takeovers(std::sync::Mutex<HashMap<DeviceKey, Hold>>);
+
+/// The audit "channel" of operator actions: they come from the wall, not from a protocol channel.
+pub const OPERATOR_CHANNEL: &str = "wall";
+
+fn control_error() -> ProtoError {
+    ProtoError::new(
+        ErrorCode::OperatorControl,
+        "an operator is using this phone from the device wall; nothing ran. Retry later or bind another phone",
+    )
+}
+
+impl Hub {
+    fn takeovers(&self) -> std::sync::MutexGuard<'_, HashMap<DeviceKey, Hold>> {
+        self.takeovers.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Drops takeovers past their idle deadline (audited as returns with reason `idle`).
+    fn expire_takeovers(&self) {
+        let expired: Vec<(DeviceKey, Hold)> = {
+            let mut g = self.takeovers();
+            let keys: Vec<DeviceKey> =
+                g.iter().filter(|(_, h)| h.last_used.elapsed() >= h.idle).map(|(k, _)| k.clone()).collect();
+            keys.into_iter().filter_map(|k| g.remove(&k).map(|h| (k, h))).collect()
+        };
+        for (key, hold) in expired {
+            self.audit_return(&key, &hold.by, "idle");
+        }
+    }
+
+    fn audit_return(&self, key: &DeviceKey, by: &Operator, reason: &str) {
+        let args = obj(json!({"by": by.kind(), "reason": reason}));
+        self.audit(OPERATOR_CHANNEL, None, "operator.return", key, &args, "ok");
+        tracing::info!(device = %key, by = by.kind(), reason, "operator returned the phone to its agent");
+    }
+
+    /// `Err(operator_control)` while an operator holds `key`: the gate of every agent tool call.
+    pub fn check_operator_control(&self, key: &DeviceKey) -> Result<(), ProtoError> {
+        self.expire_takeovers();
+        if self.takeovers().contains_key(key) {
+            return Err(control_error());
+        }
+        Ok(())
+    }
+
+    /// The takeover of `key`, if any.
+    pub fn takeover_of(&self, key: &DeviceKey) -> Option<TakeoverInfo> {
+        self.expire_takeovers();
+        self.takeovers().get(key).map(|h| TakeoverInfo {
+            by: h.by.clone(),
+            since_ms: h.since_ms,
+            expires_ms: h.last_used_ms.saturating_add(h.idle.as_millis() as u64),
+        })
+    }
+
+    /// Takes `key` over for `by` (idempotent for the same operator: it refreshes the idle clock). Another
+    /// operator's takeover is refused with `operator_control`.
+    pub fn operator_takeover(&self, key: &DeviceKey, by: Operator, idle: Duration) -> Result<TakeoverInfo, ProtoError> {
+        self.expire_takeovers();
+        let fresh = {
+            let mut g = self.takeovers();
+            match g.get_mut(key) {
+                Some(h) if h.by != by => return Err(control_error()),
+                Some(h) => {
+                    (h.last_used, h.last_used_ms) = (Instant::now(), now_ms());
+                    h.idle = idle;
+                    false
+                }
+                None => {
+                    let (last_used, since_ms) = (Instant::now(), now_ms());
+                    g.insert(key.clone(), Hold { by: by.clone(), since_ms, last_used, last_used_ms: since_ms, idle });
+                    true
+                }
+            }
+        };
+        if fresh {
+            let holder = self.holders().into_iter().find(|h| &h.device == key).map(|h| h.channel_id);
+            let args = obj(json!({"by": by.kind(), "idle_timeout_s": idle.as_secs(), "agent_channel": holder}));
+            self.audit(OPERATOR_CHANNEL, None, "operator.takeover", key, &args, "ok");
+            tracing::info!(device = %key, by = by.kind(), "operator took the phone over");
+        }
+        self.takeover_of(key).ok_or_else(|| ProtoError::new(ErrorCode::Internal, "the takeover vanished"))
+    }
+
+    /// Checks that `by` holds `key` and restarts its idle clock (called before every operator input).
+    pub fn operator_touch(&self, key: &DeviceKey, by: &Operator) -> Result<(), ProtoError> {
+        self.expire_takeovers();
+        match self.takeovers().get_mut(key) {
+            Some(h) if &h.by == by => {
+                (h.last_used, h.last_used_ms) = (Instant::now(), now_ms());
+                Ok(())
+            }
+            Some(_) => Err(control_error()),
+            None => Err(ProtoError::new(
+                ErrorCode::PermissionDenied,
+                "take the phone over first (POST /api/v1/devices/{id}/takeover); input works only for the holder",
+            )),
+        }
+    }
+
+    /// Ends `by`'s takeover of `key` (the Return button). `Ok(false)`: nothing was held.
+    pub fn operator_return(&self, key: &DeviceKey, by: &Operator) -> Result<bool, ProtoError> {
+        self.expire_takeovers();
+        let removed = {
+            let mut g = self.takeovers();
+            match g.get(key) {
+                Some(h) if &h.by != by => return Err(control_error()),
+                Some(_) => g.remove(key),
+                None => None,
+            }
+        };
+        if let Some(h) = &removed {
+            self.audit_return(key, &h.by, "return");
+        }
+        Ok(removed.is_some())
+    }
+
+    /// Ends every takeover of a wall session (its logout).
+    pub fn operator_logout(&self, session_id: &str) {
+        let by = Operator::Session(session_id.to_owned());
+        let ended: Vec<DeviceKey> = {
+            let mut g = self.takeovers();
+            let keys: Vec<DeviceKey> = g.iter().filter(|(_, h)| h.by == by).map(|(k, _)| k.clone()).collect();
+            keys.into_iter().filter(|k| g.remove(k).is_some()).collect()
+        };
+        for key in ended {
+            self.audit_return(&key, &by, "logout");
+        }
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}

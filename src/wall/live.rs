@@ -1,0 +1,233 @@
+//! The live view: `GET /api/v1/devices/{id}/live.mjpeg`, a `multipart/x-mixed-replace` stream of JPEG frames
+//! that a browser's `<img>` shows as moving picture.
+//!
+//! One capture loop per watched phone ([`Feed`]) feeds every viewer of that phone *and* the thumbnail cache: it
+//! captures through [`super::thumbs::Thumbs::get_within`], so the frame it takes is the thumbnail the wall serves,
+//! and the per-device capture mutex, the global capture slots, the hung-phone back-off and the capture deadline
+//! of thumbnails all apply to it. It steps aside while an agent's call captures the screen (agents first): the
+//! viewers then keep the last frame. A frame goes out only when its JPEG differs from the last one sent, plus the
+//! last frame again every [`KEEPALIVE`] (a proxy or browser must not time the stream out while the screen is
+//! still). The loop ends when its last viewer goes away or on shutdown; each viewer's task ends when its client
+//! goes away (the body is dropped), when the client stops reading (a bounded queue of one frame), on shutdown, or
+//! when its wall session ends.
+//!
+//! Caps: [`MAX_VIEWERS_PER_DEVICE`] per phone and [`MAX_VIEWERS`] in all (each holds a socket and a task, and
+//! every watched phone a capture loop taking the box's CPU); beyond them the answer is `503 too_many_viewers`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use hyper::{Response, StatusCode};
+use tokio::sync::watch;
+
+use super::thumbs::Thumb;
+use super::Wall;
+use crate::device::adb::AdbBackend;
+use crate::device::{DeviceKey, DeviceState};
+use crate::http::{error, Body};
+use crate::protocol::errors::ErrorCode;
+use crate::server::App;
+
+/// Viewers of one phone at once.
+pub const MAX_VIEWERS_PER_DEVICE: usize = 4;
+/// Viewers on the whole box at once.
+pub const MAX_VIEWERS: usize = 8;
+/// The capture loop's target period: up to ~6 frames a second when the phone and the box keep up.
+pub const FRAME_INTERVAL: Duration = Duration::from_millis(150);
+/// The last frame is sent again after this long without a change.
+pub const KEEPALIVE: Duration = Duration::from_secs(5);
+/// Pause of the loop after a failed capture (the thumbnail cache adds its own back-off for a hung phone).
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
+/// Pause while an agent captures the screen.
+const AGENT_PAUSE: Duration = Duration::from_millis(250);
+/// The multipart boundary (never occurs in the part headers; JPEG bodies are delimited by Content-Length too).
+const BOUNDARY: &str = "xagent-live-frame";
+
+/// The live frames of one phone, as its capture loop publishes them.
+type FrameTx = watch::Sender<Option<Arc<Thumb>>>;
+
+#[derive(Default)]
+pub struct Live {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Viewers per phone.
+    viewers: HashMap<DeviceKey, usize>,
+    /// The running capture loop of a phone (its sender); a loop removes itself when it ends.
+    feeds: HashMap<DeviceKey, FrameTx>,
+}
+
+/// One viewer's place under the caps; freed on drop.
+struct Viewer {
+    wall: Arc<Wall>,
+    key: DeviceKey,
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let mut g = self.wall.live.lock();
+        if let Some(n) = g.viewers.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                g.viewers.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl Live {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// `GET /api/v1/devices/{id}/live.mjpeg` (the device is online and the caller authorised; `session` is the wall
+/// session to end the stream with, `None` for the API key).
+pub async fn stream(
+    app: Arc<App>,
+    w: Arc<Wall>,
+    adb: Arc<AdbBackend>,
+    key: DeviceKey,
+    session: Option<String>,
+) -> Response<Body> {
+    let viewer = {
+        let mut g = w.live.lock();
+        let total: usize = g.viewers.values().sum();
+        let here = g.viewers.get(&key).copied().unwrap_or(0);
+        if here >= MAX_VIEWERS_PER_DEVICE || total >= MAX_VIEWERS {
+            drop(g);
+            let why = if here >= MAX_VIEWERS_PER_DEVICE {
+                format!("{MAX_VIEWERS_PER_DEVICE} live views of this phone are open already")
+            } else {
+                format!("{MAX_VIEWERS} live views are open on this connector already")
+            };
+            let mut r =
+                error(StatusCode::SERVICE_UNAVAILABLE, "too_many_viewers", &format!("{why}; close one and retry"));
+            r.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("5"));
+            r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            return r;
+        }
+        *g.viewers.entry(key.clone()).or_default() += 1;
+        Viewer { wall: w.clone(), key: key.clone() }
+    };
+    let mut frames = feed(&app, &w, &adb, &key);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
+    let mut shutdown = app.shutdown.clone();
+    tokio::spawn(async move {
+        let _viewer = viewer;
+        let mut last: Option<Arc<Thumb>> = None;
+        // A viewer joining a running loop starts with its latest frame (a new receiver counts the current value
+        // as seen: on a still screen it would otherwise wait for a change that never comes).
+        let mut pending = frames.borrow_and_update().clone();
+        loop {
+            if session.as_deref().is_some_and(|id| !w.sessions.alive(id)) {
+                return;
+            }
+            let next = if let Some(f) = pending.take() {
+                Some(f)
+            } else {
+                tokio::select! {
+                    _ = shutdown.changed() => return,
+                    _ = tx.closed() => return,
+                    changed = tokio::time::timeout(KEEPALIVE, frames.changed()) => match changed {
+                        Ok(Err(_)) => return, // the capture loop ended (device gone)
+                        Ok(Ok(())) => frames.borrow_and_update().clone(),
+                        Err(_) => last.clone(), // keep-alive: the last frame again
+                    },
+                }
+            };
+            let Some(frame) = next else { continue };
+            // A client that does not read holds one frame in the queue; this send waits for it, bounded.
+            let sent = tokio::time::timeout(KEEPALIVE * 4, tx.send(part(&frame))).await;
+            if !matches!(sent, Ok(Ok(()))) {
+                return;
+            }
+            last = Some(frame);
+        }
+    });
+    let body = StreamBody::new(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::io::Error>(Frame::data(b)), rx))
+    }));
+    let mut r = Response::new(body.boxed());
+    let h = r.headers_mut();
+    let ct = format!("multipart/x-mixed-replace; boundary={BOUNDARY}");
+    h.insert(CONTENT_TYPE, HeaderValue::from_str(&ct).expect("ascii"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    r
+}
+
+/// One multipart part: the frame with its size, so a client can map a point on the picture to the device.
+fn part(t: &Thumb) -> Bytes {
+    let head = format!(
+        "--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {}\r\nX-Frame-Size: {}x{}\r\nX-Captured-At-Ms: {}\r\n\r\n",
+        t.jpeg.len(),
+        t.width,
+        t.height,
+        t.captured_ms
+    );
+    let mut b = Vec::with_capacity(head.len() + t.jpeg.len() + 2);
+    b.extend_from_slice(head.as_bytes());
+    b.extend_from_slice(&t.jpeg);
+    b.extend_from_slice(b"\r\n");
+    Bytes::from(b)
+}
+
+/// A receiver of the phone's live frames, starting its capture loop if none runs.
+fn feed(app: &Arc<App>, w: &Arc<Wall>, adb: &Arc<AdbBackend>, key: &DeviceKey) -> watch::Receiver<Option<Arc<Thumb>>> {
+    let mut g = w.live.lock();
+    if let Some(tx) = g.feeds.get(key) {
+        return tx.subscribe();
+    }
+    let (tx, rx) = watch::channel(None);
+    g.feeds.insert(key.clone(), tx.clone());
+    drop(g);
+    tokio::spawn(capture_loop(app.clone(), w.clone(), adb.clone(), key.clone(), tx));
+    rx
+}
+
+/// Captures the phone every [`FRAME_INTERVAL`] while anyone watches; publishes frames whose picture changed.
+/// Ends when the last viewer is gone, on shutdown, or when the phone is no longer online (its viewers' streams
+/// end with it: the page shows the phone's state instead of a frozen picture).
+async fn capture_loop(app: Arc<App>, w: Arc<Wall>, adb: Arc<AdbBackend>, key: DeviceKey, tx: FrameTx) {
+    let mut last: Option<Bytes> = None;
+    loop {
+        {
+            // Decided under the lock, so a viewer arriving now either finds this loop or starts a new one.
+            let mut g = w.live.lock();
+            let online = app.hub.backend().info(&key).is_some_and(|d| d.state == DeviceState::Online);
+            if tx.receiver_count() == 0 || !online || *app.shutdown.borrow() {
+                g.feeds.remove(&key);
+                tracing::debug!(device = %key, online, "live view: capture loop ends");
+                return;
+            }
+        }
+        let started = tokio::time::Instant::now();
+        let pause = if w.activity.capturing(&key) {
+            AGENT_PAUSE
+        } else {
+            match w.thumbs.get_within(&adb, &key, || w.activity.capturing(&key), FRAME_INTERVAL).await {
+                Ok((t, _)) => {
+                    if last.as_ref() != Some(&t.jpeg) {
+                        last = Some(t.jpeg.clone());
+                        tx.send_replace(Some(t));
+                    }
+                    FRAME_INTERVAL.saturating_sub(started.elapsed())
+                }
+                Err(e) if e.code == ErrorCode::DeviceBusy => AGENT_PAUSE,
+                Err(e) => {
+                    tracing::debug!(device = %key, error = %e, "live view: capture failed");
+                    RETRY_AFTER_ERROR
+                }
+            }
+        };
+        tokio::time::sleep(pause).await;
+    }
+}
