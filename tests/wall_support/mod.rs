@@ -108,5 +108,7 @@ impl Rig {
 
 /// Counts the phone's `framebuffer:` requests (each one wall or agent capture).
 pub fn captures(sim: &SimPhone) -> usize {
-    sim.commands().iter().filter(|c| c.as_str() == "framebuffer:").count()
+    // A capture is the compressed `screencap | gzip -1` where the phone has gzip (issue 24), else `framebuffer:`.
+    let gzip = xagent_adb_connector::tools::screen::GZIP_CAPTURE;
+    sim.commands().iter().filter(|c| c.as_str() == "framebuffer:" || c.as_str() == gzip).count()
 }
