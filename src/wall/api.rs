@@ -148,12 +148,7 @@ fn no_store(mut r: Response<Body>) -> Response<Body> {
 
 /// `POST /api/v1/session` with `{"api_key": "…"}`: the login form. The key travels once, in the body.
 async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
-    let json_body = req
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
-    if !json_body {
+    if !is_json(&req) {
         return error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "invalid_arguments",
@@ -433,16 +428,31 @@ async fn detail(app: &App, w: &Wall, key: &DeviceKey) -> Response<Body> {
     no_store(json_response(StatusCode::OK, v.to_string()))
 }
 
+/// The capture endpoints' answer for a phone that is not online (`device_unauthorized` / `device_offline`).
+fn not_online(app: &App, key: &DeviceKey) -> Option<Response<Body>> {
+    match app.hub.backend().info(key).map(|d| d.state) {
+        Some(DeviceState::Online) => None,
+        Some(DeviceState::Unauthorized) => {
+            Some(error(StatusCode::CONFLICT, "device_unauthorized", "the device has not authorised this computer"))
+        }
+        _ => Some(error(StatusCode::CONFLICT, "device_offline", "the device is not online")),
+    }
+}
+
+/// Whether a request says its body is JSON (the wall's POSTs take nothing else).
+pub(super) fn is_json(req: &Request<Incoming>) -> bool {
+    req.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"))
+}
+
 async fn screen(app: &App, w: &Wall, key: &DeviceKey) -> Response<Body> {
     let Some(adb) = &w.adb else {
         return error(StatusCode::NOT_IMPLEMENTED, "tool_invoke_failed", "this connector has no ADB backend");
     };
-    match app.hub.backend().info(key).map(|d| d.state) {
-        Some(DeviceState::Online) => {}
-        Some(DeviceState::Unauthorized) => {
-            return error(StatusCode::CONFLICT, "device_unauthorized", "the device has not authorised this computer")
-        }
-        _ => return error(StatusCode::CONFLICT, "device_offline", "the device is not online"),
+    if let Some(refused) = not_online(app, key) {
+        return refused;
     }
     let activity = &w.activity;
     match w.thumbs.get(adb, key, || activity.capturing(key)).await {
@@ -514,12 +524,8 @@ async fn live(app: &Arc<App>, w: &Arc<Wall>, key: &DeviceKey, principal: &Princi
     let Some(adb) = w.adb.clone() else {
         return error(StatusCode::NOT_IMPLEMENTED, "tool_invoke_failed", "this connector has no ADB backend");
     };
-    match app.hub.backend().info(key).map(|d| d.state) {
-        Some(DeviceState::Online) => {}
-        Some(DeviceState::Unauthorized) => {
-            return error(StatusCode::CONFLICT, "device_unauthorized", "the device has not authorised this computer")
-        }
-        _ => return error(StatusCode::CONFLICT, "device_offline", "the device is not online"),
+    if let Some(refused) = not_online(app, key) {
+        return refused;
     }
     let session = match principal {
         Principal::Session { id, .. } => Some(id.clone()),

@@ -10,7 +10,6 @@
 use std::time::Duration;
 
 use hyper::body::Incoming;
-use hyper::header::CONTENT_TYPE;
 use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Map, Value};
 
@@ -248,12 +247,7 @@ pub async fn input(app: &App, w: &Wall, key: &DeviceKey, p: &Principal, req: Req
     let Some(by) = operator(p) else {
         return fail(&ProtoError::new(ErrorCode::PermissionDenied, "log in on the wall first"));
     };
-    let json_body = req
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
-    if !json_body {
+    if !super::api::is_json(&req) {
         return error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "invalid_arguments", "send Content-Type: application/json");
     }
     let body = match read_small_body(req.into_body(), MAX_INPUT_BODY, app.cfg.limits.body_timeout).await {
