@@ -473,3 +473,57 @@ async fn an_idle_takeover_ends_by_itself() {
     .await
     .expect("test timed out");
 }
+
+/// A phone an operator holds is not an agent's to take: a pool binding passes it over (and says so when nothing else
+/// is left), a binding that names it is refused with `operator_control`, nothing is bound either way; once the
+/// operator returns it, it is in the pool again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_binding_never_lands_on_a_phone_an_operator_holds() {
+    bounded(async {
+        let r = rig(&[(720, 1600), (720, 1280)], true).await;
+        r.wait_all_online().await;
+        let (k, v) = bearer();
+        let ids = [r.id_of(&r.sims[0].serial()).await, r.id_of(&r.sims[1].serial()).await];
+        let start = json!({"flow_id": "adb_device", "input": {}});
+        let mut agent = ws(r.srv.addr, Some(KEY)).await;
+        agent.hello(None).await;
+        let (ch, _) = agent.open(None).await;
+
+        // Both phones free of agents, both taken over: the pool has nothing to give, and says why and what to do.
+        for id in &ids {
+            let t = post(r.srv.addr, &format!("/api/v1/devices/{id}/takeover"), &[(k, &v)], json!({})).await;
+            assert_eq!(t.status, 200, "{}", t.text());
+        }
+        let a = agent.request("auth.start", Some(&ch), start.clone()).await;
+        assert_eq!(a["payload"]["status"], "failed", "bound a phone an operator holds: {a}");
+        assert_eq!(error_code(&a), "device_busy", "{a}");
+        let msg = a["payload"]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("all 2 devices are in use by operators (device wall takeover); try again in a minute"),
+            "{msg}"
+        );
+        // Named: refused, with the code the agent already knows from tool calls.
+        let named = json!({"flow_id": "adb_device", "input": {"serial": r.sims[0].serial()}});
+        let a = agent.request("auth.start", Some(&ch), named).await;
+        assert_eq!(a["payload"]["status"], "failed", "{a}");
+        assert_eq!(error_code(&a), "operator_control", "{a}");
+        assert!(a["payload"]["message"].as_str().unwrap().contains("nothing was bound"), "{a}");
+        let d = agent.request("connection.descriptor.get", Some(&ch), json!({})).await;
+        assert_eq!(d["payload"]["connection_descriptor"]["connection"]["status"], "created", "nothing bound: {d}");
+
+        // The second phone returned: the pool binding takes it (not the one still held), and the agent's calls run.
+        let ret = post(r.srv.addr, &format!("/api/v1/devices/{}/return", ids[1]), &[(k, &v)], json!({})).await;
+        assert_eq!(ret.status, 200, "{}", ret.text());
+        let a = agent.request("auth.start", Some(&ch), start).await;
+        assert_eq!(a["payload"]["status"], "authenticated", "{a}");
+        for s in &r.sims {
+            s.clear_events();
+        }
+        let tap = agent.tap(&ch, 10, 10).await;
+        assert!(tap.get("error").is_none(), "the agent's phone is its own: {tap}");
+        assert_eq!(r.sims[1].events(), [InputEvent::Tap { x: 10, y: 10 }]);
+        assert!(r.sims[0].events().is_empty(), "the operator's phone was not touched");
+    })
+    .await
+    .expect("test timed out");
+}

@@ -23,6 +23,11 @@ const HELD_ELSEWHERE: &str = "the device is bound to another channel; bind anoth
                               `serial` takes any free one) or ask an operator to release it (Release on the device \
                               wall, or auth.logout by the channel holding it)";
 
+/// `operator_control` for a named phone an operator has taken over from the device wall.
+const OPERATOR_HOLDS: &str = "an operator is using this phone from the device wall (takeover); nothing was bound. \
+                              Bind another phone (auth.start without `serial` takes any free one) or try again in a \
+                              minute or two, when the operator has returned it";
+
 /// How long a pending session waits for approval; finished sessions stay queryable an hour beyond this
 /// (`Hub::run_leases` prunes them).
 const SESSION_TTL_MS: u64 = 10 * 60 * 1000;
@@ -253,8 +258,10 @@ impl Hub {
     /// the first free allowed device that awaits the person's approval.
     fn pick_device(&self, serial: Option<&str>, constraints: &Constraints) -> Result<Pick, ProtoError> {
         let allowed = |s: &str| self.cfg.allow_serials.is_empty() || self.cfg.allow_serials.iter().any(|a| a == s);
-        let held: std::collections::HashSet<DeviceKey> =
-            self.lock().channels.values().filter_map(|c| c.binding.clone()).collect();
+        let held = matching::Held {
+            channels: self.lock().channels.values().filter_map(|c| c.binding.clone()).collect(),
+            operator: self.taken_over(),
+        };
         let devices = self.backend.devices();
         match serial {
             Some(s) => {
@@ -273,8 +280,14 @@ impl Hub {
                             "no adb server lists a device with this serial (see `adb devices`)",
                         )
                     })?;
-                if held.contains(&d.key) {
+                if held.channels.contains(&d.key) {
                     return Err(ProtoError::new(ErrorCode::DeviceBusy, HELD_ELSEWHERE));
+                }
+                // Refused rather than bound: a binding the agent cannot use (every call `operator_control`) would
+                // also keep the phone from the pool after the operator is done with it, for an agent that may be
+                // gone. Nothing is bound; the agent binds again once the operator has returned the phone.
+                if held.operator.contains(&d.key) {
+                    return Err(ProtoError::new(ErrorCode::OperatorControl, OPERATOR_HOLDS));
                 }
                 match d.state {
                     DeviceState::Online => Ok(Pick::Online(d.key.clone())),
@@ -342,6 +355,11 @@ impl Hub {
             row.status = "failed".into();
             row.message = "the operator's allowlist no longer includes this device".into();
             self.set_pending(channel_id, None);
+        } else if key.as_ref().is_some_and(|k| self.taken_over().contains(k)) {
+            // Approved meanwhile but in an operator's hands: it binds once they return it (still pending).
+            row.message = "an operator is using this phone from the device wall (takeover); the binding completes \
+                           when they return it — keep polling auth.status"
+                .into();
         } else if let (Some(key), Some(DeviceState::Online)) = (&key, state) {
             match self.bind(channel_id, key) {
                 Ok(()) => {

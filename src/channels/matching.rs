@@ -143,13 +143,34 @@ pub enum Choice {
 pub const FREE_ONE: &str =
     "try again when one is released (auth.logout of its channel, or Release on the device wall) or connect another phone";
 
+/// What to do when every matching phone is held and at least one of them by an operator: a takeover ends by
+/// itself (return, the operator's logout, or the idle timeout), so waiting is the usual answer.
+pub const WAIT_FOR_OPERATOR: &str = "try again in a minute or two (a takeover ends when the operator returns the \
+                                     phone or stops using it; a channel's phone is freed by its auth.logout or \
+                                     Release on the device wall) or connect another phone";
+
+/// The phones nobody may pool-bind right now: bound to a channel (`channels`) or taken over by an operator on the
+/// device wall (`operator`; the agent would get `operator_control` on every call).
+#[derive(Clone, Debug, Default)]
+pub struct Held {
+    pub channels: HashSet<DeviceKey>,
+    pub operator: HashSet<DeviceKey>,
+}
+
+impl Held {
+    fn contains(&self, k: &DeviceKey) -> bool {
+        self.channels.contains(k) || self.operator.contains(k)
+    }
+}
+
 /// Picks the first free online allowed device matching `c`, else the first free unauthorized one (whose model and
-/// SDK are unknown until approved: it can satisfy label constraints only). Fails with a breakdown of why.
+/// SDK are unknown until approved: it can satisfy label constraints only). Free = no channel holds it and no
+/// operator has taken it over. Fails with a breakdown of why.
 pub fn choose(
     c: &Constraints,
     devices: &[DeviceInfo],
     allowed: impl Fn(&DeviceKey) -> bool,
-    held: &HashSet<DeviceKey>,
+    held: &Held,
     labels: &Labels,
 ) -> Result<Choice, ProtoError> {
     let allowed_devices: Vec<&DeviceInfo> = devices.iter().filter(|d| allowed(&d.key)).collect();
@@ -181,9 +202,32 @@ pub fn choose(
         return Err(ProtoError::new(ErrorCode::DeviceNotFound, format!("no device matches{what} ({seen})")));
     }
     let n = matching.len();
-    let held_n = matching.iter().filter(|d| held.contains(&d.key)).count();
-    let offline_n = n - held_n;
+    // A phone both bound and taken over counts as the operator's: that is what ends first.
+    let op_n = matching.iter().filter(|d| held.operator.contains(&d.key)).count();
+    let held_n = matching.iter().filter(|d| held.channels.contains(&d.key) && !held.operator.contains(&d.key)).count();
+    let offline_n = n - held_n - op_n;
     let devices = if n == 1 { "1 device matches".to_owned() } else { format!("{n} devices match") };
+    if op_n > 0 {
+        let why = if op_n == n {
+            match (n, c.is_empty()) {
+                (1, true) => "the only device is in use by an operator (device wall takeover)".to_owned(),
+                (_, true) => format!("all {n} devices are in use by operators (device wall takeover)"),
+                (1, false) => format!("{devices}{what}, in use by an operator (device wall takeover)"),
+                (_, false) => format!("{devices}{what}, all in use by operators (device wall takeover)"),
+            }
+        } else {
+            let mut parts = vec![format!("{op_n} in use by an operator (device wall takeover)")];
+            if held_n > 0 {
+                parts.push(format!("{held_n} held by other channels"));
+            }
+            if offline_n > 0 {
+                parts.push(format!("{offline_n} offline (or not yet verified)"));
+            }
+            let subject = if c.is_empty() { format!("{n} devices") } else { format!("{devices}{what}") };
+            format!("{subject}: {}", parts.join(", "))
+        };
+        return Err(ProtoError::new(ErrorCode::DeviceBusy, format!("{why}; {WAIT_FOR_OPERATOR}")));
+    }
     // Every phone held is `device_busy`, not `device_not_found`: the phones are there and one will be free again,
     // so the caller should wait or release one — not look for a phone that does not exist.
     let (code, why) = if offline_n == 0 {
@@ -252,7 +296,7 @@ mod tests {
     }
 
     fn pick(c: Value, held: &[&str]) -> Result<Choice, ProtoError> {
-        let held: HashSet<DeviceKey> = held.iter().map(|s| key(s)).collect();
+        let held = Held { channels: held.iter().map(|s| key(s)).collect(), ..Held::default() };
         choose(&cons(c), &farm(), |_| true, &held, &labels())
     }
 
@@ -289,12 +333,46 @@ mod tests {
         assert_eq!(e.code, ErrorCode::DeviceNotFound);
         let mut offline = farm();
         offline[2].state = DeviceState::Offline;
-        let e = choose(&cons(json!({"manufacturer": "samsung"})), &offline, |_| true, &HashSet::new(), &labels());
+        let e = choose(&cons(json!({"manufacturer": "samsung"})), &offline, |_| true, &Held::default(), &labels());
         assert_eq!(e.unwrap_err().code, ErrorCode::DeviceOffline);
         // The allowlist still applies: a matching device outside it is not a candidate.
-        let e =
-            choose(&cons(json!({"manufacturer": "samsung"})), &farm(), |k| k.serial != "C", &HashSet::new(), &labels());
+        let e = choose(
+            &cons(json!({"manufacturer": "samsung"})),
+            &farm(),
+            |k| k.serial != "C",
+            &Held::default(),
+            &labels(),
+        );
         assert_eq!(e.unwrap_err().code, ErrorCode::DeviceNotFound);
+    }
+
+    #[test]
+    fn a_phone_an_operator_took_over_is_not_picked() {
+        let held = |ch: &[&str], op: &[&str]| Held {
+            channels: ch.iter().map(|s| key(s)).collect(),
+            operator: op.iter().map(|s| key(s)).collect(),
+        };
+        let pick = |c: Value, h: Held| choose(&cons(c), &farm(), |_| true, &h, &labels());
+        assert_eq!(pick(json!({"model": "Pixel 7"}), held(&[], &["A"])).unwrap(), Choice::Online(key("B")));
+        let e = pick(json!({"model": "Pixel 7"}), held(&["B"], &["A"])).unwrap_err();
+        assert_eq!(e.code, ErrorCode::DeviceBusy);
+        assert_eq!(
+            e.message,
+            format!(
+                "2 devices match model=\"Pixel 7\": 1 in use by an operator (device wall takeover), 1 held by other \
+                 channels; {WAIT_FOR_OPERATOR}"
+            )
+        );
+        let e = pick(json!({"manufacturer": "samsung"}), held(&["C"], &["C"])).unwrap_err();
+        assert_eq!(
+            e.message,
+            format!("1 device matches manufacturer=\"samsung\", in use by an operator (device wall takeover); {WAIT_FOR_OPERATOR}")
+        );
+        let e = pick(json!({}), held(&[], &["A", "B", "C", "D", "E"])).unwrap_err();
+        assert_eq!(
+            e.message,
+            format!("all 5 devices are in use by operators (device wall takeover); {WAIT_FOR_OPERATOR}")
+        );
     }
 
     #[test]

@@ -106,6 +106,12 @@ impl Hub {
         Ok(())
     }
 
+    /// Every phone an operator holds now: a pool binding never picks one, a named one is refused (`auth.rs`).
+    pub fn taken_over(&self) -> std::collections::HashSet<DeviceKey> {
+        self.expire_takeovers();
+        self.takeovers().keys().cloned().collect()
+    }
+
     /// The takeover of `key`, if any.
     pub fn takeover_of(&self, key: &DeviceKey) -> Option<TakeoverInfo> {
         self.expire_takeovers();
