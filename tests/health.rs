@@ -68,7 +68,8 @@ fn start(adb: &AdbServer, dir: &std::path::Path, extra: &[&str]) -> Server {
 
 /// A hot, nearly empty, unplugged phone: its battery temperature, level, charging state, free /data and uptime
 /// reach the API and `/metrics` from one shell round trip, warnings follow the policy's thresholds, and nothing
-/// reads the phone again within 30 s however often the wall and Prometheus ask.
+/// reads the phone again within 30 s however often the wall and Prometheus ask. The wall's battery is that reading:
+/// every `dumpsys battery` the phone ran is the health reader's (the wall's facts used to run one of their own).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn battery_temperature_storage_in_the_api_and_metrics_read_at_most_every_30s() {
     bounded(async {
@@ -114,12 +115,19 @@ async fn battery_temperature_storage_in_the_api_and_metrics_read_at_most_every_3
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         assert_eq!(health_reads(&sim), 1, "read again within 30 s: {:#?}", sim.commands());
+        assert_eq!(phone(&devices(srv.addr).await, &serial)["battery_percent"], 9, "the wall shows the health reading");
+        let battery_reads: Vec<String> = sim.commands().into_iter().filter(|c| c.contains("dumpsys battery")).collect();
+        assert_eq!(battery_reads.len(), 1, "one battery reader, the health reader: {battery_reads:#?}");
+        assert!(battery_reads[0].contains("--xagent-health--"), "{battery_reads:#?}");
         // After 30 s the next read sees the cooled, plugged phone: the warnings are gone.
         let h = health_until(srv.addr, &serial, "read again", |h| h["temperature_celsius"] == json!(30.0)).await;
         assert!(read_at.elapsed() >= Duration::from_secs(28), "second read after only {:?}", read_at.elapsed());
         assert_eq!((h["charging"].clone(), h["battery_percent"].clone()), (json!(true), json!(80)));
         assert_eq!(h["warnings"], json!([]));
         assert_eq!(health_reads(&sim), 2);
+        assert_eq!(phone(&devices(srv.addr).await, &serial)["battery_percent"], 80);
+        let battery_reads = sim.commands().iter().filter(|c| c.contains("dumpsys battery")).count();
+        assert_eq!(battery_reads, 2, "{:#?}", sim.commands());
 
         // A disconnect counts: the phone drops off the adb server and comes back.
         sim.drop_connections();

@@ -101,7 +101,9 @@ async fn every_route_needs_auth_and_release_needs_csrf() {
             assert_eq!(d.status, 200, "{}", d.text());
             let d = d.json();
             let dev = d["devices"].as_array().unwrap().iter().find(|x| x["serial"] == json!(serial)).unwrap().clone();
-            if !dev["battery_percent"].is_null() || Instant::now() > deadline {
+            // The battery comes from the health reader, the version from the wall's facts: two sources, wait for both.
+            let known = !dev["battery_percent"].is_null() && !dev["android_version"].is_null();
+            if known || Instant::now() > deadline {
                 break (d, dev);
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -285,7 +285,8 @@ fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder]) -> Value
         "state": d.state.as_str(),
         "state_hint": state_hint(d.state),
         "android_version": facts.android_version,
-        "battery_percent": facts.battery_percent,
+        // The health reader's last reading: the wall runs no battery read of its own (one reader per phone).
+        "battery_percent": app.hub.backend().health_of(&d.key).and_then(|(s, _)| s.reading?.battery_percent),
         "allowed": app.hub.device_allowed(&d.key),
         "held_by": held_by,
         "running_calls": w.activity.running(&d.key),

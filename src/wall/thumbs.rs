@@ -1,5 +1,6 @@
-//! Thumbnails and device facts (Android version, battery) for the wall, cached so that watching the wall costs
-//! the phones almost nothing.
+//! Thumbnails and device facts (Android version) for the wall, cached so that watching the wall costs the phones
+//! almost nothing. The battery is not read here: the wall shows the health reader's last reading
+//! (`device::health`, at most one read per phone every 30 s, never beside an agent's call) — one reader per fact.
 //!
 //! Thumbnails: one async mutex per device, so at most one wall capture per device is in flight and concurrent
 //! viewers share its result; a thumbnail is reused for the configured interval (≥ 2 s); at most
@@ -36,8 +37,9 @@ const SLOT_WAIT: Duration = Duration::from_secs(3);
 /// After a capture ran into its deadline, the phone is not captured again for this long: a hung phone must not
 /// take a global slot every few seconds.
 const HUNG_BACKOFF: Duration = Duration::from_secs(30);
-/// Device facts older than this are read again.
-pub const FACTS_MAX_AGE: Duration = Duration::from_secs(60);
+/// Device facts older than this are read again. The Android version changes only across a reboot (an update),
+/// which drops the phone's transport anyway; re-reading it now and then is just a cheap check.
+pub const FACTS_MAX_AGE: Duration = Duration::from_secs(600);
 
 pub struct Thumb {
     pub jpeg: Bytes,
@@ -176,11 +178,10 @@ impl Thumbs {
     }
 }
 
-/// Android version and battery level of a device, as last read.
+/// Android version of a device, as last read.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceFacts {
     pub android_version: Option<String>,
-    pub battery_percent: Option<u8>,
 }
 
 #[derive(Default)]
@@ -215,14 +216,8 @@ impl Facts {
             .map(|key| {
                 let (adb, inner) = (adb.clone(), self.0.clone());
                 tokio::spawn(async move {
-                    let out = adb
-                        .shell_ok(
-                            &key,
-                            "getprop ro.build.version.release; dumpsys battery",
-                            false,
-                            Duration::from_secs(5),
-                        )
-                        .await;
+                    let out =
+                        adb.shell_ok(&key, "getprop ro.build.version.release", false, Duration::from_secs(5)).await;
                     let mut g = inner.lock().unwrap_or_else(|e| e.into_inner());
                     g.reading.remove(&key);
                     match out {
@@ -240,7 +235,7 @@ impl Facts {
     }
 }
 
-/// First line: `ro.build.version.release`; then `dumpsys battery` (`level: 87`, `scale: 100`).
+/// What `getprop ro.build.version.release` printed (its first line).
 pub fn parse_facts(text: &str) -> DeviceFacts {
     // The phone's words: bounded and stripped of control/bidi characters (`device::text`).
     let android_version = text
@@ -248,13 +243,7 @@ pub fn parse_facts(text: &str) -> DeviceFacts {
         .next()
         .map(|v| crate::device::text::phone_text(v, crate::device::text::MAX_SHORT_CHARS))
         .filter(|v| !v.is_empty() && !v.contains(':'));
-    let field = |name: &str| text.lines().find_map(|l| l.trim().strip_prefix(name)?.trim().parse::<u64>().ok());
-    let battery_percent = field("level:").map(|level| {
-        let scale = field("scale:").filter(|s| *s > 0).unwrap_or(100);
-        // u64 and saturating: a phone claiming level 4294967295 must not overflow the percentage.
-        (level.saturating_mul(100) / scale).min(100) as u8
-    });
-    DeviceFacts { android_version, battery_percent }
+    DeviceFacts { android_version }
 }
 
 #[cfg(test)]
@@ -262,16 +251,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn facts_parse_version_and_battery() {
-        let f = parse_facts("14\nCurrent Battery Service state:\n  AC powered: false\n  level: 87\n  scale: 100\n");
-        assert_eq!(f.android_version.as_deref(), Some("14"));
-        assert_eq!(f.battery_percent, Some(87));
-        let f = parse_facts("\n  level: 30\n  scale: 50\n");
-        assert_eq!(f.android_version, None);
-        assert_eq!(f.battery_percent, Some(60));
-        assert_eq!(parse_facts("garbage: x").battery_percent, None);
-        // Hostile: an overflowing level, a bidi-spoofed, overlong version.
-        assert_eq!(parse_facts("14\n  level: 4294967295\n  scale: 100\n").battery_percent, Some(100));
+    fn facts_parse_the_version() {
+        assert_eq!(parse_facts("14\n").android_version.as_deref(), Some("14"));
+        assert_eq!(parse_facts("\n").android_version, None);
+        assert_eq!(parse_facts("garbage: x").android_version, None);
+        // Hostile: a bidi-spoofed, overlong version.
         let f = parse_facts(&format!("1\u{202E}4{}\n", "9".repeat(100_000)));
         assert_eq!(f.android_version.as_deref().map(str::len), Some(crate::device::text::MAX_SHORT_CHARS));
         assert!(!f.android_version.unwrap().contains('\u{202E}'));
