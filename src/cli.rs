@@ -301,6 +301,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, env = "XAGENT_ADB_RECOVER_WAIT")]
     pub recover_wait: Duration,
 
+    /// How long the adb server may list a phone `offline` before the recovery ladder starts on it (a replug or a
+    /// reboot takes well under the default; raise it for phones slow to boot, lower it to act sooner). 2s to 1h.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, env = "XAGENT_ADB_RECOVER_OFFLINE_AFTER")]
+    pub recover_offline_after: Duration,
+
     /// Open WebSocket sessions at once; more upgrades get 503 too_many_sessions.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000), env = "XAGENT_ADB_MAX_SESSIONS")]
     pub max_sessions: u64,
@@ -393,10 +398,22 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
         ),
         None => None,
     };
+    if !(crate::device::recovery::OFFLINE_AFTER_MIN..=crate::device::recovery::OFFLINE_AFTER_MAX)
+        .contains(&args.recover_offline_after)
+    {
+        return Err(ConfigError {
+            code: exit::CONFIG,
+            message: format!(
+                "--recover-offline-after must be between 2s and 1h, not {} s",
+                args.recover_offline_after.as_secs_f64()
+            ),
+        });
+    }
     let recovery = crate::device::recovery::Config {
         command,
         command_timeout: args.recover_command_timeout,
         wait: args.recover_wait,
+        offline_after: args.recover_offline_after,
         ..Default::default()
     };
     Ok(Resolved {

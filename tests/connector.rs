@@ -382,6 +382,13 @@ fn cli_errors_are_actionable_with_distinct_exit_codes() {
     assert_eq!(code, Some(3));
     assert!(err.contains("cannot read the API key file /nonexistent/key"), "{err}");
 
+    // The recovery ladder's offline trigger: out of its bounds is a configuration error naming them.
+    for bad in ["1s", "2h"] {
+        let (code, err, _) = run(&["serve", "--recover-offline-after", bad]);
+        assert_eq!(code, Some(3), "{err}");
+        assert!(err.contains("--recover-offline-after must be between 2s and 1h"), "{err}");
+    }
+
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty.key");
     std::fs::write(&empty, "\n").unwrap();

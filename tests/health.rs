@@ -311,3 +311,78 @@ async fn a_health_read_waits_for_the_agents_running_call() {
     .await
     .expect("bounded");
 }
+
+/// The ladder's other trigger: a phone the adb server keeps listing `offline` (its transport refused, as a phone
+/// whose USB link or adbd died) for `--recover-offline-after` (here 5 s, not the default 60 s) is reconnected
+/// through the adb server, handed to the recover command, then marked unhealthy with the reason, every step
+/// audited; when it takes a transport again (a new connection reaches the simulated phone) the mark goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_that_stays_offline_is_reconnected_then_handed_to_the_recover_command_then_marked_unhealthy() {
+    bounded(async {
+        let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("recovered-serials");
+        let script = dir.path().join("cycle-port");
+        std::fs::write(&script, format!("#!/bin/sh\necho \"$1\" >> '{}'\n", marker.display())).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let command = format!("{} {{serial}}", script.display());
+        let srv = start(
+            &adb,
+            dir.path(),
+            &["--recover-offline-after", "5s", "--recover-wait", "5s", "--recover-command", &command],
+        );
+        health_until(srv.addr, &serial, "read", |h| !h["read_ms"].is_null()).await;
+
+        let offline_at = Instant::now();
+        sim.set_fault(Fault::Offline);
+        loop {
+            let d = devices(srv.addr).await;
+            if phone(&d, &serial)["state"] == "offline" {
+                break;
+            }
+            assert!(offline_at.elapsed() < Duration::from_secs(30), "the adb server never listed it offline: {d:#}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let h = health_until(srv.addr, &serial, "unhealthy", |h| h["unhealthy"] == true).await;
+        let why = h["unhealthy_reason"].as_str().unwrap();
+        assert!(why.starts_with("The phone stopped answering (offline for "), "{h:#}");
+        // The trigger is the flag's 5 s: the ladder (reconnect, 5 s wait, command, 5 s wait) ended long before the
+        // default 60 s could have started it.
+        let secs: u64 =
+            why["The phone stopped answering (offline for ".len()..].split(' ').next().unwrap().parse().unwrap();
+        assert!((5..30).contains(&secs), "offline for {secs} s before the ladder: {h:#}");
+        assert!(offline_at.elapsed() < Duration::from_secs(55), "unhealthy only after {:?}", offline_at.elapsed());
+        assert_eq!(std::fs::read_to_string(&marker).unwrap(), format!("{serial}\n"), "the recover command ran once");
+        let bin = env!("CARGO_BIN_EXE_xagent-adb-connector");
+        let data = dir.path().join("data");
+        let tail = blocking(move || {
+            let out =
+                std::process::Command::new(bin).args(["audit", "tail"]).arg("--data-dir").arg(&data).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).to_string()
+        })
+        .await;
+        let rows: Vec<&str> = tail.lines().filter(|l| l.contains("device.recover.")).collect();
+        assert_eq!(rows.len(), 3, "{tail}");
+        assert!(
+            rows[0].contains("device.recover.reconnect") && rows[0].contains("\"reason\":\"offline for "),
+            "{tail}"
+        );
+        // The adb server's own answer to the reconnect request.
+        assert!(rows[0].contains(&format!("reconnecting {serial} [offline]")), "{tail}");
+        assert!(rows[1].contains("device.recover.command") && rows[1].contains("cycle-port"), "{tail}");
+        assert!(rows[2].contains("device.recover.unhealthy"), "{tail}");
+
+        // The phone takes connections again: the adb server's next attempt reaches it, the mark goes.
+        let transports = sim.transports();
+        sim.set_fault(Fault::None);
+        health_until(srv.addr, &serial, "healthy again", |h| h["unhealthy"] == false).await;
+        assert!(sim.transports() > transports, "healthy again without a new transport");
+        assert_eq!(phone(&devices(srv.addr).await, &serial)["state"], "online");
+        let _ = adb;
+    })
+    .await
+    .expect("bounded");
+}

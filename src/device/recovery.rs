@@ -1,6 +1,6 @@
 //! The recovery ladder of a stuck phone, run by the tracker side (never by a tool): a phone whose commands ended in
 //! `device_timeout` [`TIMEOUTS_IN_A_ROW`] times in a row, or that the adb server has listed `offline` for
-//! [`OFFLINE_AFTER`], and that does not answer a trivial probe (`echo ok`, 3 s) either, is
+//! [`Config::offline_after`] (`--recover-offline-after`, default [`OFFLINE_AFTER`]), and that does not answer a trivial probe (`echo ok`, 3 s) either, is
 //!
 //! 1. reconnected through the adb server (`host-serial:SERIAL:reconnect`, [`super::host::reconnect`]; a phone on
 //!    the network is then connected again with `host:connect`) and given [`Config::wait`] to answer a probe again;
@@ -22,8 +22,13 @@ use super::{DeviceKey, DeviceState};
 
 /// Commands in a row ending in `device_timeout` that start the ladder.
 pub const TIMEOUTS_IN_A_ROW: u32 = 3;
-/// How long a phone may stay `offline` before the ladder starts (a replug or a reboot takes well under this).
+/// How long a phone may stay `offline` before the ladder starts, by default (a replug or a reboot takes well under
+/// this).
 pub const OFFLINE_AFTER: Duration = Duration::from_secs(60);
+/// Bounds of `--recover-offline-after`: below 2 s a phone's own reconnect (the adb server lists it `offline` for a
+/// moment while it re-handshakes) would be cut by the ladder; above an hour the phone is as good as forgotten.
+pub const OFFLINE_AFTER_MIN: Duration = Duration::from_secs(2);
+pub const OFFLINE_AFTER_MAX: Duration = Duration::from_secs(3600);
 /// How often the ladder looks for phones that need it.
 const TICK: Duration = Duration::from_secs(1);
 /// A serial we substitute into the operator's argv: what adb serials look like, never an option.
@@ -43,6 +48,8 @@ pub struct Config {
     /// How long a phone gets to answer a probe after each step (`--recover-wait`; a power-cycled phone
     /// re-enumerates on USB within seconds).
     pub wait: Duration,
+    /// How long a phone may stay `offline` before the ladder starts (`--recover-offline-after`).
+    pub offline_after: Duration,
 }
 
 impl Default for Config {
@@ -52,6 +59,7 @@ impl Default for Config {
             command_timeout: Duration::from_secs(60),
             command_every: Duration::from_secs(600),
             wait: Duration::from_secs(30),
+            offline_after: OFFLINE_AFTER,
         }
     }
 }
@@ -118,7 +126,8 @@ pub async fn run(adb: Arc<AdbBackend>, mut shutdown: tokio::sync::watch::Receive
             _ = shutdown.changed() => return,
             _ = tick.tick() => {}
         }
-        for (key, why) in adb.health_book().due_for_recovery(TIMEOUTS_IN_A_ROW, OFFLINE_AFTER, Instant::now()) {
+        let offline_after = adb.recovery_config().offline_after;
+        for (key, why) in adb.health_book().due_for_recovery(TIMEOUTS_IN_A_ROW, offline_after, Instant::now()) {
             // Only phones the adb server still lists can be reconnected by serial.
             if adb.raw_state(&key).is_none() {
                 continue;
