@@ -59,7 +59,37 @@ pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
             hub.audit("", None, step, key, details, result);
         }
     }));
+    persist_disconnects(&adb, running.hub.store());
     Ok(running)
+}
+
+/// Phones' disconnect times go to the store and the last hour's come back now, so "disconnects in the last hour"
+/// (wall, API, metrics) survives a restart. A store error costs only that: logged, the count starts from zero.
+fn persist_disconnects(adb: &crate::device::adb::AdbBackend, store: &Store) {
+    use crate::device::health::{DISCONNECT_WINDOW, MAX_DISCONNECTS_KEPT, MAX_PHONES};
+    use crate::device::DeviceKey;
+    let window = u64::try_from(DISCONNECT_WINDOW.as_millis()).unwrap_or(u64::MAX);
+    let (now, now_ms) = (std::time::Instant::now(), crate::protocol::now_ms());
+    match store.recent_disconnects(now_ms.saturating_sub(window), MAX_PHONES.saturating_mul(MAX_DISCONNECTS_KEPT)) {
+        Ok(rows) => {
+            let mut by_phone: std::collections::BTreeMap<DeviceKey, Vec<u64>> = Default::default();
+            for (server, serial, at_ms) in rows {
+                by_phone.entry(DeviceKey { server, serial }).or_default().push(at_ms);
+            }
+            for (key, times) in by_phone {
+                adb.health_book().restore_disconnects(&key, &times, now, now_ms);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not read the phones' recent disconnects; counting from zero"),
+    }
+    let store = store.clone();
+    adb.health_book().set_persist(Arc::new(move |key, at_ms| {
+        if let Err(e) =
+            store.add_disconnect(&key.server, &key.serial, at_ms, at_ms.saturating_sub(window), MAX_DISCONNECTS_KEPT)
+        {
+            tracing::warn!(device = %key, error = %e, "could not record a disconnect");
+        }
+    }));
 }
 
 /// Start-up warnings for settings that work but expose something: a key file others can read (as `doctor`

@@ -69,7 +69,8 @@ fn start(adb: &AdbServer, dir: &std::path::Path, extra: &[&str]) -> Server {
 /// A hot, nearly empty, unplugged phone: its battery temperature, level, charging state, free /data and uptime
 /// reach the API and `/metrics` from one shell round trip, warnings follow the policy's thresholds, and nothing
 /// reads the phone again within 30 s however often the wall and Prometheus ask. The wall's battery is that reading:
-/// every `dumpsys battery` the phone ran is the health reader's (the wall's facts used to run one of their own).
+/// every `dumpsys battery` the phone ran is the health reader's (the wall's facts used to run one of their own). A
+/// disconnect counts in the last hour, also after a restart of the connector.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn battery_temperature_storage_in_the_api_and_metrics_read_at_most_every_30s() {
     bounded(async {
@@ -133,6 +134,15 @@ async fn battery_temperature_storage_in_the_api_and_metrics_read_at_most_every_3
         sim.drop_connections();
         let h = health_until(srv.addr, &serial, "counting the disconnect", |h| h["disconnects_last_hour"] == 1).await;
         assert_eq!(h["disconnects_total"], 1);
+
+        // A restart of the connector keeps the last hour's disconnects (the store has them); the total counts since
+        // the start, as its metric is a counter.
+        let mut srv = srv;
+        assert!(srv.term(Duration::from_secs(20)).is_some_and(|s| s.success()), "{:#?}", srv.logs());
+        let srv = start(&adb, dir.path(), &["--policy", policy.to_str().unwrap()]);
+        let h = health_until(srv.addr, &serial, "read after the restart", |h| !h["read_ms"].is_null()).await;
+        assert_eq!(h["disconnects_last_hour"], 1, "the disconnect before the restart is forgotten: {h:#}");
+        assert_eq!(h["disconnects_total"], 0, "{h:#}");
         let _ = adb;
     })
     .await

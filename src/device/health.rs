@@ -5,10 +5,12 @@
 //! [`READ_EVERY`], never while another command for that phone is in flight (an agent's call waits for nobody: the
 //! health read simply tries at a later tick), each bounded by [`READ_DEADLINE`] and [`OUTPUT_MAX`]. Everything a
 //! phone prints is parsed in `formats.rs` with bounded, checked arithmetic. The book holds at most [`MAX_PHONES`]
-//! phones and [`MAX_DISCONNECTS_KEPT`] disconnect times per phone.
+//! phones and [`MAX_DISCONNECTS_KEPT`] disconnect times per phone. Disconnect times also go to a sink `run.rs` wires
+//! to the store, and the last hour's come back at start-up ([`Book::restore_disconnects`]): a restart of the
+//! connector does not make a flapping phone look healthy. `disconnects_total` stays "since the connector started".
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -172,11 +174,15 @@ impl Snapshot {
     }
 }
 
+/// Where a disconnect is recorded beyond memory (phone, wall-clock ms); `run.rs` wires it to the store.
+pub type DisconnectSink = Arc<dyn Fn(&DeviceKey, u64) + Send + Sync>;
+
 /// The per-phone book (owned by `AdbBackend`).
 #[derive(Default)]
 pub struct Book {
     phones: Mutex<BTreeMap<DeviceKey, Phone>>,
     thresholds: Mutex<Thresholds>,
+    persist: Mutex<Option<DisconnectSink>>,
 }
 
 impl Book {
@@ -220,6 +226,40 @@ impl Book {
         self.with(key, |p| {
             p.disconnects_total = p.disconnects_total.saturating_add(1);
             p.disconnects.push_back(now);
+            while p.disconnects.len() > MAX_DISCONNECTS_KEPT {
+                p.disconnects.pop_front();
+            }
+        });
+        // Outside the book's lock: the sink writes to disk.
+        let sink = self.persist.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(sink) = sink {
+            let ago = u64::try_from(now.elapsed().as_millis()).unwrap_or(u64::MAX);
+            sink(key, crate::protocol::now_ms().saturating_sub(ago));
+        }
+    }
+
+    /// Where disconnects are recorded from now on (the store: see [`Book::restore_disconnects`]).
+    pub fn set_persist(&self, sink: DisconnectSink) {
+        *self.persist.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    }
+
+    /// Puts back disconnect times recorded before a restart (wall-clock ms): those within
+    /// [`DISCONNECT_WINDOW`] of `now_ms` count in `disconnects_last_hour` again. Times from the future (a clock
+    /// step back) count as now; at most [`MAX_DISCONNECTS_KEPT`] are kept, the newest.
+    pub fn restore_disconnects(&self, key: &DeviceKey, times_ms: &[u64], now: Instant, now_ms: u64) {
+        let window = u64::try_from(DISCONNECT_WINDOW.as_millis()).unwrap_or(u64::MAX);
+        let back: Vec<Instant> = times_ms
+            .iter()
+            .map(|t| now_ms.saturating_sub(*t))
+            .filter(|ago| *ago < window)
+            .filter_map(|ago| now.checked_sub(Duration::from_millis(ago)))
+            .collect();
+        if back.is_empty() {
+            return;
+        }
+        self.with(key, |p| {
+            p.disconnects.extend(back);
+            p.disconnects.make_contiguous().sort();
             while p.disconnects.len() > MAX_DISCONNECTS_KEPT {
                 p.disconnects.pop_front();
             }
@@ -325,6 +365,28 @@ fn snap(p: &Phone, now: Instant) -> Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn restored_disconnects_count_within_the_hour_only() {
+        let (book, key) = (Book::default(), DeviceKey { server: "s".into(), serial: "A".into() });
+        let (now, now_ms) = (Instant::now(), 10_000_000_000u64);
+        let persisted = Arc::new(Mutex::new(Vec::new()));
+        let p = persisted.clone();
+        book.set_persist(Arc::new(move |k, t| p.lock().unwrap().push((k.serial.clone(), t))));
+        // 2 min ago, 59 min ago, 61 min ago (out of the window), and one from a clock that stepped back.
+        book.restore_disconnects(
+            &key,
+            &[now_ms - 120_000, now_ms - 59 * 60_000, now_ms - 61 * 60_000, now_ms + 5],
+            now,
+            now_ms,
+        );
+        let s = book.snapshot(&key, now);
+        assert_eq!((s.disconnects_last_hour, s.disconnects_total), (3, 0), "{s:?}");
+        assert!(persisted.lock().unwrap().is_empty(), "restoring writes nothing back");
+        book.disconnected(&key, now);
+        assert_eq!(book.snapshot(&key, now).disconnects_last_hour, 4);
+        assert_eq!(persisted.lock().unwrap().len(), 1, "a new disconnect goes to the sink");
+    }
 
     fn key() -> DeviceKey {
         DeviceKey { server: "127.0.0.1:5037".into(), serial: "A".into() }

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod calls;
 pub mod files;
 pub mod group;
+pub mod health;
 pub mod private;
 
 use std::path::Path;
@@ -151,6 +152,14 @@ const MIGRATIONS: &[&str] = &[
     DROP TABLE audit;
     ALTER TABLE audit_v7 RENAME TO audit;
     DELETE FROM sqlite_sequence WHERE name = 'audit';",
+    // 8: phones' disconnect times of the last hour (`health.rs`), so "disconnects in the last hour" survives a
+    // restart; pruned by age and capped per phone on every insert.
+    "CREATE TABLE disconnects (
+        server TEXT NOT NULL,
+        serial TEXT NOT NULL,
+        at_ms  INTEGER NOT NULL
+    );
+    CREATE INDEX disconnects_by_phone ON disconnects(server, serial, at_ms);",
 ];
 
 /// Page size of a new database. Every commit appends each page it changed to the WAL, whole, and a tap changes a
