@@ -90,7 +90,7 @@ impl Calls {
     pub fn begin(&self, key: &CallKey, args_sha256: &str) -> Result<Begin, ProtoError> {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         let record = self.store.call_record(&key.channel, &key.tool, &key.call_id).map_err(store_err)?;
-        if record.as_ref().is_some_and(|r| r.args_sha256 != args_sha256) {
+        if record.as_ref().is_some_and(|r| !r.same_args(args_sha256)) {
             return Err(ProtoError::new(
                 ErrorCode::InvalidArguments,
                 format!(
