@@ -178,10 +178,10 @@ impl Store {
 
     /// Records the outcome of a call (group commit; returns once committed).
     pub fn call_finished(&self, channel: &str, tool: &str, call_id: &str, outcome: &str, now_ms: u64) -> Result<()> {
-        self.call_finished_with(channel, tool, call_id, outcome, now_ms, None)
+        self.call_finished_with(channel, tool, call_id, outcome, now_ms, Vec::new())
     }
 
-    /// [`Store::call_finished`] and `also` (the call's audit row) in one transaction.
+    /// [`Store::call_finished`] and `also` (the call's audit row, read counts) in one transaction.
     pub fn call_finished_with(
         &self,
         channel: &str,
@@ -189,7 +189,7 @@ impl Store {
         call_id: &str,
         outcome: &str,
         now_ms: u64,
-        also: Option<Write>,
+        also: Vec<Write>,
     ) -> Result<()> {
         let finished = Write::CallFinished {
             channel: channel.into(),

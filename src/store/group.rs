@@ -27,6 +27,7 @@ pub const WINDOW: Duration = Duration::from_millis(5);
 const MAX_BATCH: usize = 256;
 
 /// One write of a tool call.
+#[derive(Clone)]
 pub enum Write {
     CallStarted {
         channel: String,
