@@ -7,7 +7,7 @@
 //! The counts go into the hash chain as one aggregate record per key ([`aggregate_row`]) when
 //! - the next side-effecting call's records commit (they share its transaction, so reads are chained before the
 //!   action that followed them),
-//! - a channel is cleaned up or its data plane closes,
+//! - a channel is closed (`channel.close`) or a data plane disconnects,
 //! - the connector shuts down gracefully,
 //! - and at the latest every [`FLUSH_EVERY`].
 //!
