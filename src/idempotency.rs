@@ -90,7 +90,7 @@ impl Calls {
     pub fn begin(&self, key: &CallKey, args_sha256: &str) -> Result<Begin, ProtoError> {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         let record = self.store.call_record(&key.channel, &key.tool, &key.call_id).map_err(store_err)?;
-        if record.as_ref().is_some_and(|r| r.args_sha256 != args_sha256) {
+        if record.as_ref().is_some_and(|r| !r.same_args(args_sha256)) {
             return Err(ProtoError::new(
                 ErrorCode::InvalidArguments,
                 format!(
@@ -135,19 +135,25 @@ impl Calls {
     }
 
     /// Records the outcome of a call that [`Begin::Run`] started and wakes everyone waiting for it.
-    pub fn finish(&self, key: &CallKey, outcome: &Outcome) {
-        self.finish_with(key, outcome, None)
+    pub fn finish(&self, key: &CallKey, outcome: &Outcome) -> bool {
+        self.finish_with(key, outcome, Vec::new())
     }
 
     /// [`Calls::finish`], committing `also` (the call's audit row) in the same transaction: one commit per call.
-    pub fn finish_with(&self, key: &CallKey, outcome: &Outcome, also: Option<crate::store::group::Write>) {
+    pub fn finish_with(&self, key: &CallKey, outcome: &Outcome, also: Vec<crate::store::group::Write>) -> bool {
         let (encoded, now) = (encode(outcome), now_ms());
-        if let Err(e) = self.store.call_finished_with(&key.channel, &key.tool, &key.call_id, &encoded, now, also) {
-            tracing::error!(error = %e, "could not record a tool outcome");
-        }
+        let committed = match self.store.call_finished_with(&key.channel, &key.tool, &key.call_id, &encoded, now, also)
+        {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "could not record a tool outcome");
+                false
+            }
+        };
         if let Some(tx) = self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(key) {
             let _ = tx.send(Some(outcome.clone()));
         }
+        committed
     }
 
     /// Waits for the outcome of a call another task runs, at most `limit` (the first call is bounded by its tool

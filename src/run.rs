@@ -285,16 +285,45 @@ async fn start_inner(
             crate::tools::observe::sweep();
         }
     });
+    // Read-only calls are counted in memory and appended to the audit chain at the latest every
+    // `audit::reads::FLUSH_EVERY` (and on the other triggers `audit::reads` lists).
+    let flusher = hub.clone();
+    let mut flush_stop = shutdown_rx.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(reads_flush_every());
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = flush_stop.changed() => return,
+            }
+            let hub = flusher.clone();
+            let _ = tokio::task::spawn_blocking(move || hub.flush_reads()).await;
+        }
+    });
     // A memory cache is emptied on the way out (its index is gone with the process); systemd removes /run's anyway.
     let scratch = location.volatile.then(|| files_dir.clone());
+    let final_flush = hub.clone();
     let done = tokio::spawn(async move {
         server::serve(listener, app).await;
+        // Graceful shutdown: the tools have drained, so the read counts are complete; into the chain with them.
+        let _ = tokio::task::spawn_blocking(move || final_flush.flush_reads()).await;
         if let Some(dir) = scratch {
             let _ = std::fs::remove_dir_all(dir);
         }
     });
     tracing::info!(%addr, card = crate::protocol::CONNECTOR_CARD_ID, version = crate::build_info::BUILD.version, "connector listening");
     Ok(Running { addr, hub, shutdown: shutdown_tx, done })
+}
+
+/// How often read counts are flushed: [`crate::audit::reads::FLUSH_EVERY`]; tests shorten it with
+/// `XAGENT_TEST_READS_FLUSH_MS` (honoured only in debug builds, so a release binary cannot be told to write more).
+fn reads_flush_every() -> std::time::Duration {
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("XAGENT_TEST_READS_FLUSH_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        return std::time::Duration::from_millis(ms.max(10));
+    }
+    crate::audit::reads::FLUSH_EVERY
 }
 
 /// Resolves when SIGTERM or SIGINT arrives.

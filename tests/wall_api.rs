@@ -150,6 +150,22 @@ async fn every_route_needs_auth_and_release_needs_csrf() {
         assert_eq!(last["outcome"], "ok");
         assert!(last["duration_ms"].is_u64(), "{last}");
         assert_eq!(d["recent_actions"][0]["arguments"], json!({"x": 10, "y": 20}));
+        // A read-only call writes no audit row of its own (issue 21: it is chained later as a count) but shows at
+        // once; once its aggregate reaches the log (the next tap takes it along) it is not shown twice.
+        let shot = json!({"tool_id": "android_screenshot", "arguments": {"connector_channel_id": ch, "max_side": 200}});
+        let a = c.request("tool.invoke", Some(&ch), shot).await;
+        assert!(a.get("error").is_none(), "{a}");
+        let d = http(addr, "GET", &format!("/api/v1/devices/{id}"), &[("Cookie", &cookie)], b"").await.json();
+        assert_eq!(d["recent_actions"][0]["tool_id"], "android_screenshot", "{d:#}");
+        assert_eq!(d["recent_actions"][0]["outcome"], "ok");
+        let tap = json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": 11, "y": 20, "settle": false}});
+        let a = c.request("tool.invoke", Some(&ch), tap).await;
+        assert!(a.get("error").is_none(), "{a}");
+        let d = http(addr, "GET", &format!("/api/v1/devices/{id}"), &[("Cookie", &cookie)], b"").await.json();
+        let tools: Vec<&str> =
+            d["recent_actions"].as_array().unwrap().iter().filter_map(|a| a["tool_id"].as_str()).collect();
+        assert_eq!(tools[..3], ["android_tap", "android_screenshot", "android_tap"], "{d:#}");
+        assert_eq!(tools.iter().filter(|t| **t == "android_screenshot").count(), 1, "shown once: {tools:?}");
 
         // With the right token: released; the agent's channel gets its descriptor pushed; an audit record.
         let resp =

@@ -156,24 +156,29 @@ pub(crate) fn bench_footprint_writes(sim_rt: &tokio::runtime::Runtime, rt: &toki
             screenshot(&ws0, addr, &ch0).await.expect("screenshot");
             observe_and_download(&ws0, addr, &ch0).await.expect("observe");
             tokio::time::sleep(Duration::from_millis(300)).await;
-            // Taps: every phone at once, each call with its tool_call_id.
-            let t0 = epoch();
-            let mut tasks = Vec::new();
-            for (i, (ws, ch)) in chans.iter().enumerate() {
-                let (ws, ch) = (ws.clone(), ch.clone());
-                tasks.push(tokio::spawn(async move {
-                    for k in 0..taps_per_phone {
-                        let id = format!("fw_{i}_{k}");
-                        ws.invoke_id(&ch, "android_tap", json!({"settle": false, "x": 100, "y": 300}), &id)
-                            .await
-                            .expect("tap");
-                    }
-                }));
+            // Taps: every phone at once, each call with its tool_call_id — first settled (the default, what xAgent
+            // sends since issue 19: the ack waits for a still screen and carries the `effect`), then bare
+            // (`settle: false`).
+            for (label, args) in
+                [("settled", json!({"x": 100, "y": 300})), ("bare", json!({"settle": false, "x": 100, "y": 300}))]
+            {
+                let t0 = epoch();
+                let mut tasks = Vec::new();
+                for (i, (ws, ch)) in chans.iter().enumerate() {
+                    let (ws, ch, args) = (ws.clone(), ch.clone(), args.clone());
+                    tasks.push(tokio::spawn(async move {
+                        for k in 0..taps_per_phone {
+                            let id = format!("fw_{label}_{i}_{k}");
+                            ws.invoke_id(&ch, "android_tap", args.clone(), &id).await.expect("tap");
+                        }
+                    }));
+                }
+                for t in tasks {
+                    t.await.unwrap();
+                }
+                windows.push((t0, epoch()));
+                tokio::time::sleep(Duration::from_millis(300)).await;
             }
-            for t in tasks {
-                t.await.unwrap();
-            }
-            windows.push((t0, epoch()));
             tokio::time::sleep(Duration::from_millis(300)).await;
             let t0 = epoch();
             for _ in 0..heavy {
@@ -202,28 +207,35 @@ pub(crate) fn bench_footprint_writes(sim_rt: &tokio::runtime::Runtime, rt: &toki
         let taps = (phones * taps_per_phone) as f64;
         let per = |x: u64, n: f64| round3(x as f64 / n);
         let v = json!({
-            "tap": {"bytes": per(w[0].bytes, taps), "wal_bytes": per(w[0].wal_bytes, taps),
+            "tap_settled": {"bytes": per(w[0].bytes, taps), "wal_bytes": per(w[0].wal_bytes, taps),
                     "fsyncs": per(w[0].syncs, taps), "n": taps},
-            "screenshot_download": {"bytes": per(w[1].bytes, heavy as f64), "fsyncs": per(w[1].syncs, heavy as f64),
-                                    "memory_cache_bytes": per(w[1].cache_bytes, heavy as f64), "n": heavy},
-            "observe_download": {"bytes": per(w[2].bytes, heavy as f64), "fsyncs": per(w[2].syncs, heavy as f64),
-                                 "memory_cache_bytes": per(w[2].cache_bytes, heavy as f64), "n": heavy},
+            "tap": {"bytes": per(w[1].bytes, taps), "wal_bytes": per(w[1].wal_bytes, taps),
+                    "fsyncs": per(w[1].syncs, taps), "n": taps},
+            "screenshot_download": {"bytes": per(w[2].bytes, heavy as f64), "fsyncs": per(w[2].syncs, heavy as f64),
+                                    "memory_cache_bytes": per(w[2].cache_bytes, heavy as f64), "n": heavy},
+            "observe_download": {"bytes": per(w[3].bytes, heavy as f64), "fsyncs": per(w[3].syncs, heavy as f64),
+                                 "memory_cache_bytes": per(w[3].cache_bytes, heavy as f64), "n": heavy},
         });
         eprintln!("footprint-writes {name}: {v}");
         let tap = w[0].bytes as f64 / taps;
+        let reads = w[2].bytes + w[3].bytes;
         rep.row(
-            &format!("21 writes to persistent storage ({name}): per tap ({phones}-phone burst) / screenshot / observe"),
+            &format!(
+                "21 writes to persistent storage ({name}): per settled tap / bare tap ({phones}-phone burst) / \
+                 screenshot / observe"
+            ),
             format!(
-                "{:.0} B ({:.2} fsync) / {:.0} B / {:.0} B",
+                "{:.0} B ({:.2} fsync) / {:.0} B / {:.0} B / {:.0} B",
                 tap,
                 w[0].syncs as f64 / taps,
-                w[1].bytes as f64 / heavy as f64,
-                w[2].bytes as f64 / heavy as f64
+                w[1].bytes as f64 / taps,
+                w[2].bytes as f64 / heavy as f64,
+                w[3].bytes as f64 / heavy as f64
             ),
             "—".into(),
             "—".into(),
-            "tap ≤ 4096 B; screenshot/observe: audit row only",
-            (name == "this build").then_some(tap <= 4096.0),
+            "settled tap ≤ 4096 B; screenshot/observe: 0 B",
+            (name == "this build").then_some(tap <= 4096.0 && reads == 0),
         );
         results.insert(name.clone(), v);
         drop(conn);

@@ -80,6 +80,8 @@ struct Inner {
 pub struct Hub {
     store: Store,
     calls: crate::idempotency::Calls,
+    /// Read-only calls counted in memory until they go into the audit chain (`audit::reads`).
+    reads: crate::audit::reads::Reads,
     registry: Arc<Registry>,
     backend: Arc<dyn Backend>,
     cfg: HubConfig,
@@ -138,6 +140,7 @@ impl Hub {
         }
         Ok(Arc::new(Hub {
             calls: crate::idempotency::Calls::new(store.clone()),
+            reads: Default::default(),
             store,
             registry,
             backend,
@@ -226,6 +229,60 @@ impl Hub {
             args,
             result,
         })
+    }
+
+    /// Counts a finished read-only call in memory (`audit::reads`): nothing is written now. Should the count
+    /// table be full, the call's record is committed at once instead.
+    pub fn count_read(&self, channel_id: &str, tool_id: &str, device: &DeviceKey, outcome: &str) {
+        let connector_id = self.lock().channels.get(channel_id).map(|c| c.connector_id.clone()).unwrap_or_default();
+        let now = now_ms();
+        if let Some(w) = self.reads.count(&connector_id, channel_id, &device.to_string(), tool_id, outcome, now) {
+            if let Err(e) = self.store.commit(w) {
+                tracing::error!(error = %e, "could not append to the audit log");
+            }
+        }
+    }
+
+    /// The pending read counts as audit writes, to commit with the caller's own (see `audit::reads`); give them
+    /// back with [`Hub::restore_reads`] if that commit fails.
+    pub fn take_reads(&self) -> Vec<crate::store::group::Write> {
+        self.reads.take()
+    }
+
+    pub fn restore_reads(&self, writes: Vec<crate::store::group::Write>) {
+        self.reads.restore(writes)
+    }
+
+    /// Commits the pending read counts now (blocking: call it from a blocking thread).
+    pub fn flush_reads(&self) {
+        let writes = self.reads.take();
+        if writes.is_empty() {
+            return;
+        }
+        let n = writes.len();
+        let copy = writes.clone();
+        match self.store.commit_all(writes) {
+            Ok(()) => tracing::debug!(records = n, "read calls appended to the audit log"),
+            Err(e) => {
+                tracing::error!(error = %e, "could not append read calls to the audit log; kept for the next flush");
+                self.reads.restore(copy);
+            }
+        }
+    }
+
+    /// [`Hub::flush_reads`] on a blocking thread when called inside the runtime (a channel or socket closing),
+    /// else right here.
+    pub fn flush_reads_soon(self: &Arc<Self>) {
+        if self.reads.is_empty() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                let hub = self.clone();
+                rt.spawn_blocking(move || hub.flush_reads());
+            }
+            Err(_) => self.flush_reads(),
+        }
     }
 
     /// Idempotency records of side-effecting tool calls.

@@ -124,6 +124,16 @@ pub trait Mount: Send + Sync {
     /// A tool call starts running on `device` (the wall's thumbnails step aside, its duration is recorded); the
     /// call counts until the returned guard is dropped.
     fn agent_call(&self, channel_id: &str, device: &crate::device::DeviceKey, tool_id: &str) -> Box<dyn Send>;
+    /// A read-only call finished (`audit::reads`: its audit record comes later, as an aggregate); `arguments` are
+    /// the redacted ones the audit log would hold.
+    fn read_call(
+        &self,
+        channel_id: &str,
+        device: &crate::device::DeviceKey,
+        tool_id: &str,
+        arguments: String,
+        outcome: &str,
+    );
 }
 
 /// Live connection counts per peer IP address.

@@ -33,9 +33,36 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRow> {
         device: r.get(6)?,
         arguments: r.get(7)?,
         result: r.get(8)?,
-        prev_hash: r.get(9)?,
-        hash: r.get(10)?,
+        prev_hash: hash_hex(r.get_ref(9)?),
+        hash: hash_hex(r.get_ref(10)?),
     })
+}
+
+/// A record's hashes are stored as their 32 bytes (issue 21: the two hex hashes were 128 of an audit row's ~300
+/// bytes, and at ~300 bytes only one row fit a 512-byte page, so every call appended a new page); records written
+/// before keep their hex TEXT. Both read back as hex, which is what the chain is computed over.
+fn hash_value(hex: &str) -> rusqlite::types::Value {
+    use rusqlite::types::Value;
+    let b = hex.as_bytes();
+    let bytes: Option<Vec<u8>> = (b.len() == 64)
+        .then(|| {
+            b.chunks(2).map(|p| std::str::from_utf8(p).ok().and_then(|p| u8::from_str_radix(p, 16).ok())).collect()
+        })
+        .flatten();
+    // Only lower-case hex round-trips through bytes; anything else is kept as written.
+    match bytes {
+        Some(bytes) if hex.bytes().all(|c| !c.is_ascii_uppercase()) => Value::Blob(bytes),
+        _ => Value::Text(hex.to_owned()),
+    }
+}
+
+fn hash_hex(v: rusqlite::types::ValueRef<'_>) -> String {
+    use rusqlite::types::ValueRef;
+    match v {
+        ValueRef::Blob(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+        ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+        _ => String::new(),
+    }
 }
 
 impl Store {
@@ -88,7 +115,7 @@ impl Store {
         let cut = by_count.max(by_age);
         let last: Option<(i64, String)> = tx
             .query_row("SELECT seq, hash FROM audit WHERE seq <= ?1 ORDER BY seq DESC LIMIT 1", params![cut], |r| {
-                Ok((r.get(0)?, r.get(1)?))
+                Ok((r.get(0)?, hash_hex(r.get_ref(1)?)))
             })
             .optional()?;
         let Some((seq, hash)) = last else { return Ok(0) };
@@ -137,8 +164,8 @@ pub(super) fn insert(tx: &rusqlite::Transaction<'_>, rec: &AuditRow) -> Result<(
         rec.device,
         rec.arguments,
         rec.result,
-        rec.prev_hash,
-        rec.hash
+        hash_value(&rec.prev_hash),
+        hash_value(&rec.hash)
     ])?;
     Ok(())
 }

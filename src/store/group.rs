@@ -27,6 +27,7 @@ pub const WINDOW: Duration = Duration::from_millis(5);
 const MAX_BATCH: usize = 256;
 
 /// One write of a tool call.
+#[derive(Clone)]
 pub enum Write {
     CallStarted {
         channel: String,
@@ -164,17 +165,33 @@ fn apply<'a>(db: &mut Connection, writes: impl Iterator<Item = &'a Write>) -> Re
         match w {
             Write::CallStarted { channel, tool, call_id, args_sha256, now_ms } => {
                 tx.prepare_cached(
-                    "INSERT INTO tool_calls (channel_id, tool_id, tool_call_id, args_sha256, state, created_ms)
-                     VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
+                    "INSERT INTO tool_calls (key_hash, channel_id, tool_id, tool_call_id, args_sha256, created_ms)
+                     VALUES (?6, ?1, ?2, ?3, ?4, ?5)",
                 )?
-                .execute(params![channel, tool, call_id, args_sha256, *now_ms as i64])?;
+                .execute(params![
+                    channel,
+                    tool,
+                    call_id,
+                    super::calls::pack_digest(args_sha256),
+                    *now_ms as i64,
+                    super::calls::key_hash(channel, tool, call_id)
+                ])?;
             }
             Write::CallFinished { channel, tool, call_id, outcome, now_ms } => {
                 tx.prepare_cached(
-                    "UPDATE tool_calls SET state = 'done', outcome = ?4, finished_ms = ?5
-                     WHERE channel_id = ?1 AND tool_id = ?2 AND tool_call_id = ?3",
+                    // Appended beside the record, which stays as it was (migration 9: no page split).
+                    "INSERT INTO tool_outcomes (id, outcome, finished_ms)
+                     SELECT id, ?4, ?5 FROM tool_calls
+                     WHERE key_hash = ?6 AND channel_id = ?1 AND tool_id = ?2 AND tool_call_id = ?3",
                 )?
-                .execute(params![channel, tool, call_id, outcome, *now_ms as i64])?;
+                .execute(params![
+                    channel,
+                    tool,
+                    call_id,
+                    super::calls::pack_outcome(outcome),
+                    *now_ms as i64,
+                    super::calls::key_hash(channel, tool, call_id)
+                ])?;
             }
             Write::Audit { rec, hash } => {
                 let (last, prev) = match head.take() {

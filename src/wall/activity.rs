@@ -6,6 +6,11 @@
 //! duration, so the tool dispatcher reports each call's start and end here ([`AgentCall`]); durations are joined
 //! to audit records by channel, tool and finishing time (calls from before this process started show none).
 //!
+//! Read-only calls (screenshots, observes, …) reach the audit log only as aggregate records, up to a minute later
+//! (`audit::reads`): the dispatcher reports each one here as it finishes ([`Activity::read_call`]), and the
+//! aggregates this process wrote are skipped when they arrive from the log (their calls are already shown). After
+//! a restart the log's aggregates are all there is for the calls before it, and they are shown as such.
+//!
 //! The same guard tells the thumbnail cache when an agent is capturing a device's screen: the wall then serves
 //! its last thumbnail instead of asking the device again (agents first).
 
@@ -36,6 +41,8 @@ struct Duration_ {
 
 #[derive(Default)]
 struct Inner {
+    /// When this process started following (aggregates of reads from then on were shown live).
+    started_ms: u64,
     /// Highest audit `seq` read so far (`None` until seeded).
     last_seq: Option<i64>,
     actions: HashMap<String, VecDeque<AuditRow>>,
@@ -44,8 +51,13 @@ struct Inner {
     running: HashMap<DeviceKey, usize>,
 }
 
-#[derive(Default)]
 pub struct Activity(Arc<Mutex<Inner>>);
+
+impl Default for Activity {
+    fn default() -> Activity {
+        Activity(Arc::new(Mutex::new(Inner { started_ms: now_ms(), ..Inner::default() })))
+    }
+}
 
 /// Held while an agent's tool call runs on a device; dropping it records the duration.
 pub struct AgentCall {
@@ -91,6 +103,29 @@ impl Activity {
         lock(&self.0).running.get(device).copied().unwrap_or(0)
     }
 
+    /// A read-only call that just finished (not in the log yet: see the module docs).
+    pub fn read_call(&self, channel_id: &str, device: &DeviceKey, tool_id: &str, arguments: String, outcome: &str) {
+        let row = AuditRow {
+            seq: 0,
+            time_ms: now_ms(),
+            connector_id: String::new(),
+            channel_id: channel_id.to_owned(),
+            tool_call_id: None,
+            tool_id: tool_id.to_owned(),
+            device: device.to_string(),
+            arguments,
+            result: outcome.to_owned(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        };
+        let mut g = lock(&self.0);
+        let q = g.actions.entry(row.device.clone()).or_default();
+        q.push_back(row);
+        while q.len() > PER_DEVICE {
+            q.pop_front();
+        }
+    }
+
     /// Reads audit records appended since the last look.
     pub fn refresh(&self, store: &Store) {
         let last = lock(&self.0).last_seq;
@@ -128,6 +163,9 @@ impl Activity {
                 continue;
             }
             last_seq = last_seq.max(r.seq);
+            if crate::audit::reads::is_aggregate(&r) && r.time_ms >= g.started_ms {
+                continue; // its calls were shown live (`read_call`)
+            }
             let q = g.actions.entry(r.device.clone()).or_default();
             q.push_back(r);
             while q.len() > PER_DEVICE {

@@ -116,6 +116,12 @@ impl Wall {
         self.activity.begin(channel_id, device, tool_id)
     }
 
+    /// A read-only agent call that finished: shown in the device's recent actions at once (its audit record is an
+    /// aggregate written later, `audit::reads`).
+    pub fn read_call(&self, channel_id: &str, device: &DeviceKey, tool_id: &str, arguments: String, outcome: &str) {
+        self.activity.read_call(channel_id, device, tool_id, arguments, outcome)
+    }
+
     /// Names the session cookie after the port the connector listens on (see [`session::COOKIE_PREFIX`]).
     pub fn listening_on(&self, port: u16) {
         self.sessions.set_port(port);
@@ -155,6 +161,10 @@ impl Mount for Wall {
 
     fn agent_call(&self, channel_id: &str, device: &DeviceKey, tool_id: &str) -> Box<dyn Send> {
         Box::new(Wall::agent_call(self, channel_id, device, tool_id))
+    }
+
+    fn read_call(&self, channel_id: &str, device: &DeviceKey, tool_id: &str, arguments: String, outcome: &str) {
+        Wall::read_call(self, channel_id, device, tool_id, arguments, outcome)
     }
 }
 

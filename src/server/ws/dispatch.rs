@@ -198,6 +198,8 @@ async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
     let reply = match pkt.kind.as_str() {
         "channel.close" => {
             hub.close_channel(channel);
+            // The channel's read counts go into the audit chain now (`audit::reads`).
+            hub.flush_reads_soon();
             crate::tools::observe::forget_channel(channel);
             tracing::info!(channel, "channel closed");
             pkt.ack("channel.close.ack", ch, obj([("status", json!("ok"))]))

@@ -206,6 +206,8 @@ where
         session.cancel.cancel();
     }
     app.hub.socket_closed(socket);
+    // Read counts go into the audit chain when a data plane closes (`audit::reads`).
+    app.hub.flush_reads_soon();
     let _ = close_tx.send(close);
     drop(session);
     let _ = writer.await;

@@ -235,12 +235,23 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                             ProtoError::new(ErrorCode::ToolInvokeFailed, "cancelled: the channel closed or the data plane disconnected during the call; whether it took effect is unknown")
                         }),
                     };
-                    // Only calls that ran are device actions; replays and waits are not audited again. Both writes
-                    // are SQLite: on a blocking thread.
+                    // Only calls that ran are device actions; replays and waits are not audited again. A read-only
+                    // call is counted in memory (`audit::reads`: it writes nothing now, and goes into the chain as
+                    // an aggregate record); a side effect's outcome and audit record commit together, and take the
+                    // pending read counts with them (chained before it: they happened first). SQLite work runs on a
+                    // blocking thread.
                     let (hub, key, done, channel) = (hub.clone(), key.clone(), r.clone(), channel.clone());
+                    let read_only = !spec.side_effect;
+                    if read_only {
+                        let outcome = r.as_ref().err().map_or("ok", |e| e.code.as_str());
+                        wall.read_call(&channel, &audit_device, spec.id, crate::audit::redact(&audit_args), outcome);
+                    }
                     let _ = tokio::task::spawn_blocking(move || {
-                        // The outcome and the audit row in one transaction (one group commit per call).
                         let outcome = done.as_ref().err().map_or("ok", |e| e.code.as_str());
+                        if read_only {
+                            hub.count_read(&channel, spec.id, &audit_device, outcome);
+                            return;
+                        }
                         let audit = hub.audit_entry(
                             &channel,
                             audit_call_id.as_deref(),
@@ -249,13 +260,22 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                             &audit_args,
                             outcome,
                         );
-                        match &key {
-                            Some(k) => hub.calls().finish_with(k, &done, Some(audit)),
-                            None => {
-                                if let Err(e) = hub.store().commit(audit) {
+                        let reads = hub.take_reads();
+                        let kept = reads.clone();
+                        let mut writes = reads;
+                        writes.push(audit);
+                        let committed = match &key {
+                            Some(k) => hub.calls().finish_with(k, &done, writes),
+                            None => match hub.store().commit_all(writes) {
+                                Ok(()) => true,
+                                Err(e) => {
                                     tracing::error!(error = %e, "could not append to the audit log");
+                                    false
                                 }
-                            }
+                            },
+                        };
+                        if !committed {
+                            hub.restore_reads(kept);
                         }
                     })
                     .await;

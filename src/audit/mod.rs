@@ -7,6 +7,8 @@
 //! the remaining chain still verifies. (The chain detects tampering with the database; someone who can rewrite
 //! the whole file can rewrite the whole chain and its head — ship `audit tail` output elsewhere for that.)
 
+pub mod reads;
+
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
