@@ -14,9 +14,10 @@ use crate::protocol::errors::ProtoError;
 
 use super::screen::{area_downscale_src, bad_frame, fit_size};
 
-/// Longest side of a screen we accept. The largest Android panels shipped: 3840 px (Sony Xperia 1 series,
-/// 3840×1644; 4K Android TVs and Samsung DeX on a 4K monitor, 3840×2160), tablets up to 2960×1848 (Galaxy Tab S9
-/// Ultra). 8K Android TVs compose their UI at 4K or below. 4096 leaves room for DCI 4K (4096×2160); anything
+/// Longest side of a screen we accept. The largest Android displays: 3840 px (Sony Xperia 1 series, 3840×1644;
+/// a 4K external display in Samsung DeX / desktop mode, 3840×2160), tablets up to 2960×1848 (Galaxy Tab S9
+/// Ultra). Android TV draws its UI at 1080p even on 4K and 8K panels (only video planes go higher:
+/// theothernt/AerialViews#37, #235; Genymobile/scrcpy#4316). 4096 leaves room for DCI 4K (4096×2160); anything
 /// larger is a garbled or hostile header.
 pub const MAX_SIDE: u32 = 4096;
 
