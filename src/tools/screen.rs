@@ -874,7 +874,8 @@ mod tests {
                         frames.push((name, Frame::from_raw(data.clone()).unwrap(), old_decode_raw(&data)));
                     }
                 }
-                let layouts: [(u32, (u32, u32), (u32, u32), (u32, u32)); 7] = [
+                type Channel = (u32, u32);
+                let layouts: [(u32, Channel, Channel, Channel); 7] = [
                     (32, (0, 8), (8, 8), (16, 8)),  // RGBA_8888
                     (32, (16, 8), (8, 8), (0, 8)),  // BGRA_8888
                     (32, (8, 8), (16, 8), (24, 8)), // XRGB, alpha first
