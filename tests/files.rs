@@ -594,8 +594,8 @@ async fn screenshot_capture_paths_benchmark() {
             ms.push(t.elapsed().as_secs_f64() * 1000.0);
             bytes = c.wire_bytes;
             match &reference {
-                None => reference = Some(c.image),
-                Some(r) => assert!(*r == c.image, "{path:?} decodes to the same pixels"),
+                None => reference = Some(c.frame.to_rgb()),
+                Some(r) => assert!(*r == c.frame.to_rgb(), "{path:?} decodes to the same pixels"),
             }
         }
         ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -614,11 +614,11 @@ async fn capture_paths_agree() {
         let backend = AdbBackend::new(vec![format!("127.0.0.1:{}", adb.port).parse().unwrap()]);
         let key = DeviceKey { server: format!("127.0.0.1:{}", adb.port), serial };
         let raw = capture(&backend, &key, CapturePath::Raw, Duration::from_secs(30)).await.unwrap();
-        assert_eq!(raw.image.dimensions(), (1080, 2400));
+        assert_eq!(raw.frame.dimensions(), (1080, 2400));
         assert_eq!(raw.wire_bytes, 16 + 1080 * 2400 * 4);
         for path in [CapturePath::Png, CapturePath::Framebuffer, CapturePath::Gzip, CapturePath::Auto] {
             let other = capture(&backend, &key, path, Duration::from_secs(30)).await.unwrap();
-            assert!(other.image == raw.image, "{path:?} differs from the raw capture");
+            assert!(other.frame.to_rgb() == raw.frame.to_rgb(), "{path:?} differs from the raw capture");
             if path == CapturePath::Gzip {
                 assert!(other.wire_bytes * 20 < raw.wire_bytes, "gzip moved {} bytes", other.wire_bytes);
             }

@@ -67,6 +67,55 @@ async fn a_lying_screen_capture_is_a_clean_error_and_the_connector_keeps_serving
     .expect("test timed out");
 }
 
+/// Resident memory of a process, in KiB (`VmRSS` of /proc/PID/status).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS line");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Issue 24, item 3: a phone whose capture headers claim a big screen and then send 64 bytes costs the connector
+/// what arrived, not what was claimed, and the agent gets `bad_frame` — through every capture path the
+/// connector tries (`screencap | gzip -1`, `framebuffer:`, raw `screencap`). Claims: the largest screen accepted
+/// (4096 × 2304, 37.7 MB of RGBA: passes the header checks, the buffers must grow only with the bytes), 6000 ×
+/// 6000 (144 MB: within the old 160 MiB cap and 16 384 px sides, refused from the header now) and a 4K TV. The
+/// connector's resident memory after nine such captures stays within 24 MiB of before. (The reader's own
+/// allocation is pinned by `transport::tests::a_claimed_size_is_not_allocated_before_the_bytes_arrive`: the old
+/// up-front `vec![0; claim]` was lazily mapped, so RSS alone would not have shown it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_frame_costs_what_arrives_not_what_it_claims() {
+    bounded(async {
+        let r = rig(&[(360, 800)], true).await;
+        let liar = &r.sims[0];
+        r.wait_all_online().await;
+        let mut c = ws(r.srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let ch = c.bind(Some(&liar.serial())).await;
+        // One honest capture first: the probe is cached and the steady-state buffers exist before measuring.
+        let ok = c.invoke(&ch, "android_screenshot", json!({"max_side": 200})).await;
+        assert!(ok["error"].is_null(), "{ok}");
+        let pid = r.srv.child.id();
+        let before = rss_kib(pid);
+        for (w, h, why) in [(4096, 2304, "do not hold"), (6000, 6000, "6000×6000"), (3840, 2160, "do not hold")] {
+            liar.lie_about_frames(FrameLie::Claims(w, h));
+            for _ in 0..3 {
+                let a = c.invoke(&ch, "android_screenshot", json!({})).await;
+                assert_eq!(error_code(&a), "bad_frame", "{w}×{h}: {a}");
+                let msg = a["error"]["message"].as_str().unwrap_or_default();
+                assert!(msg.contains(why), "{w}×{h}: {msg}");
+            }
+        }
+        let after = rss_kib(pid);
+        assert!(after < before + 24 * 1024, "RSS grew from {before} KiB to {after} KiB on claims alone");
+        liar.lie_about_frames(FrameLie::None);
+        let ok = c.invoke(&ch, "android_screenshot", json!({"max_side": 200})).await;
+        assert!(ok["error"].is_null(), "an honest capture after the claims: {ok}");
+        assert!(!r.srv.logs().iter().any(|l| l.contains("panicked")), "a panic was logged");
+    })
+    .await
+    .expect("test timed out");
+}
+
 /// Item 4 (the phone's side): a 100 KB `ro.product.model` and a bidi-spoofing one are cut to 128 printable
 /// characters where they enter; the devices API stays small and neither reaches agents (descriptor
 /// `display_name`) or the wall unbounded or with U+202E. On the old code the devices API carried the 100 KB name

@@ -75,19 +75,18 @@ pub(crate) fn bench_breakdown(
         let t = Instant::now();
         let _ = sim_rt.block_on(capture(&backend, &key, CapturePath::Raw, Duration::from_secs(30))).unwrap();
         cap_raw.push(ms(t.elapsed()));
-        frame = Some(c.image);
+        frame = Some(c.frame);
     }
     let frame = frame.unwrap();
     for _ in 0..n.min(15) {
-        let img = frame.clone();
         let t = Instant::now();
-        let _ = render(img, 1280, Format::Jpeg { quality: 80 }).unwrap();
+        let _ = render(&frame, 1280, Format::Jpeg { quality: 80 }).unwrap();
         resize_jpeg.push(ms(t.elapsed()));
     }
     // The pieces of render(), and a candidate replacement (area-average downscale on the RGBA frame, then RGB).
     let rgba = {
         let c = sim_rt.block_on(capture(&backend, &key, CapturePath::Framebuffer, Duration::from_secs(30))).unwrap();
-        let rgb = c.image;
+        let rgb = c.frame.to_rgb();
         image::RgbaImage::from_fn(rgb.width(), rgb.height(), |x, y| {
             let p = rgb.get_pixel(x, y).0;
             image::Rgba([p[0], p[1], p[2], 255])

@@ -210,8 +210,13 @@ impl Connector {
     }
 
     pub(crate) fn start_with(adb_port: u16, rust_log: &str, extra: &[&str]) -> Connector {
+        Self::start_bin(BIN, adb_port, rust_log, extra)
+    }
+
+    /// [`Connector::start_with`] for another build of the connector (a "before" binary kept outside the tree).
+    pub(crate) fn start_bin(bin: &str, adb_port: u16, rust_log: &str, extra: &[&str]) -> Connector {
         let dir = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(bin);
         cmd.args(["--log-format", "json", "serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path())
             .args(["--adb-server", &format!("127.0.0.1:{adb_port}")])

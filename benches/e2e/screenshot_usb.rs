@@ -32,6 +32,10 @@ pub(crate) fn bench_screenshot_usb(
     adb.connect_all(std::slice::from_ref(&serial));
     let after = Connector::start(adb.port, QUIET_LOG);
     let before = Connector::start_with(adb.port, QUIET_LOG, &["--capture-compression", "off"]);
+    // BENCH_USB_BEFORE_BIN: another build of the connector (e.g. the commit before a host-side change), run on
+    // the same phone in the same interleaving, so "connector CPU per frame" has a before and an after of one run.
+    let old_bin = std::env::var("BENCH_USB_BEFORE_BIN").ok().filter(|p| std::path::Path::new(p).is_file());
+    let old = old_bin.as_deref().map(|b| Connector::start_bin(b, adb.port, QUIET_LOG, &[]));
     let bind = |c: &Connector, tag: &str| {
         rt.block_on(async {
             let ws = Ws::connect(c.addr, tag).await;
@@ -43,6 +47,7 @@ pub(crate) fn bench_screenshot_usb(
     };
     let (ws_a, ch_a) = bind(&after, "usb-after");
     let (ws_b, ch_b) = bind(&before, "usb-before");
+    let ws_o = old.as_ref().map(|c| bind(c, "usb-old-build"));
     let out = adb.tmp("screen-usb.png");
     let cli_args = ["-s", serial.as_str(), "exec-out", "screencap", "-p"];
     // (time, bytes over the link, image bytes)
@@ -60,8 +65,12 @@ pub(crate) fn bench_screenshot_usb(
     for _ in 0..2 {
         shot(&ws_a, after.addr, &ch_a);
         shot(&ws_b, before.addr, &ch_b);
+        if let (Some(c), Some((ws, ch))) = (&old, &ws_o) {
+            shot(ws, c.addr, ch);
+        }
         cli();
     }
+    let (mut to, mut cpu_o) = (Vec::new(), 0.0);
     let (mut ta, mut tb, mut tc) = (Vec::new(), Vec::new(), Vec::new());
     let (mut la, mut lb, mut lc) = (0u64, 0u64, 0u64);
     let (mut cpu_a, mut cpu_b) = (0.0, 0.0);
@@ -92,6 +101,12 @@ pub(crate) fn bench_screenshot_usb(
                 }
             }
         }
+        if let (Some(c), Some((ws, ch))) = (&old, &ws_o) {
+            let c0 = proc_cpu_ms(c.pid());
+            let (t, _, _) = shot(ws, c.addr, ch);
+            cpu_o += proc_cpu_ms(c.pid()) - c0;
+            to.push(ms(t));
+        }
     }
     // This machine's GNU `gzip -1` on the same raw frame: the yardstick for the phone's figure.
     let raw = adb.tmp("screen-usb.raw");
@@ -106,11 +121,20 @@ pub(crate) fn bench_screenshot_usb(
         }
     }
     let host_gzip = stats(&gz).p50;
+    let raw_frame = std::fs::read(&raw).unwrap_or_default();
+    let stages = frame_stages(&raw_frame, n.clamp(5, 30));
     let nn = n.max(1) as f64;
     let (sa, sb, sc) = (stats(&ta), stats(&tb), stats(&tc));
     let (r50, r95) = ratio(&sa, &sc);
     let (rb50, _) = ratio(&sb, &sc);
-    let (cpu_a, cpu_b) = (cpu_a / nn, cpu_b / nn);
+    let (cpu_a, cpu_b, cpu_o) = (cpu_a / nn, cpu_b / nn, cpu_o / nn);
+    if old.is_some() {
+        println!(
+            "screenshot-usb: old build {}: {} to the JPEG, {cpu_o:.1} ms connector CPU per frame (this build {cpu_a:.1} ms)",
+            old_bin.as_deref().unwrap_or_default(),
+            pp(&stats(&to))
+        );
+    }
     let per = |l: u64| (l as f64 / nn).round() as u64;
     rep.row(
         "3u screenshot over USB (phone costs on): `android_screenshot` + download vs `adb exec-out screencap -p`",
@@ -131,7 +155,10 @@ pub(crate) fn bench_screenshot_usb(
                "adb_cli": sc.json(), "adb_cli_link_bytes_per_frame": per(lc),
                "connector_image_bytes": jpeg, "adb_cli_image_bytes": png,
                "ratio_p50": round3(r50), "ratio_p95": round3(r95), "ratio_uncompressed_p50": round3(rb50),
-               "target_ratio": 0.5, "target_cpu_ms": 15.0, "met": r50 <= 0.5 && cpu_a <= 15.0}),
+               "target_ratio": 0.5, "target_cpu_ms": 15.0, "met": r50 <= 0.5 && cpu_a <= 15.0,
+               "old_build": old_bin.as_ref().map(|b| json!({"bin": b, "connector": stats(&to).json(),
+                                                            "connector_cpu_ms_per_frame": round3(cpu_o)})),
+               "frame_stages": stages}),
     );
     for (name, c) in [("compressed", &after), ("uncompressed", &before)] {
         let w = c.warnings();
@@ -139,6 +166,114 @@ pub(crate) fn bench_screenshot_usb(
             println!("connector ({name}) warnings: {w:#?}");
         }
     }
-    drop((ws_a, ws_b));
+    drop((ws_a, ws_b, ws_o));
     sim_rt.block_on(sim.shutdown());
+}
+
+/// The host-side decode before issue 24's host work: the whole frame converted to RGB first (as `decode_raw` did).
+fn old_decode_raw(data: &[u8]) -> image::RgbImage {
+    let u = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+    let (w, h) = (u(0), u(4));
+    assert_eq!(u(8), 1, "the simulated phone captures RGBA_8888");
+    let px = &data[data.len() - (w * h * 4) as usize..];
+    let mut rgb = Vec::with_capacity((w * h * 3) as usize);
+    px.chunks_exact(4).for_each(|p| rgb.extend_from_slice(&p[..3]));
+    image::RgbImage::from_raw(w, h, rgb).unwrap()
+}
+
+/// Issue 24, host side: where the connector's CPU goes per frame, stage by stage, in-process on the simulated
+/// phone's real 1080×2400 frame deflated as `gzip -1` would: inflate (bounded, 64 KiB chunks as they arrive),
+/// RGBA → RGB, blank check, downscale to the default 1280 long side, JPEG q80. "before" is the pipeline before the
+/// host work (full-size RGB first, then `screen::fit`), "after" is `Frame::fit` on the captured bytes; the two
+/// interleaved, their pictures compared pixel for pixel. Everything else the connector spends per screenshot
+/// (adb and WebSocket I/O, the file cache, the download) is the scenario's "connector CPU per frame" minus these.
+fn frame_stages(raw: &[u8], n: usize) -> serde_json::Value {
+    use std::io::Write;
+    use xagent_adb_connector::device::gunzip::BoundedGunzip;
+    use xagent_adb_connector::tools::frame::{raw_capture_size, Frame};
+    use xagent_adb_connector::tools::screen::{self, Format};
+    if raw.len() < 16 {
+        return json!(null);
+    }
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(raw).unwrap();
+    let gz = enc.finish().unwrap();
+    let inflate = || {
+        let mut d = BoundedGunzip::new(screen::MAX_FRAME_BYTES + 64, 12, raw_capture_size);
+        for c in gz.chunks(64 * 1024) {
+            d.feed(c).unwrap();
+        }
+        d.finish().unwrap()
+    };
+    // [inflate, rgba→rgb or header check, blank check, downscale, jpeg]
+    let before = |t: &mut [f64; 5]| {
+        let c = Instant::now();
+        let data = inflate();
+        t[0] = ms(c.elapsed());
+        let c = Instant::now();
+        let img = old_decode_raw(&data);
+        drop(data);
+        t[1] = ms(c.elapsed());
+        let c = Instant::now();
+        std::hint::black_box(screen::uniform_colour(&img));
+        t[2] = ms(c.elapsed());
+        let c = Instant::now();
+        let small = screen::fit(img, 1280);
+        t[3] = ms(c.elapsed());
+        let c = Instant::now();
+        let (jpeg, _, _) = screen::encode(&small, Format::Jpeg { quality: 80 }).unwrap();
+        t[4] = ms(c.elapsed());
+        (small, jpeg)
+    };
+    let after = |t: &mut [f64; 5]| {
+        let c = Instant::now();
+        let data = inflate();
+        t[0] = ms(c.elapsed());
+        let c = Instant::now();
+        let frame = Frame::from_raw(data).unwrap();
+        t[1] = ms(c.elapsed());
+        let c = Instant::now();
+        std::hint::black_box(frame.uniform_colour());
+        t[2] = ms(c.elapsed());
+        let c = Instant::now();
+        let small = frame.fit(1280);
+        drop(frame);
+        t[3] = ms(c.elapsed());
+        let c = Instant::now();
+        let (jpeg, _, _) = screen::encode(&small, Format::Jpeg { quality: 80 }).unwrap();
+        t[4] = ms(c.elapsed());
+        (small, jpeg)
+    };
+    let mut t = [0.0; 5];
+    let (a, b) = (before(&mut t).0, after(&mut t).0); // warm-up
+    assert!(a == b, "the fused path changed the pixels");
+    let mut samples = [vec![Vec::new(); 6], vec![Vec::new(); 6]];
+    for _ in 0..n {
+        for (k, s) in samples.iter_mut().enumerate() {
+            let mut t = [0.0; 5];
+            if k == 0 {
+                before(&mut t);
+            } else {
+                after(&mut t);
+            }
+            for i in 0..5 {
+                s[i].push(t[i]);
+            }
+            s[5].push(t.iter().sum());
+        }
+    }
+    let names = ["inflate", "rgba_to_rgb_or_header_check", "blank_check", "downscale", "jpeg", "total"];
+    let mut out = serde_json::Map::new();
+    for (k, side) in ["before", "after"].iter().enumerate() {
+        let m: serde_json::Map<String, serde_json::Value> =
+            names.iter().enumerate().map(|(i, nm)| ((*nm).to_owned(), stats(&samples[k][i]).json())).collect();
+        let line: Vec<String> =
+            names.iter().enumerate().map(|(i, nm)| format!("{nm} {:.2}", stats(&samples[k][i]).p50)).collect();
+        println!("screenshot-usb frame stages, {side} (p50 ms of {n}): {}", line.join(", "));
+        out.insert((*side).to_owned(), serde_json::Value::Object(m));
+    }
+    out.insert("gzip_bytes".into(), json!(gz.len()));
+    out.insert("raw_bytes".into(), json!(raw.len()));
+    out.insert("pixels_identical".into(), json!(true));
+    serde_json::Value::Object(out)
 }

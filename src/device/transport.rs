@@ -313,21 +313,42 @@ pub async fn framebuffer(
             format!("implausible framebuffer header {}×{} at {} bpp, {} bytes", h.width, h.height, h.bpp, h.size),
         ));
     }
-    let mut px = vec![0u8; h.size as usize];
-    let mut got = 0;
-    while got < px.len() {
-        match st.s.read(&mut px[got..]).await {
+    let mut px = Vec::new();
+    read_claimed(&mut st.s, h.size as usize, &mut px).await?;
+    Ok((h, px))
+}
+
+/// First allocation of [`read_claimed`]: a claim is not data, so no more than this is reserved before bytes come.
+const CLAIMED_FIRST: usize = 256 * 1024;
+
+/// Reads exactly `size` bytes, a size the phone only claimed, into `out`: the buffer grows as bytes actually
+/// arrive (doubling, never past the claim; large buffers are mmap'd, so growing is a remap, not a copy), so a
+/// header announcing 37 MB followed by 64 bytes costs a quarter MiB, not 37 MB. A stream that ends early is
+/// `bad_frame`.
+async fn read_claimed<R: tokio::io::AsyncRead + Unpin>(
+    r: &mut R,
+    size: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), ProtoError> {
+    out.reserve_exact(size.min(CLAIMED_FIRST));
+    while out.len() < size {
+        if out.len() == out.capacity() {
+            out.reserve_exact(out.len().min(size - out.len()));
+        }
+        // `take`: never a byte past the claim, whatever capacity the allocator handed out.
+        let mut rest = (&mut *r).take((size - out.len()) as u64);
+        match rest.read_buf(out).await {
             Ok(0) => {
                 return Err(ProtoError::new(
                     ErrorCode::BadFrame,
-                    format!("the framebuffer header announced {} bytes of pixels, the phone sent {got}", px.len()),
+                    format!("the framebuffer header announced {size} bytes of pixels, the phone sent {}", out.len()),
                 ))
             }
-            Ok(n) => got += n,
+            Ok(_) => {}
             Err(e) => return Err(io_failed("framebuffer", e)),
         }
     }
-    Ok((h, px))
+    Ok(())
 }
 
 /// One `sync:` session: STAT, RECV and SEND requests on one device stream.
@@ -564,5 +585,36 @@ mod tests {
         let e = bounded(framebuffer(fake_adb_then(short, false).await, "x", 160 << 20)).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
         assert!(e.message.contains("sent 8"), "{e:?}");
+    }
+
+    /// Issue 24, item 3: the pixel buffer grows with the bytes that arrive, not with the header's claim. A phone
+    /// claiming a 37.7 MB frame (4096 × 2304 RGBA, the largest accepted) and sending 64 KiB costs the reader at
+    /// most the first quarter MiB; an honest stream ends with exactly its bytes, whatever the chunking. On the old
+    /// code (`vec![0; size]` up front) the capacity after the lie was the whole claim.
+    #[tokio::test]
+    async fn a_claimed_size_is_not_allocated_before_the_bytes_arrive() {
+        let claim = 4096 * 2304 * 4;
+        let (mut tx, mut rx) = tokio::io::duplex(4096);
+        let sender = tokio::spawn(async move {
+            tx.write_all(&[7u8; 64 * 1024]).await.unwrap();
+        });
+        let mut buf = Vec::new();
+        let e = bounded(read_claimed(&mut rx, claim, &mut buf)).await.unwrap_err();
+        sender.await.unwrap();
+        assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
+        assert!(e.message.contains(&format!("announced {claim} bytes")) && e.message.contains("sent 65536"), "{e:?}");
+        assert!(buf.capacity() <= CLAIMED_FIRST, "{} bytes reserved for 64 KiB received", buf.capacity());
+        // Honest: 3 MB in odd chunks arrive whole, and the buffer never went past the claim.
+        let data: Vec<u8> = (0..3_000_001u32).map(|i| (i % 251) as u8).collect();
+        let (mut tx, mut rx) = tokio::io::duplex(10_007);
+        let expect = data.clone();
+        let sender = tokio::spawn(async move {
+            tx.write_all(&data).await.unwrap();
+        });
+        let mut buf = Vec::new();
+        bounded(read_claimed(&mut rx, expect.len(), &mut buf)).await.unwrap();
+        sender.await.unwrap();
+        assert!(buf == expect, "the bytes arrived whole");
+        assert!(buf.capacity() <= expect.len() + 64, "capacity {} for {} bytes", buf.capacity(), expect.len());
     }
 }

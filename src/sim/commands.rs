@@ -622,6 +622,8 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     }
     let data = if png && lie == FrameLie::Huge {
         huge_png(60_000, 60_000)
+    } else if let (true, FrameLie::Claims(cw, ch)) = (png, lie) {
+        huge_png(cw, ch)
     } else if png {
         let mut v = dev.ui.render_png_as(!dev.cfg.costs.png_per_megapixel.is_zero());
         if lie == FrameLie::Truncated {
@@ -639,6 +641,10 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
             FrameLie::Truncated => px.truncate(px.len() / 2),
             FrameLie::Huge => {
                 (w, h) = (60_000, 60_000);
+                px.truncate(64);
+            }
+            FrameLie::Claims(cw, ch) => {
+                (w, h) = (cw, ch);
                 px.truncate(64);
             }
         }

@@ -180,6 +180,9 @@ pub enum FrameLie {
     /// Every capture claims a 60 000 × 60 000 screen: `screencap -p` a valid PNG header (IHDR) with no pixel
     /// data, the raw formats the same size with a few bytes.
     Huge,
+    /// Every capture claims a `width × height` RGBA screen with headers consistent in themselves (the size word
+    /// matches), then sends 64 bytes of pixels and ends: a claim the connector must not pay for up front.
+    Claims(u32, u32),
     /// Captures are honest, but `gzip` answers a valid gzip member holding the capture followed by 64 MiB of
     /// zeros (a 64 KB "zip bomb" whose header claims an honest frame and which inflates far past it).
     GzipBomb,

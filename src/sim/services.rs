@@ -303,6 +303,11 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
                 FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt => {}
                 FrameLie::ChannelOverflow => hdr[6] = 0xFFFF_FFF8,
                 FrameLie::Truncated => px.truncate(px.len() / 2),
+                FrameLie::Claims(cw, ch) => {
+                    hdr[3] = cw.wrapping_mul(ch).wrapping_mul(4);
+                    (hdr[4], hdr[5]) = (cw, ch);
+                    px.truncate(64);
+                }
                 FrameLie::Huge => {
                     // 60 000² × 4 does not fit the u32 size word: it carries the product wrapped, as C would.
                     hdr[3] = 60_000u32.wrapping_mul(60_000).wrapping_mul(4);

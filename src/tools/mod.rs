@@ -5,6 +5,7 @@ pub mod apps;
 pub mod args;
 pub mod device;
 pub mod files;
+pub mod frame;
 pub mod input;
 pub mod logcat;
 pub mod observe;

@@ -401,9 +401,9 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     };
     let cache = c.files.clone();
     let (row, w, h, uniform) = tokio::task::spawn_blocking(move || {
-        let uniform = screen::uniform_colour(&frame.image);
-        let (fw, fh) = frame.image.dimensions();
-        let mut img = screen::fit(frame.image, max_side);
+        let uniform = frame.frame.uniform_colour();
+        let (fw, fh) = frame.frame.dimensions();
+        let mut img = frame.frame.fit(max_side);
         let (iw, ih) = img.dimensions();
         // Element bounds are in the frame's pixel space (the current orientation).
         draw_marks(&mut img, &to_mark, f64::from(iw) / f64::from(fw), f64::from(ih) / f64::from(fh));

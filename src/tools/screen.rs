@@ -40,6 +40,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::device::{tool, Ctx};
+pub use super::frame::{Frame, MAX_FRAME_BYTES, MAX_PIXELS, MAX_SIDE};
 use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::gunzip;
@@ -76,20 +77,21 @@ pub const GZIP_CAPTURE: &str = "screencap | gzip -1";
 /// builds) answers "not found" instead of gzip, which decodes to nothing and is remembered as "no gzip".
 const GZIP_PROBE: &str = "echo xagent-gzip-probe | gzip -1";
 
-/// Largest screen we accept (guards the size arithmetic and memory against a garbled header).
-const MAX_SIDE: u32 = 16_384;
-
-/// A captured screen.
+/// A captured screen, as the phone sent it (converted and scaled only when the output is made: [`Frame::fit`]).
 pub struct Capture {
-    pub image: RgbImage,
+    pub frame: Frame,
     /// Bytes that crossed adb for it.
     pub wire_bytes: usize,
 }
 
-/// Bytes of decoded RGB a PNG from `screencap -p` may make us allocate: a 16 384 × 16 384 screen (the largest
-/// side we accept at all) in RGBA. A PNG header is a promise, not the data: without this bound one claiming
-/// 60 000 × 60 000 would reserve gigabytes before the first pixel is checked.
-const PNG_MAX_ALLOC: u64 = (MAX_SIDE as u64) * (MAX_SIDE as u64) * 4;
+/// Bytes of decoded pixels a PNG from `screencap -p` may make us allocate: the largest screen we accept, in RGBA.
+/// A PNG header is a promise, not the data: without this bound one claiming 60 000 × 60 000 would reserve
+/// gigabytes before the first pixel is checked.
+const PNG_MAX_ALLOC: u64 = MAX_FRAME_BYTES as u64;
+
+/// Most bytes any capture may put on the wire: the largest frame we accept plus its header (and slack for a PNG
+/// that compressed nothing). Every capture read is bounded by it; buffers grow as bytes arrive, never to a claim.
+pub(crate) const CAPTURE_CAP: usize = MAX_FRAME_BYTES + (1 << 20);
 
 pub(crate) fn bad_frame(msg: impl Into<String>) -> ProtoError {
     ProtoError::new(ErrorCode::BadFrame, format!("unreadable screen capture: {}", msg.into()))
@@ -107,109 +109,16 @@ pub fn decode_png(data: &[u8]) -> Result<RgbImage, ProtoError> {
     reader.decode().map(|i| i.into_rgb8()).map_err(|e| bad_frame(format!("screencap -p: {e}")))
 }
 
-/// Decodes `screencap` raw output: `u32 width, height, format` (+ `u32 dataspace` since Android 9) then pixels.
+/// Decodes `screencap` raw output (`u32 width, height, format` (+ `u32 dataspace` since Android 9) then pixels)
+/// to a full-size RGB image. The capture path keeps the bytes instead ([`Frame::from_raw`]).
 pub fn decode_raw(data: &[u8]) -> Result<RgbImage, ProtoError> {
-    let u32_at = |i: usize| data.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-    let (Some(w), Some(h), Some(format)) = (u32_at(0), u32_at(4), u32_at(8)) else {
-        return Err(bad_frame(format!("{} bytes is too short for a header", data.len())));
-    };
-    if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE {
-        return Err(bad_frame(format!("implausible size {w}×{h}")));
-    }
-    // android PixelFormat: 1 RGBA_8888, 2 RGBX_8888, 3 RGB_888, 4 RGB_565, 5 BGRA_8888.
-    let bpp = match format {
-        1 | 2 | 5 => 4,
-        3 => 3,
-        4 => 2,
-        f => return Err(bad_frame(format!("unsupported pixel format {f}"))),
-    };
-    // w, h ≤ MAX_SIDE: at most 2³⁰ bytes, no overflow even on 32-bit targets; checked all the same.
-    let pixels = (w as usize).checked_mul(h as usize).and_then(|n| n.checked_mul(bpp));
-    let pixels = pixels.ok_or_else(|| bad_frame(format!("implausible size {w}×{h}")))?;
-    let header = data.len().checked_sub(pixels).filter(|h| *h == 12 || *h == 16).ok_or_else(|| {
-        bad_frame(format!("{} bytes do not hold a {w}×{h} frame of {bpp} bytes per pixel", data.len()))
-    })?;
-    let px = &data[header..];
-    let mut rgb = Vec::with_capacity(pixels / bpp * 3);
-    match format {
-        1 | 2 => px.chunks_exact(4).for_each(|p| rgb.extend_from_slice(&p[..3])),
-        5 => px.chunks_exact(4).for_each(|p| rgb.extend_from_slice(&[p[2], p[1], p[0]])),
-        3 => rgb.extend_from_slice(px),
-        _ => px.chunks_exact(2).for_each(|p| {
-            let v = u16::from_le_bytes([p[0], p[1]]);
-            let (r, g, b) = ((v >> 11) & 0x1f, (v >> 5) & 0x3f, v & 0x1f);
-            rgb.extend_from_slice(&[(r * 255 / 31) as u8, (g * 255 / 63) as u8, (b * 255 / 31) as u8]);
-        }),
-    }
-    RgbImage::from_raw(w, h, rgb).ok_or_else(|| bad_frame("pixel buffer size mismatch"))
+    Ok(Frame::from_raw(data.to_vec())?.to_rgb())
 }
 
-/// Decodes `framebuffer:` pixels using the channel offsets and lengths of the header (little-endian pixels of
-/// 16, 24 or 32 bits; channels of up to 8 bits are scaled to 8).
+/// Decodes `framebuffer:` pixels using the channel offsets and lengths of the header to a full-size RGB image
+/// (see [`Frame::from_framebuffer`]).
 pub fn decode_framebuffer(h: &FbHeader, px: &[u8]) -> Result<RgbImage, ProtoError> {
-    let (w, hgt) = (h.width, h.height);
-    if w == 0 || hgt == 0 || w > MAX_SIDE || hgt > MAX_SIDE {
-        return Err(bad_frame(format!("implausible framebuffer size {w}×{hgt}")));
-    }
-    // Only whole bytes per pixel exist on the wire: 16, 24 or 32 bits. Every later offset is checked against the
-    // bits of the bytes actually received per pixel, never against a header word alone.
-    if !matches!(h.bpp, 16 | 24 | 32) {
-        return Err(bad_frame(format!("unsupported pixel depth {} bpp", h.bpp)));
-    }
-    let bpp = (h.bpp / 8) as usize;
-    let expect = (w as usize).checked_mul(hgt as usize).and_then(|n| n.checked_mul(bpp));
-    if expect != Some(px.len()) {
-        return Err(bad_frame(format!("{} bytes do not hold a {w}×{hgt} frame at {} bpp", px.len(), h.bpp)));
-    }
-    for (name, (off, len)) in [("red", h.red), ("green", h.green), ("blue", h.blue)] {
-        // `off + len` in checked arithmetic: a red offset of 0xFFFFFFF8 with length 8 wraps to 0 in u32 and used
-        // to pass this check, then index past the pixel and abort the whole connector.
-        if len == 0 || len > 8 || off.checked_add(len).is_none_or(|end| end > h.bpp) {
-            return Err(bad_frame(format!("unsupported {name} channel: offset {off}, length {len}")));
-        }
-    }
-    let mut rgb = Vec::with_capacity((w as usize) * (hgt as usize) * 3);
-    let byte_aligned = [h.red, h.green, h.blue].iter().all(|(o, l)| *l == 8 && o % 8 == 0);
-    if byte_aligned {
-        // The common case (RGBA_8888, BGRA_8888, RGB_888): pick bytes.
-        let (r, g, b) = ((h.red.0 / 8) as usize, (h.green.0 / 8) as usize, (h.blue.0 / 8) as usize);
-        for p in px.chunks_exact(bpp) {
-            rgb.extend_from_slice(&[p[r], p[g], p[b]]);
-        }
-    } else {
-        let scale = |v: u32, len: u32| ((v * 255 + ((1 << len) - 1) / 2) / ((1 << len) - 1)) as u8;
-        for p in px.chunks_exact(bpp) {
-            let mut v = 0u32;
-            for (i, byte) in p.iter().enumerate() {
-                v |= u32::from(*byte) << (8 * i);
-            }
-            let ch = |(off, len): (u32, u32)| scale((v >> off) & ((1 << len) - 1), len);
-            rgb.extend_from_slice(&[ch(h.red), ch(h.green), ch(h.blue)]);
-        }
-    }
-    RgbImage::from_raw(w, hgt, rgb).ok_or_else(|| bad_frame("pixel buffer size mismatch"))
-}
-
-/// The exact size of a raw `screencap` output from its first 12 bytes (`width, height, format`), with room for
-/// the 16-byte header of Android 9+ ([`decode_raw`] then checks which one it was). Refuses what [`decode_raw`]
-/// would refuse, before anything is inflated.
-fn raw_capture_size(prefix: &[u8]) -> Result<usize, String> {
-    let u32_at = |i: usize| u32::from_le_bytes([prefix[i], prefix[i + 1], prefix[i + 2], prefix[i + 3]]);
-    let (w, h, format) = (u32_at(0), u32_at(4), u32_at(8));
-    if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE {
-        return Err(format!("implausible size {w}×{h}"));
-    }
-    let bpp = match format {
-        1 | 2 | 5 => 4,
-        3 => 3,
-        4 => 2,
-        f => return Err(format!("unsupported pixel format {f}")),
-    };
-    (w as usize)
-        .checked_mul(h as usize)
-        .and_then(|n| n.checked_mul(bpp))
-        .and_then(|n| n.checked_add(16))
-        .ok_or_else(|| format!("implausible size {w}×{h}"))
+    Ok(Frame::from_framebuffer(h, px.to_vec())?.to_rgb())
 }
 
 /// Whether the phone's `gzip` works: cached per device path (until it changes state), else one probe. A probe
@@ -273,39 +182,35 @@ async fn capture_along(
     path: CapturePath,
     deadline: Duration,
 ) -> Result<Capture, ProtoError> {
-    // Wire size of the largest plausible raw frame (8K-class screens, RGBA).
-    const CAP: usize = 160 << 20;
+    const CAP: usize = CAPTURE_CAP;
     let decode_failed = |_| ProtoError::new(ErrorCode::Internal, "screenshot decoding failed unexpectedly");
     match path {
         CapturePath::Raw | CapturePath::Png => {
             let cmd = if path == CapturePath::Raw { "screencap" } else { "screencap -p" };
             let data = adb.exec(key, cmd, CAP, false, deadline).await?;
             let wire_bytes = data.len();
-            let image = tokio::task::spawn_blocking(move || {
+            let frame = tokio::task::spawn_blocking(move || {
                 if path == CapturePath::Raw {
-                    decode_raw(&data)
+                    Frame::from_raw(data)
                 } else {
-                    decode_png(&data)
+                    decode_png(&data).map(Frame::from_rgb)
                 }
             })
             .await
             .map_err(decode_failed)??;
-            Ok(Capture { image, wire_bytes })
+            Ok(Capture { frame, wire_bytes })
         }
         CapturePath::Gzip => {
-            let inflate = gunzip::BoundedGunzip::new(CAP, 12, raw_capture_size);
+            let inflate = gunzip::BoundedGunzip::new(CAP, 12, super::frame::raw_capture_size);
             let (data, wire_bytes) = adb.exec_gunzip(key, GZIP_CAPTURE, CAP, inflate, deadline).await?;
-            let image = tokio::task::spawn_blocking(move || decode_raw(&data)).await.map_err(decode_failed)??;
-            Ok(Capture { image, wire_bytes })
+            // Checks only (no pixel is touched): the header against the bytes.
+            Ok(Capture { frame: Frame::from_raw(data)?, wire_bytes })
         }
         CapturePath::Framebuffer | CapturePath::Auto => {
             let (header, px) = adb.framebuffer(key, CAP, deadline).await?;
             let wire_bytes = px.len() + 56;
-            // CPU-bound but short and bounded (no device I/O): it runs to completion even if the call is dropped.
-            let image = tokio::task::spawn_blocking(move || decode_framebuffer(&header, &px))
-                .await
-                .map_err(decode_failed)??;
-            Ok(Capture { image, wire_bytes })
+            // Checks only (no pixel is touched): the header's layout against the bytes.
+            Ok(Capture { frame: Frame::from_framebuffer(&header, px)?, wire_bytes })
         }
     }
 }
@@ -329,6 +234,54 @@ pub fn area_downscale(src: &RgbImage, nw: u32, nh: u32) -> RgbImage {
 /// per source row, with per-output tap vectors) did the expensive, gather-like pass on every source row: 12.8 ms
 /// p50 for a 1080×2400 frame against 6.4 ms now, same run (bench `frame_cpu`, `BENCHMARKS.md`).
 pub fn area_downscale_raw(px: &[u8], w: usize, h: usize, bpp: usize, nw: u32, nh: u32) -> Vec<u8> {
+    assert!(bpp >= 3 && px.len() >= w * h * bpp && w > 0 && h > 0, "frame buffer smaller than w × h × bpp");
+    area_downscale_rows(&Packed { px, w, bpp }, w, h, nw, nh)
+}
+
+/// [`area_downscale`] straight from a captured frame's bytes (issue 24): whole-byte layouts (RGBA, RGBX, BGRA,
+/// RGB) are accumulated as they arrived and the R, G, B bytes picked in the horizontal pass — the channel
+/// conversion costs nothing extra and no full-size RGB image is built; other layouts (RGB_565, bit fields) are
+/// converted one source row at a time. Identical output to converting first and downscaling after.
+pub(crate) fn area_downscale_src(frame: &Frame, nw: u32, nh: u32) -> Vec<u8> {
+    let (w, h) = frame.dimensions();
+    area_downscale_rows(frame, w as usize, h as usize, nw, nh)
+}
+
+/// Where the downscale reads its source rows from, and where R, G, B sit in each pixel of them.
+pub(crate) trait Rows {
+    /// Row `y` (`w` pixels of [`Rows::layout`]`.0` bytes), borrowed from the source or made in `scratch`.
+    fn row<'a>(&'a self, y: usize, scratch: &'a mut Vec<u8>) -> &'a [u8];
+    /// Bytes per pixel of a row and the byte index of R, G, B in a pixel.
+    fn layout(&self) -> (usize, [usize; 3]);
+}
+
+/// Packed pixels whose first three bytes are R, G, B.
+struct Packed<'p> {
+    px: &'p [u8],
+    w: usize,
+    bpp: usize,
+}
+
+impl Rows for Packed<'_> {
+    fn row<'a>(&'a self, y: usize, _: &'a mut Vec<u8>) -> &'a [u8] {
+        let stride = self.w * self.bpp;
+        &self.px[y * stride..(y + 1) * stride]
+    }
+    fn layout(&self) -> (usize, [usize; 3]) {
+        (self.bpp, [0, 1, 2])
+    }
+}
+
+impl Rows for Frame {
+    fn row<'a>(&'a self, y: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+        Frame::row(self, y, scratch)
+    }
+    fn layout(&self) -> (usize, [usize; 3]) {
+        self.row_layout()
+    }
+}
+
+fn area_downscale_rows<R: Rows + ?Sized>(src: &R, w: usize, h: usize, nw: u32, nh: u32) -> Vec<u8> {
     /// For each output index: the first source index and the weights (sum = 4096) of the sources it covers.
     fn taps(n_in: usize, n_out: usize) -> Vec<(usize, Vec<u32>)> {
         let scale = n_in as f64 / n_out as f64;
@@ -350,7 +303,9 @@ pub fn area_downscale_raw(px: &[u8], w: usize, h: usize, bpp: usize, nw: u32, nh
             .collect()
     }
     let (nw, nh) = (nw.max(1) as usize, nh.max(1) as usize);
-    assert!(bpp >= 3 && px.len() >= w * h * bpp && w > 0 && h > 0, "frame buffer smaller than w × h × bpp");
+    let (bpp, [cr, cg, cb]) = src.layout();
+    assert!(bpp >= 3 && cr.max(cg).max(cb) < bpp && w > 0 && h > 0, "a layout of whole-byte channels");
+    let mut scratch = Vec::new();
     let (tx, ty) = (taps(w, nw), taps(h, nh));
     // Horizontal taps flattened to a fixed width (zero-weight padding kept inside the row), so the inner loop has
     // no per-output allocation to chase.
@@ -371,7 +326,8 @@ pub fn area_downscale_raw(px: &[u8], w: usize, h: usize, bpp: usize, nw: u32, nh
     for ((first_y, wys), dst) in ty.iter().zip(out.chunks_exact_mut(nw * 3)) {
         acc.iter_mut().for_each(|a| *a = 0);
         for (ky, &wy) in wys.iter().enumerate() {
-            let row = &px[(first_y + ky) * stride..(first_y + ky + 1) * stride];
+            let row = src.row(first_y + ky, &mut scratch);
+            assert_eq!(row.len(), stride, "a source row is w × bpp bytes");
             for (a, &p) in acc.iter_mut().zip(row) {
                 *a += u32::from(p) * wy;
             }
@@ -381,10 +337,10 @@ pub fn area_downscale_raw(px: &[u8], w: usize, h: usize, bpp: usize, nw: u32, nh
         for ((&x0, wxs), d) in hx.iter().zip(hw.chunks_exact(maxt)).zip(dst.chunks_exact_mut(3)) {
             let mut sum = [1u32 << 23; 3];
             for (k, &wx) in wxs.iter().enumerate() {
-                let p = &acc[x0 + k * bpp..x0 + k * bpp + 3];
-                sum[0] += p[0] * wx;
-                sum[1] += p[1] * wx;
-                sum[2] += p[2] * wx;
+                let p = &acc[x0 + k * bpp..x0 + (k + 1) * bpp];
+                sum[0] += p[cr] * wx;
+                sum[1] += p[cg] * wx;
+                sum[2] += p[cb] * wx;
             }
             d[0] = (sum[0] >> 24).min(255) as u8;
             d[1] = (sum[1] >> 24).min(255) as u8;
@@ -411,24 +367,29 @@ pub enum Format {
     Png,
 }
 
-/// Scales `img` so its long side is at most `max_side` (0 = keep) and encodes it. CPU-bound: call it on a
-/// blocking thread.
-pub fn render(img: RgbImage, max_side: u32, format: Format) -> Result<(Vec<u8>, u32, u32), ProtoError> {
-    encode(&fit(img, max_side), format)
+/// Scales a captured frame so its long side is at most `max_side` (0 = keep), straight from its bytes
+/// ([`Frame::fit`]), and encodes it. CPU-bound: call it on a blocking thread.
+pub fn render(frame: &Frame, max_side: u32, format: Format) -> Result<(Vec<u8>, u32, u32), ProtoError> {
+    encode(&frame.fit(max_side), format)
 }
 
-/// Scales `img` so its long side is at most `max_side` (0 = keep). `android_observe` draws its marks between this
-/// and [`encode`], on the image the agent will see.
+/// The output size for a `w × h` picture whose long side may be at most `max_side` (0 = keep), or `None` when it
+/// is kept as it is.
+pub(crate) fn fit_size(w: u32, h: u32, max_side: u32) -> Option<(u32, u32)> {
+    let long = w.max(h);
+    (max_side > 0 && long > max_side).then(|| {
+        let s = f64::from(max_side) / f64::from(long);
+        (((f64::from(w) * s).round() as u32).max(1), ((f64::from(h) * s).round() as u32).max(1))
+    })
+}
+
+/// Scales `img` so its long side is at most `max_side` (0 = keep). For a capture use [`Frame::fit`], which does
+/// the same from the captured bytes without a full-size RGB copy.
 pub fn fit(img: RgbImage, max_side: u32) -> RgbImage {
     let (w, h) = img.dimensions();
-    let long = w.max(h);
-    if max_side > 0 && long > max_side {
-        let s = f64::from(max_side) / f64::from(long);
-        let nw = ((f64::from(w) * s).round() as u32).max(1);
-        let nh = ((f64::from(h) * s).round() as u32).max(1);
-        area_downscale(&img, nw, nh)
-    } else {
-        img
+    match fit_size(w, h, max_side) {
+        Some((nw, nh)) => area_downscale(&img, nw, nh),
+        None => img,
     }
 }
 
@@ -590,7 +551,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             };
             // The frame is captured in the display's current (rotated) space and `wm size` is the natural one: a
             // landscape frame turns the size with it, at no extra round trip, so the numbers always match the image.
-            let (fw, fh) = frame.image.dimensions();
+            let (fw, fh) = frame.frame.dimensions();
             let (screen_w, screen_h) = if (fw > fh) != (screen_w > screen_h) && fw != fh && screen_w != screen_h {
                 (screen_h, screen_w)
             } else {
@@ -598,8 +559,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             };
             let cache = c.files.clone();
             let (row, w, h, uniform) = tokio::task::spawn_blocking(move || {
-                let uniform = uniform_colour(&frame.image);
-                let (bytes, w, h) = render(frame.image, max_side, format)?;
+                let uniform = frame.frame.uniform_colour();
+                let (bytes, w, h) = render(&frame.frame, max_side, format)?;
                 let row = cache.store_bytes(&bytes, meta).map_err(|e| e.into_proto("the screenshot"))?;
                 Ok::<_, ProtoError>((row, w, h, uniform))
             })
@@ -741,8 +702,8 @@ mod tests {
         png[20..24].copy_from_slice(&60_000u32.to_be_bytes());
         let e = decode_png(&png).unwrap_err();
         assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
-        png[16..20].copy_from_slice(&16_000u32.to_be_bytes());
-        png[20..24].copy_from_slice(&16_000u32.to_be_bytes());
+        png[16..20].copy_from_slice(&4_000u32.to_be_bytes());
+        png[20..24].copy_from_slice(&2_300u32.to_be_bytes());
         assert_eq!(decode_png(&png).unwrap_err().code, ErrorCode::BadFrame, "within the side limit, no pixels");
     }
 
@@ -842,14 +803,137 @@ mod tests {
         }
     }
 
+    /// The decoders before issue 24 (full-size RGB first), verbatim in what they computed: the reference the
+    /// fused path must equal.
+    fn old_decode_raw(data: &[u8]) -> RgbImage {
+        let u = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+        let (w, h, format) = (u(0), u(4), u(8));
+        let bpp = match format {
+            1 | 2 | 5 => 4,
+            3 => 3,
+            _ => 2,
+        };
+        let px = &data[data.len() - (w * h) as usize * bpp..];
+        let mut rgb = Vec::new();
+        match format {
+            1 | 2 => px.chunks_exact(4).for_each(|p| rgb.extend_from_slice(&p[..3])),
+            5 => px.chunks_exact(4).for_each(|p| rgb.extend_from_slice(&[p[2], p[1], p[0]])),
+            3 => rgb.extend_from_slice(px),
+            _ => px.chunks_exact(2).for_each(|p| {
+                let v = u16::from_le_bytes([p[0], p[1]]);
+                let (r, g, b) = ((v >> 11) & 0x1f, (v >> 5) & 0x3f, v & 0x1f);
+                rgb.extend_from_slice(&[(r * 255 / 31) as u8, (g * 255 / 63) as u8, (b * 255 / 31) as u8]);
+            }),
+        }
+        RgbImage::from_raw(w, h, rgb).unwrap()
+    }
+
+    fn old_decode_framebuffer(h: &FbHeader, px: &[u8]) -> RgbImage {
+        let bpp = (h.bpp / 8) as usize;
+        let mut rgb = Vec::new();
+        let scale = |v: u32, len: u32| ((v * 255 + ((1 << len) - 1) / 2) / ((1 << len) - 1)) as u8;
+        for p in px.chunks_exact(bpp) {
+            let mut v = 0u32;
+            for (i, byte) in p.iter().enumerate() {
+                v |= u32::from(*byte) << (8 * i);
+            }
+            let ch = |(off, len): (u32, u32)| scale((v >> off) & ((1 << len) - 1), len);
+            rgb.extend_from_slice(&[ch(h.red), ch(h.green), ch(h.blue)]);
+        }
+        RgbImage::from_raw(h.width, h.height, rgb).unwrap()
+    }
+
+    /// Issue 24, item 2: the picture made straight from the captured bytes (channel extraction fused into the
+    /// downscale, no full-size RGB) is bit-identical to the old path (decode to full-size RGB, then
+    /// [`area_downscale`]) — every raw `screencap` format with both header sizes, `framebuffer:` layouts of whole
+    /// bytes and of bit fields, portrait and landscape, odd sizes, downscaled and full size; and the blank-frame
+    /// check on the bytes agrees with the old one on the decoded frame.
+    #[test]
+    fn frames_fit_straight_from_the_bytes_exactly_as_decoded_then_downscaled() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let sizes = [(1u32, 1u32), (1, 7), (9, 2), (37, 83), (83, 37), (203, 451), (640, 97), (108, 240)];
+        let sides = [0u32, 1, 5, 36, 50, 82, 200, 451, 1280];
+        let mut frames: Vec<(String, Frame, RgbImage)> = Vec::new();
+        for &(w, h) in &sizes {
+            // Half the frames random bytes, half flat with one odd block (so `uniform_colour` sees both answers).
+            let mut bytes = |n: usize, flat: bool| -> Vec<u8> {
+                let c = (rnd() & 0xff) as u8;
+                (0..n).map(|i| if flat && i > 8 * 4 { c } else { (rnd() & 0xff) as u8 }).collect()
+            };
+            for flat in [false, true] {
+                for (format, bpp) in [(1u32, 4usize), (2, 4), (3, 3), (4, 2), (5, 4)] {
+                    for header16 in [false, true] {
+                        let data = raw(w, h, format, header16, &bytes((w * h) as usize * bpp, flat));
+                        let name = format!("raw format {format} {w}×{h} header16={header16} flat={flat}");
+                        frames.push((name, Frame::from_raw(data.clone()).unwrap(), old_decode_raw(&data)));
+                    }
+                }
+                type Channel = (u32, u32);
+                let layouts: [(u32, Channel, Channel, Channel); 7] = [
+                    (32, (0, 8), (8, 8), (16, 8)),  // RGBA_8888
+                    (32, (16, 8), (8, 8), (0, 8)),  // BGRA_8888
+                    (32, (8, 8), (16, 8), (24, 8)), // XRGB, alpha first
+                    (24, (0, 8), (8, 8), (16, 8)),  // RGB_888
+                    (16, (11, 5), (5, 6), (0, 5)),  // RGB_565
+                    (16, (12, 4), (8, 4), (4, 4)),  // RGBA_4444
+                    (32, (2, 8), (12, 7), (23, 6)), // odd bit fields
+                ];
+                for (bpp, red, green, blue) in layouts {
+                    let hdr = FbHeader { bpp, size: 0, width: w, height: h, red, green, blue, alpha: (0, 0) };
+                    let px = bytes((w * h * bpp / 8) as usize, flat);
+                    let name = format!("framebuffer {bpp} bpp {red:?} {green:?} {blue:?} {w}×{h} flat={flat}");
+                    let (new, old) =
+                        (Frame::from_framebuffer(&hdr, px.clone()).unwrap(), old_decode_framebuffer(&hdr, &px));
+                    frames.push((name, new, old));
+                }
+            }
+        }
+        let mut checked = 0;
+        for (name, frame, old) in &frames {
+            assert_eq!(frame.dimensions(), old.dimensions(), "{name}");
+            assert!(frame.to_rgb() == *old, "{name}: full-size conversion");
+            assert_eq!(frame.uniform_colour(), uniform_colour(old), "{name}: blank check");
+            for side in sides {
+                let new = frame.fit(side);
+                let reference = fit(old.clone(), side);
+                assert_eq!(new.dimensions(), reference.dimensions(), "{name} max_side {side}");
+                assert!(new == reference, "{name} max_side {side}: pixels differ");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, frames.len() * sides.len());
+        assert!(frames.iter().any(|(_, f, _)| f.uniform_colour().is_some()), "some frames are flat");
+    }
+
+    #[test]
+    fn the_size_limits_follow_real_panels() {
+        // The largest panels shipped (4K UHD TV/DeX, Xperia 1, DCI 4K) fit; a side or an area past them does not.
+        for (w, h) in [(3840, 2160), (2160, 3840), (3840, 1644), (2960, 1848), (4096, 2160), (4096, 2304)] {
+            assert!(Frame::from_raw(raw(w, h, 4, true, &vec![0; (w * h * 2) as usize])).is_ok(), "{w}×{h}");
+        }
+        for (w, h) in [(4097, 100), (100, 4097), (4096, 2400), (7680, 4320)] {
+            let e = Frame::from_raw(raw(w, h, 4, true, &vec![0; (w * h * 2) as usize])).err().unwrap();
+            assert_eq!(e.code, ErrorCode::BadFrame, "{w}×{h}");
+            assert!(e.message.contains("at most 4096 px a side"), "{e:?}");
+        }
+        assert!(crate::tools::frame::raw_capture_size(&raw(4096, 2400, 1, true, &[])).is_err());
+        assert_eq!(crate::tools::frame::raw_capture_size(&raw(1080, 2400, 1, true, &[])), Ok(1080 * 2400 * 4 + 16));
+    }
+
     #[test]
     fn render_scales_the_long_side_and_encodes() {
-        let img = RgbImage::from_pixel(1080, 2400, image::Rgb([200, 10, 10]));
-        let (jpeg, w, h) = render(img.clone(), 1280, Format::Jpeg { quality: 80 }).unwrap();
+        let img = Frame::from_rgb(RgbImage::from_pixel(1080, 2400, image::Rgb([200, 10, 10])));
+        let (jpeg, w, h) = render(&img, 1280, Format::Jpeg { quality: 80 }).unwrap();
         assert_eq!((w, h), (576, 1280));
         let back = image::load_from_memory(&jpeg).unwrap();
         assert_eq!((back.width(), back.height()), (576, 1280));
-        let (png, w, h) = render(img, 0, Format::Png).unwrap();
+        let (png, w, h) = render(&img, 0, Format::Png).unwrap();
         assert_eq!((w, h), (1080, 2400));
         assert!(png.starts_with(b"\x89PNG"));
     }

@@ -112,8 +112,8 @@ impl Signature {
 /// decoded; other depths are decoded first, and raw `screencap` is the fallback when the service fails (old or
 /// unusual adbd), as for `android_screenshot`. Holds one of the screenshot permits while the frame is in memory.
 async fn signature(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Option<Signature> {
-    // Wire size of the largest plausible raw frame (8K-class screens, RGBA), as for screenshots.
-    const CAP: usize = 160 << 20;
+    // Wire size of the largest frame accepted, as for screenshots.
+    const CAP: usize = screen::CAPTURE_CAP;
     let _permit = screen::capture_permits().acquire().await.ok()?;
     let reduce = move |f: Frame| match f {
         Frame::Fb(h, px) => {

@@ -152,7 +152,7 @@ impl Thumbs {
                 Err(_) => capture(adb, key, CapturePath::Raw, CAPTURE_DEADLINE).await?,
             };
             tokio::task::spawn_blocking(move || {
-                render(frame.image, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
+                render(&frame.frame, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
             })
             .await
             .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly"))?

@@ -1,0 +1,247 @@
+//! A captured screen as the phone sent it: the bytes of the capture plus the layout its header names (issue 24,
+//! host side). Nothing is converted when a capture arrives; the picture an agent gets is made in one pass from
+//! these bytes straight to the output size ([`Frame::fit`]): channel extraction fused into the area downscale, no
+//! full-size RGB copy (7.8 MB and ~2 000 page faults per 1080×2400 frame) unless the output *is* full size.
+//!
+//! Every header word is the phone's claim: [`Frame::from_raw`] and [`Frame::from_framebuffer`] check the size
+//! against [`MAX_SIDE`]/[`MAX_PIXELS`] and against the bytes actually received, and the channel layout against
+//! the pixel depth, before a `Frame` exists. Past that point indexing cannot go out of bounds.
+
+use image::RgbImage;
+
+use crate::device::transport::FbHeader;
+use crate::protocol::errors::ProtoError;
+
+use super::screen::{area_downscale_src, bad_frame, fit_size};
+
+/// Longest side of a screen we accept. The largest Android displays: 3840 px (Sony Xperia 1 series, 3840×1644;
+/// a 4K external display in Samsung DeX / desktop mode, 3840×2160), tablets up to 2960×1848 (Galaxy Tab S9
+/// Ultra). Android TV draws its UI at 1080p even on 4K and 8K panels (only video planes go higher:
+/// theothernt/AerialViews#37, #235; Genymobile/scrcpy#4316). 4096 leaves room for DCI 4K (4096×2160); anything
+/// larger is a garbled or hostile header.
+pub const MAX_SIDE: u32 = 4096;
+
+/// Most pixels a screen may have: 4096 × 2304 (≈ 9.4 MP: 4K UHD is 8.3 MP). The RGBA bytes of the largest
+/// accepted frame are thus ≈ 37.7 MB instead of the 1 GiB that 16 384² allowed (a Pi has 1–8 GB).
+pub const MAX_PIXELS: u64 = 4096 * 2304;
+
+/// Largest pixel payload any capture may carry (RGBA at [`MAX_PIXELS`]) — the read caps derive from it.
+pub const MAX_FRAME_BYTES: usize = (MAX_PIXELS as usize) * 4;
+
+/// How one pixel's R, G, B come out of the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// `bpp` bytes per pixel, each of R, G, B one whole byte at the given index (RGBA, RGBX, BGRA, RGB).
+    Bytes { bpp: usize, ch: [usize; 3] },
+    /// Raw `screencap` RGB_565, scaled as `screencap`'s readers always have (`v * 255 / 31`, truncating).
+    Rgb565,
+    /// `framebuffer:` channels that are not whole bytes: (offset, length) in bits of a little-endian pixel of
+    /// `bpp` bytes, each scaled to 8 bits with rounding.
+    Bits { bpp: usize, ch: [(u32, u32); 3] },
+}
+
+impl Layout {
+    fn bpp(&self) -> usize {
+        match self {
+            Layout::Bytes { bpp, .. } | Layout::Bits { bpp, .. } => *bpp,
+            Layout::Rgb565 => 2,
+        }
+    }
+}
+
+/// A captured screen: `data[offset..]` holds `width × height` pixels in `layout`.
+pub struct Frame {
+    data: Vec<u8>,
+    offset: usize,
+    width: u32,
+    height: u32,
+    layout: Layout,
+}
+
+/// `w × h` within [`MAX_SIDE`] and [`MAX_PIXELS`], as a pixel count.
+fn checked_pixels(w: u32, h: u32, what: &str) -> Result<usize, String> {
+    if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE || u64::from(w) * u64::from(h) > MAX_PIXELS {
+        return Err(format!("implausible {what}size {w}×{h} (at most {MAX_SIDE} px a side, {MAX_PIXELS} pixels)"));
+    }
+    // ≤ MAX_PIXELS: fits usize on every target.
+    Ok(w as usize * h as usize)
+}
+
+/// Bytes per pixel of an Android `PixelFormat` in raw `screencap` output: 1 RGBA_8888, 2 RGBX_8888, 3 RGB_888,
+/// 4 RGB_565, 5 BGRA_8888.
+fn raw_layout(format: u32) -> Option<Layout> {
+    Some(match format {
+        1 | 2 => Layout::Bytes { bpp: 4, ch: [0, 1, 2] },
+        5 => Layout::Bytes { bpp: 4, ch: [2, 1, 0] },
+        3 => Layout::Bytes { bpp: 3, ch: [0, 1, 2] },
+        4 => Layout::Rgb565,
+        _ => return None,
+    })
+}
+
+/// The exact size of a raw `screencap` output from its first 12 bytes (`width, height, format`), with room for
+/// the 16-byte header of Android 9+ ([`Frame::from_raw`] then checks which one it was). Refuses what
+/// [`Frame::from_raw`] would refuse, before anything is inflated.
+pub fn raw_capture_size(prefix: &[u8]) -> Result<usize, String> {
+    let u32_at = |i: usize| prefix.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let (Some(w), Some(h), Some(format)) = (u32_at(0), u32_at(4), u32_at(8)) else {
+        return Err(format!("{} bytes is too short for a header", prefix.len()));
+    };
+    let n = checked_pixels(w, h, "")?;
+    let layout = raw_layout(format).ok_or_else(|| format!("unsupported pixel format {format}"))?;
+    Ok(n * layout.bpp() + 16)
+}
+
+impl Frame {
+    /// `screencap` raw output: `u32 width, height, format` (+ `u32 dataspace` since Android 9), then pixels.
+    pub fn from_raw(data: Vec<u8>) -> Result<Frame, ProtoError> {
+        let u32_at = |i: usize| data.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let (Some(w), Some(h), Some(format)) = (u32_at(0), u32_at(4), u32_at(8)) else {
+            return Err(bad_frame(format!("{} bytes is too short for a header", data.len())));
+        };
+        let n = checked_pixels(w, h, "").map_err(bad_frame)?;
+        let layout = raw_layout(format).ok_or_else(|| bad_frame(format!("unsupported pixel format {format}")))?;
+        let bpp = layout.bpp();
+        let offset = data.len().checked_sub(n * bpp).filter(|h| *h == 12 || *h == 16).ok_or_else(|| {
+            bad_frame(format!("{} bytes do not hold a {w}×{h} frame of {bpp} bytes per pixel", data.len()))
+        })?;
+        Ok(Frame { data, offset, width: w, height: h, layout })
+    }
+
+    /// `framebuffer:` pixels with the channel offsets and lengths of its header (little-endian pixels of 16, 24
+    /// or 32 bits; channels of up to 8 bits are scaled to 8).
+    pub fn from_framebuffer(h: &FbHeader, px: Vec<u8>) -> Result<Frame, ProtoError> {
+        let (w, hgt) = (h.width, h.height);
+        let n = checked_pixels(w, hgt, "framebuffer ").map_err(bad_frame)?;
+        // Only whole bytes per pixel exist on the wire: 16, 24 or 32 bits. Every later offset is checked against
+        // the bits of the bytes actually received per pixel, never against a header word alone.
+        if !matches!(h.bpp, 16 | 24 | 32) {
+            return Err(bad_frame(format!("unsupported pixel depth {} bpp", h.bpp)));
+        }
+        let bpp = (h.bpp / 8) as usize;
+        if n * bpp != px.len() {
+            return Err(bad_frame(format!("{} bytes do not hold a {w}×{hgt} frame at {} bpp", px.len(), h.bpp)));
+        }
+        for (name, (off, len)) in [("red", h.red), ("green", h.green), ("blue", h.blue)] {
+            // `off + len` in checked arithmetic: a red offset of 0xFFFFFFF8 with length 8 wraps to 0 in u32 and
+            // used to pass this check, then index past the pixel and abort the whole connector.
+            if len == 0 || len > 8 || off.checked_add(len).is_none_or(|end| end > h.bpp) {
+                return Err(bad_frame(format!("unsupported {name} channel: offset {off}, length {len}")));
+            }
+        }
+        let layout = if [h.red, h.green, h.blue].iter().all(|(o, l)| *l == 8 && o % 8 == 0) {
+            // The common case (RGBA_8888, BGRA_8888, RGB_888): pick bytes.
+            Layout::Bytes { bpp, ch: [(h.red.0 / 8) as usize, (h.green.0 / 8) as usize, (h.blue.0 / 8) as usize] }
+        } else {
+            Layout::Bits { bpp, ch: [h.red, h.green, h.blue] }
+        };
+        Ok(Frame { data: px, offset: 0, width: w, height: hgt, layout })
+    }
+
+    /// A picture already decoded (`screencap -p`).
+    pub fn from_rgb(img: RgbImage) -> Frame {
+        let (width, height) = img.dimensions();
+        Frame { data: img.into_raw(), offset: 0, width, height, layout: Layout::Bytes { bpp: 3, ch: [0, 1, 2] } }
+    }
+
+    pub fn dimensions(&self) -> (u32, u32) {
+        (self.width, self.height)
+    }
+
+    fn px(&self) -> &[u8] {
+        &self.data[self.offset..]
+    }
+
+    /// The RGB of pixel number `i` (row-major). `i < width × height`.
+    fn rgb_at(&self, i: usize) -> [u8; 3] {
+        let bpp = self.layout.bpp();
+        let p = &self.px()[i * bpp..(i + 1) * bpp];
+        match self.layout {
+            Layout::Bytes { ch, .. } => [p[ch[0]], p[ch[1]], p[ch[2]]],
+            Layout::Rgb565 => {
+                let v = u16::from_le_bytes([p[0], p[1]]);
+                let (r, g, b) = ((v >> 11) & 0x1f, (v >> 5) & 0x3f, v & 0x1f);
+                [(r * 255 / 31) as u8, (g * 255 / 63) as u8, (b * 255 / 31) as u8]
+            }
+            Layout::Bits { ch, .. } => {
+                let mut v = 0u32;
+                for (k, byte) in p.iter().enumerate() {
+                    v |= u32::from(*byte) << (8 * k);
+                }
+                let scale = |v: u32, len: u32| ((v * 255 + ((1 << len) - 1) / 2) / ((1 << len) - 1)) as u8;
+                let c = |(off, len): (u32, u32)| scale((v >> off) & ((1 << len) - 1), len);
+                [c(ch[0]), c(ch[1]), c(ch[2])]
+            }
+        }
+    }
+
+    /// Row `y` as bytes the downscale accumulates, with the R, G, B byte positions inside each pixel: the
+    /// captured bytes themselves for whole-byte layouts, else the row converted to RGB in `scratch`.
+    pub(crate) fn row<'a>(&'a self, y: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+        let w = self.width as usize;
+        match self.layout {
+            Layout::Bytes { bpp, .. } => &self.px()[y * w * bpp..(y + 1) * w * bpp],
+            _ => {
+                scratch.clear();
+                scratch.extend((y * w..(y + 1) * w).flat_map(|i| self.rgb_at(i)));
+                scratch
+            }
+        }
+    }
+
+    /// Bytes per pixel and R, G, B positions of what [`Frame::row`] returns.
+    pub(crate) fn row_layout(&self) -> (usize, [usize; 3]) {
+        match self.layout {
+            Layout::Bytes { bpp, ch } => (bpp, ch),
+            _ => (3, [0, 1, 2]),
+        }
+    }
+
+    /// The whole frame as RGB, full size.
+    pub fn to_rgb(&self) -> RgbImage {
+        let n = self.width as usize * self.height as usize;
+        let rgb = match self.layout {
+            Layout::Bytes { bpp: 3, ch: [0, 1, 2] } => self.px()[..n * 3].to_vec(),
+            Layout::Bytes { bpp, ch } => {
+                let mut out = Vec::with_capacity(n * 3);
+                for p in self.px()[..n * bpp].chunks_exact(bpp) {
+                    out.extend_from_slice(&[p[ch[0]], p[ch[1]], p[ch[2]]]);
+                }
+                out
+            }
+            _ => (0..n).flat_map(|i| self.rgb_at(i)).collect(),
+        };
+        RgbImage::from_raw(self.width, self.height, rgb).expect("checked: width × height pixels")
+    }
+
+    /// The RGB picture with its long side at most `max_side` (0 = keep), made in one pass from the captured
+    /// bytes: area-averaged exactly as [`super::screen::area_downscale`] on the decoded frame would, without
+    /// building that frame.
+    pub fn fit(&self, max_side: u32) -> RgbImage {
+        match fit_size(self.width, self.height, max_side) {
+            Some((nw, nh)) => {
+                let out = area_downscale_src(self, nw, nh);
+                RgbImage::from_raw(nw, nh, out).expect("buffer sized for nw × nh × 3")
+            }
+            None => self.to_rgb(),
+        }
+    }
+
+    /// The colour of a frame that is one uniform colour, or `None`: every 4th pixel of every 4th row, each
+    /// within ±2 per channel of the first (captures can be dithered), read straight from the captured bytes. A
+    /// real screen differs within its first rows (status bar, text), so a normal frame costs a handful of
+    /// comparisons; a blank one about 1/16 of its pixels (≈ 160 k for 1080×2400, well under a millisecond).
+    pub fn uniform_colour(&self) -> Option<[u8; 3]> {
+        let (w, h) = (self.width as usize, self.height as usize);
+        let first = self.rgb_at(0);
+        let near = |p: [u8; 3]| p.iter().zip(first).all(|(a, b)| a.abs_diff(b) <= 2);
+        for y in (0..h).step_by(4) {
+            for x in (0..w).step_by(4) {
+                if !near(self.rgb_at(y * w + x)) {
+                    return None;
+                }
+            }
+        }
+        Some(first)
+    }
+}
