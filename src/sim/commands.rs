@@ -14,6 +14,10 @@ use super::{FrameLie, InputEvent};
 pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i32 {
     let name = argv[0].rsplit('/').next().unwrap_or("").to_string();
     let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    if dev.cfg.missing_commands.contains(&name) {
+        io.err(&format!("/system/bin/sh: {}: inaccessible or not found\n", argv[0]));
+        return 127;
+    }
     match name.as_str() {
         "true" | ":" | "cd" | "export" | "chmod" | "chown" | "sync" => 0,
         "false" => 1,
@@ -103,6 +107,29 @@ pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i
         "screencap" => screencap(dev, &args, io),
         // toybox gzip: in Android's toybox since 8.0 (tests/fixtures/real/toybox-applets-by-android-version.md).
         "gzip" if dev.cfg.sdk >= GZIP_SINCE_SDK => gzip(dev, &args, stdin, io),
+        // toybox nproc: new in Android 10's toybox (AOSP shell_and_utilities/README.md, tests/fixtures/real/).
+        "nproc" if dev.cfg.sdk >= NPROC_SINCE_SDK => {
+            io.out(&format!("{}\n", dev.cfg.cpus.max(1)));
+            0
+        }
+        "dd" => dd(dev, &args, stdin, io),
+        "stat" => stat(dev, &args, io),
+        "umask" => match args.first() {
+            None => {
+                io.out(&format!("{:04o}\n", dev.umask));
+                0
+            }
+            Some(m) => match u32::from_str_radix(m, 8) {
+                Ok(v) if v <= 0o777 => {
+                    dev.umask = v;
+                    0
+                }
+                _ => {
+                    io.err(&format!("/system/bin/sh: umask: {m}: bad number\n"));
+                    1
+                }
+            },
+        },
         "uiautomator" => uiautomator(dev, &args, io),
         "cat" => cat(dev, &args, stdin, io),
         "df" => df(dev, &args, io),
@@ -527,6 +554,154 @@ fn huge_png(w: u32, h: u32) -> Vec<u8> {
     out
 }
 
+/// First SDK whose toybox has `nproc` (Android 10, toybox 0.8.0; AOSP `shell_and_utilities/README.md`).
+pub const NPROC_SINCE_SDK: u32 = 29;
+
+/// First SDK whose `dd` is toybox's (Android 10); before, AOSP shipped NetBSD's `dd` (same operands, its own
+/// summary line).
+const TOYBOX_DD_SINCE_SDK: u32 = 29;
+
+/// A `dd` size operand: decimal with the suffixes both toybox and BSD dd take (`k` = 1024, `m`, `g`; `b` = 512).
+fn dd_number(v: &str) -> Option<u64> {
+    let (digits, mult) = match v.char_indices().last()? {
+        (i, 'k' | 'K') => (&v[..i], 1u64 << 10),
+        (i, 'm' | 'M') => (&v[..i], 1 << 20),
+        (i, 'g' | 'G') => (&v[..i], 1 << 30),
+        (i, 'b') => (&v[..i], 512),
+        _ => (v, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// `dd [if=F] [of=F] [bs=N] [ibs=N] [obs=N] [skip=N] [count=N] [status=…]`: copies `count` input blocks of `bs`
+/// bytes starting `skip` blocks in (a regular file: every read is a full block but the last). Reads the simulated
+/// file system; the page cache makes that free on a phone too (the file was just written), so no cost is paid. The
+/// summary goes to stderr as toybox (Android 10+) or NetBSD dd (before) prints it.
+fn dd(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let (mut input, mut output, mut bs, mut skip, mut count, mut quiet) = (None, None, 512u64, 0u64, None, false);
+    for a in args {
+        let Some((k, v)) = a.split_once('=') else {
+            io.err(&format!("dd: unknown operand {a}\n"));
+            return 1;
+        };
+        let num = || dd_number(v);
+        match k {
+            "if" => input = Some(v.to_string()),
+            "of" => output = Some(v.to_string()),
+            "status" => quiet = v == "none",
+            "bs" | "ibs" | "obs" | "skip" | "count" => {
+                let Some(n) = num() else {
+                    io.err(&format!("dd: {k}: invalid number '{v}'\n"));
+                    return 1;
+                };
+                match k {
+                    "skip" => skip = n,
+                    "count" => count = Some(n),
+                    _ if n == 0 => {
+                        io.err(&format!("dd: {k}: invalid number '{v}'\n"));
+                        return 1;
+                    }
+                    "obs" => {}
+                    _ => bs = n,
+                }
+            }
+            _ => {
+                io.err(&format!("dd: unknown operand {k}\n"));
+                return 1;
+            }
+        }
+    }
+    let data: &[u8] = match &input {
+        None => stdin,
+        Some(f) => match dev.fs.read(f) {
+            Ok(d) => d,
+            Err(e) => {
+                io.err(&format!("dd: {f}: {}\n", e.message()));
+                return 1;
+            }
+        },
+    };
+    let start = skip.saturating_mul(bs).min(data.len() as u64) as usize;
+    let mut end = data.len();
+    if let Some(c) = count {
+        end = end.min(start.saturating_add(c.saturating_mul(bs).min(usize::MAX as u64) as usize));
+    }
+    let chunk = data[start..end].to_vec();
+    let bs = bs as usize;
+    let (full, partial) = (chunk.len() / bs, usize::from(chunk.len() % bs != 0));
+    let bytes = chunk.len();
+    match output {
+        Some(f) => {
+            if let Err(e) = dev.fs.write(&f, chunk, 0o666 & !dev.umask, now_unix_secs(), false) {
+                io.err(&format!("dd: {f}: {}\n", e.message()));
+                return 1;
+            }
+        }
+        None => io.out.extend_from_slice(&chunk),
+    }
+    if !quiet {
+        io.err(&format!("{full}+{partial} records in\n{full}+{partial} records out\n"));
+        if dev.cfg.sdk >= TOYBOX_DD_SINCE_SDK {
+            io.err(&format!(
+                "{bytes} bytes ({:.1} M) copied, 0.010 s, {:.0} M/s\n",
+                bytes as f64 / 1048576.0,
+                bytes as f64 / 10485.76
+            ));
+        } else {
+            io.err(&format!("{bytes} bytes transferred in 0.010 secs ({} bytes/sec)\n", bytes * 100));
+        }
+    }
+    0
+}
+
+/// toybox `stat [-c FORMAT] FILE…`: `%s` size, `%a` octal permissions, `%n` name, `%Y` mtime; without `-c`
+/// only the size line matters to anyone here, so the sim refuses the default format rather than fake it.
+fn stat(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let (fmt, files) = match args {
+        ["-c", fmt, files @ ..] => (*fmt, files),
+        _ => {
+            io.err("stat: the simulator knows only `stat -c FORMAT FILE…`\n");
+            return 1;
+        }
+    };
+    if files.is_empty() {
+        io.err("stat: Needs 1 argument (see \"stat --help\")\n");
+        return 1;
+    }
+    let mut rc = 0;
+    for f in files {
+        match dev.fs.stat(f) {
+            Ok(st) => {
+                let mut line = String::new();
+                let mut chars = fmt.chars();
+                while let Some(c) = chars.next() {
+                    if c != '%' {
+                        line.push(c);
+                        continue;
+                    }
+                    match chars.next() {
+                        Some('s') => line.push_str(&st.size.to_string()),
+                        Some('a') => line.push_str(&format!("{:o}", st.mode & 0o7777)),
+                        Some('n') => line.push_str(f),
+                        Some('Y') => line.push_str(&st.mtime.to_string()),
+                        Some(o) => {
+                            line.push('%');
+                            line.push(o);
+                        }
+                        None => line.push('%'),
+                    }
+                }
+                io.out(&format!("{line}\n"));
+            }
+            Err(e) => {
+                io.err(&format!("stat: '{f}': {}\n", e.message()));
+                rc = 1;
+            }
+        }
+    }
+    rc
+}
+
 /// First SDK whose toybox has `gzip`/`gunzip`/`zcat` (Android 8.0, toybox 0.7.3; AOSP
 /// `system/core/shell_and_utilities/README.md`).
 pub const GZIP_SINCE_SDK: u32 = 26;
@@ -564,18 +739,17 @@ fn gzip(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
         io.out.extend_from_slice(&out);
         return 0;
     }
-    let mut enc = flate2::GzBuilder::new()
-        .operating_system(3)
-        .write(Vec::with_capacity(stdin.len() / 8 + 64), flate2::Compression::new(level));
     let lie = dev.frame_lie;
-    let mut out = enc.write_all(stdin);
-    if lie == FrameLie::GzipBomb {
-        let zeros = vec![0u8; 1 << 20];
-        for _ in 0..64 {
-            out = out.and_then(|_| enc.write_all(&zeros));
-        }
-    }
-    match out.and_then(|_| enc.finish()) {
+    let input = if lie == FrameLie::GzipShort { &stdin[..stdin.len().saturating_sub(4096)] } else { stdin };
+    let made = if lie == FrameLie::GzipBomb {
+        Ok(gzip_bomb(input, level))
+    } else {
+        let mut enc = flate2::GzBuilder::new()
+            .operating_system(3)
+            .write(Vec::with_capacity(input.len() / 8 + 64), flate2::Compression::new(level));
+        enc.write_all(input).and_then(|_| enc.finish())
+    };
+    match made {
         Ok(mut v) => {
             if lie == FrameLie::GzipCorrupt && v.len() > 40 {
                 let mid = v.len() / 2;
@@ -588,9 +762,59 @@ fn gzip(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
             return 1;
         }
     }
+    // One core per gzip: it starts when the command line gets there (`io.at`) and a fast core is free, and ends
+    // its input's cost later; the sim's own compression time counts against that.
     let cost = super::PhoneCosts::at_rate(stdin.len(), dev.cfg.costs.gzip_bytes_per_s);
-    io.sleep += cost.saturating_sub(started.elapsed());
+    if !cost.is_zero() {
+        let t0 = tokio::time::Instant::now() - started.elapsed();
+        let end = dev.cores.run(dev.cfg.costs.cores, t0 + io.at, cost);
+        io.sleep += end.saturating_duration_since(tokio::time::Instant::now() + io.at);
+    }
     0
+}
+
+/// Zeros a [`FrameLie::GzipBomb`] member adds after the honest data.
+const BOMB_ZEROS: usize = 64 << 20;
+
+/// One valid gzip member holding `data` followed by [`BOMB_ZEROS`] zeros. The deflate of the zeros is made once and
+/// spliced after `data`'s blocks (sync-flushed, so they end on a byte boundary; the zeros' blocks refer only to
+/// themselves): several streams of a parallel capture each send a bomb without compressing 64 MiB each time.
+fn gzip_bomb(data: &[u8], level: u32) -> Vec<u8> {
+    use flate2::{Compress, Compression, Crc, FlushCompress};
+    static ZEROS: std::sync::OnceLock<(Vec<u8>, Crc)> = std::sync::OnceLock::new();
+    let deflate = |input: &[u8], flush: FlushCompress| {
+        let mut c = Compress::new(Compression::new(level), false);
+        let mut out = Vec::with_capacity(input.len() / 4 + 1024);
+        loop {
+            if out.capacity() - out.len() < 64 * 1024 {
+                out.reserve(256 * 1024);
+            }
+            let st = c.compress_vec(&input[c.total_in() as usize..], &mut out, flush).expect("deflate of memory");
+            let all_in = c.total_in() as usize == input.len();
+            // Finished: the stream ended (Finish), or all input is in and the flush left room to spare (Sync).
+            if st == flate2::Status::StreamEnd || (flush == FlushCompress::Sync && all_in && out.len() < out.capacity())
+            {
+                break;
+            }
+        }
+        out
+    };
+    let (zeros, zeros_crc) = ZEROS.get_or_init(|| {
+        let z = vec![0u8; BOMB_ZEROS];
+        let mut crc = Crc::new();
+        crc.update(&z);
+        (deflate(&z, FlushCompress::Finish), crc)
+    });
+    let mut crc = Crc::new();
+    crc.update(data);
+    crc.combine(zeros_crc);
+    // RFC 1952 header: deflate, no flags, mtime 0, no extra flags, OS 3 (Unix), as zlib writes it.
+    let mut v = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+    v.extend_from_slice(&deflate(data, FlushCompress::Sync));
+    v.extend_from_slice(zeros);
+    v.extend_from_slice(&crc.sum().to_le_bytes());
+    v.extend_from_slice(&((data.len() + BOMB_ZEROS) as u32).to_le_bytes());
+    v
 }
 
 fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
@@ -634,7 +858,7 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         let (mut w, mut h) = dev.ui.logical_size();
         let mut px = dev.ui.render_rgba();
         match lie {
-            FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt => {}
+            FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt | FrameLie::GzipShort => {}
             FrameLie::ChannelOverflow => h += 1,
             FrameLie::Truncated => px.truncate(px.len() / 2),
             FrameLie::Huge => {
@@ -651,7 +875,8 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     };
     match file {
         Some(f) => {
-            if let Err(e) = dev.fs.write(&f, data, 0o660, now_unix_secs(), false) {
+            // screencap.cpp: open(fn, O_WRONLY | O_CREAT | O_TRUNC, 0664), masked by the umask.
+            if let Err(e) = dev.fs.write(&f, data, 0o664 & !dev.umask, now_unix_secs(), false) {
                 io.err(&format!("Error opening file: {f} ({})\n", e.message()));
                 return 1;
             }
@@ -1697,6 +1922,18 @@ mod tests {
     /// not against this).
     /// toybox gzip (SDK 26+) writes one gzip member as zlib does (magic, deflate, mtime 0, OS 3) that inflates to
     /// its input; older phones have no gzip at all.
+    #[test]
+    fn the_gzip_bomb_is_one_valid_member_of_data_and_zeros() {
+        use std::io::Read;
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let bomb = super::gzip_bomb(&data, 1);
+        assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&bomb[..]).read_to_end(&mut out).expect("valid gzip, CRC and length");
+        assert_eq!(out.len(), data.len() + super::BOMB_ZEROS);
+        assert!(out[..data.len()] == data[..] && out[data.len()..].iter().all(|b| *b == 0));
+    }
+
     #[test]
     fn gzip_is_real_gzip_from_android_8_and_missing_before() {
         use std::io::Read;
