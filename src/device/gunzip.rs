@@ -286,7 +286,9 @@ mod tests {
         let mut trailing = good.clone();
         trailing.extend_from_slice(b"junk");
         assert!(inflate_into(&trailing, 5000, 4096).is_err());
-        assert_eq!(inflate_into(b"dd: /x: No such file or directory\n", 10, 4096).unwrap_err(), "not a gzip stream");
+        let e = inflate_into(b"dd: /x: No such file or directory\n", 10, 4096).unwrap_err();
+        assert!(e.contains("gzip"), "{e}");
+        assert!(inflate_into(b"", 10, 4096).is_err());
         // A bomb: 64 MiB of zeros for a 5000-byte range stops at the range, with nothing allocated beyond it.
         let e = inflate_into(&gz(&vec![0u8; 64 << 20]), 5000, 65536).unwrap_err();
         assert!(e.contains("past the 5000 bytes"), "{e}");
