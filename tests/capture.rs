@@ -303,6 +303,10 @@ async fn compression_can_be_turned_off() {
         let mut r = rig(SimConfig::default(), &[("XAGENT_ADB_CAPTURE_COMPRESSION", "off")]).await;
         r.screenshot(json!({})).await;
         assert_eq!((r.count(PROBE), r.count(GZIP_CAPTURE), r.count("framebuffer:")), (0, 0, 1));
+        // `--capture-streams 1`: compressed, one stream, no temp file on the phone.
+        let mut r = rig(SimConfig::default(), &[("XAGENT_ADB_CAPTURE_STREAMS", "1")]).await;
+        r.screenshot(json!({})).await;
+        assert_eq!((r.count(PROBE), r.count(GZIP_CAPTURE), r.count_prefix(TO_FILE)), (1, 1, 0));
     })
     .await
     .expect("test timed out");
@@ -327,4 +331,25 @@ fn the_simulated_gzip_exists_from_the_release_aosp_lists_it_in() {
     assert!(section("## Android 8.0").contains(&"gzip".to_owned()));
     assert!(section("## Android 9.0").contains(&"gzip".to_owned()));
     assert_eq!(xagent_adb_connector::sim::commands::GZIP_SINCE_SDK, 26, "Android 8.0 is SDK 26");
+}
+
+/// The simulator's `nproc` exists exactly from the release whose toybox has it (Android 10, SDK 29), and `dd` in
+/// every release since 8.0 (BSD's, then toybox's), per AOSP's lists (tests/fixtures/real/, provenance in INDEX.md).
+#[test]
+fn the_simulated_nproc_and_dd_exist_from_the_releases_aosp_lists_them_in() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/real/toybox-applets-10-bsd-dd-8.0-9.0-aosp-shell-and-utilities.txt"),
+    )
+    .unwrap();
+    let section = |title: &str| -> Vec<String> {
+        let start = text.find(title).unwrap_or_else(|| panic!("no section {title}"));
+        let rest = &text[start + title.len()..];
+        let end = rest.find("\n## ").unwrap_or(rest.len());
+        rest[..end].split_whitespace().map(|w| w.trim_matches('*').to_owned()).collect()
+    };
+    let has = |title: &str, tool: &str| section(title).iter().any(|w| w == tool);
+    assert!(has("## Android 8.0", "dd") && has("## Android P", "dd"), "BSD dd in 8 and 9");
+    assert!(has("## Android 10", "dd") && has("## Android 10", "nproc"), "toybox dd and nproc in 10");
+    assert_eq!(xagent_adb_connector::sim::commands::NPROC_SINCE_SDK, 29, "Android 10 is SDK 29");
 }

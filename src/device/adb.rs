@@ -57,6 +57,8 @@ pub struct AdbBackend {
     /// Per device: how many parallel streams a capture may use ([`AdbBackend::capture_streams`]): learnt with the
     /// gzip probe, lowered to 1 when the temp-file capture fails, dropped when the device changes state.
     capture_streams: Mutex<HashMap<DeviceKey, usize>>,
+    /// `--capture-streams`: the most any phone's captures may use.
+    capture_streams_max: std::sync::atomic::AtomicUsize,
     /// `--capture-compression`: whether compressed captures may be tried at all.
     capture_compression: std::sync::atomic::AtomicBool,
     /// Servers whose device list was applied at least once (see [`Backend::settling`]).
@@ -158,6 +160,7 @@ impl AdbBackend {
             shell_v2: Mutex::new(HashMap::new()),
             gzip: Mutex::new(HashMap::new()),
             capture_streams: Mutex::new(HashMap::new()),
+            capture_streams_max: std::sync::atomic::AtomicUsize::new(usize::MAX),
             capture_compression: std::sync::atomic::AtomicBool::new(true),
             listed: Mutex::new(std::collections::HashSet::new()),
             screen_states: Mutex::new(HashMap::new()),
@@ -724,9 +727,16 @@ impl AdbBackend {
         self.capture_streams.lock().unwrap_or_else(|e| e.into_inner()).get(&self.route(key)).copied()
     }
 
-    /// Records how many parallel streams captures of `key` use from now on (1: the single stream).
+    /// Records how many parallel streams captures of `key` use from now on (1: the single stream), at most
+    /// `--capture-streams`.
     pub fn set_capture_streams(&self, key: &DeviceKey, n: usize) {
-        self.capture_streams.lock().unwrap_or_else(|e| e.into_inner()).insert(self.route(key), n.max(1));
+        let n = n.min(self.capture_streams_max.load(std::sync::atomic::Ordering::Relaxed)).max(1);
+        self.capture_streams.lock().unwrap_or_else(|e| e.into_inner()).insert(self.route(key), n);
+    }
+
+    /// `--capture-streams`: the most parallel streams any phone's captures use (unlimited until set).
+    pub fn set_capture_streams_max(&self, n: usize) {
+        self.capture_streams_max.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// `--capture-compression` (on unless the operator turned it off).

@@ -1923,6 +1923,32 @@ mod tests {
     /// toybox gzip (SDK 26+) writes one gzip member as zlib does (magic, deflate, mtime 0, OS 3) that inflates to
     /// its input; older phones have no gzip at all.
     #[test]
+    fn dd_stat_nproc_and_umask_behave_like_the_phone_tools() {
+        let mut d = dev_sdk(34);
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 256) as u8).collect();
+        d.fs.write("/data/local/tmp/f", data.clone(), 0o600, 0, false).unwrap();
+        let r = run_script(&mut d, "dd if=/data/local/tmp/f bs=4k skip=1 count=1", b"");
+        assert_eq!(r.stdout, data[4096..8192]);
+        assert!(String::from_utf8_lossy(&r.stderr).starts_with("1+0 records in\n1+0 records out\n"));
+        let r = run_script(&mut d, "dd if=/data/local/tmp/f bs=4096 skip=2 count=5 2>/dev/null", b"");
+        assert_eq!((r.stdout.as_slice(), r.stderr.is_empty()), (&data[8192..], true), "the last range is short");
+        let r = run_script(&mut d, "dd if=/data/local/tmp/nope bs=16 count=1", b"");
+        assert_eq!(
+            (r.status, String::from_utf8_lossy(&r.stderr).as_ref()),
+            (1, "dd: /data/local/tmp/nope: No such file or directory\n")
+        );
+        let r = run_script(&mut d, "stat -c %s /data/local/tmp/f", b"");
+        assert_eq!(String::from_utf8_lossy(&r.stdout), "10000\n");
+        assert_eq!(String::from_utf8_lossy(&run_script(&mut d, "nproc", b"").stdout), "8\n");
+        let r =
+            run_script(&mut d, "umask 077; screencap /data/local/tmp/s.raw && stat -c %a /data/local/tmp/s.raw", b"");
+        assert_eq!(String::from_utf8_lossy(&r.stdout), "600\n", "screencap's 0664 under umask 077");
+        // Android 9: BSD dd, no nproc.
+        let mut old = dev_sdk(28);
+        assert_eq!(run_script(&mut old, "nproc", b"").status, 127);
+    }
+
+    #[test]
     fn the_gzip_bomb_is_one_valid_member_of_data_and_zeros() {
         use std::io::Read;
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
