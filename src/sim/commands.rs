@@ -114,6 +114,7 @@ pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i
         }
         "dd" => dd(dev, &args, stdin, io),
         "stat" => stat(dev, &args, io),
+        "find" => find(dev, &args, io),
         "umask" => match args.first() {
             None => {
                 io.out(&format!("{:04o}\n", dev.umask));
@@ -652,6 +653,99 @@ fn dd(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
         }
     }
     0
+}
+
+/// A `find -name` pattern: `*` and `?` (what the connector's sweep uses; no character classes).
+fn glob_match(pat: &[u8], s: &[u8]) -> bool {
+    match pat.split_first() {
+        None => s.is_empty(),
+        Some((b'*', rest)) => (0..=s.len()).any(|i| glob_match(rest, &s[i..])),
+        Some((b'?', rest)) => !s.is_empty() && glob_match(rest, &s[1..]),
+        Some((c, rest)) => s.first() == Some(c) && glob_match(rest, &s[1..]),
+    }
+}
+
+/// toybox `find DIR [-maxdepth N] [-name PATTERN] [-type f|d] [-mmin ±N] [-delete|-print]`, the primaries the
+/// connector's sweep of stale captures uses (any other is refused on stderr, as toybox refuses unknown ones). One
+/// level below DIR is all the simulated file system needs (`-maxdepth 1`); without `-delete` matches are printed.
+fn find(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let Some((dir, rest)) = args.split_first() else {
+        io.err("find: Needs 1 argument\n");
+        return 1;
+    };
+    let (mut name, mut kind, mut mmin, mut delete) = (None, None, None::<(char, u64)>, false);
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match *a {
+            "-maxdepth" | "-name" | "-type" | "-mmin" => {
+                let Some(v) = it.next() else {
+                    io.err(&format!("find: '{a}' needs 1 arg\n"));
+                    return 1;
+                };
+                match *a {
+                    "-name" => name = Some(v.to_string()),
+                    "-type" => kind = v.chars().next(),
+                    "-mmin" => {
+                        let (sign, n) = match v.chars().next() {
+                            Some(c @ ('+' | '-')) => (c, &v[1..]),
+                            _ => ('=', *v),
+                        };
+                        let Ok(n) = n.parse::<u64>() else {
+                            io.err(&format!("find: not a number '{v}'\n"));
+                            return 1;
+                        };
+                        mmin = Some((sign, n));
+                    }
+                    _ => {}
+                }
+            }
+            "-delete" => delete = true,
+            "-print" => {}
+            other => {
+                io.err(&format!("find: Unknown option '{other}'\n"));
+                return 1;
+            }
+        }
+    }
+    let entries = match dev.fs.list(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            io.err(&format!("find: '{dir}': {}\n", e.message()));
+            return 1;
+        }
+    };
+    let now = u64::from(now_unix_secs());
+    let mut rc = 0;
+    for (child, st) in entries {
+        let is_dir = st.mode & 0o170000 == 0o040000;
+        if kind.is_some_and(|k| (k == 'd') != is_dir)
+            || name.as_ref().is_some_and(|n| !glob_match(n.as_bytes(), child.as_bytes()))
+        {
+            continue;
+        }
+        if let Some((sign, n)) = mmin {
+            // Minutes of age, rounded up as find counts them.
+            let age = now.saturating_sub(u64::from(st.mtime)).div_ceil(60);
+            let hit = match sign {
+                '+' => age > n,
+                '-' => age < n,
+                _ => age == n,
+            };
+            if !hit {
+                continue;
+            }
+        }
+        let path = format!("{}/{child}", dir.trim_end_matches('/'));
+        if delete {
+            if let Err(e) = dev.fs.remove(&path, false) {
+                io.err(&format!("find: '{path}': {}\n", e.message()));
+                rc = 1;
+            }
+        } else {
+            io.out(&format!("{path}\n"));
+        }
+    }
+    rc
 }
 
 /// toybox `stat [-c FORMAT] FILE…`: `%s` size, `%a` octal permissions, `%n` name, `%Y` mtime; without `-c`
@@ -1946,6 +2040,24 @@ mod tests {
         // Android 9: BSD dd, no nproc.
         let mut old = dev_sdk(28);
         assert_eq!(run_script(&mut old, "nproc", b"").status, 127);
+    }
+
+    /// The connector's probe, run by the sim's shell: gzip round-trips, `nproc` counts, and the sweep removes a
+    /// capture file older than a minute while a fresh one (a capture in progress) and other files stay.
+    #[test]
+    fn the_probe_sweeps_stale_captures_and_counts_cpus() {
+        let mut d = dev_sdk(34);
+        let now = now_unix_secs();
+        d.fs.write("/data/local/tmp/xagent-0123.raw", vec![1; 10], 0o600, now - 3600, false).unwrap();
+        d.fs.write("/data/local/tmp/xagent-4567.raw", vec![1; 10], 0o600, now, false).unwrap();
+        d.fs.write("/data/local/tmp/app.apk", vec![1; 10], 0o600, now - 3600, false).unwrap();
+        let r = run_script(&mut d, crate::tools::capture::PROBE, b"");
+        assert!(r.stderr.is_empty(), "{}", String::from_utf8_lossy(&r.stderr));
+        let probed = crate::tools::capture::parse_probe(&r.stdout);
+        assert_eq!((probed.gzip, probed.streams), (true, 4));
+        let mut left = d.fs.files_under("/data/local/tmp");
+        left.sort();
+        assert_eq!(left, ["/data/local/tmp/app.apk", "/data/local/tmp/xagent-4567.raw"]);
     }
 
     #[test]
