@@ -75,10 +75,21 @@ impl Rig {
         self.sim.commands().iter().filter(|c| c.starts_with(prefix)).count()
     }
 
-    /// Capture files left in the phone's /data/local/tmp.
-    fn leftovers(&self) -> Vec<String> {
-        self.sim.files_under("/data/local/tmp").into_iter().filter(|f| f.contains("xagent-")).collect()
+    /// Waits (10 s at most) until no capture file is left in the phone's /data/local/tmp (the connector removes
+    /// it right after each capture, without making the agent wait); the files still there after that.
+    async fn leftovers(&self) -> Vec<String> {
+        leftovers(&self.sim).await
     }
+}
+
+/// Capture files left in `sim`'s /data/local/tmp once the clean-up had 10 s.
+async fn leftovers(sim: &SimPhone) -> Vec<String> {
+    let files = || sim.files_under("/data/local/tmp").into_iter().filter(|f| f.contains("xagent-")).collect::<Vec<_>>();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !files().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    files()
 }
 
 /// The compressed path (on an 8-CPU Android 14 phone: the parallel one, four streams of one temp file) gives the
@@ -103,7 +114,7 @@ async fn compressed_captures_are_pixel_exact_and_the_phone_is_probed_once() {
         assert_eq!(r.count_prefix(STREAM), 12, "four streams per capture: {:?}", r.sim.commands());
         assert_eq!(r.count(GZIP_CAPTURE), 0, "{:?}", r.sim.commands());
         assert_eq!(r.count("framebuffer:"), 0, "no uncompressed frame: {:?}", r.sim.commands());
-        assert!(r.leftovers().is_empty(), "temp files left: {:?}", r.leftovers());
+        assert_eq!(r.leftovers().await, Vec::<String>::new(), "temp files left");
         // Another phone state (the keyguard: other colours, other digits): still exact.
         r.sim.set_lock(xagent_adb_connector::sim::ui::LockMode::Swipe);
         let (shot, raw) = (r.full_png().await, r.raw_frame().await);
@@ -160,7 +171,7 @@ async fn a_lying_gzip_stream_is_refused_and_the_capture_falls_back() {
                 assert!(shot == r.raw_frame().await, "{lie:?}: the fallback frame is the screen");
                 assert_eq!(compressed(&r), 3, "{lie:?}, {cpus} CPUs: tried once more, then refused");
                 assert_eq!(r.count("framebuffer:"), 1, "{lie:?}: the fallback");
-                assert!(r.leftovers().is_empty(), "{lie:?}: temp files left after the error: {:?}", r.leftovers());
+                assert_eq!(r.leftovers().await, Vec::<String>::new(), "{lie:?}: temp files left after the error");
                 let logs = r.srv.logs();
                 assert!(
                     logs.iter()
@@ -204,7 +215,7 @@ async fn phones_without_the_parallel_path_use_one_stream() {
             assert_eq!(r.count_prefix(STREAM), 0, "{what}: {:?}", r.sim.commands());
             assert_eq!(r.count(GZIP_CAPTURE), 2, "{what}: {:?}", r.sim.commands());
             assert_eq!(r.count("framebuffer:"), 0, "{what}: {:?}", r.sim.commands());
-            assert!(r.leftovers().is_empty(), "{what}: temp files left: {:?}", r.leftovers());
+            assert_eq!(r.leftovers().await, Vec::<String>::new(), "{what}: temp files left");
         }
     })
     .await
@@ -238,12 +249,7 @@ async fn a_cancelled_parallel_capture_removes_its_temp_file() {
             _ = held => {}
         }
         // Dropped: the file must go, by the spawned clean-up.
-        let leftovers = || sim.files_under("/data/local/tmp").into_iter().filter(|f| f.contains("xagent-")).count();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while leftovers() > 0 {
-            assert!(std::time::Instant::now() < deadline, "the temp file stayed after the cancel");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        assert_eq!(leftovers(&sim).await, Vec::<String>::new(), "the temp file stayed after the cancel");
         let hung_up = {
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
             loop {
@@ -257,7 +263,7 @@ async fn a_cancelled_parallel_capture_removes_its_temp_file() {
         assert_eq!(hung_up, 4, "every stream hung up: {:?}", sim.hung_up());
         sim.release("dd if=/data/local/tmp/xagent-");
         capture(&backend, &key, CapturePath::Auto, t).await.expect("the next capture");
-        assert_eq!(sim.files_under("/data/local/tmp").into_iter().filter(|f| f.contains("xagent-")).count(), 0);
+        assert_eq!(leftovers(&sim).await, Vec::<String>::new());
     })
     .await
     .expect("test timed out");

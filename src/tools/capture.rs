@@ -13,7 +13,7 @@
 //! Every length is the phone's claim and checked: the size `stat` reports must be the size the frame's own header
 //! implies (and at most the caller's cap) before the buffer is allocated, each range must inflate to exactly its
 //! length, and the assembled frame is decoded by the same `decode_raw` as the single stream. The temp file is
-//! removed on every path: awaited after success or error, spawned when the capture is dropped (cancelled); the
+//! removed on every path (a spawned `rm -f` when the capture ends or is dropped: cancelled); the
 //! probe also sweeps `xagent-*.raw` files older than a minute that an earlier connector left behind (killed, or a
 //! screencap that was still writing when its capture was cancelled).
 
@@ -91,8 +91,10 @@ pub fn ranges(size: usize, streams: usize) -> Vec<(usize, usize)> {
     out
 }
 
-/// Removes the temp file when dropped unless [`TempFile::remove`] already did: a cancelled capture spawns the
-/// `rm -f` (it cannot await in `drop`), so the phone is cleaned up whichever way the capture ends.
+/// Removes the temp file when dropped, whichever way the capture ends (success, error, or the capture's future
+/// dropped: cancelled): the `rm -f` is spawned, bounded by its own deadline. Spawned rather than awaited even after
+/// success or an error: the agent's picture (or error) does not wait a round trip for housekeeping, and a phone that
+/// just timed out does not hold the call up to another deadline.
 struct TempFile {
     rm: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
 }
@@ -107,12 +109,6 @@ impl TempFile {
                     tracing::debug!(path, error = %e, "could not remove a capture's temp file (the next probe sweeps it)");
                 }
             })),
-        }
-    }
-
-    async fn remove(mut self) {
-        if let Some(rm) = self.rm.take() {
-            rm.await;
         }
     }
 }
@@ -151,10 +147,8 @@ pub async fn parallel(
     deadline: Duration,
 ) -> Result<(Vec<u8>, usize), ProtoError> {
     let path = format!("{TEMP_DIR}/xagent-{}.raw", crate::protocol::ids::random_hex(8));
-    let temp = TempFile::new(adb, key, &path);
-    let r = capture_to(adb, key, &path, streams, cap, size_of, deadline).await;
-    temp.remove().await;
-    r
+    let _removed_when_dropped = TempFile::new(adb, key, &path);
+    capture_to(adb, key, &path, streams, cap, size_of, deadline).await
 }
 
 async fn capture_to(
