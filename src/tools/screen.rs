@@ -28,7 +28,9 @@
 //! (Android 8.0+), `screencap | gzip -1` deflates the raw frame on the phone — lossless, the simulated home screen 94×
 //! — and the host inflates it while it arrives ([`crate::device::gunzip`], bounded by the frame size the capture's
 //! own header names). One probe per phone decides (cached until the device changes state); any failure falls back
-//! to `framebuffer:`. Measured on the simulated phone with a phone's costs: `BENCHMARKS.md`, "Issue 24".
+//! to `framebuffer:`. On a phone with several CPUs (Android 10+) the deflating is spread over up to four of them:
+//! [`CapturePath::GzipParallel`], in [`super::capture`]. Measured on the simulated phone with a phone's costs:
+//! `BENCHMARKS.md`, "Issue 24".
 
 use std::sync::Arc;
 use std::time::Duration;
