@@ -362,6 +362,11 @@ pub struct ServeArgs {
     #[arg(long, value_enum, value_name = "MODE", default_value = "auto", env = "XAGENT_ADB_CAPTURE_COMPRESSION")]
     pub capture_compression: CaptureCompression,
 
+    /// Most parallel streams one compressed capture uses on a phone with several CPUs (each deflates one part
+    /// of the frame on its own core; 1 to 4). 1: one `screencap | gzip -1` stream, no temp file on the phone.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=4), env = "XAGENT_ADB_CAPTURE_STREAMS")]
+    pub capture_streams: u8,
+
     /// An operator's takeover of a phone (device wall) ends after this long without input; the agent may act
     /// again then. Between 10s and 1h.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, env = "XAGENT_ADB_WALL_TAKEOVER_IDLE")]
@@ -419,6 +424,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     Ok(Resolved {
         recovery,
         capture_compression: args.capture_compression == CaptureCompression::Auto,
+        capture_streams: usize::from(args.capture_streams),
         serve: crate::config::ServeConfig {
             listen: args.listen,
             data_dir: Some(args.data_dir.clone()),

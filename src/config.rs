@@ -67,6 +67,8 @@ pub struct Resolved {
     pub recovery: crate::device::recovery::Config,
     /// `--capture-compression auto`.
     pub capture_compression: bool,
+    /// `--capture-streams`: most parallel streams per compressed capture (1..=4).
+    pub capture_streams: usize,
 }
 
 /// No key and a non-loopback listen address: every host that reaches the port drives the phones. Refused unless

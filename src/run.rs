@@ -46,6 +46,7 @@ pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
     let adb = crate::device::adb::AdbBackend::new(r.adb_servers);
     adb.configure_health(r.recovery, r.policy.health.clone());
     adb.set_capture_compression(r.capture_compression);
+    adb.set_capture_streams_max(r.capture_streams);
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
     let mut wall = r.wall;
     wall.data_dir = r.serve.data_dir.clone();

@@ -85,7 +85,8 @@ async fn stalled_commands_are_hung_up_at_the_deadline_and_the_phone_recovers() {
         let families: [(&str, Value, &str); 6] = [
             ("android_tap", json!({"x": 5, "y": 5}), "input"),
             ("android_ui_dump", json!({}), "uiautomator"),
-            ("android_screenshot", json!({}), "screencap"),
+            // The capture's first command on an 8-CPU Android 14 phone: the frame to a temp file (issue 24).
+            ("android_screenshot", json!({}), "umask 077; screencap"),
             ("android_app_install", json!({"file_ref": apk_ref}), "pm install"),
             ("android_file_push", json!({"file_ref": file_ref, "path": "/sdcard/Download/n.txt"}), "sync:SEND"),
             ("android_file_pull", json!({"path": "/sdcard/Download/big.bin"}), "sync:RECV"),

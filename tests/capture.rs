@@ -11,9 +11,12 @@ use common::adb::*;
 use common::*;
 use serde_json::{json, Value};
 use xagent_adb_connector::sim::{FrameLie, SimConfig, SimPhone};
+use xagent_adb_connector::tools::capture::PROBE;
 use xagent_adb_connector::tools::screen::{decode_raw, GZIP_CAPTURE};
 
-const PROBE: &str = "echo xagent-gzip-probe | gzip -1";
+/// The first command of a parallel capture (the frame to a temp file) and of each of its streams.
+const TO_FILE: &str = "umask 077; screencap /data/local/tmp/xagent-";
+const STREAM: &str = "dd if=/data/local/tmp/xagent-";
 
 fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
     tokio::time::timeout(Duration::from_secs(180), f)
@@ -67,11 +70,32 @@ impl Rig {
     fn count(&self, cmd: &str) -> usize {
         self.sim.commands().iter().filter(|c| c.as_str() == cmd).count()
     }
+
+    fn count_prefix(&self, prefix: &str) -> usize {
+        self.sim.commands().iter().filter(|c| c.starts_with(prefix)).count()
+    }
+
+    /// Waits (10 s at most) until no capture file is left in the phone's /data/local/tmp (the connector removes
+    /// it right after each capture, without making the agent wait); the files still there after that.
+    async fn leftovers(&self) -> Vec<String> {
+        leftovers(&self.sim).await
+    }
 }
 
-/// The compressed path gives the agent exactly the pixels of the raw frame, the phone is probed once for any
-/// number of captures, and no uncompressed frame crosses the link. On the old code no capture was compressed
-/// (`framebuffer:` every time, no probe): the counts fail.
+/// Capture files left in `sim`'s /data/local/tmp once the clean-up had 10 s.
+async fn leftovers(sim: &SimPhone) -> Vec<String> {
+    let files = || sim.files_under("/data/local/tmp").into_iter().filter(|f| f.contains("xagent-")).collect::<Vec<_>>();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !files().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    files()
+}
+
+/// The compressed path (on an 8-CPU Android 14 phone: the parallel one, four streams of one temp file) gives the
+/// agent exactly the pixels of the raw frame, the phone is probed once for any number of captures, no uncompressed
+/// frame crosses the link and no temp file stays behind. On the single-stream code the counts of temp-file
+/// captures and streams fail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compressed_captures_are_pixel_exact_and_the_phone_is_probed_once() {
     bounded(async {
@@ -86,8 +110,11 @@ async fn compressed_captures_are_pixel_exact_and_the_phone_is_probed_once() {
             r.screenshot(json!({})).await;
         }
         assert_eq!(r.count(PROBE), 1, "one probe for three captures: {:?}", r.sim.commands());
-        assert_eq!(r.count(GZIP_CAPTURE), 3, "{:?}", r.sim.commands());
+        assert_eq!(r.count_prefix(TO_FILE), 3, "{:?}", r.sim.commands());
+        assert_eq!(r.count_prefix(STREAM), 12, "four streams per capture: {:?}", r.sim.commands());
+        assert_eq!(r.count(GZIP_CAPTURE), 0, "{:?}", r.sim.commands());
         assert_eq!(r.count("framebuffer:"), 0, "no uncompressed frame: {:?}", r.sim.commands());
+        assert_eq!(r.leftovers().await, Vec::<String>::new(), "temp files left");
         // Another phone state (the keyguard: other colours, other digits): still exact.
         r.sim.set_lock(xagent_adb_connector::sim::ui::LockMode::Swipe);
         let (shot, raw) = (r.full_png().await, r.raw_frame().await);
@@ -116,40 +143,152 @@ async fn a_phone_without_gzip_falls_back_to_the_framebuffer_after_one_probe() {
     .expect("test timed out");
 }
 
-/// A phone whose gzip passed the probe and then sends a stream that inflates to 64 MiB, or a corrupt one: the
-/// capture falls back to the framebuffer (the agent gets its picture), the phone's gzip is not used again until it
-/// reconnects, and the connector's peak memory does not grow by anything like what the bomb asked for.
+/// A phone whose gzip passed the probe and then sends a stream that inflates to 64 MiB, a corrupt one, or one that
+/// inflates to less than it was asked for — through one stream (1 CPU) and through the parallel streams (8 CPUs,
+/// where each stream must fill exactly its range): the capture falls back to the framebuffer (the agent gets its
+/// picture), the phone's gzip is not used again until it reconnects, no temp file stays behind, and the
+/// connector's peak memory does not grow by anything like what the bomb asked for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lying_gzip_stream_is_refused_and_the_capture_falls_back() {
     bounded(async {
-        for lie in [FrameLie::GzipBomb, FrameLie::GzipCorrupt] {
-            // A small screen (1.1 MB frames), so the bomb would dwarf any legitimate growth.
-            let cfg = SimConfig { screen_width: 360, screen_height: 800, ..SimConfig::default() };
+        for cpus in [1, 8] {
+            for lie in [FrameLie::GzipBomb, FrameLie::GzipCorrupt, FrameLie::GzipShort] {
+                // A small screen (1.1 MB frames), so the bomb would dwarf any legitimate growth.
+                let cfg = SimConfig { screen_width: 360, screen_height: 800, cpus, ..SimConfig::default() };
+                let mut r = rig(cfg, &[]).await;
+                let compressed = |r: &Rig| r.count(GZIP_CAPTURE) + r.count_prefix(TO_FILE);
+                r.screenshot(json!({})).await; // honest: probed, compressed
+                r.full_png().await;
+                let before = peak_rss_kb(&r);
+                assert_eq!((r.count(PROBE), compressed(&r)), (1, 2), "{lie:?}, {cpus} CPUs");
+                assert_eq!(r.count_prefix(TO_FILE) > 0, cpus > 1, "{lie:?}, {cpus} CPUs: {:?}", r.sim.commands());
+                r.sim.lie_about_frames(lie);
+                let shot = r.full_png().await;
+                assert_eq!(shot.dimensions(), (360, 800), "{lie:?}");
+                let grown = peak_rss_kb(&r).saturating_sub(before);
+                assert!(grown < 24 * 1024, "{lie:?}, {cpus} CPUs: peak RSS grew by {grown} kB");
+                r.sim.lie_about_frames(FrameLie::None);
+                assert!(shot == r.raw_frame().await, "{lie:?}: the fallback frame is the screen");
+                assert_eq!(compressed(&r), 3, "{lie:?}, {cpus} CPUs: tried once more, then refused");
+                assert_eq!(r.count("framebuffer:"), 1, "{lie:?}: the fallback");
+                assert_eq!(r.leftovers().await, Vec::<String>::new(), "{lie:?}: temp files left after the error");
+                let logs = r.srv.logs();
+                assert!(
+                    logs.iter()
+                        .any(|l| l.contains("compressed capture refused") && l.contains("unreadable screen capture")),
+                    "{lie:?}, {cpus} CPUs: no warning naming the refused stream"
+                );
+                r.screenshot(json!({})).await;
+                assert_eq!(compressed(&r), 3, "{lie:?}: not used again on this device");
+                assert_eq!(r.count(PROBE), 1, "{lie:?}");
+                assert_eq!(r.count("framebuffer:"), 2, "{lie:?}");
+                assert!(!logs.iter().any(|l| l.contains("panicked")), "{lie:?}: a panic was logged");
+            }
+        }
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// Phones that cannot take the parallel path still get exact, compressed captures through one stream: Android 9
+/// (its toybox has no `nproc`), a phone with one CPU, a build without `dd`, and a phone whose /data/local/tmp is
+/// read-only — the last two try the temp file once, then remember. No temp file stays behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn phones_without_the_parallel_path_use_one_stream() {
+    bounded(async {
+        let cases: Vec<(&str, SimConfig, bool, usize)> = vec![
+            ("Android 9", SimConfig { android_version: "9".into(), sdk: 28, ..SimConfig::default() }, false, 0),
+            ("one CPU", SimConfig { cpus: 1, ..SimConfig::default() }, false, 0),
+            ("no dd", SimConfig { missing_commands: vec!["dd".into()], ..SimConfig::default() }, false, 1),
+            ("read-only tmp", SimConfig::default(), true, 1),
+        ];
+        for (what, cfg, read_only, tries) in cases {
             let mut r = rig(cfg, &[]).await;
-            r.screenshot(json!({})).await; // honest: probed, compressed
-            r.full_png().await;
-            let before = peak_rss_kb(&r);
-            assert_eq!((r.count(PROBE), r.count(GZIP_CAPTURE)), (1, 2), "{lie:?}");
-            r.sim.lie_about_frames(lie);
+            if read_only {
+                r.sim.mount_read_only("/data/local/tmp");
+            }
             let shot = r.full_png().await;
-            assert_eq!(shot.dimensions(), (360, 800), "{lie:?}");
-            let grown = peak_rss_kb(&r).saturating_sub(before);
-            assert!(grown < 24 * 1024, "{lie:?}: peak RSS grew by {grown} kB");
-            r.sim.lie_about_frames(FrameLie::None);
-            assert!(shot == r.raw_frame().await, "{lie:?}: the fallback frame is the screen");
-            assert_eq!(r.count(GZIP_CAPTURE), 3, "{lie:?}: tried once more, then refused");
-            assert_eq!(r.count("framebuffer:"), 1, "{lie:?}: the fallback");
-            let logs = r.srv.logs();
-            assert!(
-                logs.iter()
-                    .any(|l| l.contains("compressed capture refused") && l.contains("unreadable screen capture")),
-                "{lie:?}: no warning naming the refused stream"
-            );
+            assert!(shot == r.raw_frame().await, "{what}: the capture differs from the raw frame");
             r.screenshot(json!({})).await;
-            assert_eq!(r.count(GZIP_CAPTURE), 3, "{lie:?}: not used again on this device");
-            assert_eq!(r.count(PROBE), 1, "{lie:?}");
-            assert_eq!(r.count("framebuffer:"), 2, "{lie:?}");
-            assert!(!logs.iter().any(|l| l.contains("panicked")), "{lie:?}: a panic was logged");
+            assert_eq!(r.count(PROBE), 1, "{what}: {:?}", r.sim.commands());
+            assert_eq!(r.count_prefix(TO_FILE), tries, "{what}: {:?}", r.sim.commands());
+            assert_eq!(r.count_prefix(STREAM), 0, "{what}: {:?}", r.sim.commands());
+            assert_eq!(r.count(GZIP_CAPTURE), 2, "{what}: {:?}", r.sim.commands());
+            assert_eq!(r.count("framebuffer:"), 0, "{what}: {:?}", r.sim.commands());
+            assert_eq!(r.leftovers().await, Vec::<String>::new(), "{what}: temp files left");
+        }
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// A parallel capture dropped while its streams run (the agent's call cancelled) closes them and still removes
+/// the temp file from the phone; the next capture works. Through the library against the real adb server, so the
+/// future can be dropped at a known point (the `dd` streams held by the phone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_parallel_capture_removes_its_temp_file() {
+    use xagent_adb_connector::device::adb::AdbBackend;
+    use xagent_adb_connector::device::DeviceKey;
+    use xagent_adb_connector::tools::screen::{capture, CapturePath};
+    bounded(async {
+        let (adb, sim, serial) = setup_with(SimConfig::default()).await.expect("adb");
+        let backend = AdbBackend::new(vec![format!("127.0.0.1:{}", adb.port).parse().unwrap()]);
+        let key = DeviceKey { server: format!("127.0.0.1:{}", adb.port), serial };
+        let t = Duration::from_secs(20);
+        // Probed and captured once: the parallel path works here.
+        capture(&backend, &key, CapturePath::Auto, t).await.expect("first capture");
+        assert_eq!(sim.commands().iter().filter(|c| c.starts_with(STREAM)).count(), 4);
+        sim.stall("dd if=/data/local/tmp/xagent-");
+        let held = async {
+            while sim.stalled().len() < 4 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            r = capture(&backend, &key, CapturePath::Auto, t) => panic!("the capture ended while its streams were held: {:?}", r.err()),
+            _ = held => {}
+        }
+        // Dropped: the file must go, by the spawned clean-up.
+        assert_eq!(leftovers(&sim).await, Vec::<String>::new(), "the temp file stayed after the cancel");
+        let hung_up = {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let n = sim.hung_up().iter().filter(|c| c.starts_with(STREAM)).count();
+                if n == 4 || std::time::Instant::now() > deadline {
+                    break n;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        assert_eq!(hung_up, 4, "every stream hung up: {:?}", sim.hung_up());
+        sim.release("dd if=/data/local/tmp/xagent-");
+        capture(&backend, &key, CapturePath::Auto, t).await.expect("the next capture");
+        assert_eq!(leftovers(&sim).await, Vec::<String>::new());
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// A lying stream of the parallel path, called directly: `bad_frame` naming the range, never a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_range_that_inflates_to_more_or_less_is_a_bad_frame() {
+    use xagent_adb_connector::device::adb::AdbBackend;
+    use xagent_adb_connector::device::DeviceKey;
+    use xagent_adb_connector::protocol::errors::ErrorCode;
+    use xagent_adb_connector::tools::screen::{capture, gzip_works, CapturePath};
+    bounded(async {
+        let cfg = SimConfig { screen_width: 360, screen_height: 800, ..SimConfig::default() };
+        let (adb, sim, serial) = setup_with(cfg).await.expect("adb");
+        let backend = AdbBackend::new(vec![format!("127.0.0.1:{}", adb.port).parse().unwrap()]);
+        let key = DeviceKey { server: format!("127.0.0.1:{}", adb.port), serial };
+        let t = Duration::from_secs(20);
+        assert!(gzip_works(&backend, &key, t).await.unwrap());
+        assert_eq!(backend.capture_streams(&key), Some(4));
+        for (lie, says) in [(FrameLie::GzipShort, "its range is"), (FrameLie::GzipBomb, "inflates past the")] {
+            sim.lie_about_frames(lie);
+            let e = capture(&backend, &key, CapturePath::GzipParallel, t).await.err().expect("a lie is refused");
+            assert_eq!(e.code, ErrorCode::BadFrame, "{lie:?}: {e:?}");
+            assert!(e.message.contains(says), "{lie:?}: {}", e.message);
         }
     })
     .await
@@ -170,6 +309,10 @@ async fn compression_can_be_turned_off() {
         let mut r = rig(SimConfig::default(), &[("XAGENT_ADB_CAPTURE_COMPRESSION", "off")]).await;
         r.screenshot(json!({})).await;
         assert_eq!((r.count(PROBE), r.count(GZIP_CAPTURE), r.count("framebuffer:")), (0, 0, 1));
+        // `--capture-streams 1`: compressed, one stream, no temp file on the phone.
+        let mut r = rig(SimConfig::default(), &[("XAGENT_ADB_CAPTURE_STREAMS", "1")]).await;
+        r.screenshot(json!({})).await;
+        assert_eq!((r.count(PROBE), r.count(GZIP_CAPTURE), r.count_prefix(TO_FILE)), (1, 1, 0));
     })
     .await
     .expect("test timed out");
@@ -194,4 +337,25 @@ fn the_simulated_gzip_exists_from_the_release_aosp_lists_it_in() {
     assert!(section("## Android 8.0").contains(&"gzip".to_owned()));
     assert!(section("## Android 9.0").contains(&"gzip".to_owned()));
     assert_eq!(xagent_adb_connector::sim::commands::GZIP_SINCE_SDK, 26, "Android 8.0 is SDK 26");
+}
+
+/// The simulator's `nproc` exists exactly from the release whose toybox has it (Android 10, SDK 29), and `dd` in
+/// every release since 8.0 (BSD's, then toybox's), per AOSP's lists (tests/fixtures/real/, provenance in INDEX.md).
+#[test]
+fn the_simulated_nproc_and_dd_exist_from_the_releases_aosp_lists_them_in() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/real/toybox-applets-10-bsd-dd-8.0-9.0-aosp-shell-and-utilities.txt"),
+    )
+    .unwrap();
+    let section = |title: &str| -> Vec<String> {
+        let start = text.find(title).unwrap_or_else(|| panic!("no section {title}"));
+        let rest = &text[start + title.len()..];
+        let end = rest.find("\n## ").unwrap_or(rest.len());
+        rest[..end].split_whitespace().map(|w| w.trim_matches('*').to_owned()).collect()
+    };
+    let has = |title: &str, tool: &str| section(title).iter().any(|w| w == tool);
+    assert!(has("## Android 8.0", "dd") && has("## Android P", "dd"), "BSD dd in 8 and 9");
+    assert!(has("## Android 10", "dd") && has("## Android 10", "nproc"), "toybox dd and nproc in 10");
+    assert_eq!(xagent_adb_connector::sim::commands::NPROC_SINCE_SDK, 29, "Android 10 is SDK 29");
 }

@@ -354,6 +354,7 @@ async fn one_hung_phone_does_not_stall_the_other_thumbnails() {
         let fine_id = r.id_of(&fine.serial()).await;
         hung.stall("framebuffer:");
         hung.stall("screencap");
+        hung.stall("umask 077; screencap");
         let (k, v) = bearer();
         let addr = r.srv.addr;
         let hung_url = format!("/api/v1/devices/{hung_id}/screen.jpg");
@@ -386,6 +387,7 @@ async fn one_hung_phone_does_not_stall_the_other_thumbnails() {
         assert!(started.elapsed() < Duration::from_secs(2));
         hung.release("framebuffer:");
         hung.release("screencap");
+        hung.release("umask 077; screencap");
     })
     .await
     .expect("test timed out");

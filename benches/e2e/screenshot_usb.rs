@@ -1,5 +1,5 @@
-//! Scenario screenshot-usb (issue 24): screenshots from a phone that pays a phone's costs, compressed vs raw vs
-//! `adb exec-out screencap -p`.
+//! Scenario screenshot-usb (issue 24): screenshots from a phone that pays a phone's costs: the parallel compressed
+//! capture vs the single compressed stream vs raw vs `adb exec-out screencap -p`.
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -11,9 +11,10 @@ use xagent_adb_connector::sim::{SimConfig, SimPhone};
 use crate::common::*;
 
 /// Issue 24: screenshots over USB. One simulated phone paying a phone's costs (`PhoneCosts::usb2`: 100 ms display
-/// read, 150 ms/MP PNG, a 35 MB/s link, gzip -1 at 60 MB/s); the connector as built (compressed capture), the same
-/// binary with `--capture-compression off` (the framebuffer path before issue 24) and `adb exec-out
-/// screencap -p`, interleaved in one run. Per frame: time to the downloaded JPEG, bytes over the link (counted by
+/// read, 150 ms/MP PNG, a 35 MB/s link, gzip -1 at 60 MB/s per core on 4 fast cores); the connector as built
+/// (parallel compressed capture), the same binary with `--capture-streams 1` (one `screencap | gzip -1` stream),
+/// with `--capture-compression off` (the framebuffer path before issue 24) and `adb exec-out screencap -p`,
+/// interleaved in one run. Per frame: time to the downloaded JPEG, bytes over the link (counted by
 /// the phone) and the connector's CPU.
 pub(crate) fn bench_screenshot_usb(
     sim_rt: &tokio::runtime::Runtime,
@@ -36,6 +37,7 @@ pub(crate) fn bench_screenshot_usb(
     // the same phone in the same interleaving, so "connector CPU per frame" has a before and an after of one run.
     let old_bin = std::env::var("BENCH_USB_BEFORE_BIN").ok().filter(|p| std::path::Path::new(p).is_file());
     let old = old_bin.as_deref().map(|b| Connector::start_bin(b, adb.port, QUIET_LOG, &[]));
+    let single = Connector::start_with(adb.port, QUIET_LOG, &["--capture-streams", "1"]);
     let bind = |c: &Connector, tag: &str| {
         rt.block_on(async {
             let ws = Ws::connect(c.addr, tag).await;
@@ -48,6 +50,7 @@ pub(crate) fn bench_screenshot_usb(
     let (ws_a, ch_a) = bind(&after, "usb-after");
     let (ws_b, ch_b) = bind(&before, "usb-before");
     let ws_o = old.as_ref().map(|c| bind(c, "usb-old-build"));
+    let (ws_s, ch_s) = bind(&single, "usb-single");
     let out = adb.tmp("screen-usb.png");
     let cli_args = ["-s", serial.as_str(), "exec-out", "screencap", "-p"];
     // (time, bytes over the link, image bytes)
@@ -68,16 +71,17 @@ pub(crate) fn bench_screenshot_usb(
         if let (Some(c), Some((ws, ch))) = (&old, &ws_o) {
             shot(ws, c.addr, ch);
         }
+        shot(&ws_s, single.addr, &ch_s);
         cli();
     }
     let (mut to, mut cpu_o) = (Vec::new(), 0.0);
-    let (mut ta, mut tb, mut tc) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut la, mut lb, mut lc) = (0u64, 0u64, 0u64);
-    let (mut cpu_a, mut cpu_b) = (0.0, 0.0);
+    let (mut ta, mut tb, mut tc, mut ts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut la, mut lb, mut lc, mut ls) = (0u64, 0u64, 0u64, 0u64);
+    let (mut cpu_a, mut cpu_b, mut cpu_s) = (0.0, 0.0, 0.0);
     let (mut jpeg, mut png) = (0, 0);
     for i in 0..n {
-        for k in 0..3 {
-            match (i + k) % 3 {
+        for k in 0..4 {
+            match (i + k) % 4 {
                 0 => {
                     let c0 = proc_cpu_ms(after.pid());
                     let (t, l, b) = shot(&ws_a, after.addr, &ch_a);
@@ -92,6 +96,13 @@ pub(crate) fn bench_screenshot_usb(
                     cpu_b += proc_cpu_ms(before.pid()) - c0;
                     tb.push(ms(t));
                     lb += l;
+                }
+                2 => {
+                    let c0 = proc_cpu_ms(single.pid());
+                    let (t, l, _) = shot(&ws_s, single.addr, &ch_s);
+                    cpu_s += proc_cpu_ms(single.pid()) - c0;
+                    ts.push(ms(t));
+                    ls += l;
                 }
                 _ => {
                     let (t, l, b) = cli();
@@ -124,10 +135,12 @@ pub(crate) fn bench_screenshot_usb(
     let raw_frame = std::fs::read(&raw).unwrap_or_default();
     let stages = frame_stages(&raw_frame, n.clamp(5, 30));
     let nn = n.max(1) as f64;
-    let (sa, sb, sc) = (stats(&ta), stats(&tb), stats(&tc));
+    let (sa, sb, sc, ss) = (stats(&ta), stats(&tb), stats(&tc), stats(&ts));
     let (r50, r95) = ratio(&sa, &sc);
     let (rb50, _) = ratio(&sb, &sc);
-    let (cpu_a, cpu_b, cpu_o) = (cpu_a / nn, cpu_b / nn, cpu_o / nn);
+    let (rs50, rs95) = ratio(&ss, &sc);
+
+    let (cpu_a, cpu_b, cpu_o, cpu_s) = (cpu_a / nn, cpu_b / nn, cpu_o / nn, cpu_s / nn);
     if old.is_some() {
         println!(
             "screenshot-usb: old build {}: {} to the JPEG, {cpu_o:.1} ms connector CPU per frame (this build {cpu_a:.1} ms)",
@@ -140,16 +153,24 @@ pub(crate) fn bench_screenshot_usb(
         "3u screenshot over USB (phone costs on): `android_screenshot` + download vs `adb exec-out screencap -p`",
         format!("{} ({} B over the link, {cpu_a:.1} ms connector CPU per frame)", pp(&sa), per(la)),
         format!("{} ({} B over the link)", pp(&sc), per(lc)),
-        format!("{r50:.3} ({r95:.3}); before: {rb50:.3}; phone gzip {gzip_mbps} MB/s"),
+        format!(
+            "{r50:.3} ({r95:.3}); one stream: {rs50:.3} ({rs95:.3}), {} ({} B, {cpu_s:.1} ms CPU); before: {rb50:.3}; \
+             phone gzip {gzip_mbps} MB/s × {} cores",
+            pp(&ss),
+            per(ls),
+            costs.cores
+        ),
         "≤ 0.5, CPU ≤ 15 ms",
         Some(r50 <= 0.5 && cpu_a <= 15.0),
     );
     rep.json.insert(
         "screenshot_usb".into(),
         json!({"phone_costs": {"display_read_ms": 100, "png_ms_per_megapixel": 150, "link_bytes_per_s": 35_000_000,
-                               "gzip_bytes_per_s": gzip_mbps * 1_000_000},
+                               "gzip_bytes_per_s": gzip_mbps * 1_000_000, "cores": costs.cores},
                "host_gnu_gzip_1_mb_per_s_same_frame": round3(host_gzip),
                "connector": sa.json(), "connector_link_bytes_per_frame": per(la), "connector_cpu_ms_per_frame": round3(cpu_a),
+               "connector_single_stream": ss.json(), "connector_single_stream_link_bytes_per_frame": per(ls),
+               "connector_single_stream_cpu_ms_per_frame": round3(cpu_s), "ratio_single_stream_p50": round3(rs50),
                "connector_uncompressed": sb.json(), "connector_uncompressed_link_bytes_per_frame": per(lb),
                "connector_uncompressed_cpu_ms_per_frame": round3(cpu_b),
                "adb_cli": sc.json(), "adb_cli_link_bytes_per_frame": per(lc),
@@ -160,13 +181,13 @@ pub(crate) fn bench_screenshot_usb(
                                                             "connector_cpu_ms_per_frame": round3(cpu_o)})),
                "frame_stages": stages}),
     );
-    for (name, c) in [("compressed", &after), ("uncompressed", &before)] {
+    for (name, c) in [("compressed", &after), ("uncompressed", &before), ("single stream", &single)] {
         let w = c.warnings();
         if !w.is_empty() {
             println!("connector ({name}) warnings: {w:#?}");
         }
     }
-    drop((ws_a, ws_b, ws_o));
+    drop((ws_a, ws_b, ws_o, ws_s));
     sim_rt.block_on(sim.shutdown());
 }
 

@@ -54,6 +54,11 @@ pub struct AdbBackend {
     /// Per device: does `screencap | gzip -1` work ([`AdbBackend::gzip_capture`])? Probed once, dropped when the
     /// device changes state (a reconnect probes again: one small command).
     gzip: Mutex<HashMap<DeviceKey, bool>>,
+    /// Per device: how many parallel streams a capture may use ([`AdbBackend::capture_streams`]): learnt with the
+    /// gzip probe, lowered to 1 when the temp-file capture fails, dropped when the device changes state.
+    capture_streams: Mutex<HashMap<DeviceKey, usize>>,
+    /// `--capture-streams`: the most any phone's captures may use.
+    capture_streams_max: std::sync::atomic::AtomicUsize,
     /// `--capture-compression`: whether compressed captures may be tried at all.
     capture_compression: std::sync::atomic::AtomicBool,
     /// Servers whose device list was applied at least once (see [`Backend::settling`]).
@@ -154,6 +159,8 @@ impl AdbBackend {
             identities: Mutex::new(Default::default()),
             shell_v2: Mutex::new(HashMap::new()),
             gzip: Mutex::new(HashMap::new()),
+            capture_streams: Mutex::new(HashMap::new()),
+            capture_streams_max: std::sync::atomic::AtomicUsize::new(usize::MAX),
             capture_compression: std::sync::atomic::AtomicBool::new(true),
             listed: Mutex::new(std::collections::HashSet::new()),
             screen_states: Mutex::new(HashMap::new()),
@@ -455,6 +462,7 @@ impl AdbBackend {
             self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             self.shell_v2.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             self.gzip.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+            self.capture_streams.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             let state =
                 self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map_or("gone", |d| d.state.as_str());
             tracing::info!(device = %key, state, "device state changed");
@@ -675,6 +683,60 @@ impl AdbBackend {
             transport::exec_gunzip(d.server, &d.serial, cmd, max_compressed, inflate).await
         })
         .await
+    }
+
+    /// `exec:CMD` whose gzip output is inflated into `inflate`'s range as it arrives (an observation): the bytes
+    /// that crossed adb. The caller finishes `inflate`.
+    pub async fn exec_gunzip_into(
+        &self,
+        key: &DeviceKey,
+        cmd: &str,
+        max_compressed: usize,
+        inflate: &mut super::gunzip::GunzipInto<'_>,
+        deadline: Duration,
+    ) -> Result<usize, ProtoError> {
+        self.op(key, false, deadline, |d| async move {
+            transport::exec_feed(d.server, &d.serial, cmd, max_compressed, inflate).await
+        })
+        .await
+    }
+
+    /// `exec:CMD` as a future that borrows nothing (it can outlive the caller: a clean-up spawned when a capture
+    /// is cancelled), bounded by `deadline`; output beyond 4 KiB is an error. Outside the per-device bookkeeping
+    /// of [`AdbBackend::op`] on purpose: it is our own housekeeping, not the agent's command.
+    pub fn detached_exec(
+        &self,
+        key: &DeviceKey,
+        cmd: String,
+        deadline: Duration,
+    ) -> impl std::future::Future<Output = Result<Vec<u8>, ProtoError>> + Send + 'static {
+        let path = self.route(key);
+        let server = Self::server_addr(&path).map(SocketAddr::V4);
+        async move {
+            let server = server?;
+            match tokio::time::timeout(deadline, transport::exec(server, &path.serial, &cmd, 4096)).await {
+                Ok(r) => r,
+                Err(_) => Err(ProtoError::new(ErrorCode::DeviceTimeout, "the phone did not answer in time")),
+            }
+        }
+    }
+
+    /// How many parallel streams a capture of `key` may use, as last probed or decided (`None`: not probed since
+    /// the device last changed state).
+    pub fn capture_streams(&self, key: &DeviceKey) -> Option<usize> {
+        self.capture_streams.lock().unwrap_or_else(|e| e.into_inner()).get(&self.route(key)).copied()
+    }
+
+    /// Records how many parallel streams captures of `key` use from now on (1: the single stream), at most
+    /// `--capture-streams`.
+    pub fn set_capture_streams(&self, key: &DeviceKey, n: usize) {
+        let n = n.min(self.capture_streams_max.load(std::sync::atomic::Ordering::Relaxed)).max(1);
+        self.capture_streams.lock().unwrap_or_else(|e| e.into_inner()).insert(self.route(key), n);
+    }
+
+    /// `--capture-streams`: the most parallel streams any phone's captures use (unlimited until set).
+    pub fn set_capture_streams_max(&self, n: usize) {
+        self.capture_streams_max.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// `--capture-compression` (on unless the operator turned it off).

@@ -5,6 +5,9 @@
 //! own header) has been inflated, `size_of` turns it into the exact size the whole output may reach — a claim
 //! checked against the caller's `max_out` before another byte is inflated. The member must end with a matching
 //! CRC-32 and length (a truncated or altered stream is an error), and nothing may follow it.
+//!
+//! [`GunzipInto`] is the same for one byte range of a capture whose size is already known (the parallel capture
+//! of `tools::capture`): it inflates straight into its place in the frame's buffer and must fill it exactly.
 
 use std::io::Write;
 
@@ -65,6 +68,92 @@ impl Write for Sink {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// What a stream of gzip is fed to as it arrives ([`BoundedGunzip`], [`GunzipInto`]).
+pub trait Feed {
+    /// Inflates the next compressed bytes; `Err` says why the stream is refused.
+    fn feed(&mut self, data: &[u8]) -> Result<(), String>;
+    /// Compressed bytes fed so far.
+    fn compressed(&self) -> usize;
+}
+
+impl Feed for BoundedGunzip {
+    fn feed(&mut self, data: &[u8]) -> Result<(), String> {
+        BoundedGunzip::feed(self, data)
+    }
+    fn compressed(&self) -> usize {
+        BoundedGunzip::compressed(self)
+    }
+}
+
+/// Writes into a borrowed slice, refusing a byte past its end.
+struct SliceSink<'a> {
+    out: &'a mut [u8],
+    filled: usize,
+    error: Option<String>,
+}
+
+impl Write for SliceSink<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let end = self.filled.checked_add(b.len()).filter(|e| *e <= self.out.len());
+        let Some(end) = end else {
+            self.error = Some(format!("it inflates past the {} bytes of its range", self.out.len()));
+            return Err(std::io::Error::other("refused"));
+        };
+        self.out[self.filled..end].copy_from_slice(b);
+        self.filled = end;
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One gzip member that must inflate to exactly `out.len()` bytes, written in place: nothing is allocated, a
+/// byte past the end is refused before it is stored, and [`GunzipInto::finish`] refuses a member that ended short.
+pub struct GunzipInto<'a> {
+    dec: GzDecoder<SliceSink<'a>>,
+    compressed: usize,
+}
+
+impl<'a> GunzipInto<'a> {
+    pub fn new(out: &'a mut [u8]) -> GunzipInto<'a> {
+        GunzipInto { dec: GzDecoder::new(SliceSink { out, filled: 0, error: None }), compressed: 0 }
+    }
+
+    /// Once the member ended with a matching CRC-32 and length and filled the range exactly.
+    pub fn finish(mut self) -> Result<(), String> {
+        if let Err(e) = self.dec.try_finish() {
+            return Err(match self.dec.get_ref().error.clone() {
+                Some(why) => why,
+                None if e.kind() == std::io::ErrorKind::InvalidInput && self.dec.get_ref().filled == 0 => {
+                    "not a gzip stream".into()
+                }
+                None => format!("truncated or corrupt gzip stream ({e})"),
+            });
+        }
+        let sink = self.dec.finish().map_err(|e| format!("truncated or corrupt gzip stream ({e})"))?;
+        if sink.filled != sink.out.len() {
+            return Err(format!("it inflates to {} bytes, its range is {}", sink.filled, sink.out.len()));
+        }
+        Ok(())
+    }
+}
+
+impl Feed for GunzipInto<'_> {
+    fn feed(&mut self, data: &[u8]) -> Result<(), String> {
+        self.compressed = self.compressed.saturating_add(data.len());
+        self.dec.write_all(data).map_err(|e| match &self.dec.get_ref().error {
+            Some(why) => why.clone(),
+            None if e.kind() == std::io::ErrorKind::WriteZero => "bytes follow the end of the gzip stream".into(),
+            None => format!("corrupt gzip stream ({e})"),
+        })
+    }
+    fn compressed(&self) -> usize {
+        self.compressed
     }
 }
 
@@ -170,5 +259,38 @@ mod tests {
         assert!(inflate(&trailing, 1000, 4096).is_err());
         assert!(inflate(b"/system/bin/sh: gzip: inaccessible or not found\n", 1000, 4096).is_err());
         assert!(inflate(b"", 1000, 4096).is_err());
+    }
+
+    fn inflate_into(data: &[u8], len: usize, chunk: usize) -> Result<Vec<u8>, String> {
+        let mut out = vec![0u8; len];
+        let mut d = GunzipInto::new(&mut out);
+        for c in data.chunks(chunk.max(1)) {
+            d.feed(c)?;
+        }
+        d.finish()?;
+        Ok(out)
+    }
+
+    #[test]
+    fn a_range_must_inflate_to_exactly_its_length() {
+        let msg: Vec<u8> = (0..5000).map(|i| (i % 13) as u8).collect();
+        for chunk in [1, 7, 4096, 100_000] {
+            assert_eq!(inflate_into(&gz(&msg), 5000, chunk).unwrap(), msg, "chunk {chunk}");
+        }
+        let e = inflate_into(&gz(&msg), 4999, 4096).unwrap_err();
+        assert!(e.contains("past the 4999 bytes"), "{e}");
+        let e = inflate_into(&gz(&msg), 5001, 4096).unwrap_err();
+        assert!(e.contains("inflates to 5000 bytes, its range is 5001"), "{e}");
+        let good = gz(&msg);
+        assert!(inflate_into(&good[..good.len() - 3], 5000, 7).is_err());
+        let mut trailing = good.clone();
+        trailing.extend_from_slice(b"junk");
+        assert!(inflate_into(&trailing, 5000, 4096).is_err());
+        let e = inflate_into(b"dd: /x: No such file or directory\n", 10, 4096).unwrap_err();
+        assert!(e.contains("gzip"), "{e}");
+        assert!(inflate_into(b"", 10, 4096).is_err());
+        // A bomb: 64 MiB of zeros for a 5000-byte range stops at the range, with nothing allocated beyond it.
+        let e = inflate_into(&gz(&vec![0u8; 64 << 20]), 5000, 65536).unwrap_err();
+        assert!(e.contains("past the 5000 bytes"), "{e}");
     }
 }

@@ -242,8 +242,26 @@ pub async fn exec_gunzip(
     max_compressed: usize,
     mut inflate: super::gunzip::BoundedGunzip,
 ) -> Result<(Vec<u8>, usize), ProtoError> {
+    let wire = exec_feed(server, serial, cmd, max_compressed, &mut inflate).await?;
+    let out = inflate.finish().map_err(|why| bad_capture(cmd, why))?;
+    Ok((out, wire))
+}
+
+fn bad_capture(cmd: &str, why: String) -> ProtoError {
+    ProtoError::new(ErrorCode::BadFrame, format!("unreadable screen capture: `{cmd}`: {why}"))
+}
+
+/// `exec:CMD` whose stdout is fed to `inflate` as it arrives (at most `max_compressed` bytes); returns the bytes
+/// that crossed adb. The caller finishes `inflate` (its checks of the end of the stream are its own). A stream
+/// `inflate` refuses is `bad_frame`.
+pub async fn exec_feed(
+    server: SocketAddr,
+    serial: &str,
+    cmd: &str,
+    max_compressed: usize,
+    inflate: &mut impl super::gunzip::Feed,
+) -> Result<usize, ProtoError> {
     let mut st = open(server, serial, &format!("exec:{cmd}")).await?;
-    let bad = |why: String| ProtoError::new(ErrorCode::BadFrame, format!("unreadable screen capture: `{cmd}`: {why}"));
     // 64 KiB per step: the inflate work done between two awaits stays small whatever the ratio.
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -252,12 +270,11 @@ pub async fn exec_gunzip(
             break;
         }
         if inflate.compressed().saturating_add(n) > max_compressed {
-            return Err(bad(format!("more than {max_compressed} compressed bytes")));
+            return Err(bad_capture(cmd, format!("more than {max_compressed} compressed bytes")));
         }
-        inflate.feed(&buf[..n]).map_err(bad)?;
+        inflate.feed(&buf[..n]).map_err(|why| bad_capture(cmd, why))?;
     }
-    let wire = inflate.compressed();
-    Ok((inflate.finish().map_err(bad)?, wire))
+    Ok(inflate.compressed())
 }
 
 /// A decoded `framebuffer:` header (adbd `framebuffer_service.cpp`, versions 1 and 2).

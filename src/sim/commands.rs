@@ -14,6 +14,10 @@ use super::{FrameLie, InputEvent};
 pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i32 {
     let name = argv[0].rsplit('/').next().unwrap_or("").to_string();
     let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    if dev.cfg.missing_commands.contains(&name) {
+        io.err(&format!("/system/bin/sh: {}: inaccessible or not found\n", argv[0]));
+        return 127;
+    }
     match name.as_str() {
         "true" | ":" | "cd" | "export" | "chmod" | "chown" | "sync" => 0,
         "false" => 1,
@@ -103,6 +107,30 @@ pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i
         "screencap" => screencap(dev, &args, io),
         // toybox gzip: in Android's toybox since 8.0 (tests/fixtures/real/toybox-applets-by-android-version.md).
         "gzip" if dev.cfg.sdk >= GZIP_SINCE_SDK => gzip(dev, &args, stdin, io),
+        // toybox nproc: new in Android 10's toybox (AOSP shell_and_utilities/README.md, tests/fixtures/real/).
+        "nproc" if dev.cfg.sdk >= NPROC_SINCE_SDK => {
+            io.out(&format!("{}\n", dev.cfg.cpus.max(1)));
+            0
+        }
+        "dd" => dd(dev, &args, stdin, io),
+        "stat" => stat(dev, &args, io),
+        "find" => find(dev, &args, io),
+        "umask" => match args.first() {
+            None => {
+                io.out(&format!("{:04o}\n", dev.umask));
+                0
+            }
+            Some(m) => match u32::from_str_radix(m, 8) {
+                Ok(v) if v <= 0o777 => {
+                    dev.umask = v;
+                    0
+                }
+                _ => {
+                    io.err(&format!("/system/bin/sh: umask: {m}: bad number\n"));
+                    1
+                }
+            },
+        },
         "uiautomator" => uiautomator(dev, &args, io),
         "cat" => cat(dev, &args, stdin, io),
         "df" => df(dev, &args, io),
@@ -527,6 +555,247 @@ fn huge_png(w: u32, h: u32) -> Vec<u8> {
     out
 }
 
+/// First SDK whose toybox has `nproc` (Android 10, toybox 0.8.0; AOSP `shell_and_utilities/README.md`).
+pub const NPROC_SINCE_SDK: u32 = 29;
+
+/// First SDK whose `dd` is toybox's (Android 10); before, AOSP shipped NetBSD's `dd` (same operands, its own
+/// summary line).
+const TOYBOX_DD_SINCE_SDK: u32 = 29;
+
+/// A `dd` size operand: decimal with the suffixes both toybox and BSD dd take (`k` = 1024, `m`, `g`; `b` = 512).
+fn dd_number(v: &str) -> Option<u64> {
+    let (digits, mult) = match v.char_indices().last()? {
+        (i, 'k' | 'K') => (&v[..i], 1u64 << 10),
+        (i, 'm' | 'M') => (&v[..i], 1 << 20),
+        (i, 'g' | 'G') => (&v[..i], 1 << 30),
+        (i, 'b') => (&v[..i], 512),
+        _ => (v, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// `dd [if=F] [of=F] [bs=N] [ibs=N] [obs=N] [skip=N] [count=N] [status=…]`: copies `count` input blocks of `bs`
+/// bytes starting `skip` blocks in (a regular file: every read is a full block but the last). Reads the simulated
+/// file system; the page cache makes that free on a phone too (the file was just written), so no cost is paid. The
+/// summary goes to stderr as toybox (Android 10+) or NetBSD dd (before) prints it.
+fn dd(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let (mut input, mut output, mut bs, mut skip, mut count, mut quiet) = (None, None, 512u64, 0u64, None, false);
+    for a in args {
+        let Some((k, v)) = a.split_once('=') else {
+            io.err(&format!("dd: unknown operand {a}\n"));
+            return 1;
+        };
+        let num = || dd_number(v);
+        match k {
+            "if" => input = Some(v.to_string()),
+            "of" => output = Some(v.to_string()),
+            "status" => quiet = v == "none",
+            "bs" | "ibs" | "obs" | "skip" | "count" => {
+                let Some(n) = num() else {
+                    io.err(&format!("dd: {k}: invalid number '{v}'\n"));
+                    return 1;
+                };
+                match k {
+                    "skip" => skip = n,
+                    "count" => count = Some(n),
+                    _ if n == 0 => {
+                        io.err(&format!("dd: {k}: invalid number '{v}'\n"));
+                        return 1;
+                    }
+                    "obs" => {}
+                    _ => bs = n,
+                }
+            }
+            _ => {
+                io.err(&format!("dd: unknown operand {k}\n"));
+                return 1;
+            }
+        }
+    }
+    let data: &[u8] = match &input {
+        None => stdin,
+        Some(f) => match dev.fs.read(f) {
+            Ok(d) => d,
+            Err(e) => {
+                io.err(&format!("dd: {f}: {}\n", e.message()));
+                return 1;
+            }
+        },
+    };
+    let start = skip.saturating_mul(bs).min(data.len() as u64) as usize;
+    let mut end = data.len();
+    if let Some(c) = count {
+        end = end.min(start.saturating_add(c.saturating_mul(bs).min(usize::MAX as u64) as usize));
+    }
+    let chunk = data[start..end].to_vec();
+    let bs = bs as usize;
+    let (full, partial) = (chunk.len() / bs, usize::from(chunk.len() % bs != 0));
+    let bytes = chunk.len();
+    match output {
+        Some(f) => {
+            if let Err(e) = dev.fs.write(&f, chunk, 0o666 & !dev.umask, now_unix_secs(), false) {
+                io.err(&format!("dd: {f}: {}\n", e.message()));
+                return 1;
+            }
+        }
+        None => io.out.extend_from_slice(&chunk),
+    }
+    if !quiet {
+        io.err(&format!("{full}+{partial} records in\n{full}+{partial} records out\n"));
+        if dev.cfg.sdk >= TOYBOX_DD_SINCE_SDK {
+            io.err(&format!(
+                "{bytes} bytes ({:.1} M) copied, 0.010 s, {:.0} M/s\n",
+                bytes as f64 / 1048576.0,
+                bytes as f64 / 10485.76
+            ));
+        } else {
+            io.err(&format!("{bytes} bytes transferred in 0.010 secs ({} bytes/sec)\n", bytes * 100));
+        }
+    }
+    0
+}
+
+/// A `find -name` pattern: `*` and `?` (what the connector's sweep uses; no character classes).
+fn glob_match(pat: &[u8], s: &[u8]) -> bool {
+    match pat.split_first() {
+        None => s.is_empty(),
+        Some((b'*', rest)) => (0..=s.len()).any(|i| glob_match(rest, &s[i..])),
+        Some((b'?', rest)) => !s.is_empty() && glob_match(rest, &s[1..]),
+        Some((c, rest)) => s.first() == Some(c) && glob_match(rest, &s[1..]),
+    }
+}
+
+/// toybox `find DIR [-maxdepth N] [-name PATTERN] [-type f|d] [-mmin ±N] [-delete|-print]`, the primaries the
+/// connector's sweep of stale captures uses (any other is refused on stderr, as toybox refuses unknown ones). One
+/// level below DIR is all the simulated file system needs (`-maxdepth 1`); without `-delete` matches are printed.
+fn find(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let Some((dir, rest)) = args.split_first() else {
+        io.err("find: Needs 1 argument\n");
+        return 1;
+    };
+    let (mut name, mut kind, mut mmin, mut delete) = (None, None, None::<(char, u64)>, false);
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match *a {
+            "-maxdepth" | "-name" | "-type" | "-mmin" => {
+                let Some(v) = it.next() else {
+                    io.err(&format!("find: '{a}' needs 1 arg\n"));
+                    return 1;
+                };
+                match *a {
+                    "-name" => name = Some(v.to_string()),
+                    "-type" => kind = v.chars().next(),
+                    "-mmin" => {
+                        let (sign, n) = match v.chars().next() {
+                            Some(c @ ('+' | '-')) => (c, &v[1..]),
+                            _ => ('=', *v),
+                        };
+                        let Ok(n) = n.parse::<u64>() else {
+                            io.err(&format!("find: not a number '{v}'\n"));
+                            return 1;
+                        };
+                        mmin = Some((sign, n));
+                    }
+                    _ => {}
+                }
+            }
+            "-delete" => delete = true,
+            "-print" => {}
+            other => {
+                io.err(&format!("find: Unknown option '{other}'\n"));
+                return 1;
+            }
+        }
+    }
+    let entries = match dev.fs.list(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            io.err(&format!("find: '{dir}': {}\n", e.message()));
+            return 1;
+        }
+    };
+    let now = u64::from(now_unix_secs());
+    let mut rc = 0;
+    for (child, st) in entries {
+        let is_dir = st.mode & 0o170000 == 0o040000;
+        if kind.is_some_and(|k| (k == 'd') != is_dir)
+            || name.as_ref().is_some_and(|n| !glob_match(n.as_bytes(), child.as_bytes()))
+        {
+            continue;
+        }
+        if let Some((sign, n)) = mmin {
+            // Minutes of age, rounded up as find counts them.
+            let age = now.saturating_sub(u64::from(st.mtime)).div_ceil(60);
+            let hit = match sign {
+                '+' => age > n,
+                '-' => age < n,
+                _ => age == n,
+            };
+            if !hit {
+                continue;
+            }
+        }
+        let path = format!("{}/{child}", dir.trim_end_matches('/'));
+        if delete {
+            if let Err(e) = dev.fs.remove(&path, false) {
+                io.err(&format!("find: '{path}': {}\n", e.message()));
+                rc = 1;
+            }
+        } else {
+            io.out(&format!("{path}\n"));
+        }
+    }
+    rc
+}
+
+/// toybox `stat [-c FORMAT] FILE…`: `%s` size, `%a` octal permissions, `%n` name, `%Y` mtime; without `-c`
+/// only the size line matters to anyone here, so the sim refuses the default format rather than fake it.
+fn stat(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let (fmt, files) = match args {
+        ["-c", fmt, files @ ..] => (*fmt, files),
+        _ => {
+            io.err("stat: the simulator knows only `stat -c FORMAT FILE…`\n");
+            return 1;
+        }
+    };
+    if files.is_empty() {
+        io.err("stat: Needs 1 argument (see \"stat --help\")\n");
+        return 1;
+    }
+    let mut rc = 0;
+    for f in files {
+        match dev.fs.stat(f) {
+            Ok(st) => {
+                let mut line = String::new();
+                let mut chars = fmt.chars();
+                while let Some(c) = chars.next() {
+                    if c != '%' {
+                        line.push(c);
+                        continue;
+                    }
+                    match chars.next() {
+                        Some('s') => line.push_str(&st.size.to_string()),
+                        Some('a') => line.push_str(&format!("{:o}", st.mode & 0o7777)),
+                        Some('n') => line.push_str(f),
+                        Some('Y') => line.push_str(&st.mtime.to_string()),
+                        Some(o) => {
+                            line.push('%');
+                            line.push(o);
+                        }
+                        None => line.push('%'),
+                    }
+                }
+                io.out(&format!("{line}\n"));
+            }
+            Err(e) => {
+                io.err(&format!("stat: '{f}': {}\n", e.message()));
+                rc = 1;
+            }
+        }
+    }
+    rc
+}
+
 /// First SDK whose toybox has `gzip`/`gunzip`/`zcat` (Android 8.0, toybox 0.7.3; AOSP
 /// `system/core/shell_and_utilities/README.md`).
 pub const GZIP_SINCE_SDK: u32 = 26;
@@ -564,18 +833,17 @@ fn gzip(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
         io.out.extend_from_slice(&out);
         return 0;
     }
-    let mut enc = flate2::GzBuilder::new()
-        .operating_system(3)
-        .write(Vec::with_capacity(stdin.len() / 8 + 64), flate2::Compression::new(level));
     let lie = dev.frame_lie;
-    let mut out = enc.write_all(stdin);
-    if lie == FrameLie::GzipBomb {
-        let zeros = vec![0u8; 1 << 20];
-        for _ in 0..64 {
-            out = out.and_then(|_| enc.write_all(&zeros));
-        }
-    }
-    match out.and_then(|_| enc.finish()) {
+    let input = if lie == FrameLie::GzipShort { &stdin[..stdin.len().saturating_sub(4096)] } else { stdin };
+    let made = if lie == FrameLie::GzipBomb {
+        Ok(gzip_bomb(input, level))
+    } else {
+        let mut enc = flate2::GzBuilder::new()
+            .operating_system(3)
+            .write(Vec::with_capacity(input.len() / 8 + 64), flate2::Compression::new(level));
+        enc.write_all(input).and_then(|_| enc.finish())
+    };
+    match made {
         Ok(mut v) => {
             if lie == FrameLie::GzipCorrupt && v.len() > 40 {
                 let mid = v.len() / 2;
@@ -588,9 +856,59 @@ fn gzip(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
             return 1;
         }
     }
+    // One core per gzip: it starts when the command line gets there (`io.at`) and a fast core is free, and ends
+    // its input's cost later; the sim's own compression time counts against that.
     let cost = super::PhoneCosts::at_rate(stdin.len(), dev.cfg.costs.gzip_bytes_per_s);
-    io.sleep += cost.saturating_sub(started.elapsed());
+    if !cost.is_zero() {
+        let t0 = tokio::time::Instant::now() - started.elapsed();
+        let end = dev.cores.run(dev.cfg.costs.cores, t0 + io.at, cost);
+        io.sleep += end.saturating_duration_since(tokio::time::Instant::now() + io.at);
+    }
     0
+}
+
+/// Zeros a [`FrameLie::GzipBomb`] member adds after the honest data.
+const BOMB_ZEROS: usize = 64 << 20;
+
+/// One valid gzip member holding `data` followed by [`BOMB_ZEROS`] zeros. The deflate of the zeros is made once and
+/// spliced after `data`'s blocks (sync-flushed, so they end on a byte boundary; the zeros' blocks refer only to
+/// themselves): several streams of a parallel capture each send a bomb without compressing 64 MiB each time.
+fn gzip_bomb(data: &[u8], level: u32) -> Vec<u8> {
+    use flate2::{Compress, Compression, Crc, FlushCompress};
+    static ZEROS: std::sync::OnceLock<(Vec<u8>, Crc)> = std::sync::OnceLock::new();
+    let deflate = |input: &[u8], flush: FlushCompress| {
+        let mut c = Compress::new(Compression::new(level), false);
+        let mut out = Vec::with_capacity(input.len() / 4 + 1024);
+        loop {
+            if out.capacity() - out.len() < 64 * 1024 {
+                out.reserve(256 * 1024);
+            }
+            let st = c.compress_vec(&input[c.total_in() as usize..], &mut out, flush).expect("deflate of memory");
+            let all_in = c.total_in() as usize == input.len();
+            // Finished: the stream ended (Finish), or all input is in and the flush left room to spare (Sync).
+            if st == flate2::Status::StreamEnd || (flush == FlushCompress::Sync && all_in && out.len() < out.capacity())
+            {
+                break;
+            }
+        }
+        out
+    };
+    let (zeros, zeros_crc) = ZEROS.get_or_init(|| {
+        let z = vec![0u8; BOMB_ZEROS];
+        let mut crc = Crc::new();
+        crc.update(&z);
+        (deflate(&z, FlushCompress::Finish), crc)
+    });
+    let mut crc = Crc::new();
+    crc.update(data);
+    crc.combine(zeros_crc);
+    // RFC 1952 header: deflate, no flags, mtime 0, no extra flags, OS 3 (Unix), as zlib writes it.
+    let mut v = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+    v.extend_from_slice(&deflate(data, FlushCompress::Sync));
+    v.extend_from_slice(zeros);
+    v.extend_from_slice(&crc.sum().to_le_bytes());
+    v.extend_from_slice(&((data.len() + BOMB_ZEROS) as u32).to_le_bytes());
+    v
 }
 
 fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
@@ -636,7 +954,7 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         let (mut w, mut h) = dev.ui.logical_size();
         let mut px = dev.ui.render_rgba();
         match lie {
-            FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt => {}
+            FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt | FrameLie::GzipShort => {}
             FrameLie::ChannelOverflow => h += 1,
             FrameLie::Truncated => px.truncate(px.len() / 2),
             FrameLie::Huge => {
@@ -657,7 +975,8 @@ fn screencap(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     };
     match file {
         Some(f) => {
-            if let Err(e) = dev.fs.write(&f, data, 0o660, now_unix_secs(), false) {
+            // screencap.cpp: open(fn, O_WRONLY | O_CREAT | O_TRUNC, 0664), masked by the umask.
+            if let Err(e) = dev.fs.write(&f, data, 0o664 & !dev.umask, now_unix_secs(), false) {
                 io.err(&format!("Error opening file: {f} ({})\n", e.message()));
                 return 1;
             }
@@ -1703,6 +2022,62 @@ mod tests {
     /// not against this).
     /// toybox gzip (SDK 26+) writes one gzip member as zlib does (magic, deflate, mtime 0, OS 3) that inflates to
     /// its input; older phones have no gzip at all.
+    #[test]
+    fn dd_stat_nproc_and_umask_behave_like_the_phone_tools() {
+        let mut d = dev_sdk(34);
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 256) as u8).collect();
+        d.fs.write("/data/local/tmp/f", data.clone(), 0o600, 0, false).unwrap();
+        let r = run_script(&mut d, "dd if=/data/local/tmp/f bs=4k skip=1 count=1", b"");
+        assert_eq!(r.stdout, data[4096..8192]);
+        assert!(String::from_utf8_lossy(&r.stderr).starts_with("1+0 records in\n1+0 records out\n"));
+        let r = run_script(&mut d, "dd if=/data/local/tmp/f bs=4096 skip=2 count=5 2>/dev/null", b"");
+        assert_eq!((r.stdout.as_slice(), r.stderr.is_empty()), (&data[8192..], true), "the last range is short");
+        let r = run_script(&mut d, "dd if=/data/local/tmp/nope bs=16 count=1", b"");
+        assert_eq!(
+            (r.status, String::from_utf8_lossy(&r.stderr).as_ref()),
+            (1, "dd: /data/local/tmp/nope: No such file or directory\n")
+        );
+        let r = run_script(&mut d, "stat -c %s /data/local/tmp/f", b"");
+        assert_eq!(String::from_utf8_lossy(&r.stdout), "10000\n");
+        assert_eq!(String::from_utf8_lossy(&run_script(&mut d, "nproc", b"").stdout), "8\n");
+        let r =
+            run_script(&mut d, "umask 077; screencap /data/local/tmp/s.raw && stat -c %a /data/local/tmp/s.raw", b"");
+        assert_eq!(String::from_utf8_lossy(&r.stdout), "600\n", "screencap's 0664 under umask 077");
+        // Android 9: BSD dd, no nproc.
+        let mut old = dev_sdk(28);
+        assert_eq!(run_script(&mut old, "nproc", b"").status, 127);
+    }
+
+    /// The connector's probe, run by the sim's shell: gzip round-trips, `nproc` counts, and the sweep removes a
+    /// capture file older than a minute while a fresh one (a capture in progress) and other files stay.
+    #[test]
+    fn the_probe_sweeps_stale_captures_and_counts_cpus() {
+        let mut d = dev_sdk(34);
+        let now = now_unix_secs();
+        d.fs.write("/data/local/tmp/xagent-0123.raw", vec![1; 10], 0o600, now - 3600, false).unwrap();
+        d.fs.write("/data/local/tmp/xagent-4567.raw", vec![1; 10], 0o600, now, false).unwrap();
+        d.fs.write("/data/local/tmp/app.apk", vec![1; 10], 0o600, now - 3600, false).unwrap();
+        let r = run_script(&mut d, crate::tools::capture::PROBE, b"");
+        assert!(r.stderr.is_empty(), "{}", String::from_utf8_lossy(&r.stderr));
+        let probed = crate::tools::capture::parse_probe(&r.stdout);
+        assert_eq!((probed.gzip, probed.streams), (true, 4));
+        let mut left = d.fs.files_under("/data/local/tmp");
+        left.sort();
+        assert_eq!(left, ["/data/local/tmp/app.apk", "/data/local/tmp/xagent-4567.raw"]);
+    }
+
+    #[test]
+    fn the_gzip_bomb_is_one_valid_member_of_data_and_zeros() {
+        use std::io::Read;
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let bomb = super::gzip_bomb(&data, 1);
+        assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&bomb[..]).read_to_end(&mut out).expect("valid gzip, CRC and length");
+        assert_eq!(out.len(), data.len() + super::BOMB_ZEROS);
+        assert!(out[..data.len()] == data[..] && out[data.len()..].iter().all(|b| *b == 0));
+    }
+
     #[test]
     fn gzip_is_real_gzip_from_android_8_and_missing_before() {
         use std::io::Read;

@@ -62,11 +62,21 @@ pub struct Device {
     pub frame_lie: FrameLie,
     /// Shell-protocol v2 packets and sync `DATA` chunks announce 0xFFFFFFF0 bytes (hostile-phone tests).
     pub length_lie: bool,
+    /// The phone's fast cores as phone-side tools use them (`gzip`), shared by every command of the phone.
+    pub(crate) cores: super::Cores,
+    /// The file-creation mask of the shell running the current command line (`umask`); each command line is a
+    /// new shell, which starts from adbd's.
+    pub umask: u32,
 }
 
 pub fn now_unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
+
+/// The umask each simulated command line starts from. Not a claim about real phones (it differs between releases
+/// and vendors, which is why the connector sets its own with `umask 077` before writing a capture): 0, so the
+/// modes the tools ask for are the modes files get.
+pub const ADBD_UMASK: u32 = 0;
 
 /// Component id of the ADB Keyboard IME.
 pub const ADB_KEYBOARD: &str = "com.android.adbkeyboard/.AdbIME";
@@ -196,6 +206,8 @@ impl Device {
             idle_timeout: std::time::Duration::from_secs(10),
             frame_lie: FrameLie::None,
             length_lie: false,
+            cores: super::Cores::default(),
+            umask: ADBD_UMASK,
             cfg,
             serial,
         };

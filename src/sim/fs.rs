@@ -75,6 +75,8 @@ pub struct MemFs {
     dirs: BTreeSet<String>,
     /// Time stamp given to directories (boot time of the sim).
     boot_time: u32,
+    /// Mounts made read-only at run time (tests: a full or read-only data partition).
+    read_only_mounts: Vec<String>,
 }
 
 /// Directories a freshly booted phone has; clients commonly push to `/data/local/tmp` and
@@ -100,7 +102,7 @@ const READ_ONLY: &[&str] = &["/system", "/proc", "/dev"];
 
 impl MemFs {
     pub fn new(boot_time: u32) -> Self {
-        let mut fs = MemFs { files: BTreeMap::new(), dirs: BTreeSet::new(), boot_time };
+        let mut fs = MemFs { files: BTreeMap::new(), dirs: BTreeSet::new(), boot_time, read_only_mounts: Vec::new() };
         for d in DEFAULT_DIRS {
             fs.dirs.insert((*d).to_string());
         }
@@ -146,8 +148,23 @@ impl MemFs {
         }
     }
 
-    fn read_only(path: &str) -> bool {
-        READ_ONLY.iter().any(|p| path == *p || path.starts_with(&format!("{p}/")))
+    fn read_only(&self, path: &str) -> bool {
+        READ_ONLY
+            .iter()
+            .copied()
+            .chain(self.read_only_mounts.iter().map(String::as_str))
+            .any(|p| path == p || path.starts_with(&format!("{p}/")))
+    }
+
+    /// Makes `path` and everything below it read-only.
+    pub fn mount_read_only(&mut self, path: &str) {
+        self.read_only_mounts.push(Self::normalize(path));
+    }
+
+    /// Full paths of the files under `dir` (at any depth).
+    pub fn files_under(&self, dir: &str) -> Vec<String> {
+        let prefix = format!("{}/", Self::normalize(dir).trim_end_matches('/'));
+        self.files.keys().filter(|k| k.starts_with(&prefix)).cloned().collect()
     }
 
     pub fn stat(&self, path: &str) -> Result<Stat, FsError> {
@@ -179,7 +196,7 @@ impl MemFs {
         if p == "/" || self.dirs.contains(&p) {
             return Err(FsError::IsDir);
         }
-        if Self::read_only(&p) {
+        if self.read_only(&p) {
             return Err(FsError::ReadOnly);
         }
         let parent = Self::parent(&p).ok_or(FsError::Invalid)?;
@@ -230,7 +247,7 @@ impl MemFs {
         if self.dirs.contains(&p) {
             return Ok(());
         }
-        if Self::read_only(&p) {
+        if self.read_only(&p) {
             return Err(FsError::ReadOnly);
         }
         if let Some(parent) = Self::parent(&p) {
@@ -257,7 +274,7 @@ impl MemFs {
         if !recursive {
             return Err(FsError::IsDir);
         }
-        if Self::read_only(&p) || p == "/" {
+        if self.read_only(&p) || p == "/" {
             return Err(FsError::ReadOnly);
         }
         let prefix = format!("{p}/");

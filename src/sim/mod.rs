@@ -63,6 +63,12 @@ pub struct SimConfig {
     /// until it ends every captured frame differs and `uiautomator dump` waits (waitForIdle). 0 (tests' default):
     /// changes show at once; the demo animates.
     pub animation_ms: u32,
+    /// CPUs the phone's kernel offers a shell process: what `nproc` (toybox, Android 10+) prints. 8 on the
+    /// Pixel 7 this simulator plays (Tensor G2).
+    pub cpus: u32,
+    /// Commands this phone's build lacks although its release has them (vendor builds strip toybox applets):
+    /// the shell answers "inaccessible or not found" for them.
+    pub missing_commands: Vec<String>,
     /// What the phone's hardware spends (display read, PNG encoding, the USB link, phone-side tools). All zero by
     /// default, so functional tests run at loopback speed; the benchmark turns them on ([`PhoneCosts::usb2`]).
     pub costs: PhoneCosts,
@@ -80,8 +86,12 @@ pub struct PhoneCosts {
     /// Device-to-host link rate in bytes per second, shared by every stream of the phone (shell, exec,
     /// framebuffer, sync); 0 = unlimited.
     pub link_bytes_per_s: u64,
-    /// Input throughput of the phone-side `gzip -1` in bytes per second; 0 = free.
+    /// Input throughput of the phone-side `gzip -1` in bytes per second, on one core; 0 = free.
     pub gzip_bytes_per_s: u64,
+    /// Cores that run phone-side tools at full rate at once: at most this many `gzip`s compress at
+    /// `gzip_bytes_per_s` together, more wait for a core (0 = as many as ask). What `nproc` prints is
+    /// [`SimConfig::cpus`]; this is how many of them are fast.
+    pub cores: u32,
 }
 
 impl PhoneCosts {
@@ -92,6 +102,10 @@ impl PhoneCosts {
             png_per_megapixel: Duration::from_millis(150),
             link_bytes_per_s: 35_000_000,
             gzip_bytes_per_s: 60_000_000,
+            // Tensor G2 (Pixel 7, the phone this simulator plays): 2 Cortex-X1 + 2 Cortex-A78 + 4 Cortex-A55. The
+            // four big and mid cores are the ones that run a compressor at anything like the rate above; the
+            // little cores are left out (BENCHMARKS.md, "Issue 24").
+            cores: 4,
         }
     }
 
@@ -101,6 +115,28 @@ impl PhoneCosts {
             return Duration::ZERO;
         }
         Duration::from_secs_f64(bytes as f64 / per_s as f64)
+    }
+}
+
+/// The phone's CPU cores as phone-side tools see them ([`PhoneCosts::cores`]): each job takes the core that frees
+/// first and holds it for its whole cost, so with `n` cores at most `n` jobs run at once at full rate.
+#[derive(Debug, Default)]
+pub(crate) struct Cores {
+    busy_until: Vec<tokio::time::Instant>,
+}
+
+impl Cores {
+    /// Reserves a core for `cost` starting no earlier than `from`; returns when the job is done. `cores` = 0:
+    /// every job has a core of its own.
+    pub(crate) fn run(&mut self, cores: u32, from: tokio::time::Instant, cost: Duration) -> tokio::time::Instant {
+        if cores == 0 {
+            return from + cost;
+        }
+        self.busy_until.resize(cores as usize, from);
+        let core = (0..self.busy_until.len()).min_by_key(|i| self.busy_until[*i]).unwrap_or(0);
+        let end = self.busy_until[core].max(from) + cost;
+        self.busy_until[core] = end;
+        end
     }
 }
 
@@ -138,6 +174,8 @@ impl Default for SimConfig {
             shell_v2: true,
             dump_to_tty: true,
             animation_ms: 0,
+            cpus: 8,
+            missing_commands: Vec::new(),
             costs: PhoneCosts::default(),
         }
     }
@@ -186,6 +224,9 @@ pub enum FrameLie {
     /// Captures are honest, but `gzip` answers a valid gzip member holding the capture followed by 64 MiB of
     /// zeros (a 64 KB "zip bomb" whose header claims an honest frame and which inflates far past it).
     GzipBomb,
+    /// Captures are honest, but `gzip` compresses all of its input but the last 4 KiB (a valid member that
+    /// inflates to less than was asked for).
+    GzipShort,
     /// Captures are honest, but `gzip` flips one byte in the middle of its deflate data (a corrupt stream).
     GzipCorrupt,
 }
@@ -446,6 +487,17 @@ impl SimPhone {
     }
 
     /// Creates or replaces a file (parents are created), as an app writing to storage would.
+    /// Files under the directory `dir` (full paths), e.g. the captures a host left in `/data/local/tmp`.
+    pub fn files_under(&self, dir: &str) -> Vec<String> {
+        self.device().fs.files_under(dir)
+    }
+
+    /// Makes `path` and everything below it read-only (writes fail with EROFS), as a full or remounted data
+    /// partition would refuse them.
+    pub fn mount_read_only(&self, path: &str) {
+        self.device().fs.mount_read_only(path);
+    }
+
     pub fn write_file(&self, path: &str, data: &[u8]) -> bool {
         self.device().fs.write(path, data.to_vec(), 0o660, device::now_unix_secs(), true).is_ok()
     }

@@ -300,7 +300,7 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
             // offset/length for red, blue, green, alpha.
             let mut hdr = [2, 32, 1, px.len() as u32, w, h, 0, 8, 16, 8, 8, 8, 24, 8];
             match lie {
-                FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt => {}
+                FrameLie::None | FrameLie::GzipBomb | FrameLie::GzipCorrupt | FrameLie::GzipShort => {}
                 FrameLie::ChannelOverflow => hdr[6] = 0xFFFF_FFF8,
                 FrameLie::Truncated => px.truncate(px.len() / 2),
                 FrameLie::Claims(cw, ch) => {

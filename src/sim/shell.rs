@@ -393,6 +393,9 @@ pub struct CmdIo {
     pub sleep: Duration,
     pub follow: bool,
     pub exit: Option<i32>,
+    /// Modelled phone time already spent by the command line before this command starts (the `sleep` of the
+    /// commands before it): where a cost that waits for a shared resource (a core) starts from.
+    pub at: Duration,
 }
 
 impl CmdIo {
@@ -411,6 +414,7 @@ const MAX_SLEEP: Duration = Duration::from_secs(600);
 /// pipeline (used by streamed installs).
 pub fn run_script(dev: &mut Device, src: &str, stdin: &[u8]) -> ExecResult {
     let mut res = ExecResult::default();
+    dev.umask = super::device::ADBD_UMASK;
     let script = match tokenize(src).and_then(parse) {
         Ok(s) => s,
         Err(e) => {
@@ -433,7 +437,7 @@ pub fn run_script(dev: &mut Device, src: &str, stdin: &[u8]) -> ExecResult {
         let n = pipeline.len();
         let mut exit = None;
         for (idx, simple) in pipeline.iter().enumerate() {
-            let mut io = CmdIo::default();
+            let mut io = CmdIo { at: res.sleep, ..CmdIo::default() };
             let argv: Vec<String> = simple.words.iter().map(|w| expand(w, status)).collect();
             // Redirections decide where this command's streams go.
             let mut out_to: Option<(String, bool)> = None;

@@ -3,6 +3,7 @@
 
 pub mod apps;
 pub mod args;
+pub mod capture;
 pub mod device;
 pub mod files;
 pub mod frame;

@@ -28,7 +28,9 @@
 //! (Android 8.0+), `screencap | gzip -1` deflates the raw frame on the phone — lossless, the simulated home screen 94×
 //! — and the host inflates it while it arrives ([`crate::device::gunzip`], bounded by the frame size the capture's
 //! own header names). One probe per phone decides (cached until the device changes state); any failure falls back
-//! to `framebuffer:`. Measured on the simulated phone with a phone's costs: `BENCHMARKS.md`, "Issue 24".
+//! to `framebuffer:`. On a phone with several CPUs (Android 10+) the deflating is spread over up to four of them:
+//! [`CapturePath::GzipParallel`], in [`super::capture`]. Measured on the simulated phone with a phone's costs:
+//! `BENCHMARKS.md`, "Issue 24".
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,8 +63,12 @@ pub enum CapturePath {
     /// `exec:screencap | gzip -1`: the raw frame deflated by the phone's toybox `gzip` (lossless), inflated on the
     /// host while it arrives. Only where the phone has a working gzip (see [`CapturePath::Auto`]).
     Gzip,
-    /// [`CapturePath::Gzip`] when the phone's gzip works (probed once per device, see [`gzip_works`]), else — and
-    /// whenever a compressed capture fails — [`CapturePath::Framebuffer`].
+    /// The raw frame written once to a temp file on the phone, then deflated by several `dd … | gzip -1` streams
+    /// at once, one byte range each, on several of the phone's cores ([`super::capture`]).
+    GzipParallel,
+    /// [`CapturePath::GzipParallel`] where the phone has several cores and the temp file works,
+    /// [`CapturePath::Gzip`] where its gzip works (both probed once per device, see [`gzip_works`]), else — and
+    /// whenever a compressed capture is refused — [`CapturePath::Framebuffer`].
     Auto,
 }
 
@@ -72,10 +78,6 @@ pub const DEFAULT_PATH: CapturePath = CapturePath::Auto;
 /// The phone-side pipeline of [`CapturePath::Gzip`]. Level 1: on a screen of flat UI colours it is within a few
 /// per cent of level 6 in size at several times the speed, and the phone's CPU is the cost being saved.
 pub const GZIP_CAPTURE: &str = "screencap | gzip -1";
-
-/// The probe: one short exec through the same pipeline shape; a phone without gzip (Android < 8, some vendor
-/// builds) answers "not found" instead of gzip, which decodes to nothing and is remembered as "no gzip".
-const GZIP_PROBE: &str = "echo xagent-gzip-probe | gzip -1";
 
 /// A captured screen, as the phone sent it (converted and scaled only when the output is made: [`Frame::fit`]).
 pub struct Capture {
@@ -121,21 +123,19 @@ pub fn decode_framebuffer(h: &FbHeader, px: &[u8]) -> Result<RgbImage, ProtoErro
     Ok(Frame::from_framebuffer(h, px.to_vec())?.to_rgb())
 }
 
-/// Whether the phone's `gzip` works: cached per device path (until it changes state), else one probe. A probe
-/// that could not run (transport error) is not cached; one that ran and did not answer gzip is.
+/// Whether the phone's `gzip` works: cached per device path (until it changes state), else one probe
+/// ([`super::capture::PROBE`], which also counts the phone's CPUs for [`CapturePath::GzipParallel`]). A probe that
+/// could not run (transport error) is not cached; one that ran is, whatever it answered.
 pub async fn gzip_works(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Result<bool, ProtoError> {
     if let Some(known) = adb.gzip_capture(key) {
         return Ok(known);
     }
-    let inflate = gunzip::BoundedGunzip::new(64, 1, |_| Ok(64));
-    let works = match adb.exec_gunzip(key, GZIP_PROBE, 4096, inflate, deadline).await {
-        Ok((out, _)) => out == b"xagent-gzip-probe\n",
-        Err(e) if e.code == ErrorCode::BadFrame => false,
-        Err(e) => return Err(e),
-    };
-    tracing::debug!(device = %key, works, "probed the phone's gzip for compressed captures");
-    adb.set_gzip_capture(key, works);
-    Ok(works)
+    let out = adb.exec(key, super::capture::PROBE, 4096, false, deadline).await?;
+    let probed = super::capture::parse_probe(&out);
+    tracing::debug!(device = %key, gzip = probed.gzip, streams = probed.streams, "probed the phone for compressed captures");
+    adb.set_capture_streams(key, probed.streams);
+    adb.set_gzip_capture(key, probed.gzip);
+    Ok(probed.gzip)
 }
 
 /// Fetches one frame along `path`. An observation: no per-device ordering. Cancellable: dropping the future closes
@@ -153,7 +153,7 @@ pub async fn capture(
     }
     if adb.capture_compression() {
         match gzip_works(adb, key, left()).await {
-            Ok(true) => match capture_along(adb, key, CapturePath::Gzip, left()).await {
+            Ok(true) => match compressed(adb, key, left()).await {
                 Ok(c) => return Ok(c),
                 // A device that did not answer in time will not answer a second request either.
                 Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
@@ -174,6 +174,29 @@ pub async fn capture(
         }
     }
     capture_along(adb, key, CapturePath::Framebuffer, left()).await
+}
+
+/// A compressed capture of a phone whose gzip works: [`CapturePath::GzipParallel`] where the probe found several
+/// CPUs, else [`CapturePath::Gzip`]. A temp-file capture the phone could not start (read-only or full
+/// `/data/local/tmp`, no `dd`) is not tried again until the phone changes state, and this one takes the single
+/// stream; anything else (a lie, a timeout) is the caller's to judge.
+async fn compressed(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Result<Capture, ProtoError> {
+    let end = tokio::time::Instant::now() + deadline;
+    if adb.capture_streams(key).unwrap_or(1) > 1 {
+        match capture_along(adb, key, CapturePath::GzipParallel, deadline).await {
+            Err(e) if e.message.starts_with(super::capture::TEMP_FILE_FAILED) => {
+                adb.set_capture_streams(key, 1);
+                tracing::info!(device = %key, error = %e, "parallel capture unavailable on this phone; using one stream");
+            }
+            // A lie (the caller stops compressing) or a phone that did not answer in time (it will not answer a
+            // second request either).
+            Err(e) if matches!(e.code, ErrorCode::BadFrame | ErrorCode::DeviceTimeout) => return Err(e),
+            Err(e) => tracing::debug!(device = %key, error = %e, "parallel capture failed; this one takes one stream"),
+            Ok(c) => return Ok(c),
+        }
+    }
+    let left = end.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
+    capture_along(adb, key, CapturePath::Gzip, left).await
 }
 
 async fn capture_along(
@@ -204,6 +227,13 @@ async fn capture_along(
             let inflate = gunzip::BoundedGunzip::new(CAP, 12, super::frame::raw_capture_size);
             let (data, wire_bytes) = adb.exec_gunzip(key, GZIP_CAPTURE, CAP, inflate, deadline).await?;
             // Checks only (no pixel is touched): the header against the bytes.
+            Ok(Capture { frame: Frame::from_raw(data)?, wire_bytes })
+        }
+        CapturePath::GzipParallel => {
+            let streams = adb.capture_streams(key).unwrap_or(super::capture::MAX_STREAMS).max(1);
+            let (data, wire_bytes) =
+                super::capture::parallel(adb, key, streams, CAP, super::frame::raw_capture_size, deadline).await?;
+            // Checks only (no pixel is touched): the header against the assembled bytes.
             Ok(Capture { frame: Frame::from_raw(data)?, wire_bytes })
         }
         CapturePath::Framebuffer | CapturePath::Auto => {
