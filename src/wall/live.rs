@@ -25,7 +25,7 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 use tokio::sync::watch;
 
-use super::thumbs::Thumb;
+use super::thumbs::{Shot, Thumb};
 use super::Wall;
 use crate::device::adb::AdbBackend;
 use crate::device::{DeviceKey, DeviceState};
@@ -196,8 +196,17 @@ fn feed(app: &Arc<App>, w: &Arc<Wall>, adb: &Arc<AdbBackend>, key: &DeviceKey) -
 /// Captures the phone every [`FRAME_INTERVAL`] while anyone watches; publishes frames whose picture changed.
 /// Ends when the last viewer is gone, on shutdown, or when the phone is no longer online (its viewers' streams
 /// end with it: the page shows the phone's state instead of a frozen picture).
+///
+/// Pipelined: frame N is encoded (on a blocking thread) while frame N+1 is captured (mostly waiting on the phone
+/// and the adb server), so the frame rate is set by the slower of the two stages instead of their sum. A frame
+/// reaches the viewers one capture later than without the overlap. A still screen is not encoded again
+/// ([`super::thumbs::Thumbs::publish`] compares the pixels' signature first).
 async fn capture_loop(app: Arc<App>, w: Arc<Wall>, adb: Arc<AdbBackend>, key: DeviceKey, tx: FrameTx) {
     let mut last: Option<Bytes> = None;
+    // Captured, not yet encoded: encoded during the next turn's capture.
+    let mut carried: Option<Shot> = None;
+    // When the next capture may start: captures begin at most every FRAME_INTERVAL.
+    let mut next_start = tokio::time::Instant::now();
     loop {
         {
             // Decided under the lock, so a viewer arriving now either finds this loop or starts a new one.
@@ -209,25 +218,51 @@ async fn capture_loop(app: Arc<App>, w: Arc<Wall>, adb: Arc<AdbBackend>, key: De
                 return;
             }
         }
-        let started = tokio::time::Instant::now();
-        let pause = if w.activity.capturing(&key) {
-            AGENT_PAUSE
-        } else {
-            match w.thumbs.get_within(&adb, &key, || w.activity.capturing(&key), FRAME_INTERVAL).await {
-                Ok((t, _)) => {
-                    if last.as_ref() != Some(&t.jpeg) {
+        let turn = async {
+            tokio::time::sleep_until(next_start).await;
+            let began = tokio::time::Instant::now();
+            let r = w.thumbs.capture_live(&adb, &key, || w.activity.capturing(&key)).await;
+            (r, began, began.elapsed())
+        };
+        let publish = async {
+            match carried.take() {
+                Some(shot) => {
+                    let t0 = tokio::time::Instant::now();
+                    let r = w.thumbs.publish(&key, shot).await;
+                    Some((r, t0.elapsed()))
+                }
+                None => None,
+            }
+        };
+        let ((captured, began, capture_took), published) = tokio::join!(turn, publish);
+        if let Some((r, took)) = published {
+            match r {
+                Ok((t, encoded)) => {
+                    let counter =
+                        if encoded { &app.metrics.live_frames_encoded } else { &app.metrics.live_frames_unchanged };
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let changed = last.as_ref() != Some(&t.jpeg);
+                    tracing::trace!(device = %key, publish_ms = took.as_millis() as u64, changed, "live view: frame");
+                    if changed {
                         last = Some(t.jpeg.clone());
                         tx.send_replace(Some(t));
                     }
-                    FRAME_INTERVAL.saturating_sub(started.elapsed())
                 }
-                Err(e) if e.code == ErrorCode::DeviceBusy => AGENT_PAUSE,
-                Err(e) => {
-                    tracing::debug!(device = %key, error = %e, "live view: capture failed");
-                    RETRY_AFTER_ERROR
-                }
+                Err(e) => tracing::debug!(device = %key, error = %e, "live view: encoding failed"),
+            }
+        }
+        let now = tokio::time::Instant::now();
+        next_start = match captured {
+            Ok(shot) => {
+                tracing::trace!(device = %key, capture_ms = capture_took.as_millis() as u64, "live view: captured");
+                carried = Some(shot);
+                began + FRAME_INTERVAL
+            }
+            Err(e) if e.code == ErrorCode::DeviceBusy => now + AGENT_PAUSE,
+            Err(e) => {
+                tracing::debug!(device = %key, error = %e, "live view: capture failed");
+                now + RETRY_AFTER_ERROR
             }
         };
-        tokio::time::sleep(pause).await;
     }
 }
