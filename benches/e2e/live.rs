@@ -109,6 +109,7 @@ struct Window {
     captures: usize,
     connector_cpu_ms: f64,
     sim_cpu_ms: f64,
+    adb_server_cpu_ms: f64,
 }
 
 impl Window {
@@ -118,12 +119,13 @@ impl Window {
                "captures_per_s": round3(self.captures as f64 / self.secs),
                "connector_cpu_ms_per_s": round3(self.connector_cpu_ms / self.secs),
                "connector_cpu_ms_per_frame": round3(self.connector_cpu_ms / self.frames.max(1) as f64),
-               "bench_process_cpu_ms_per_s": round3(self.sim_cpu_ms / self.secs)})
+               "bench_process_cpu_ms_per_s": round3(self.sim_cpu_ms / self.secs),
+               "adb_server_cpu_ms_per_s": round3(self.adb_server_cpu_ms / self.secs)})
     }
 }
 
-async fn watch(stream: &mut Stream, sim: &SimPhone, pid: u32, window: Duration) -> Window {
-    let (c0, s0, n0) = (proc_cpu_ms(pid), self_cpu_ms(), captures(sim));
+async fn watch(stream: &mut Stream, sim: &SimPhone, pid: u32, adb_pid: u32, window: Duration) -> Window {
+    let (c0, s0, n0, a0) = (proc_cpu_ms(pid), self_cpu_ms(), captures(sim), proc_cpu_ms(adb_pid));
     let started = Instant::now();
     let (mut frames, mut changed) = (0, 0);
     let mut last: Option<Vec<u8>> = None;
@@ -141,6 +143,7 @@ async fn watch(stream: &mut Stream, sim: &SimPhone, pid: u32, window: Duration) 
         captures: captures(sim) - n0,
         connector_cpu_ms: proc_cpu_ms(pid) - c0,
         sim_cpu_ms: self_cpu_ms() - s0,
+        adb_server_cpu_ms: proc_cpu_ms(adb_pid) - a0,
     }
 }
 
@@ -159,25 +162,38 @@ pub(crate) fn bench_live(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::
     let dir = tempfile::tempdir().unwrap();
     let key_file = dir.path().join("key");
     std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
-    let conn = Connector::start_with(adb.port, QUIET_LOG, &["--api-key-file", key_file.to_str().unwrap()]);
+    // The live loop's per-frame trace lines give the breakdown (capture vs encode); one short line per frame.
+    let log = format!("{QUIET_LOG},xagent_adb_connector::wall::live=trace");
+    let conn = Connector::start_with(adb.port, &log, &["--api-key-file", key_file.to_str().unwrap()]);
     let pid = conn.pid();
-    let (a, b) = rt.block_on(async {
+    let adb_pid = adb.server_pid().unwrap_or(0);
+    let logs_at = || conn.logs.lock().unwrap().len();
+    let (a, b, marks) = rt.block_on(async {
         let id = device_id(conn.addr, &sim.serial()).await;
         let path = format!("/api/v1/devices/{id}/live.mjpeg");
         sim.set_ticking_screen(Some(Duration::from_millis(100)));
         let mut s = Stream::open(conn.addr, &path).await;
         s.next(Duration::from_secs(30)).await.expect("a first frame");
         // Warm-up: the capture loop and the phone's capture path settle.
-        watch(&mut s, &sim, pid, Duration::from_secs(2)).await;
-        let a = watch(&mut s, &sim, pid, window).await;
+        watch(&mut s, &sim, pid, adb_pid, Duration::from_secs(2)).await;
+        let m0 = logs_at();
+        let a = watch(&mut s, &sim, pid, adb_pid, window).await;
+        let m1 = logs_at();
         sim.set_ticking_screen(None);
         tokio::time::sleep(Duration::from_secs(1)).await;
         // Drain what the loop sent while the screen came to rest.
         while s.next(Duration::from_millis(500)).await.is_some() {}
-        let b = watch(&mut s, &sim, pid, window).await;
-        (a, b)
+        let m2 = logs_at();
+        let b = watch(&mut s, &sim, pid, adb_pid, window).await;
+        (a, b, [m0, m1, m2, logs_at()])
     });
+    let logs = conn.logs.lock().unwrap().clone();
+    let (ba, bb) = (breakdown(&logs[marks[0]..marks[1]]), breakdown(&logs[marks[2]..marks[3]]));
     let fps = a.frames as f64 / a.secs;
+    let split = |b: &Value| match (b["capture_ms_p50"].as_f64(), b["publish_ms_p50"].as_f64()) {
+        (Some(c), Some(p)) => format!("; per frame p50: capture {c:.1} ms, signature + encode {p:.1} ms (overlapped)"),
+        _ => String::new(),
+    };
     rep.row(
         "11 live view: 720x1600 phone whose screen changes every 100 ms, one viewer",
         format!(
@@ -186,8 +202,12 @@ pub(crate) fn bench_live(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::
             a.frames,
             a.connector_cpu_ms / a.frames.max(1) as f64,
             a.captures as f64 / a.secs
+        ) + &split(&ba),
+        format!(
+            "simulator + client {:.0} ms, adb server {:.0} ms CPU/s",
+            a.sim_cpu_ms / a.secs,
+            a.adb_server_cpu_ms / a.secs
         ),
-        format!("simulator + client {:.0} ms CPU/s", a.sim_cpu_ms / a.secs),
         "–".into(),
         "≥ 4 frames/s",
         Some(fps >= 4.0),
@@ -200,13 +220,58 @@ pub(crate) fn bench_live(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::
             b.frames,
             b.secs,
             b.captures as f64 / b.secs
+        ) + &split(&bb),
+        format!(
+            "simulator + client {:.0} ms, adb server {:.0} ms CPU/s",
+            b.sim_cpu_ms / b.secs,
+            b.adb_server_cpu_ms / b.secs
         ),
-        format!("simulator + client {:.0} ms CPU/s", b.sim_cpu_ms / b.secs),
         "–".into(),
         "no JPEG encode per capture",
         None,
     );
-    rep.json.insert("live".into(), json!({"changing": a.json(), "still": b.json(), "screen": "720x1600"}));
+    drop(conn);
+    // The same changing screen through the uncompressed `framebuffer:` path (`--capture-compression off`): on
+    // loopback the phone's gzip and the host's inflate buy nothing, so this row says what they cost here.
+    let conn = Connector::start_with(
+        adb.port,
+        &log,
+        &["--api-key-file", key_file.to_str().unwrap(), "--capture-compression", "off"],
+    );
+    let (pid, logs_at) = (conn.pid(), || conn.logs.lock().unwrap().len());
+    let (c, marks) = rt.block_on(async {
+        let id = device_id(conn.addr, &sim.serial()).await;
+        sim.set_ticking_screen(Some(Duration::from_millis(100)));
+        let mut s = Stream::open(conn.addr, &format!("/api/v1/devices/{id}/live.mjpeg")).await;
+        s.next(Duration::from_secs(30)).await.expect("a first frame");
+        watch(&mut s, &sim, pid, adb_pid, Duration::from_secs(2)).await;
+        let m0 = logs_at();
+        let c = watch(&mut s, &sim, pid, adb_pid, window).await;
+        sim.set_ticking_screen(None);
+        (c, [m0, logs_at()])
+    });
+    let bc = breakdown(&conn.logs.lock().unwrap()[marks[0]..marks[1]]);
+    rep.row(
+        "11 live view: changing screen as above, `--capture-compression off` (framebuffer, no gzip)",
+        format!(
+            "{:.2} frames/s, {:.1} ms connector CPU/frame",
+            c.frames as f64 / c.secs,
+            c.connector_cpu_ms / c.frames.max(1) as f64
+        ) + &split(&bc),
+        format!(
+            "simulator + client {:.0} ms, adb server {:.0} ms CPU/s",
+            c.sim_cpu_ms / c.secs,
+            c.adb_server_cpu_ms / c.secs
+        ),
+        "–".into(),
+        "info",
+        None,
+    );
+    rep.json.insert(
+        "live".into(),
+        json!({"changing": a.json(), "still": b.json(), "screen": "720x1600", "changing_breakdown": ba,
+               "still_breakdown": bb, "changing_no_compression": c.json(), "changing_no_compression_breakdown": bc}),
+    );
     drop(conn);
     sim_rt.block_on(sim.shutdown());
 }
@@ -233,4 +298,26 @@ async fn device_id(addr: SocketAddr, serial: &str) -> String {
         assert!(Instant::now() < deadline, "the phone never came online: {text}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Medians of the live loop's trace lines (`capture_ms` of "live view: captured", `publish_ms` of "live view:
+/// frame") and how many frames were encoded; empty when the connector wrote none (an older build).
+fn breakdown(lines: &[String]) -> Value {
+    let (mut cap, mut publish, mut changed) = (Vec::new(), Vec::new(), 0);
+    for l in lines {
+        let Ok(v) = serde_json::from_str::<Value>(l) else { continue };
+        if let Some(ms) = v["capture_ms"].as_f64() {
+            cap.push(ms);
+        }
+        if let Some(ms) = v["publish_ms"].as_f64() {
+            publish.push(ms);
+            changed += usize::from(v["changed"] == true);
+        }
+    }
+    if cap.is_empty() || publish.is_empty() {
+        return json!({});
+    }
+    json!({"capture_ms_p50": stats(&cap).p50, "capture_ms_p95": stats(&cap).p95,
+           "publish_ms_p50": stats(&publish).p50, "publish_ms_p95": stats(&publish).p95,
+           "frames_published": publish.len(), "frames_changed": changed})
 }
