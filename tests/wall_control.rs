@@ -1,8 +1,9 @@
 //! The operator's hands on the wall, over real HTTP against the real binary, a real adb server and simulated
-//! phones: the live view (`live.mjpeg`: frame rate while the screen changes, downscaling, keep-alive, viewer
-//! caps, the capture loop ending with its last viewer), takeover (the agent refused with `operator_control` and
-//! nothing run), operator input landing at the right device point (also on a rotated phone), return, logout and
-//! the idle timeout, authentication and CSRF, and typed text never in the audit or the logs.
+//! phones: the live view (`live.mjpeg`: a stream of changed frames while the screen changes, a still screen encoded
+//! once, downscaling, keep-alive, viewer caps, the capture loop ending with its last viewer), takeover (the agent
+//! refused with `operator_control` and nothing run), operator input landing at the right device point (also on a
+//! rotated phone), return, logout and the idle timeout, authentication and CSRF, and typed text never in the audit
+//! or the logs. Frame rates are the benchmark's (`bench/run.sh live`), not these tests'.
 
 mod common;
 mod wall_support;
