@@ -3,7 +3,7 @@
 # write bench/results.json and print the markdown table. Needs `adb` (apt-get install -y adb).
 # Knobs: BENCH_SCALE_PHONES (64), BENCH_SCALE_SECS (60), BENCH_QUICK=1 (smoke run); extra arguments select
 # scenarios by name: tap states screenshot screenshot-usb ui footprint footprint-writes breakdown observe settle hang
-# scale.
+# live scale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v adb >/dev/null || { echo "bench/run.sh: the adb binary is required (apt-get install -y adb)" >&2; exit 2; }

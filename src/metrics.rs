@@ -35,6 +35,10 @@ pub struct Metrics {
     /// tool → bytes of files its results produced (screenshots, pulled files, large logs).
     file_bytes: Mutex<BTreeMap<String, u64>>,
     pub queue_depth_max: AtomicU64,
+    /// Frames the wall's live view captured and encoded to JPEG (the picture changed).
+    pub live_frames_encoded: AtomicU64,
+    /// Frames the live view captured whose pixels were those of the frame before: no encode, nothing sent.
+    pub live_frames_unchanged: AtomicU64,
 }
 
 /// Point-in-time values read from other components at scrape time.
@@ -249,6 +253,18 @@ impl Metrics {
                 crate::device::UNREACHABLE_AFTER.as_secs()
             ),
             body,
+        );
+        block(
+            &mut out,
+            "xagent_live_frames_total",
+            "counter",
+            "Frames the wall's live view captured, by outcome: encoded (the picture changed) or unchanged (same pixels \
+             as the frame before: not encoded, not sent).",
+            format!(
+                "xagent_live_frames_total{{result=\"encoded\"}} {}\nxagent_live_frames_total{{result=\"unchanged\"}} {}\n",
+                ld(&self.live_frames_encoded),
+                ld(&self.live_frames_unchanged)
+            ),
         );
         render_phones(&mut out, &g.phones);
         out

@@ -1,8 +1,9 @@
 //! The operator's hands on the wall, over real HTTP against the real binary, a real adb server and simulated
-//! phones: the live view (`live.mjpeg`: frame rate while the screen changes, downscaling, keep-alive, viewer
-//! caps, the capture loop ending with its last viewer), takeover (the agent refused with `operator_control` and
-//! nothing run), operator input landing at the right device point (also on a rotated phone), return, logout and
-//! the idle timeout, authentication and CSRF, and typed text never in the audit or the logs.
+//! phones: the live view (`live.mjpeg`: a stream of changed frames while the screen changes, a still screen encoded
+//! once, downscaling, keep-alive, viewer caps, the capture loop ending with its last viewer), takeover (the agent
+//! refused with `operator_control` and nothing run), operator input landing at the right device point (also on a
+//! rotated phone), return, logout and the idle timeout, authentication and CSRF, and typed text never in the audit
+//! or the logs. Frame rates are the benchmark's (`bench/run.sh live`), not these tests'.
 
 mod common;
 mod wall_support;
@@ -133,6 +134,20 @@ impl LiveStream {
     }
 }
 
+/// `xagent_live_frames_total` from `/metrics`: (encoded, unchanged).
+async fn live_frames(addr: SocketAddr) -> (u64, u64) {
+    let (k, v) = bearer();
+    let m = http(addr, "GET", "/metrics", &[(k, &v)], b"").await;
+    assert_eq!(m.status, 200);
+    let text = m.text();
+    let count = |result: &str| -> u64 {
+        let name = format!("xagent_live_frames_total{{result=\"{result}\"}} ");
+        let line = text.lines().find_map(|l| l.strip_prefix(name.as_str()));
+        line.unwrap_or_else(|| panic!("{name}missing from /metrics")).trim().parse().expect("a count")
+    };
+    (count("encoded"), count("unchanged"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_view_streams_changed_frames_downscaled_and_ends_with_its_viewer() {
     bounded(async {
@@ -149,6 +164,7 @@ async fn live_view_streams_changed_frames_downscaled_and_ends_with_its_viewer() 
         assert_eq!(denied.status, 401, "{}", denied.text());
 
         // A still screen: the first frame, then only keep-alives (the same picture again after a few seconds).
+        let n0 = captures(sim);
         let mut still = LiveStream::open(addr, &path, &[(k, &v)]).await;
         assert_eq!(still.status, 200, "{}", still.head);
         assert_eq!(
@@ -166,6 +182,19 @@ async fn live_view_streams_changed_frames_downscaled_and_ends_with_its_viewer() 
         let gap = second.at.duration_since(first.at);
         assert!(gap >= Duration::from_secs(3), "a still screen sends no new frames, only keep-alives: {gap:?}");
         assert_eq!(second.body, first.body, "the keep-alive repeats the last picture");
+        // The still screen was captured at the live rate all along, but encoded once: every later capture had the
+        // first one's pixels (signature), so no JPEG was made for it (a watched idle phone must not cost the box
+        // an encode per frame).
+        let (encoded, unchanged) = live_frames(addr).await;
+        let n = captures(sim) - n0;
+        assert!(
+            n >= 3 && unchanged >= 2,
+            "the still screen was captured again and again: {n} captures, {unchanged} unchanged"
+        );
+        assert!(
+            encoded <= 1,
+            "a still screen is encoded once, not per capture: {encoded} encoded, {unchanged} unchanged"
+        );
         drop(still);
 
         // A changing screen: a stream of new pictures, each different from the last. The target is ≥ 4 frames/s on
@@ -188,12 +217,15 @@ async fn live_view_streams_changed_frames_downscaled_and_ends_with_its_viewer() 
         }
         let fps = frames.len() as f64 / started.elapsed().as_secs_f64();
         eprintln!("live view: {} frames in {:?} = {fps:.1} frames/s", frames.len(), started.elapsed());
+        // Every part a new picture (no keep-alive repeats while the screen changes), and a steady stream of them.
+        // The frame rate itself (≥ 4/s on this 720x1600 phone) is the benchmark's to measure (`bench/run.sh live`,
+        // BENCHMARKS.md "Issue 20: live view"), not a timed test's on a loaded machine.
+        assert!(frames.len() >= 3, "a steady stream of changed frames while the screen changes: {fps:.1}/s");
         assert!(frames.windows(2).all(|w| w[0] != w[1]), "only changed pictures are sent");
-        if cfg!(debug_assertions) {
-            assert!(frames.len() >= 3, "a steady stream of changed frames while the screen changes: {fps:.1}/s");
-        } else {
-            assert!(fps >= 4.0, "at least 4 frames a second while the screen changes: {fps:.1}/s");
-        }
+        let distinct: std::collections::HashSet<&Vec<u8>> = frames.iter().collect();
+        assert_eq!(distinct.len(), frames.len(), "each frame a picture not seen before (the counter advances)");
+        let (encoded_now, _) = live_frames(addr).await;
+        assert!(encoded_now >= encoded + frames.len() as u64, "each changed frame was encoded");
 
         // The capture loop is shared with the thumbnails: the thumbnail is one of its frames, not a new capture.
         let before = captures(sim);

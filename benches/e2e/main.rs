@@ -21,6 +21,7 @@ mod common;
 mod footprint;
 mod footprint_writes;
 mod hang;
+mod live;
 mod observe;
 mod scale;
 mod screenshot;
@@ -39,7 +40,7 @@ use common::*;
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects scenarios by name (tap, states, screenshot, ui,
-    // breakdown, observe, settle, screenshot-usb, scale, footprint, footprint-writes, hang).
+    // breakdown, observe, settle, screenshot-usb, scale, footprint, footprint-writes, hang, live).
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let want = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
     let q = quick();
@@ -108,6 +109,10 @@ fn main() {
     if want("hang") {
         hang::bench_hang(&sim_rt, &rt, env_usize("BENCH_HANG_CALLS", if q { 100 } else { 500 }), 300, &mut rep);
         eprintln!("[{:.0} s] hang done", started.elapsed().as_secs_f64());
+    }
+    if want("live") {
+        live::bench_live(&sim_rt, &rt, &mut rep);
+        eprintln!("[{:.0} s] live done", started.elapsed().as_secs_f64());
     }
     if want("scale") {
         scale::bench_scale(&sim_rt, &rt, &mut rep);

@@ -148,6 +148,11 @@ impl Frame {
         (self.width, self.height)
     }
 
+    /// The pixels as captured (after the header, in the phone's layout): for comparing two captures.
+    pub(crate) fn pixel_bytes(&self) -> &[u8] {
+        self.px()
+    }
+
     fn px(&self) -> &[u8] {
         &self.data[self.offset..]
     }

@@ -270,6 +270,8 @@ pub async fn input(app: &App, w: &Wall, key: &DeviceKey, p: &Principal, req: Req
     };
     let mut record = input.record();
     let outcome = run(adb, key, &input).await;
+    // The screen is about to answer the input: the live view leaves its still-screen pace now.
+    w.live.poke(key);
     let result = match &outcome {
         Ok(()) => "ok",
         Err(e) => e.code.as_str(),

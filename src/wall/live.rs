@@ -23,9 +23,9 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Response, StatusCode};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
-use super::thumbs::Thumb;
+use super::thumbs::{Shot, Thumb};
 use super::Wall;
 use crate::device::adb::AdbBackend;
 use crate::device::{DeviceKey, DeviceState};
@@ -39,6 +39,12 @@ pub const MAX_VIEWERS_PER_DEVICE: usize = 4;
 pub const MAX_VIEWERS: usize = 8;
 /// The capture loop's target period: up to ~6 frames a second when the phone and the box keep up.
 pub const FRAME_INTERVAL: Duration = Duration::from_millis(150);
+/// A screen unchanged for this long is captured every [`STILL_INTERVAL`] instead of every [`FRAME_INTERVAL`].
+const STILL_AFTER: Duration = Duration::from_secs(2);
+/// The capture period of a still screen: a watched idle phone costs the box (and the phone) about a third of the
+/// captures, and its first change shows at most this much later; an operator's input wakes the loop at once
+/// ([`Live::poke`]).
+pub const STILL_INTERVAL: Duration = Duration::from_millis(500);
 /// The last frame is sent again after this long without a change.
 pub const KEEPALIVE: Duration = Duration::from_secs(5);
 /// Pause of the loop after a failed capture (the thumbnail cache adds its own back-off for a hung phone).
@@ -62,6 +68,8 @@ struct Inner {
     viewers: HashMap<DeviceKey, usize>,
     /// The running capture loop of a phone (its sender); a loop removes itself when it ends.
     feeds: HashMap<DeviceKey, FrameTx>,
+    /// Wakes a phone's capture loop out of its still-screen pace (operator input: the screen is about to change).
+    pokes: HashMap<DeviceKey, Arc<Notify>>,
 }
 
 /// One viewer's place under the caps; freed on drop.
@@ -85,6 +93,14 @@ impl Drop for Viewer {
 impl Live {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The phone's screen is about to change (an operator's input): its capture loop, if one runs, captures now
+    /// and at the full frame rate again.
+    pub fn poke(&self, key: &DeviceKey) {
+        if let Some(n) = self.lock().pokes.get(key) {
+            n.notify_one();
+        }
     }
 }
 
@@ -188,16 +204,37 @@ fn feed(app: &Arc<App>, w: &Arc<Wall>, adb: &Arc<AdbBackend>, key: &DeviceKey) -
     }
     let (tx, rx) = watch::channel(None);
     g.feeds.insert(key.clone(), tx.clone());
+    let poke = Arc::new(Notify::new());
+    g.pokes.insert(key.clone(), poke.clone());
     drop(g);
-    tokio::spawn(capture_loop(app.clone(), w.clone(), adb.clone(), key.clone(), tx));
+    tokio::spawn(capture_loop(app.clone(), w.clone(), adb.clone(), key.clone(), tx, poke));
     rx
 }
 
 /// Captures the phone every [`FRAME_INTERVAL`] while anyone watches; publishes frames whose picture changed.
 /// Ends when the last viewer is gone, on shutdown, or when the phone is no longer online (its viewers' streams
 /// end with it: the page shows the phone's state instead of a frozen picture).
-async fn capture_loop(app: Arc<App>, w: Arc<Wall>, adb: Arc<AdbBackend>, key: DeviceKey, tx: FrameTx) {
+///
+/// Pipelined: frame N is encoded (on a blocking thread) while frame N+1 is captured (mostly waiting on the phone
+/// and the adb server), so the frame rate is set by the slower of the two stages instead of their sum. A frame
+/// reaches the viewers one capture later than without the overlap. A still screen is not encoded again
+/// ([`super::thumbs::Thumbs::publish`] compares the pixels' signature first), and once it has been still for
+/// [`STILL_AFTER`] it is captured every [`STILL_INTERVAL`] until it changes or an operator's input pokes the loop.
+async fn capture_loop(
+    app: Arc<App>,
+    w: Arc<Wall>,
+    adb: Arc<AdbBackend>,
+    key: DeviceKey,
+    tx: FrameTx,
+    poke: Arc<Notify>,
+) {
     let mut last: Option<Bytes> = None;
+    // Captured, not yet encoded: encoded during the next turn's capture.
+    let mut carried: Option<Shot> = None;
+    // When the next capture may start: captures begin at most every FRAME_INTERVAL.
+    let mut next_start = tokio::time::Instant::now();
+    // The last time the picture changed (or an operator's input made it about to).
+    let mut last_change = tokio::time::Instant::now();
     loop {
         {
             // Decided under the lock, so a viewer arriving now either finds this loop or starts a new one.
@@ -205,29 +242,61 @@ async fn capture_loop(app: Arc<App>, w: Arc<Wall>, adb: Arc<AdbBackend>, key: De
             let online = app.hub.backend().info(&key).is_some_and(|d| d.state == DeviceState::Online);
             if tx.receiver_count() == 0 || !online || *app.shutdown.borrow() {
                 g.feeds.remove(&key);
+                g.pokes.remove(&key);
                 tracing::debug!(device = %key, online, "live view: capture loop ends");
                 return;
             }
         }
-        let started = tokio::time::Instant::now();
-        let pause = if w.activity.capturing(&key) {
-            AGENT_PAUSE
-        } else {
-            match w.thumbs.get_within(&adb, &key, || w.activity.capturing(&key), FRAME_INTERVAL).await {
-                Ok((t, _)) => {
-                    if last.as_ref() != Some(&t.jpeg) {
+        let turn = async {
+            tokio::select! {
+                _ = tokio::time::sleep_until(next_start) => {}
+                _ = poke.notified() => last_change = tokio::time::Instant::now(),
+            }
+            let began = tokio::time::Instant::now();
+            let r = w.thumbs.capture_live(&adb, &key, || w.activity.capturing(&key)).await;
+            (r, began, began.elapsed())
+        };
+        let publish = async {
+            match carried.take() {
+                Some(shot) => {
+                    let t0 = tokio::time::Instant::now();
+                    let r = w.thumbs.publish(&key, shot).await;
+                    Some((r, t0.elapsed()))
+                }
+                None => None,
+            }
+        };
+        let ((captured, began, capture_took), published) = tokio::join!(turn, publish);
+        if let Some((r, took)) = published {
+            match r {
+                Ok((t, encoded)) => {
+                    let counter =
+                        if encoded { &app.metrics.live_frames_encoded } else { &app.metrics.live_frames_unchanged };
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let changed = last.as_ref() != Some(&t.jpeg);
+                    tracing::trace!(device = %key, publish_ms = took.as_millis() as u64, changed, "live view: frame");
+                    if changed {
+                        last_change = tokio::time::Instant::now();
                         last = Some(t.jpeg.clone());
                         tx.send_replace(Some(t));
                     }
-                    FRAME_INTERVAL.saturating_sub(started.elapsed())
                 }
-                Err(e) if e.code == ErrorCode::DeviceBusy => AGENT_PAUSE,
-                Err(e) => {
-                    tracing::debug!(device = %key, error = %e, "live view: capture failed");
-                    RETRY_AFTER_ERROR
-                }
+                Err(e) => tracing::debug!(device = %key, error = %e, "live view: encoding failed"),
+            }
+        }
+        let now = tokio::time::Instant::now();
+        next_start = match captured {
+            Ok(shot) => {
+                tracing::trace!(device = %key, capture_ms = capture_took.as_millis() as u64, "live view: captured");
+                carried = Some(shot);
+                let still = last_change.elapsed() >= STILL_AFTER;
+                began + if still { STILL_INTERVAL } else { FRAME_INTERVAL }
+            }
+            Err(e) if e.code == ErrorCode::DeviceBusy => now + AGENT_PAUSE,
+            Err(e) => {
+                tracing::debug!(device = %key, error = %e, "live view: capture failed");
+                now + RETRY_AFTER_ERROR
             }
         };
-        tokio::time::sleep(pause).await;
     }
 }

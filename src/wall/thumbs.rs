@@ -4,14 +4,19 @@
 //!
 //! Thumbnails: one async mutex per device, so at most one wall capture per device is in flight and concurrent
 //! viewers share its result; a thumbnail is reused for the configured interval (≥ 2 s); at most
-//! [`GLOBAL_CAPTURES`] captures at a time across all devices (the box's CPU belongs to the agents), waited for at
-//! most [`SLOT_WAIT`], each bounded by [`CAPTURE_DEADLINE`] as a whole, and a phone whose capture timed out is left
-//! alone for [`HUNG_BACKOFF`] — so one hung phone can never stall every other thumbnail; while an agent's screenshot runs on the device the
-//! wall serves its last thumbnail (or `device_busy`) instead of capturing — the wall waits, never the agent. The
-//! capture goes through the screenshot tool's capture helper but never through the channel file cache or its
-//! one-time URLs: the JPEG lives only in this map. While a phone is watched live (`live.rs`), the live view's
-//! capture loop is what refreshes this cache ([`Thumbs::get_within`] with its frame interval), so the thumbnails
-//! are its frames and the phone is never captured twice for the wall.
+//! [`GLOBAL_CAPTURES`] captures or encodes at a time across all devices (the box's CPU belongs to the agents),
+//! waited for at most [`SLOT_WAIT`], a capture bounded by [`CAPTURE_DEADLINE`] as a whole (and its encode again),
+//! and a phone whose capture timed out is left alone for [`HUNG_BACKOFF`] — so one hung phone can never stall every
+//! other thumbnail; while an agent's screenshot runs on the device the wall serves its last thumbnail (or
+//! `device_busy`) instead of capturing — the wall waits, never the agent. The capture goes through the screenshot
+//! tool's capture helper but never through the channel file cache or its one-time URLs: the JPEG lives only in this
+//! map. While a phone is watched live (`live.rs`), the live view's capture loop is what refreshes this cache
+//! ([`Thumbs::capture_live`], then [`Thumbs::publish`] while the next frame is captured), so the thumbnails are its
+//! frames and the phone is never captured twice for the wall.
+//!
+//! Unchanged pictures are not encoded again: every capture's pixels get a 64-bit [`signature`], and a capture whose
+//! signature is the current thumbnail's reuses that JPEG. A still screen watched live then costs a capture and a
+//! signature per frame (a few ms of CPU), not a downscale and a JPEG encode.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -23,14 +28,15 @@ use crate::device::adb::AdbBackend;
 use crate::device::DeviceKey;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::now_ms;
+use crate::tools::frame::Frame;
 use crate::tools::screen::{capture, render, CapturePath, Format, DEFAULT_PATH};
 
 /// Longest side of a wall thumbnail (the detail view shows the same image larger).
 pub const THUMB_MAX_SIDE: u32 = 720;
 const THUMB_QUALITY: u8 = 70;
-/// Deadline of one wall capture, all of it (both capture paths and the JPEG encoding).
+/// Deadline of one wall capture (both capture paths), and separately of its JPEG encoding.
 const CAPTURE_DEADLINE: Duration = Duration::from_secs(10);
-/// Wall captures running at once on the whole box (the box's CPU belongs to the agents).
+/// Wall captures and wall encodes running at once on the whole box (the box's CPU belongs to the agents).
 const GLOBAL_CAPTURES: usize = 2;
 /// Longest a thumbnail request waits for one of those slots; then it answers `device_busy` (the page retries).
 const SLOT_WAIT: Duration = Duration::from_secs(3);
@@ -46,22 +52,40 @@ pub struct Thumb {
     pub width: u32,
     pub height: u32,
     pub captured_ms: u64,
+    /// [`signature`] of the captured pixels (before scaling): a capture with the same signature is the same
+    /// picture, and this JPEG serves for it without another encode.
+    signature: u64,
+    /// When the capture it shows began (a newer thumbnail is never replaced by an older one).
     taken: Instant,
 }
 
-#[derive(Default)]
-struct Cached {
-    thumb: Option<Arc<Thumb>>,
-    /// Set when a capture timed out: no new capture before then.
-    hung_until: Option<Instant>,
+/// A captured screen not yet encoded ([`Thumbs::capture_live`] → [`Thumbs::publish`]).
+pub struct Shot {
+    frame: Frame,
+    taken: Instant,
 }
 
-type Slot = Arc<tokio::sync::Mutex<Cached>>;
+/// One device's place in the cache. The capture mutex is held for a capture only, not for the encoding, so the
+/// live view can capture the next frame while it encodes this one; the thumbnail is behind its own lock, which
+/// is never held across an await.
+#[derive(Default)]
+struct Device {
+    /// At most one wall capture of the device in flight. Holds the hung back-off: set when a capture timed out,
+    /// no new capture before then.
+    capture: tokio::sync::Mutex<Option<Instant>>,
+    thumb: Mutex<Option<Arc<Thumb>>>,
+}
+
+impl Device {
+    fn thumb(&self) -> Option<Arc<Thumb>> {
+        self.thumb.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
 
 pub struct Thumbs {
     interval: Duration,
-    slots: Mutex<HashMap<DeviceKey, Slot>>,
-    /// [`GLOBAL_CAPTURES`] wall captures at a time on the whole box.
+    devices: Mutex<HashMap<DeviceKey, Arc<Device>>>,
+    /// [`GLOBAL_CAPTURES`] wall captures or encodes at a time on the whole box.
     permit: tokio::sync::Semaphore,
 }
 
@@ -71,18 +95,22 @@ pub enum Stale {
     AgentCapturing,
 }
 
+fn busy() -> ProtoError {
+    ProtoError::new(ErrorCode::DeviceBusy, "an agent is capturing this screen; the wall tries again shortly")
+}
+
 impl Thumbs {
     pub fn new(interval: Duration) -> Thumbs {
-        Thumbs { interval, slots: Mutex::new(HashMap::new()), permit: tokio::sync::Semaphore::new(GLOBAL_CAPTURES) }
+        Thumbs { interval, devices: Mutex::new(HashMap::new()), permit: tokio::sync::Semaphore::new(GLOBAL_CAPTURES) }
     }
 
-    fn slot(&self, key: &DeviceKey) -> Slot {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default().clone()
+    fn device(&self, key: &DeviceKey) -> Arc<Device> {
+        self.devices.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default().clone()
     }
 
     /// Forgets a device's thumbnail (it went offline: an old picture would mislead).
     pub fn forget(&self, key: &DeviceKey) {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        self.devices.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
     }
 
     /// The device's thumbnail: cached if fresh, else captured now (one capture per device at a time).
@@ -92,90 +120,195 @@ impl Thumbs {
         key: &DeviceKey,
         agent_capturing: impl Fn() -> bool,
     ) -> Result<(Arc<Thumb>, Option<Stale>), ProtoError> {
-        self.get_within(adb, key, agent_capturing, self.interval).await
+        let dev = self.device(key);
+        if agent_capturing() {
+            // Do not even queue behind our own capture: answer with what we have.
+            return dev.thumb().map(|t| (t, Some(Stale::AgentCapturing))).ok_or_else(busy);
+        }
+        // Held through the encoding too: concurrent viewers of the wall wait for this one picture, then find it
+        // fresh, instead of capturing again.
+        let mut hung = self.lock_capture(&dev).await?;
+        if let Some(t) = dev.thumb().filter(|t| t.taken.elapsed() < self.interval) {
+            return Ok((t, None));
+        }
+        match self.capture_locked(adb, key, &mut hung, &agent_capturing).await {
+            Ok(shot) => Ok((self.publish_to(&dev, shot).await?.0, None)),
+            Err(e) if e.code == ErrorCode::DeviceBusy && agent_capturing() => {
+                dev.thumb().map(|t| (t, Some(Stale::AgentCapturing))).ok_or(e)
+            }
+            Err(e) => Err(e),
+        }
     }
 
-    /// As [`Thumbs::get`], reusing a cached picture only when it is younger than `max_age`: the live view's
-    /// capture loop (`live.rs`) asks with its frame interval, so while a phone is watched live its thumbnail is
-    /// that loop's latest frame and the phone is captured by one loop, not by the loop and the thumbnails.
-    pub async fn get_within(
+    /// The live view's capture (`live.rs`): one new capture of the device under the same rules as a thumbnail's
+    /// (one per device at a time, the global limit, the hung back-off, agents first: `device_busy` while an
+    /// agent captures), not yet encoded, so that the loop can capture the next frame while it encodes this one
+    /// ([`Thumbs::publish`]). While a phone is watched live its thumbnail is that loop's latest frame (the
+    /// thumbnail interval is longer than the frame interval), so the phone is captured by one loop, not by the
+    /// loop and the thumbnails.
+    pub async fn capture_live(
         &self,
         adb: &AdbBackend,
         key: &DeviceKey,
         agent_capturing: impl Fn() -> bool,
-        max_age: Duration,
-    ) -> Result<(Arc<Thumb>, Option<Stale>), ProtoError> {
-        let slot = self.slot(key);
-        let busy = || {
-            ProtoError::new(ErrorCode::DeviceBusy, "an agent is capturing this screen; the wall tries again shortly")
-        };
+    ) -> Result<Shot, ProtoError> {
         if agent_capturing() {
-            // Do not even queue behind our own capture: answer with what we have.
-            return match slot.try_lock().ok().and_then(|g| g.thumb.clone()) {
-                Some(t) => Ok((t, Some(Stale::AgentCapturing))),
-                None => Err(busy()),
-            };
+            return Err(busy());
         }
-        let mut cached = tokio::time::timeout(CAPTURE_DEADLINE * 2, slot.lock()).await.map_err(|_| {
-            ProtoError::new(ErrorCode::DeviceTimeout, "the previous thumbnail capture is still running")
-        })?;
-        if let Some(t) = cached.thumb.as_ref().filter(|t| t.taken.elapsed() < max_age) {
-            return Ok((t.clone(), None));
+        let dev = self.device(key);
+        let mut hung = self.lock_capture(&dev).await?;
+        self.capture_locked(adb, key, &mut hung, &agent_capturing).await
+    }
+
+    /// The thumbnail of a captured screen, which becomes the device's thumbnail: the current one again, without
+    /// an encode, when the pixels are the same (a still screen watched live costs a capture and a signature per
+    /// frame, not a JPEG encode), else scaled and encoded now. The flag: whether it was encoded.
+    pub async fn publish(&self, key: &DeviceKey, shot: Shot) -> Result<(Arc<Thumb>, bool), ProtoError> {
+        self.publish_to(&self.device(key), shot).await
+    }
+
+    async fn lock_capture<'a>(
+        &self,
+        dev: &'a Device,
+    ) -> Result<tokio::sync::MutexGuard<'a, Option<Instant>>, ProtoError> {
+        tokio::time::timeout(CAPTURE_DEADLINE * 2, dev.capture.lock())
+            .await
+            .map_err(|_| ProtoError::new(ErrorCode::DeviceTimeout, "the previous thumbnail capture is still running"))
+    }
+
+    /// A bounded wait for a global slot: a phone that hangs holds one for at most [`CAPTURE_DEADLINE`].
+    async fn slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ProtoError> {
+        match tokio::time::timeout(SLOT_WAIT, self.permit.acquire()).await {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(_)) => Err(ProtoError::new(ErrorCode::Internal, "thumbnail limiter closed")),
+            Err(_) => Err(ProtoError::new(
+                ErrorCode::DeviceBusy,
+                "the wall is capturing other phones; it tries again shortly",
+            )),
         }
-        if cached.hung_until.is_some_and(|until| Instant::now() < until) {
+    }
+
+    /// One capture, the device's capture mutex held (`hung` is its back-off).
+    async fn capture_locked(
+        &self,
+        adb: &AdbBackend,
+        key: &DeviceKey,
+        hung: &mut Option<Instant>,
+        agent_capturing: &impl Fn() -> bool,
+    ) -> Result<Shot, ProtoError> {
+        if hung.is_some_and(|until| Instant::now() < until) {
             return Err(ProtoError::new(
                 ErrorCode::DeviceTimeout,
                 "the phone did not deliver its screen in time; the wall tries again in a little while",
             ));
         }
-        // A bounded wait for a global slot: a phone that hangs holds one for at most CAPTURE_DEADLINE.
-        let _permit = match tokio::time::timeout(SLOT_WAIT, self.permit.acquire()).await {
-            Ok(Ok(p)) => p,
-            Ok(Err(_)) => return Err(ProtoError::new(ErrorCode::Internal, "thumbnail limiter closed")),
-            Err(_) => {
-                return Err(ProtoError::new(
-                    ErrorCode::DeviceBusy,
-                    "the wall is capturing other phones; it tries again shortly",
-                ))
-            }
-        };
+        let _permit = self.slot().await?;
         if agent_capturing() {
-            return match cached.thumb.clone() {
-                Some(t) => Ok((t, Some(Stale::AgentCapturing))),
-                None => Err(busy()),
-            };
+            return Err(busy());
         }
+        let taken = Instant::now();
         let work = async {
-            let frame = match capture(adb, key, DEFAULT_PATH, CAPTURE_DEADLINE).await {
-                Ok(f) => f,
-                Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
-                Err(_) => capture(adb, key, CapturePath::Raw, CAPTURE_DEADLINE).await?,
-            };
-            tokio::task::spawn_blocking(move || {
-                render(&frame.frame, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
-            })
-            .await
-            .map_err(|_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly"))?
+            match capture(adb, key, DEFAULT_PATH, CAPTURE_DEADLINE).await {
+                Ok(f) => Ok(f),
+                Err(e) if e.code == ErrorCode::DeviceTimeout => Err(e),
+                Err(_) => capture(adb, key, CapturePath::Raw, CAPTURE_DEADLINE).await,
+            }
         };
         let outcome = match tokio::time::timeout(CAPTURE_DEADLINE, work).await {
             Ok(r) => r,
             Err(_) => Err(ProtoError::new(ErrorCode::DeviceTimeout, "the thumbnail capture ran out of time")),
         };
-        let (jpeg, width, height) = match outcome {
-            Ok(x) => x,
+        match outcome {
+            Ok(c) => {
+                *hung = None;
+                Ok(Shot { frame: c.frame, taken })
+            }
             Err(e) => {
                 if e.code == ErrorCode::DeviceTimeout {
-                    cached.hung_until = Some(Instant::now() + HUNG_BACKOFF);
+                    *hung = Some(Instant::now() + HUNG_BACKOFF);
                 }
-                return Err(e);
+                Err(e)
+            }
+        }
+    }
+
+    async fn publish_to(&self, dev: &Device, shot: Shot) -> Result<(Arc<Thumb>, bool), ProtoError> {
+        let current = dev.thumb();
+        let known = current.as_ref().map(|t| t.signature);
+        let Shot { frame, taken } = shot;
+        let failed = |_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly");
+        // The signature reads every pixel (a few ms for a phone screen on a Pi): too long for an async worker.
+        let (sig, frame) = tokio::task::spawn_blocking(move || (signature(&frame), frame)).await.map_err(failed)?;
+        let rendered = if known == Some(sig) {
+            None
+        } else {
+            let _permit = self.slot().await?;
+            let job = tokio::task::spawn_blocking(move || {
+                render(&frame, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
+            });
+            match tokio::time::timeout(CAPTURE_DEADLINE, job).await {
+                Ok(r) => Some(r.map_err(failed)??),
+                Err(_) => {
+                    return Err(ProtoError::new(ErrorCode::DeviceTimeout, "the thumbnail encoding ran out of time"))
+                }
             }
         };
-        let t =
-            Arc::new(Thumb { jpeg: Bytes::from(jpeg), width, height, captured_ms: now_ms(), taken: Instant::now() });
-        cached.thumb = Some(t.clone());
-        cached.hung_until = None;
-        Ok((t, None))
+        let encoded = rendered.is_some();
+        let t = Arc::new(match (rendered, current) {
+            (Some((jpeg, width, height)), _) => {
+                Thumb { jpeg: Bytes::from(jpeg), width, height, captured_ms: now_ms(), signature: sig, taken }
+            }
+            // The same picture: the same JPEG (a clone of its `Bytes`), as of this capture.
+            (None, Some(c)) => Thumb {
+                jpeg: c.jpeg.clone(),
+                width: c.width,
+                height: c.height,
+                captured_ms: now_ms(),
+                signature: sig,
+                taken,
+            },
+            (None, None) => unreachable!("no encode only when a current thumbnail has this signature"),
+        });
+        let mut slot = dev.thumb.lock().unwrap_or_else(|e| e.into_inner());
+        // Two captures of one device can finish their encodes out of order (the live view's and a thumbnail
+        // request's): the newer picture stays.
+        if slot.as_ref().is_none_or(|old| old.taken <= t.taken) {
+            *slot = Some(t.clone());
+        }
+        Ok((t, encoded))
     }
+}
+
+/// A 64-bit signature of a screen's pixels (the captured bytes, before any conversion), to tell a still screen from a changed one without encoding it: the
+/// xxHash64 round over four interleaved lanes of 8 bytes (memory-bound, several GB/s; a 720x1600 RGB frame in well
+/// under a millisecond on a desktop core), then its avalanche. Not a cryptographic hash: the phone draws its own
+/// pixels anyway, and a collision costs one frame not shown until the picture changes again.
+fn signature(frame: &Frame) -> u64 {
+    const P1: u64 = 0x9E37_79B1_85EB_CA87;
+    const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+    const P3: u64 = 0x1656_67B1_9E37_79F9;
+    let round = |acc: u64, lane: u64| acc.wrapping_add(lane.wrapping_mul(P2)).rotate_left(31).wrapping_mul(P1);
+    let px = frame.pixel_bytes();
+    let mut acc = [P1.wrapping_add(P2), P2, 0, P1.wrapping_neg()];
+    let mut blocks = px.chunks_exact(32);
+    for b in &mut blocks {
+        for (i, a) in acc.iter_mut().enumerate() {
+            let lane = u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+            *a = round(*a, lane);
+        }
+    }
+    let mut h = acc.iter().enumerate().fold(0u64, |h, (i, a)| h ^ a.rotate_left(i as u32 * 7 + 1));
+    for (i, &b) in blocks.remainder().iter().enumerate() {
+        h = round(h, u64::from(b) ^ ((i as u64) << 8));
+    }
+    // The dimensions too: a rotated screen of the same bytes is another picture.
+    let (w, hgt) = frame.dimensions();
+    h = round(h, (u64::from(w) << 32) | u64::from(hgt));
+    h ^= h >> 33;
+    h = h.wrapping_mul(P2);
+    h ^= h >> 29;
+    h = h.wrapping_mul(P3);
+    h ^ (h >> 32)
 }
 
 /// Android version of a device, as last read.
@@ -249,6 +382,33 @@ pub fn parse_facts(text: &str) -> DeviceFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The still-screen check: one level of one channel of one pixel anywhere (first, last, in the tail past the
+    /// last 32-byte block) is another picture, and so are the same bytes in another shape (a rotated screen).
+    #[test]
+    fn signature_tells_pictures_apart() {
+        use image::RgbImage;
+        let signature = |i: &RgbImage| signature(&Frame::from_rgb(i.clone()));
+        let a = RgbImage::from_pixel(720, 1600, image::Rgb([30, 40, 50]));
+        assert_eq!(signature(&a), signature(&a.clone()));
+        for (x, y) in [(0, 0), (719, 1599), (360, 800)] {
+            let mut b = a.clone();
+            b.put_pixel(x, y, image::Rgb([30, 40, 51]));
+            assert_ne!(signature(&a), signature(&b), "pixel ({x}, {y})");
+        }
+        let rotated = RgbImage::from_raw(1600, 720, a.as_raw().clone()).unwrap();
+        assert_ne!(signature(&a), signature(&rotated));
+        let odd = RgbImage::from_pixel(7, 3, image::Rgb([1, 2, 3]));
+        let mut tail = odd.clone();
+        tail.put_pixel(6, 2, image::Rgb([1, 2, 4]));
+        assert_ne!(signature(&odd), signature(&tail));
+        // Two pixels swapped: same bytes, other order.
+        let mut s1 = a.clone();
+        s1.put_pixel(10, 10, image::Rgb([1, 1, 1]));
+        let mut s2 = a.clone();
+        s2.put_pixel(11, 10, image::Rgb([1, 1, 1]));
+        assert_ne!(signature(&s1), signature(&s2));
+    }
 
     #[test]
     fn facts_parse_the_version() {
