@@ -149,6 +149,17 @@ async fn battery_temperature_storage_in_the_api_and_metrics_read_at_most_every_3
     .expect("bounded");
 }
 
+/// An operator's recover command for the tests: a script that appends its first argument (the serial) to the
+/// returned marker file, so a test sees that it ran and with what.
+fn recover_script(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let marker = dir.join("recovered-serials");
+    let script = dir.join("cycle-port");
+    std::fs::write(&script, format!("#!/bin/sh\necho \"$1\" >> '{}'\n", marker.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script, marker)
+}
+
 /// A phone whose adbd hangs (`Fault::Unresponsive`): three calls end in `device_timeout`, the connector
 /// reconnects it through the adb server (the simulated phone sees a new transport connection), runs the
 /// operator's recover command with the serial (no shell), and — as neither helps — marks it unhealthy on the API
@@ -159,13 +170,7 @@ async fn a_hung_phone_is_reconnected_then_handed_to_the_recover_command_then_mar
     bounded(async {
         let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
         let dir = tempfile::tempdir().unwrap();
-        let marker = dir.path().join("recovered-serials");
-        let script = dir.path().join("cycle-port");
-        std::fs::write(&script, format!("#!/bin/sh\necho \"$1\" >> '{}'\n", marker.display())).unwrap();
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
+        let (script, marker) = recover_script(dir.path());
         // A second word stands for what must not leak (a PDU's password on the operator's command line).
         let command = format!("{} {{serial}} pdu-pass-5e1f", script.display());
         let srv = start(
@@ -331,13 +336,7 @@ async fn a_phone_that_stays_offline_is_reconnected_then_handed_to_the_recover_co
     bounded(async {
         let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
         let dir = tempfile::tempdir().unwrap();
-        let marker = dir.path().join("recovered-serials");
-        let script = dir.path().join("cycle-port");
-        std::fs::write(&script, format!("#!/bin/sh\necho \"$1\" >> '{}'\n", marker.display())).unwrap();
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
+        let (script, marker) = recover_script(dir.path());
         let command = format!("{} {{serial}}", script.display());
         let srv = start(
             &adb,
