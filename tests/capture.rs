@@ -318,21 +318,21 @@ async fn compression_can_be_turned_off() {
     .expect("test timed out");
 }
 
+/// The applets AOSP lists under `title` (a `## ` heading) in one of the kept toybox lists of tests/fixtures/real/.
+fn applets(fixture: &str, title: &str) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real").join(fixture);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let start = text.find(title).unwrap_or_else(|| panic!("no section {title}"));
+    let rest = &text[start + title.len()..];
+    let end = rest.find("\n## ").unwrap_or(rest.len());
+    rest[..end].split_whitespace().map(|w| w.trim_matches('*').to_owned()).collect()
+}
+
 /// The simulator's `gzip` exists exactly from the release whose toybox has it, per AOSP's list of each release's
 /// toybox applets (tests/fixtures/real/, provenance in INDEX.md): absent in 7.0, new in 8.0 (SDK 26).
 #[test]
 fn the_simulated_gzip_exists_from_the_release_aosp_lists_it_in() {
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/real/toybox-applets-7.0-8.0-9.0-aosp-shell-and-utilities.txt"),
-    )
-    .unwrap();
-    let section = |title: &str| -> Vec<String> {
-        let start = text.find(title).unwrap_or_else(|| panic!("no section {title}"));
-        let rest = &text[start + title.len()..];
-        let end = rest.find("\n## ").unwrap_or(rest.len());
-        rest[..end].split_whitespace().map(|w| w.trim_matches('*').to_owned()).collect()
-    };
+    let section = |title: &str| applets("toybox-applets-7.0-8.0-9.0-aosp-shell-and-utilities.txt", title);
     assert!(!section("## Android 7.0").contains(&"gzip".to_owned()));
     assert!(section("## Android 8.0").contains(&"gzip".to_owned()));
     assert!(section("## Android 9.0").contains(&"gzip".to_owned()));
@@ -343,17 +343,7 @@ fn the_simulated_gzip_exists_from_the_release_aosp_lists_it_in() {
 /// every release since 8.0 (BSD's, then toybox's), per AOSP's lists (tests/fixtures/real/, provenance in INDEX.md).
 #[test]
 fn the_simulated_nproc_and_dd_exist_from_the_releases_aosp_lists_them_in() {
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/real/toybox-applets-10-bsd-dd-8.0-9.0-aosp-shell-and-utilities.txt"),
-    )
-    .unwrap();
-    let section = |title: &str| -> Vec<String> {
-        let start = text.find(title).unwrap_or_else(|| panic!("no section {title}"));
-        let rest = &text[start + title.len()..];
-        let end = rest.find("\n## ").unwrap_or(rest.len());
-        rest[..end].split_whitespace().map(|w| w.trim_matches('*').to_owned()).collect()
-    };
+    let section = |title: &str| applets("toybox-applets-10-bsd-dd-8.0-9.0-aosp-shell-and-utilities.txt", title);
     let has = |title: &str, tool: &str| section(title).iter().any(|w| w == tool);
     assert!(has("## Android 8.0", "dd") && has("## Android P", "dd"), "BSD dd in 8 and 9");
     assert!(has("## Android 10", "dd") && has("## Android 10", "nproc"), "toybox dd and nproc in 10");

@@ -148,19 +148,7 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         expected_removed.insert(format!("android_scroll.until.{k}"));
     }
     // ... and two new arguments: `clear` (wired by the settle work) and `exact`.
-    let settling = [
-        "android_tap",
-        "android_long_press",
-        "android_swipe",
-        "android_input_text",
-        "android_key",
-        "android_open_url",
-        "android_app_launch",
-        "android_app_stop",
-        "android_scroll",
-        "android_wake",
-        "android_unlock",
-    ];
+    let settling = common::SETTLING_TOOLS;
     let mut expected_added: BTreeSet<String> = [
         "android_input_text.clear default=false",
         "android_input_text.clear type=\"boolean\"",

@@ -207,10 +207,11 @@ impl BoundedGunzip {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn gz(data: &[u8]) -> Vec<u8> {
+    /// One gzip member of `data` at level 1, as a phone's `gzip -1` writes it (also used by `tools::capture`).
+    pub(crate) fn gz(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         e.write_all(data).unwrap();
         e.finish().unwrap()

@@ -227,13 +227,7 @@ async fn capture_to(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-
-    fn gz(data: &[u8]) -> Vec<u8> {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        e.write_all(data).unwrap();
-        e.finish().unwrap()
-    }
+    use crate::device::gunzip::tests::gz;
 
     #[test]
     fn the_probe_reads_gzip_and_the_cpu_count() {

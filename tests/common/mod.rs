@@ -234,7 +234,6 @@ pub async fn ws(addr: SocketAddr, key: Option<&str>) -> Client {
     Client::new(ws_connect(addr, key, Some("xagent.connector.packet.v1")).await.expect("ws refused"))
 }
 
-/// A protocol client that records every packet it receives and checks each against the envelope schema.
 /// The input tools, which settle by default (device-profile §5.2).
 pub const SETTLING_TOOLS: &[&str] = &[
     "android_tap",
@@ -250,6 +249,7 @@ pub const SETTLING_TOOLS: &[&str] = &[
     "android_unlock",
 ];
 
+/// A protocol client that records every packet it receives and checks each against the envelope schema.
 pub struct Client {
     pub ws: Ws,
     pub seen_packet_ids: std::collections::HashSet<String>,
