@@ -374,7 +374,8 @@ fn area_downscale_kernel<R: Rows + ?Sized>(src: &R, w: usize, h: usize, nw: u32,
     let stride = w * bpp;
     // One accumulated source row: 255 × 4096 fits easily in u32.
     let mut acc = vec![0u32; stride];
-    let mut out = vec![0u8; nw * nh * 3];
+    // Every byte is written below (one output row per `ty` entry): a kept buffer's old bytes never show.
+    let mut out = crate::device::bufpool::take(nw * nh * 3);
     for ((first_y, wys), dst) in ty.iter().zip(out.chunks_exact_mut(nw * 3)) {
         acc.iter_mut().for_each(|a| *a = 0);
         for (ky, &wy) in wys.iter().enumerate() {
@@ -422,7 +423,10 @@ pub enum Format {
 /// Scales a captured frame so its long side is at most `max_side` (0 = keep), straight from its bytes
 /// ([`Frame::fit`]), and encodes it. CPU-bound: call it on a blocking thread.
 pub fn render(frame: &Frame, max_side: u32, format: Format) -> Result<(Vec<u8>, u32, u32), ProtoError> {
-    encode(&frame.fit(max_side), format)
+    let picture = frame.fit(max_side);
+    let encoded = encode(&picture, format);
+    crate::device::bufpool::give_back(picture.into_raw());
+    encoded
 }
 
 /// The output size for a `w × h` picture whose long side may be at most `max_side` (0 = keep), or `None` when it
