@@ -43,16 +43,9 @@ impl Write for Sink {
                 Ok(total) if total <= self.max_out && total >= self.prefix_len => {
                     self.limit = total;
                     self.size_known = true;
-                    // A buffer an earlier capture left mapped when one is kept (no page faults); else one
-                    // allocation for an honest frame, but never the whole claim up front: a 100-byte stream
+                    // One allocation for an honest frame, but never the whole claim up front: a 100-byte stream
                     // naming a 150 MB frame must not reserve 150 MB.
-                    let mut kept = super::bufpool::take_empty(total);
-                    if kept.capacity() >= total {
-                        kept.extend_from_slice(&self.out);
-                        self.out = kept;
-                    } else {
-                        self.out.reserve_exact(total.min(RESERVE_MAX).saturating_sub(self.out.len()));
-                    }
+                    self.out.reserve_exact(total.min(RESERVE_MAX).saturating_sub(self.out.len()));
                 }
                 Ok(total) => {
                     self.error =

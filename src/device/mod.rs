@@ -2,7 +2,6 @@
 //! and tells when that changes. Only this module tree talks ADB.
 
 pub mod adb;
-pub mod bufpool;
 pub mod fake;
 pub mod formats;
 pub mod gunzip;

@@ -330,8 +330,7 @@ pub async fn framebuffer(
             format!("implausible framebuffer header {}×{} at {} bpp, {} bytes", h.width, h.height, h.bpp, h.size),
         ));
     }
-    // Capacity an earlier capture left mapped, if kept (see `bufpool`); else it grows as the bytes arrive.
-    let mut px = super::bufpool::take_empty(h.size as usize);
+    let mut px = Vec::new();
     read_claimed(&mut st.s, h.size as usize, &mut px).await?;
     Ok((h, px))
 }

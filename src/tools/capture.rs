@@ -196,10 +196,8 @@ async fn capture_to(
             "a {size}-byte capture file whose header implies {most} (at most {cap} accepted)"
         )));
     }
-    // A buffer an earlier capture left mapped (no page faults while the ranges fill it) or fresh zeroed memory,
-    // mapped lazily. A kept buffer still holds old bytes: every range must inflate to exactly its length, or the
-    // capture fails and nobody reads them.
-    let mut frame = crate::device::bufpool::take(size);
+    // Zeroed memory is mapped lazily: only what the ranges fill is committed.
+    let mut frame = vec![0u8; size];
     let plan = ranges(size, streams);
     let mut parts = Vec::with_capacity(plan.len());
     let mut rest: &mut [u8] = &mut frame;

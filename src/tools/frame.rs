@@ -58,13 +58,6 @@ pub struct Frame {
     layout: Layout,
 }
 
-/// The bytes go back to the capture buffer pool: the next capture writes into memory already mapped.
-impl Drop for Frame {
-    fn drop(&mut self) {
-        crate::device::bufpool::give_back(std::mem::take(&mut self.data));
-    }
-}
-
 /// `w × h` within [`MAX_SIDE`] and [`MAX_PIXELS`], as a pixel count.
 fn checked_pixels(w: u32, h: u32, what: &str) -> Result<usize, String> {
     if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE || u64::from(w) * u64::from(h) > MAX_PIXELS {

@@ -374,8 +374,7 @@ fn area_downscale_kernel<R: Rows + ?Sized>(src: &R, w: usize, h: usize, nw: u32,
     let stride = w * bpp;
     // One accumulated source row: 255 × 4096 fits easily in u32.
     let mut acc = vec![0u32; stride];
-    // Every byte is written below (one output row per `ty` entry): a kept buffer's old bytes never show.
-    let mut out = crate::device::bufpool::take(nw * nh * 3);
+    let mut out = vec![0u8; nw * nh * 3];
     for ((first_y, wys), dst) in ty.iter().zip(out.chunks_exact_mut(nw * 3)) {
         acc.iter_mut().for_each(|a| *a = 0);
         for (ky, &wy) in wys.iter().enumerate() {
