@@ -386,6 +386,10 @@ fn area_downscale_kernel<R: Rows + ?Sized>(src: &R, w: usize, h: usize, nw: u32,
         }
         // Horizontal. Both weight sets sum to exactly 4096, so the total is at most 255 × 4096 × 4096 (+ the
         // rounding half) < 2³²: u32 is exact.
+        if bpp == 4 {
+            horizontal_4(&acc, &hx, &hw, maxt, [cr, cg, cb], dst);
+            continue;
+        }
         for ((&x0, wxs), d) in hx.iter().zip(hw.chunks_exact(maxt)).zip(dst.chunks_exact_mut(3)) {
             let mut sum = [1u32 << 23; 3];
             for (k, &wx) in wxs.iter().enumerate() {
@@ -400,6 +404,25 @@ fn area_downscale_kernel<R: Rows + ?Sized>(src: &R, w: usize, h: usize, nw: u32,
         }
     }
     out
+}
+
+/// The horizontal pass for 4-byte pixels (RGBA, RGBX, BGRA: nearly every capture): all four lanes of a tap are
+/// summed at once, one vector multiply-add per tap instead of three scalar ones with picked channels (the picked
+/// version was over half of the downscale's time), and R, G, B picked from the sums. Same integer arithmetic, same
+/// bytes (the alpha lane's sum is computed and dropped; it has the same bound as the others).
+#[inline(always)]
+fn horizontal_4(acc: &[u32], hx: &[usize], hw: &[u32], maxt: usize, ch: [usize; 3], dst: &mut [u8]) {
+    for ((&x0, wxs), d) in hx.iter().zip(hw.chunks_exact(maxt)).zip(dst.chunks_exact_mut(3)) {
+        let mut sum = [1u32 << 23; 4];
+        for (p, &wx) in acc[x0..x0 + maxt * 4].chunks_exact(4).zip(wxs) {
+            for (s, &v) in sum.iter_mut().zip(p) {
+                *s += v * wx;
+            }
+        }
+        d[0] = (sum[ch[0]] >> 24).min(255) as u8;
+        d[1] = (sum[ch[1]] >> 24).min(255) as u8;
+        d[2] = (sum[ch[2]] >> 24).min(255) as u8;
+    }
 }
 
 /// Screenshots in progress at once (capture + scale + encode hold ~20 MB each and are CPU-bound): without a bound,
@@ -422,10 +445,7 @@ pub enum Format {
 /// Scales a captured frame so its long side is at most `max_side` (0 = keep), straight from its bytes
 /// ([`Frame::fit`]), and encodes it. CPU-bound: call it on a blocking thread.
 pub fn render(frame: &Frame, max_side: u32, format: Format) -> Result<(Vec<u8>, u32, u32), ProtoError> {
-    let picture = frame.fit(max_side);
-    let encoded = encode(&picture, format);
-    crate::device::bufpool::give_back(picture.into_raw());
-    encoded
+    encode(&frame.fit(max_side), format)
 }
 
 /// The output size for a `w × h` picture whose long side may be at most `max_side` (0 = keep), or `None` when it
