@@ -94,6 +94,32 @@ pub(crate) fn proc_cpu_ms(pid: u32) -> f64 {
     (t(11) + t(12)) * 10.0
 }
 
+/// Nanoseconds on CPU of each live thread of a process (`/proc/PID/task/TID/schedstat`, first field): exact,
+/// where `utime + stime` come in 10 ms ticks (a 20 ms screenshot read as 10 or 30).
+pub(crate) fn task_cpu_ns(pid: u32) -> std::collections::HashMap<u32, u64> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return out };
+    for e in dir.flatten() {
+        let Some(tid) = e.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else { continue };
+        let s = std::fs::read_to_string(e.path().join("schedstat")).unwrap_or_default();
+        if let Some(ns) = s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()) {
+            out.insert(tid, ns);
+        }
+    }
+    out
+}
+
+/// CPU a process spent between two [`task_cpu_ns`] snapshots, in ms: threads in both count their difference,
+/// threads born in between all of theirs; a thread that ended in between loses only its last moments (its
+/// earlier time is in neither difference).
+pub(crate) fn task_cpu_ms_between(
+    before: &std::collections::HashMap<u32, u64>,
+    after: &std::collections::HashMap<u32, u64>,
+) -> f64 {
+    let ns: u64 = after.iter().map(|(tid, a)| a.saturating_sub(before.get(tid).copied().unwrap_or(0))).sum();
+    ns as f64 / 1e6
+}
+
 pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("ephemeral port")
 }
