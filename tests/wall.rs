@@ -348,14 +348,15 @@ async fn live_view_and_takeover_in_a_real_browser() {
         let first = cdp.eval(PICTURE).await;
         cdp.wait_for(&format!("{PICTURE} !== {first}"), Duration::from_secs(20), "the live picture changes").await;
 
-        // However long the tables beside it, the picture stays on screen (sticky column).
-        cdp.eval(
-            "document.querySelector('#d-actions').innerHTML = '<table>' + '<tr><td>row</td></tr>'.repeat(200) + \
-             '</table>'; document.querySelector('#detail').scrollTop = 1e6; 1",
-        )
-        .await;
+        // However long the tables beside it, the picture stays on screen (sticky column). One script: the wall's
+        // own refresh may redraw the history between two evaluations (seen on a loaded box: scrolled 42 px).
         let rect = cdp
-            .eval("(() => { const r = document.querySelector('#d-img').getBoundingClientRect(); return [r.top, r.bottom, innerHeight, document.querySelector('#detail').scrollTop]; })()")
+            .eval(
+                "(() => { document.querySelector('#d-actions').innerHTML = '<table>' + \
+                 '<tr><td>row</td></tr>'.repeat(200) + '</table>'; document.querySelector('#detail').scrollTop = 1e6; \
+                 const r = document.querySelector('#d-img').getBoundingClientRect(); \
+                 return [r.top, r.bottom, innerHeight, document.querySelector('#detail').scrollTop]; })()",
+            )
             .await;
         let (top, bottom, height, scrolled) =
             (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap(), rect[3].as_f64().unwrap());
