@@ -125,6 +125,28 @@ async fn compressed_captures_are_pixel_exact_and_the_phone_is_probed_once() {
     .expect("test timed out");
 }
 
+/// A capture file an earlier capture left behind (a `screencap` still writing when its capture was cancelled, a
+/// killed connector) goes with the next capture's sweep, without waiting for a reconnect and its probe; a fresh
+/// one (another capture in progress) and other files stay. On the code that swept only in the probe the old file
+/// stayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_capture_sweeps_capture_files_older_than_a_minute() {
+    bounded(async {
+        let mut r = rig(SimConfig::default(), &[]).await;
+        r.screenshot(json!({})).await; // probed (and swept) once
+        assert!(r.sim.write_file_aged("/data/local/tmp/xagent-0badc0de.raw", &[1; 64], 3600));
+        assert!(r.sim.write_file("/data/local/tmp/xagent-fresh.raw", &[1; 64]));
+        assert!(r.sim.write_file_aged("/data/local/tmp/app.apk", &[1; 64], 3600));
+        r.screenshot(json!({})).await;
+        assert_eq!(r.count(PROBE), 1, "no second probe: {:?}", r.sim.commands());
+        let mut left = r.sim.files_under("/data/local/tmp");
+        left.sort();
+        assert_eq!(left, ["/data/local/tmp/app.apk", "/data/local/tmp/xagent-fresh.raw"]);
+    })
+    .await
+    .expect("test timed out");
+}
+
 /// Android 7.1 (SDK 25) has no gzip in its toybox: the probe says so once, every capture uses the framebuffer,
 /// and the pixels are the same as the raw frame.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

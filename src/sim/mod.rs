@@ -486,7 +486,6 @@ impl SimPhone {
         self.device().fs.read(path).ok().map(<[u8]>::to_vec)
     }
 
-    /// Creates or replaces a file (parents are created), as an app writing to storage would.
     /// Files under the directory `dir` (full paths), e.g. the captures a host left in `/data/local/tmp`.
     pub fn files_under(&self, dir: &str) -> Vec<String> {
         self.device().fs.files_under(dir)
@@ -498,8 +497,15 @@ impl SimPhone {
         self.device().fs.mount_read_only(path);
     }
 
+    /// Creates or replaces a file (parents are created), as an app writing to storage would.
     pub fn write_file(&self, path: &str, data: &[u8]) -> bool {
-        self.device().fs.write(path, data.to_vec(), 0o660, device::now_unix_secs(), true).is_ok()
+        self.write_file_aged(path, data, 0)
+    }
+
+    /// [`SimPhone::write_file`] with a modification time `age_secs` in the past (a file left there long ago).
+    pub fn write_file_aged(&self, path: &str, data: &[u8], age_secs: u32) -> bool {
+        let mtime = device::now_unix_secs().saturating_sub(age_secs);
+        self.device().fs.write(path, data.to_vec(), 0o660, mtime, true).is_ok()
     }
 
     /// Installed package names (system and user), sorted.

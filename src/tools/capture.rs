@@ -14,8 +14,8 @@
 //! implies (and at most the caller's cap) before the buffer is allocated, each range must inflate to exactly its
 //! length, and the assembled frame is decoded by the same `decode_raw` as the single stream. The temp file is
 //! removed on every path (a spawned `rm -f` when the capture ends or is dropped: cancelled); the
-//! probe also sweeps `xagent-*.raw` files older than a minute that an earlier connector left behind (killed, or a
-//! screencap that was still writing when its capture was cancelled).
+//! probe and every capture also sweep `xagent-*.raw` files older than a minute that an earlier connector left
+//! behind (killed, or a screencap that was still writing when its capture was cancelled).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -40,12 +40,19 @@ const BLOCK: usize = 64 * 1024;
 /// How long the clean-up `rm -f` may take before it is given up (the probe's sweep catches what it missed).
 const RM_DEADLINE: Duration = Duration::from_secs(5);
 
-/// The probe, one round trip: sweep captures older than a minute that an earlier run left behind (its output is
-/// nothing; a phone whose `find` lacks an option says so on stderr, which goes nowhere), then gzip a known line
-/// (a phone without gzip answers "not found" instead, which is not gzip), then count the CPUs (`nproc`, Android
-/// 10+; nothing on older phones).
-pub const PROBE: &str = "find /data/local/tmp -maxdepth 1 -name 'xagent-*.raw' -mmin +1 -delete 2>/dev/null; \
-                         echo xagent-gzip-probe | gzip -1; nproc 2>/dev/null";
+/// Removes capture files older than a minute that an earlier capture left behind (a connector killed mid-capture,
+/// or a `screencap` still writing when its capture was cancelled and its `rm -f` ran first). Prints nothing; a
+/// phone whose `find` lacks an option says so on stderr, which goes nowhere. A macro: it is spliced into
+/// [`PROBE`] at compile time and into every capture's setup command.
+macro_rules! sweep {
+    () => {
+        "find /data/local/tmp -maxdepth 1 -name 'xagent-*.raw' -mmin +1 -delete 2>/dev/null"
+    };
+}
+
+/// The probe, one round trip: the sweep, then gzip a known line (a phone without gzip answers "not found"
+/// instead, which is not gzip), then count the CPUs (`nproc`, Android 10+; nothing on older phones).
+pub const PROBE: &str = concat!(sweep!(), "; echo xagent-gzip-probe | gzip -1; nproc 2>/dev/null");
 
 /// What the probe found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,9 +169,12 @@ async fn capture_to(
 ) -> Result<(Vec<u8>, usize), ProtoError> {
     let end = tokio::time::Instant::now() + deadline;
     let left = || end.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
-    // One round trip: the frame to the file (private: umask 077), its size, its header.
+    // One round trip: the frame to the file (private: umask 077), its size, its header; then the sweep, so a file
+    // an earlier capture left lives a minute or so, not until the next probe (after a reconnect). Our own file is
+    // fresh: never swept.
     let cmd = format!(
-        "umask 077; screencap {path} 2>/dev/null && stat -c %s {path} && dd if={path} bs=16 count=1 2>/dev/null"
+        "umask 077; screencap {path} 2>/dev/null && stat -c %s {path} && dd if={path} bs=16 count=1 2>/dev/null; {}",
+        sweep!()
     );
     let head = adb.exec(key, &cmd, 256, false, left()).await?;
     let mut wire = head.len();
