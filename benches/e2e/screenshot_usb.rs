@@ -59,6 +59,12 @@ pub(crate) fn bench_screenshot_usb(
         let (t, _, _, bytes) = rt.block_on(screenshot(ws, addr, ch)).expect("screenshot");
         (t, sim.bytes_sent() - sent, bytes)
     };
+    // A shot plus the connector's CPU over it (ms).
+    let measured = |c: &Connector, ws: &Ws, ch: &str| {
+        let c0 = task_cpu_ns(c.pid());
+        let (t, l, b) = shot(ws, c.addr, ch);
+        (t, l, b, task_cpu_ms_between(&c0, &task_cpu_ns(c.pid())))
+    };
     let cli = || {
         let sent = sim.bytes_sent();
         let t = Instant::now();
@@ -87,24 +93,21 @@ pub(crate) fn bench_screenshot_usb(
         for k in 0..sides {
             match (i + k) % sides {
                 0 => {
-                    let c0 = task_cpu_ns(after.pid());
-                    let (t, l, b) = shot(&ws_a, after.addr, &ch_a);
-                    cpu_a += task_cpu_ms_between(&c0, &task_cpu_ns(after.pid()));
+                    let (t, l, b, cpu) = measured(&after, &ws_a, &ch_a);
+                    cpu_a += cpu;
                     ta.push(ms(t));
                     la += l;
                     jpeg = b;
                 }
                 1 => {
-                    let c0 = task_cpu_ns(before.pid());
-                    let (t, l, _) = shot(&ws_b, before.addr, &ch_b);
-                    cpu_b += task_cpu_ms_between(&c0, &task_cpu_ns(before.pid()));
+                    let (t, l, _, cpu) = measured(&before, &ws_b, &ch_b);
+                    cpu_b += cpu;
                     tb.push(ms(t));
                     lb += l;
                 }
                 2 => {
-                    let c0 = task_cpu_ns(single.pid());
-                    let (t, l, _) = shot(&ws_s, single.addr, &ch_s);
-                    cpu_s += task_cpu_ms_between(&c0, &task_cpu_ns(single.pid()));
+                    let (t, l, _, cpu) = measured(&single, &ws_s, &ch_s);
+                    cpu_s += cpu;
                     ts.push(ms(t));
                     ls += l;
                 }
@@ -116,9 +119,8 @@ pub(crate) fn bench_screenshot_usb(
                 }
                 _ => {
                     if let (Some(c), Some((ws, ch))) = (&old, &ws_o) {
-                        let c0 = task_cpu_ns(c.pid());
-                        let (t, _, _) = shot(ws, c.addr, ch);
-                        cpu_o += task_cpu_ms_between(&c0, &task_cpu_ns(c.pid()));
+                        let (t, _, _, cpu) = measured(c, ws, ch);
+                        cpu_o += cpu;
                         to.push(ms(t));
                     }
                 }
