@@ -258,7 +258,7 @@ async fn a_cancelled_parallel_capture_removes_its_temp_file() {
         let key = DeviceKey { server: format!("127.0.0.1:{}", adb.port), serial };
         let t = Duration::from_secs(20);
         // Probed and captured once: the parallel path works here.
-        capture(&backend, &key, CapturePath::Auto, t).await.expect("first capture");
+        capture(&backend, &key, CapturePath::Auto, 0, t).await.expect("first capture");
         assert_eq!(sim.commands().iter().filter(|c| c.starts_with(STREAM)).count(), 4);
         sim.stall("dd if=/data/local/tmp/xagent-");
         let held = async {
@@ -267,7 +267,7 @@ async fn a_cancelled_parallel_capture_removes_its_temp_file() {
             }
         };
         tokio::select! {
-            r = capture(&backend, &key, CapturePath::Auto, t) => panic!("the capture ended while its streams were held: {:?}", r.err()),
+            r = capture(&backend, &key, CapturePath::Auto, 0, t) => panic!("the capture ended while its streams were held: {:?}", r.err()),
             _ = held => {}
         }
         // Dropped: the file must go, by the spawned clean-up.
@@ -284,7 +284,7 @@ async fn a_cancelled_parallel_capture_removes_its_temp_file() {
         };
         assert_eq!(hung_up, 4, "every stream hung up: {:?}", sim.hung_up());
         sim.release("dd if=/data/local/tmp/xagent-");
-        capture(&backend, &key, CapturePath::Auto, t).await.expect("the next capture");
+        capture(&backend, &key, CapturePath::Auto, 0, t).await.expect("the next capture");
         assert_eq!(leftovers(&sim).await, Vec::<String>::new());
     })
     .await
@@ -308,7 +308,7 @@ async fn a_range_that_inflates_to_more_or_less_is_a_bad_frame() {
         assert_eq!(backend.capture_streams(&key), Some(4));
         for (lie, says) in [(FrameLie::GzipShort, "its range is"), (FrameLie::GzipBomb, "inflates past the")] {
             sim.lie_about_frames(lie);
-            let e = capture(&backend, &key, CapturePath::GzipParallel, t).await.err().expect("a lie is refused");
+            let e = capture(&backend, &key, CapturePath::GzipParallel, 0, t).await.err().expect("a lie is refused");
             assert_eq!(e.code, ErrorCode::BadFrame, "{lie:?}: {e:?}");
             assert!(e.message.contains(says), "{lie:?}: {}", e.message);
         }

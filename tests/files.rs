@@ -590,12 +590,12 @@ async fn screenshot_capture_paths_benchmark() {
         let mut bytes = 0;
         for _ in 0..11 {
             let t = Instant::now();
-            let c = capture(&backend, &key, path, Duration::from_secs(30)).await.unwrap();
+            let c = capture(&backend, &key, path, 0, Duration::from_secs(30)).await.unwrap();
             ms.push(t.elapsed().as_secs_f64() * 1000.0);
             bytes = c.wire_bytes;
             match &reference {
-                None => reference = Some(c.frame.to_rgb()),
-                Some(r) => assert!(*r == c.frame.to_rgb(), "{path:?} decodes to the same pixels"),
+                None => reference = Some(c.picture.fit(0)),
+                Some(r) => assert!(*r == c.picture.fit(0), "{path:?} decodes to the same pixels"),
             }
         }
         ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -609,19 +609,31 @@ async fn capture_paths_agree() {
     bounded(async {
         use xagent_adb_connector::device::adb::AdbBackend;
         use xagent_adb_connector::device::DeviceKey;
-        use xagent_adb_connector::tools::screen::{capture, CapturePath};
+        use xagent_adb_connector::tools::screen::{area_downscale, capture, CapturePath, Picture};
         let (adb, _sim, serial) = setup().await.expect("adb");
         let backend = AdbBackend::new(vec![format!("127.0.0.1:{}", adb.port).parse().unwrap()]);
         let key = DeviceKey { server: format!("127.0.0.1:{}", adb.port), serial };
-        let raw = capture(&backend, &key, CapturePath::Raw, Duration::from_secs(30)).await.unwrap();
-        assert_eq!(raw.frame.dimensions(), (1080, 2400));
+        let raw = capture(&backend, &key, CapturePath::Raw, 0, Duration::from_secs(30)).await.unwrap();
+        assert_eq!(raw.picture.dimensions(), (1080, 2400));
         assert_eq!(raw.wire_bytes, 16 + 1080 * 2400 * 4);
+        let raw = raw.picture.fit(0);
         for path in [CapturePath::Png, CapturePath::Framebuffer, CapturePath::Gzip, CapturePath::Auto] {
-            let other = capture(&backend, &key, path, Duration::from_secs(30)).await.unwrap();
-            assert!(other.frame.to_rgb() == raw.frame.to_rgb(), "{path:?} differs from the raw capture");
+            let other = capture(&backend, &key, path, 0, Duration::from_secs(30)).await.unwrap();
             if path == CapturePath::Gzip {
-                assert!(other.wire_bytes * 20 < raw.wire_bytes, "gzip moved {} bytes", other.wire_bytes);
+                assert!(other.wire_bytes * 20 < raw.len(), "gzip moved {} bytes", other.wire_bytes);
             }
+            assert!(other.picture.fit(0) == raw, "{path:?} differs from the raw capture");
+        }
+        // Asked for a smaller picture, the parallel capture downscales its rows as they arrive (the frame is never
+        // held whole): the same pixels as the whole raw frame downscaled, whatever the layout of its ranges.
+        for (side, want) in [(1280, (576, 1280)), (1000, (450, 1000)), (777, (350, 777))] {
+            let fitted =
+                capture(&backend, &key, CapturePath::GzipParallel, side, Duration::from_secs(30)).await.unwrap();
+            assert!(matches!(fitted.picture, Picture::Fitted(_)), "{side}: downscaled as it arrived");
+            assert_eq!(fitted.picture.dimensions(), (1080, 2400), "{side}: the frame's own size");
+            let img = fitted.picture.fit(side);
+            assert_eq!(img.dimensions(), want);
+            assert!(img == area_downscale(&raw, want.0, want.1), "{side}: the fitted picture differs");
         }
     })
     .await

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use xagent_adb_connector::device::adb::AdbBackend;
 use xagent_adb_connector::device::DeviceKey;
-use xagent_adb_connector::tools::screen::{self, capture, render, CapturePath, Format};
+use xagent_adb_connector::tools::screen::{self, capture, render, CapturePath, Format, Picture};
 
 use crate::common::*;
 
@@ -70,12 +70,13 @@ pub(crate) fn bench_breakdown(
     let mut frame = None;
     for _ in 0..n.min(15) {
         let t = Instant::now();
-        let c = sim_rt.block_on(capture(&backend, &key, CapturePath::Framebuffer, Duration::from_secs(30))).unwrap();
+        let c = sim_rt.block_on(capture(&backend, &key, CapturePath::Framebuffer, 0, Duration::from_secs(30))).unwrap();
         cap.push(ms(t.elapsed()));
         let t = Instant::now();
-        let _ = sim_rt.block_on(capture(&backend, &key, CapturePath::Raw, Duration::from_secs(30))).unwrap();
+        let _ = sim_rt.block_on(capture(&backend, &key, CapturePath::Raw, 0, Duration::from_secs(30))).unwrap();
         cap_raw.push(ms(t.elapsed()));
-        frame = Some(c.frame);
+        let Picture::Whole(f) = c.picture else { panic!("a framebuffer capture keeps the whole frame") };
+        frame = Some(f);
     }
     let frame = frame.unwrap();
     for _ in 0..n.min(15) {
@@ -85,8 +86,8 @@ pub(crate) fn bench_breakdown(
     }
     // The pieces of render(), and a candidate replacement (area-average downscale on the RGBA frame, then RGB).
     let rgba = {
-        let c = sim_rt.block_on(capture(&backend, &key, CapturePath::Framebuffer, Duration::from_secs(30))).unwrap();
-        let rgb = c.frame.to_rgb();
+        let c = sim_rt.block_on(capture(&backend, &key, CapturePath::Framebuffer, 0, Duration::from_secs(30))).unwrap();
+        let rgb = c.picture.fit(0);
         image::RgbaImage::from_fn(rgb.width(), rgb.height(), |x, y| {
             let p = rgb.get_pixel(x, y).0;
             image::Rgba([p[0], p[1], p[2], 255])

@@ -692,7 +692,7 @@ impl AdbBackend {
         key: &DeviceKey,
         cmd: &str,
         max_compressed: usize,
-        inflate: &mut super::gunzip::GunzipInto<'_>,
+        inflate: &mut (impl super::gunzip::Feed + Send),
         deadline: Duration,
     ) -> Result<usize, ProtoError> {
         self.op(key, false, deadline, |d| async move {

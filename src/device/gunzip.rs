@@ -6,8 +6,10 @@
 //! checked against the caller's `max_out` before another byte is inflated. The member must end with a matching
 //! CRC-32 and length (a truncated or altered stream is an error), and nothing may follow it.
 //!
-//! [`GunzipInto`] is the same for one byte range of a capture whose size is already known (the parallel capture
-//! of `tools::capture`): it inflates straight into its place in the frame's buffer and must fill it exactly.
+//! [`GunzipRange`] is the same for one byte range of a capture whose size is already known (the parallel capture
+//! of `tools::capture`): it must inflate to exactly the range's length, either straight into its place in the
+//! frame's buffer ([`GunzipInto`]) or a chunk at a time to a consumer that downscales rows as they arrive
+//! ([`GunzipChunks`]).
 
 use std::io::Write;
 
@@ -88,23 +90,100 @@ impl Feed for BoundedGunzip {
     }
 }
 
-/// One gzip member that must inflate to exactly `out.len()` bytes, written in place: nothing is allocated, a
-/// byte past the end is refused before it is stored, and [`GunzipInto::finish`] refuses a member that ended short.
+/// Where a [`GunzipRange`] puts what it inflates: straight into its place in one buffer ([`InPlace`]), or a chunk at
+/// a time into a small reused buffer handed to a consumer ([`Chunks`]).
+pub trait Out {
+    /// Room for the next inflated bytes, `filled` of the range's bytes having been written so far (empty once the
+    /// range is full: zlib then makes no progress, which is how a stream that inflates past its range is caught).
+    fn window(&mut self, filled: usize) -> &mut [u8];
+    /// The first `made` bytes of the last window now hold inflated output.
+    fn commit(&mut self, made: usize) -> Result<(), String>;
+    /// Bytes the range holds in all.
+    fn range_len(&self) -> usize;
+}
+
+/// The output of [`GunzipInto`]: one slice, filled in place.
+pub struct InPlace<'a>(&'a mut [u8]);
+
+impl Out for InPlace<'_> {
+    fn window(&mut self, filled: usize) -> &mut [u8] {
+        &mut self.0[filled..]
+    }
+    fn commit(&mut self, _: usize) -> Result<(), String> {
+        Ok(())
+    }
+    fn range_len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Chunk size of [`Chunks`]: small enough to stay in a core's cache while its consumer reads it again.
+const CHUNK: usize = 64 * 1024;
+
+/// The output of [`GunzipChunks`]: a range of `len` bytes inflated a chunk at a time into one reused buffer, each
+/// chunk handed to `take` in order (which may refuse it).
+pub struct Chunks<F> {
+    buf: Vec<u8>,
+    len: usize,
+    filled: usize,
+    take: F,
+}
+
+impl<F: FnMut(&[u8]) -> Result<(), String>> Out for Chunks<F> {
+    fn window(&mut self, filled: usize) -> &mut [u8] {
+        self.filled = filled;
+        let room = self.len.saturating_sub(filled).min(CHUNK);
+        &mut self.buf[..room]
+    }
+    fn commit(&mut self, made: usize) -> Result<(), String> {
+        (self.take)(&self.buf[..made])
+    }
+    fn range_len(&self) -> usize {
+        self.len
+    }
+}
+
+/// One gzip member that must inflate to exactly its range's length: a byte past the end is refused before it is
+/// stored, and [`GunzipRange::finish`] refuses a member that ended short.
 ///
-/// zlib's own gzip wrapper (header, CRC-32 and length trailer checked by zlib) inflates straight into the slice:
-/// no intermediate buffer and no copy of the 10 MB a frame inflates to (the copy out of `GzDecoder`'s buffer was
-/// an eighth of the connector's CPU per screenshot).
-pub struct GunzipInto<'a> {
+/// zlib's own gzip wrapper (header, CRC-32 and length trailer checked by zlib) inflates straight into the output's
+/// window: no intermediate buffer of zlib's own and no copy out of it (the copy out of `GzDecoder`'s buffer was an
+/// eighth of the connector's CPU per screenshot).
+pub struct GunzipRange<O> {
     z: flate2::Decompress,
-    out: &'a mut [u8],
+    out: O,
     filled: usize,
     ended: bool,
     compressed: usize,
 }
 
+/// A range inflated in place into a slice of the frame's buffer.
+pub type GunzipInto<'a> = GunzipRange<InPlace<'a>>;
+
+/// A range inflated a chunk at a time, each chunk handed to a consumer (the frame is never held whole).
+pub type GunzipChunks<F> = GunzipRange<Chunks<F>>;
+
 impl<'a> GunzipInto<'a> {
     pub fn new(out: &'a mut [u8]) -> GunzipInto<'a> {
-        GunzipInto { z: flate2::Decompress::new_gzip(15), out, filled: 0, ended: false, compressed: 0 }
+        GunzipRange::with(InPlace(out))
+    }
+}
+
+impl<F: FnMut(&[u8]) -> Result<(), String>> GunzipChunks<F> {
+    /// A range of `len` bytes, each inflated chunk (at most 64 KiB, in order) handed to `take`.
+    pub fn chunks(len: usize, take: F) -> GunzipChunks<F> {
+        GunzipRange::with(Chunks { buf: vec![0; len.min(CHUNK)], len, filled: 0, take })
+    }
+}
+
+impl<O: Out> GunzipRange<O> {
+    fn with(out: O) -> GunzipRange<O> {
+        GunzipRange { z: flate2::Decompress::new_gzip(15), out, filled: 0, ended: false, compressed: 0 }
+    }
+
+    /// Bytes the range must inflate to.
+    pub fn range_len(&self) -> usize {
+        self.out.range_len()
     }
 
     /// Once the member ended with a matching CRC-32 and length and filled the range exactly.
@@ -116,14 +195,14 @@ impl<'a> GunzipInto<'a> {
                 format!("truncated gzip stream (it ended after {} bytes of output)", self.filled)
             });
         }
-        if self.filled != self.out.len() {
-            return Err(format!("it inflates to {} bytes, its range is {}", self.filled, self.out.len()));
+        if self.filled != self.out.range_len() {
+            return Err(format!("it inflates to {} bytes, its range is {}", self.filled, self.out.range_len()));
         }
         Ok(())
     }
 }
 
-impl Feed for GunzipInto<'_> {
+impl<O: Out> Feed for GunzipRange<O> {
     fn feed(&mut self, mut data: &[u8]) -> Result<(), String> {
         self.compressed = self.compressed.saturating_add(data.len());
         while !data.is_empty() {
@@ -131,24 +210,28 @@ impl Feed for GunzipInto<'_> {
                 return Err("bytes follow the end of the gzip stream".into());
             }
             let (in0, out0) = (self.z.total_in(), self.z.total_out());
-            let status =
-                self.z.decompress(data, &mut self.out[self.filled..], flate2::FlushDecompress::None).map_err(|e| {
-                    if self.filled == 0 && self.z.total_out() == 0 {
-                        format!("not a gzip stream ({e})")
-                    } else {
-                        format!("corrupt gzip stream ({e})")
-                    }
-                })?;
+            let window = self.out.window(self.filled);
+            let room = window.len();
+            let status = self.z.decompress(data, window, flate2::FlushDecompress::None).map_err(|e| {
+                if self.filled == 0 && self.z.total_out() == 0 {
+                    format!("not a gzip stream ({e})")
+                } else {
+                    format!("corrupt gzip stream ({e})")
+                }
+            })?;
             // Both deltas are bounded by the slices just passed in.
             let used = usize::try_from(self.z.total_in() - in0).unwrap_or(data.len()).min(data.len());
-            let made = usize::try_from(self.z.total_out() - out0).unwrap_or(0).min(self.out.len() - self.filled);
+            let made = usize::try_from(self.z.total_out() - out0).unwrap_or(0).min(room);
             data = &data[used..];
             self.filled += made;
+            if made > 0 {
+                self.out.commit(made)?;
+            }
             match status {
                 flate2::Status::StreamEnd => self.ended = true,
                 _ if used == 0 && made == 0 => {
                     // No progress with input left: the range is full and the stream wants to write more.
-                    return Err(format!("it inflates past the {} bytes of its range", self.out.len()));
+                    return Err(format!("it inflates past the {} bytes of its range", self.out.range_len()));
                 }
                 _ => {}
             }

@@ -4,7 +4,9 @@
 //! One `gzip` runs on one core; a phone has eight. So the frame is written once to a private temp file
 //! (`umask 077; screencap F` — without `-p` and without a `.png` name screencap writes its raw format, AOSP
 //! `cmds/screencap/screencap.cpp`) and N streams each read one byte range of it with `dd … | gzip -1`, inflated on
-//! the host straight into their place of one buffer ([`GunzipInto`]). All ranges come from the same file: one
+//! the host straight into their place of one buffer ([`GunzipInto`]) — or, when the caller wants a smaller
+//! picture, a chunk at a time into the downscale ([`super::fitting`]), so the frame is never held whole (the
+//! agent's screenshots and observations, the wall's thumbnails). All ranges come from the same file: one
 //! frame, never torn. N = min(the phone's CPUs as toybox `nproc` counts them, [`MAX_STREAMS`]), learnt by the same
 //! probe round trip as gzip itself; `nproc` is new in Android 10's toybox, so Android 8 and 9 keep the single
 //! stream (`screencap | gzip -1`), as does a phone whose temp-file capture fails (read-only or full
@@ -21,8 +23,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use super::fitting::Fitting;
+use super::frame::{raw_capture_size, Frame, RawShape};
+use super::screen::{fit_size, Picture};
 use crate::device::adb::AdbBackend;
-use crate::device::gunzip::GunzipInto;
+use crate::device::gunzip::{GunzipChunks, GunzipInto, GunzipRange, Out};
 use crate::device::DeviceKey;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
@@ -141,21 +146,23 @@ fn bad_frame(msg: impl Into<String>) -> ProtoError {
     super::screen::bad_frame(msg)
 }
 
-/// Captures one raw frame (`screencap`'s format, header included) through `streams` parallel compressed streams.
-/// `size_of` turns the frame's first 12 bytes into its largest size (header of 16); `cap` bounds it. Returns the
-/// frame and the bytes that crossed adb. `deadline` bounds each round trip; cancellable (dropping the future closes
-/// every stream, then the temp file is removed by a spawned `rm -f`).
+/// Captures one raw frame (`screencap`'s format, header included) through `streams` parallel compressed streams,
+/// at most `cap` bytes. With `fit` (a long side, 0 = none) smaller than the frame the rows are downscaled as they
+/// arrive and the frame is never held whole ([`Picture::Fitted`], [`super::fitting`]); otherwise the ranges are
+/// inflated into their places of one buffer ([`Picture::Whole`]). Returns the picture and the bytes that crossed
+/// adb. `deadline` bounds each round trip; cancellable (dropping the future closes every stream, then the temp
+/// file is removed by a spawned `rm -f`).
 pub async fn parallel(
     adb: &AdbBackend,
     key: &DeviceKey,
     streams: usize,
     cap: usize,
-    size_of: fn(&[u8]) -> Result<usize, String>,
+    fit: u32,
     deadline: Duration,
-) -> Result<(Vec<u8>, usize), ProtoError> {
+) -> Result<(Picture, usize), ProtoError> {
     let path = format!("{TEMP_DIR}/xagent-{}.raw", crate::protocol::ids::random_hex(8));
     let _removed_when_dropped = TempFile::new(adb, key, &path);
-    capture_to(adb, key, &path, streams, cap, size_of, deadline).await
+    capture_to(adb, key, &path, streams, cap, fit, deadline).await
 }
 
 async fn capture_to(
@@ -164,9 +171,9 @@ async fn capture_to(
     path: &str,
     streams: usize,
     cap: usize,
-    size_of: fn(&[u8]) -> Result<usize, String>,
+    fit: u32,
     deadline: Duration,
-) -> Result<(Vec<u8>, usize), ProtoError> {
+) -> Result<(Picture, usize), ProtoError> {
     let end = tokio::time::Instant::now() + deadline;
     let left = || end.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
     // One round trip: the frame to the file (private: umask 077), its size, its header; then the sweep, so a file
@@ -199,16 +206,34 @@ async fn capture_to(
     if header.len() != 16.min(size) || size < 12 {
         return Err(bad_frame(format!("a {size}-byte capture file whose header reads {} bytes", header.len())));
     }
-    let most = size_of(&header[..12]).map_err(bad_frame)?;
     // Android 9+ writes a 16-byte header, older releases 12: the file is one of the two sizes the header implies.
+    let most = raw_capture_size(&header[..12]).map_err(bad_frame)?;
     if (size != most && Some(size) != most.checked_sub(4)) || size > cap {
         return Err(bad_frame(format!(
             "a {size}-byte capture file whose header implies {most} (at most {cap} accepted)"
         )));
     }
+    let shape = RawShape::of(header, size)?;
+    let plan = ranges(size, streams);
+    if let Some((nw, nh)) = (fit > 0).then(|| fit_size(shape.width, shape.height, fit)).flatten() {
+        let fitting = Fitting::new(shape, header, nw, nh);
+        let fetch = plan.iter().map(|&(start, len)| {
+            let fitting = &fitting;
+            async move {
+                let mut strip = fitting.strip(start, start + len);
+                let sent =
+                    fetch_range(adb, key, path, start, GunzipChunks::chunks(len, |b| strip.take(b)), left()).await?;
+                strip.finish();
+                Ok::<usize, ProtoError>(sent)
+            }
+        });
+        for sent in futures_util::future::try_join_all(fetch).await? {
+            wire = wire.saturating_add(sent);
+        }
+        return Ok((Picture::Fitted(fitting.finish().map_err(bad_frame)?), wire));
+    }
     // Zeroed memory is mapped lazily: only what the ranges fill is committed.
     let mut frame = vec![0u8; size];
-    let plan = ranges(size, streams);
     let mut parts = Vec::with_capacity(plan.len());
     let mut rest: &mut [u8] = &mut frame;
     for (start, len) in &plan {
@@ -216,22 +241,33 @@ async fn capture_to(
         rest = tail;
         parts.push((*start, part));
     }
-    let fetch = parts.into_iter().map(|(start, part)| {
-        let (skip, count) = (start / BLOCK, part.len().div_ceil(BLOCK));
-        let cmd = format!("dd if={path} bs={BLOCK} skip={skip} count={count} 2>/dev/null | gzip -1");
-        // Deflate never grows data by more than a few bytes per 16 KiB block; anything far beyond is a lie.
-        let max_compressed = part.len().saturating_add(part.len() / 16).saturating_add(4096);
-        async move {
-            let mut inflate = GunzipInto::new(part);
-            let sent = adb.exec_gunzip_into(key, &cmd, max_compressed, &mut inflate, left()).await?;
-            inflate.finish().map_err(|why| bad_frame(format!("`{cmd}`: {why}")))?;
-            Ok::<usize, ProtoError>(sent)
-        }
-    });
+    let fetch =
+        parts.into_iter().map(|(start, part)| fetch_range(adb, key, path, start, GunzipInto::new(part), left()));
     for sent in futures_util::future::try_join_all(fetch).await? {
         wire = wire.saturating_add(sent);
     }
-    Ok((frame, wire))
+    // Checks only (no pixel is touched): the header against the assembled bytes.
+    Ok((Picture::Whole(Frame::from_raw(frame)?), wire))
+}
+
+/// Fetches the range of the capture file at `path` that starts at `start` and is `inflate`'s length long, through
+/// `dd … | gzip -1`: the bytes that crossed adb, once the range inflated to exactly its length.
+async fn fetch_range<O: Out + Send>(
+    adb: &AdbBackend,
+    key: &DeviceKey,
+    path: &str,
+    start: usize,
+    mut inflate: GunzipRange<O>,
+    deadline: Duration,
+) -> Result<usize, ProtoError> {
+    let len = inflate.range_len();
+    let (skip, count) = (start / BLOCK, len.div_ceil(BLOCK));
+    let cmd = format!("dd if={path} bs={BLOCK} skip={skip} count={count} 2>/dev/null | gzip -1");
+    // Deflate never grows data by more than a few bytes per 16 KiB block; anything far beyond is a lie.
+    let max_compressed = len.saturating_add(len / 16).saturating_add(4096);
+    let sent = adb.exec_gunzip_into(key, &cmd, max_compressed, &mut inflate, deadline).await?;
+    inflate.finish().map_err(|why| bad_frame(format!("`{cmd}`: {why}")))?;
+    Ok(sent)
 }
 
 #[cfg(test)]

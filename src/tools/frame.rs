@@ -92,20 +92,98 @@ pub fn raw_capture_size(prefix: &[u8]) -> Result<usize, String> {
     Ok(n * layout.bpp() + 16)
 }
 
-impl Frame {
-    /// `screencap` raw output: `u32 width, height, format` (+ `u32 dataspace` since Android 9), then pixels.
-    pub fn from_raw(data: Vec<u8>) -> Result<Frame, ProtoError> {
-        let u32_at = |i: usize| data.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+/// The checked shape of a raw `screencap` capture, from its header and the file's size: what the parallel
+/// capture needs to downscale rows as they arrive ([`super::fitting`]) without ever holding the whole frame.
+#[derive(Clone, Copy, Debug)]
+pub struct RawShape {
+    pub width: u32,
+    pub height: u32,
+    /// 12 (before Android 9) or 16 bytes.
+    pub header_len: usize,
+    layout: Layout,
+}
+
+impl RawShape {
+    /// The shape of a raw capture of `size` bytes whose first 12 header bytes are `head`: refused unless the
+    /// header names a plausible screen in a known format and `size` is exactly its pixels plus a 12- or 16-byte
+    /// header (the same checks as [`Frame::from_raw`]).
+    pub fn of(head: &[u8], size: usize) -> Result<RawShape, ProtoError> {
+        let u32_at = |i: usize| head.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         let (Some(w), Some(h), Some(format)) = (u32_at(0), u32_at(4), u32_at(8)) else {
-            return Err(bad_frame(format!("{} bytes is too short for a header", data.len())));
+            return Err(bad_frame(format!("{} bytes is too short for a header", head.len())));
         };
         let n = checked_pixels(w, h, "").map_err(bad_frame)?;
         let layout = raw_layout(format).ok_or_else(|| bad_frame(format!("unsupported pixel format {format}")))?;
         let bpp = layout.bpp();
-        let offset = data.len().checked_sub(n * bpp).filter(|h| *h == 12 || *h == 16).ok_or_else(|| {
-            bad_frame(format!("{} bytes do not hold a {w}×{h} frame of {bpp} bytes per pixel", data.len()))
-        })?;
-        Ok(Frame { data, offset, width: w, height: h, layout })
+        let header_len = size
+            .checked_sub(n * bpp)
+            .filter(|h| *h == 12 || *h == 16)
+            .ok_or_else(|| bad_frame(format!("{size} bytes do not hold a {w}×{h} frame of {bpp} bytes per pixel")))?;
+        Ok(RawShape { width: w, height: h, header_len, layout })
+    }
+
+    /// Bytes of one row of pixels as captured.
+    pub fn stride(&self) -> usize {
+        self.width as usize * self.layout.bpp()
+    }
+
+    /// A captured row (`stride` bytes) as the downscale accumulates it: the bytes themselves for whole-byte
+    /// layouts, else converted to RGB in `scratch`. R, G, B positions: [`RawShape::row_layout`].
+    pub(crate) fn row<'a>(&self, src: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
+        convert_row(self.layout, src, scratch)
+    }
+
+    /// Bytes per pixel and R, G, B positions of what [`RawShape::row`] returns.
+    pub(crate) fn row_layout(&self) -> (usize, [usize; 3]) {
+        row_layout(self.layout)
+    }
+}
+
+/// See [`RawShape::row`].
+fn convert_row<'a>(layout: Layout, src: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
+    match layout {
+        Layout::Bytes { .. } => src,
+        _ => {
+            scratch.clear();
+            scratch.extend(src.chunks_exact(layout.bpp()).flat_map(|p| pixel_rgb(layout, p)));
+            scratch
+        }
+    }
+}
+
+fn row_layout(layout: Layout) -> (usize, [usize; 3]) {
+    match layout {
+        Layout::Bytes { bpp, ch } => (bpp, ch),
+        _ => (3, [0, 1, 2]),
+    }
+}
+
+/// The RGB of one pixel `p` (`layout.bpp()` bytes).
+fn pixel_rgb(layout: Layout, p: &[u8]) -> [u8; 3] {
+    match layout {
+        Layout::Bytes { ch, .. } => [p[ch[0]], p[ch[1]], p[ch[2]]],
+        Layout::Rgb565 => {
+            let v = u16::from_le_bytes([p[0], p[1]]);
+            let (r, g, b) = ((v >> 11) & 0x1f, (v >> 5) & 0x3f, v & 0x1f);
+            [(r * 255 / 31) as u8, (g * 255 / 63) as u8, (b * 255 / 31) as u8]
+        }
+        Layout::Bits { ch, .. } => {
+            let mut v = 0u32;
+            for (k, byte) in p.iter().enumerate() {
+                v |= u32::from(*byte) << (8 * k);
+            }
+            let scale = |v: u32, len: u32| ((v * 255 + ((1 << len) - 1) / 2) / ((1 << len) - 1)) as u8;
+            let c = |(off, len): (u32, u32)| scale((v >> off) & ((1 << len) - 1), len);
+            [c(ch[0]), c(ch[1]), c(ch[2])]
+        }
+    }
+}
+
+impl Frame {
+    /// `screencap` raw output: `u32 width, height, format` (+ `u32 dataspace` since Android 9), then pixels.
+    pub fn from_raw(data: Vec<u8>) -> Result<Frame, ProtoError> {
+        let RawShape { width, height, header_len, layout } = RawShape::of(&data, data.len())?;
+        Ok(Frame { data, offset: header_len, width, height, layout })
     }
 
     /// `framebuffer:` pixels with the channel offsets and lengths of its header (little-endian pixels of 16, 24
@@ -160,46 +238,19 @@ impl Frame {
     /// The RGB of pixel number `i` (row-major). `i < width × height`.
     fn rgb_at(&self, i: usize) -> [u8; 3] {
         let bpp = self.layout.bpp();
-        let p = &self.px()[i * bpp..(i + 1) * bpp];
-        match self.layout {
-            Layout::Bytes { ch, .. } => [p[ch[0]], p[ch[1]], p[ch[2]]],
-            Layout::Rgb565 => {
-                let v = u16::from_le_bytes([p[0], p[1]]);
-                let (r, g, b) = ((v >> 11) & 0x1f, (v >> 5) & 0x3f, v & 0x1f);
-                [(r * 255 / 31) as u8, (g * 255 / 63) as u8, (b * 255 / 31) as u8]
-            }
-            Layout::Bits { ch, .. } => {
-                let mut v = 0u32;
-                for (k, byte) in p.iter().enumerate() {
-                    v |= u32::from(*byte) << (8 * k);
-                }
-                let scale = |v: u32, len: u32| ((v * 255 + ((1 << len) - 1) / 2) / ((1 << len) - 1)) as u8;
-                let c = |(off, len): (u32, u32)| scale((v >> off) & ((1 << len) - 1), len);
-                [c(ch[0]), c(ch[1]), c(ch[2])]
-            }
-        }
+        pixel_rgb(self.layout, &self.px()[i * bpp..(i + 1) * bpp])
     }
 
     /// Row `y` as bytes the downscale accumulates, with the R, G, B byte positions inside each pixel: the
     /// captured bytes themselves for whole-byte layouts, else the row converted to RGB in `scratch`.
     pub(crate) fn row<'a>(&'a self, y: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
-        let w = self.width as usize;
-        match self.layout {
-            Layout::Bytes { bpp, .. } => &self.px()[y * w * bpp..(y + 1) * w * bpp],
-            _ => {
-                scratch.clear();
-                scratch.extend((y * w..(y + 1) * w).flat_map(|i| self.rgb_at(i)));
-                scratch
-            }
-        }
+        let stride = self.width as usize * self.layout.bpp();
+        convert_row(self.layout, &self.px()[y * stride..(y + 1) * stride], scratch)
     }
 
     /// Bytes per pixel and R, G, B positions of what [`Frame::row`] returns.
     pub(crate) fn row_layout(&self) -> (usize, [usize; 3]) {
-        match self.layout {
-            Layout::Bytes { bpp, ch } => (bpp, ch),
-            _ => (3, [0, 1, 2]),
-        }
+        row_layout(self.layout)
     }
 
     /// The whole frame as RGB, full size.

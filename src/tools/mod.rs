@@ -6,6 +6,7 @@ pub mod args;
 pub mod capture;
 pub mod device;
 pub mod files;
+pub mod fitting;
 pub mod frame;
 pub mod input;
 pub mod logcat;

@@ -357,12 +357,12 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
             .acquire()
             .await
             .map_err(|_| ProtoError::new(ErrorCode::Internal, "screenshot limiter closed"))?;
-        match screen::capture(&c.adb, &c.device, DEFAULT_PATH, d).await {
+        match screen::capture(&c.adb, &c.device, DEFAULT_PATH, max_side, d).await {
             Ok(f) => Ok(f),
             Err(e) if e.code == ErrorCode::DeviceTimeout => Err(e),
             Err(e) => {
                 tracing::debug!(error = %e, "framebuffer capture failed; falling back to raw screencap");
-                screen::capture(&c.adb, &c.device, CapturePath::Raw, d).await
+                screen::capture(&c.adb, &c.device, CapturePath::Raw, max_side, d).await
             }
         }
     };
@@ -401,9 +401,9 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     };
     let cache = c.files.clone();
     let (row, w, h, uniform) = tokio::task::spawn_blocking(move || {
-        let uniform = frame.frame.uniform_colour();
-        let (fw, fh) = frame.frame.dimensions();
-        let mut img = frame.frame.fit(max_side);
+        let uniform = frame.picture.uniform_colour();
+        let (fw, fh) = frame.picture.dimensions();
+        let mut img = frame.picture.fit(max_side);
         let (iw, ih) = img.dimensions();
         // Element bounds are in the frame's pixel space (the current orientation).
         draw_marks(&mut img, &to_mark, f64::from(iw) / f64::from(fw), f64::from(ih) / f64::from(fh));

@@ -42,6 +42,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::device::{tool, Ctx};
+use super::fitting::Fitted;
 pub use super::frame::{Frame, MAX_FRAME_BYTES, MAX_PIXELS, MAX_SIDE};
 use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
@@ -79,9 +80,61 @@ pub const DEFAULT_PATH: CapturePath = CapturePath::Auto;
 /// per cent of level 6 in size at several times the speed, and the phone's CPU is the cost being saved.
 pub const GZIP_CAPTURE: &str = "screencap | gzip -1";
 
-/// A captured screen, as the phone sent it (converted and scaled only when the output is made: [`Frame::fit`]).
+/// A captured screen: the whole frame as the phone sent it (converted and scaled only when the output is made:
+/// [`Frame::fit`]), or already downscaled as it arrived ([`super::fitting`]: a parallel capture asked for a picture
+/// smaller than the frame).
+pub enum Picture {
+    Whole(Frame),
+    Fitted(Fitted),
+}
+
+impl Picture {
+    /// The frame's own size (the screen in its current orientation).
+    pub fn dimensions(&self) -> (u32, u32) {
+        match self {
+            Picture::Whole(f) => f.dimensions(),
+            Picture::Fitted(f) => (f.width, f.height),
+        }
+    }
+
+    /// See [`Frame::uniform_colour`] (a fitted picture's answer was found on the full frame's pixels as they
+    /// arrived).
+    pub fn uniform_colour(&self) -> Option<[u8; 3]> {
+        match self {
+            Picture::Whole(f) => f.uniform_colour(),
+            Picture::Fitted(f) => f.uniform,
+        }
+    }
+
+    /// The RGB picture with its long side at most `max_side` (0 = keep): [`Frame::fit`], or the fitted picture
+    /// (made for the same `max_side` the capture was asked for).
+    pub fn fit(self, max_side: u32) -> RgbImage {
+        match self {
+            Picture::Whole(f) => f.fit(max_side),
+            Picture::Fitted(f) => {
+                let (w, h) = f.img.dimensions();
+                if fit_size(f.width, f.height, max_side) == Some((w, h)) {
+                    f.img
+                } else {
+                    // Not asked for this size: the nearest honest answer, never a wrong-sized one.
+                    fit(f.img, max_side)
+                }
+            }
+        }
+    }
+
+    /// The bytes that tell two captures apart: the frame's pixels as captured, or the fitted picture's.
+    pub fn pixel_bytes(&self) -> &[u8] {
+        match self {
+            Picture::Whole(f) => f.pixel_bytes(),
+            Picture::Fitted(f) => f.img.as_raw(),
+        }
+    }
+}
+
+/// A captured screen and what its capture cost.
 pub struct Capture {
-    pub frame: Frame,
+    pub picture: Picture,
     /// Bytes that crossed adb for it.
     pub wire_bytes: usize,
 }
@@ -140,20 +193,23 @@ pub async fn gzip_works(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -
 
 /// Fetches one frame along `path`. An observation: no per-device ordering. Cancellable: dropping the future closes
 /// the adb connection (see `device::transport`). `deadline` bounds the whole capture, probe and fallback included.
+/// `fit` is the long side of the picture the caller will make of it (0 = full size): a parallel capture downscales
+/// its rows to that as they arrive ([`Picture::Fitted`]); every other path keeps the whole frame.
 pub async fn capture(
     adb: &AdbBackend,
     key: &DeviceKey,
     path: CapturePath,
+    fit: u32,
     deadline: Duration,
 ) -> Result<Capture, ProtoError> {
     let end = tokio::time::Instant::now() + deadline;
     let left = || end.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
     if path != CapturePath::Auto {
-        return capture_along(adb, key, path, deadline).await;
+        return capture_along(adb, key, path, fit, deadline).await;
     }
     if adb.capture_compression() {
         match gzip_works(adb, key, left()).await {
-            Ok(true) => match compressed(adb, key, left()).await {
+            Ok(true) => match compressed(adb, key, fit, left()).await {
                 Ok(c) => return Ok(c),
                 // A device that did not answer in time will not answer a second request either.
                 Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
@@ -173,17 +229,17 @@ pub async fn capture(
             Err(e) => tracing::debug!(device = %key, error = %e, "gzip probe failed; falling back"),
         }
     }
-    capture_along(adb, key, CapturePath::Framebuffer, left()).await
+    capture_along(adb, key, CapturePath::Framebuffer, fit, left()).await
 }
 
 /// A compressed capture of a phone whose gzip works: [`CapturePath::GzipParallel`] where the probe found several
 /// CPUs, else [`CapturePath::Gzip`]. A temp-file capture the phone could not start (read-only or full
 /// `/data/local/tmp`, no `dd`) is not tried again until the phone changes state, and this one takes the single
 /// stream; anything else (a lie, a timeout) is the caller's to judge.
-async fn compressed(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Result<Capture, ProtoError> {
+async fn compressed(adb: &AdbBackend, key: &DeviceKey, fit: u32, deadline: Duration) -> Result<Capture, ProtoError> {
     let end = tokio::time::Instant::now() + deadline;
     if adb.capture_streams(key).unwrap_or(1) > 1 {
-        match capture_along(adb, key, CapturePath::GzipParallel, deadline).await {
+        match capture_along(adb, key, CapturePath::GzipParallel, fit, deadline).await {
             Err(e) if e.message.starts_with(super::capture::TEMP_FILE_FAILED) => {
                 adb.set_capture_streams(key, 1);
                 tracing::info!(device = %key, error = %e, "parallel capture unavailable on this phone; using one stream");
@@ -196,13 +252,14 @@ async fn compressed(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Re
         }
     }
     let left = end.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
-    capture_along(adb, key, CapturePath::Gzip, left).await
+    capture_along(adb, key, CapturePath::Gzip, fit, left).await
 }
 
 async fn capture_along(
     adb: &AdbBackend,
     key: &DeviceKey,
     path: CapturePath,
+    fit: u32,
     deadline: Duration,
 ) -> Result<Capture, ProtoError> {
     const CAP: usize = CAPTURE_CAP;
@@ -221,26 +278,24 @@ async fn capture_along(
             })
             .await
             .map_err(decode_failed)??;
-            Ok(Capture { frame, wire_bytes })
+            Ok(Capture { picture: Picture::Whole(frame), wire_bytes })
         }
         CapturePath::Gzip => {
             let inflate = gunzip::BoundedGunzip::new(CAP, 12, super::frame::raw_capture_size);
             let (data, wire_bytes) = adb.exec_gunzip(key, GZIP_CAPTURE, CAP, inflate, deadline).await?;
             // Checks only (no pixel is touched): the header against the bytes.
-            Ok(Capture { frame: Frame::from_raw(data)?, wire_bytes })
+            Ok(Capture { picture: Picture::Whole(Frame::from_raw(data)?), wire_bytes })
         }
         CapturePath::GzipParallel => {
             let streams = adb.capture_streams(key).unwrap_or(super::capture::MAX_STREAMS).max(1);
-            let (data, wire_bytes) =
-                super::capture::parallel(adb, key, streams, CAP, super::frame::raw_capture_size, deadline).await?;
-            // Checks only (no pixel is touched): the header against the assembled bytes.
-            Ok(Capture { frame: Frame::from_raw(data)?, wire_bytes })
+            let (picture, wire_bytes) = super::capture::parallel(adb, key, streams, CAP, fit, deadline).await?;
+            Ok(Capture { picture, wire_bytes })
         }
         CapturePath::Framebuffer | CapturePath::Auto => {
             let (header, px) = adb.framebuffer(key, CAP, deadline).await?;
             let wire_bytes = px.len() + 56;
             // Checks only (no pixel is touched): the header's layout against the bytes.
-            Ok(Capture { frame: Frame::from_framebuffer(&header, px)?, wire_bytes })
+            Ok(Capture { picture: Picture::Whole(Frame::from_framebuffer(&header, px)?), wire_bytes })
         }
     }
 }
@@ -334,63 +389,89 @@ unsafe fn area_downscale_rows_avx2<R: Rows + ?Sized>(src: &R, w: usize, h: usize
 /// is compiled for its own instruction set.
 #[inline(always)]
 fn area_downscale_kernel<R: Rows + ?Sized>(src: &R, w: usize, h: usize, nw: u32, nh: u32) -> Vec<u8> {
-    /// For each output index: the first source index and the weights (sum = 4096) of the sources it covers.
-    fn taps(n_in: usize, n_out: usize) -> Vec<(usize, Vec<u32>)> {
-        let scale = n_in as f64 / n_out as f64;
-        (0..n_out)
-            .map(|o| {
-                let (a, b) = (o as f64 * scale, (o + 1) as f64 * scale);
-                let first = (a.floor() as usize).min(n_in - 1);
-                let last = (b.ceil() as usize).clamp(first + 1, n_in);
-                let cover: Vec<f64> = (first..last).map(|i| ((i + 1) as f64).min(b) - (i as f64).max(a)).collect();
-                let total: f64 = cover.iter().sum::<f64>().max(f64::MIN_POSITIVE);
-                let mut w: Vec<u32> = cover.iter().map(|c| (c / total * 4096.0).round() as u32).collect();
-                // Rounding must not change the total, or flat colours would drift.
-                let sum: u32 = w.iter().sum();
-                if let Some(m) = w.iter_mut().max() {
-                    *m = (*m + 4096).saturating_sub(sum);
-                }
-                (first, w)
-            })
-            .collect()
-    }
-    let (nw, nh) = (nw.max(1) as usize, nh.max(1) as usize);
-    let (bpp, [cr, cg, cb]) = src.layout();
-    assert!(bpp >= 3 && cr.max(cg).max(cb) < bpp && w > 0 && h > 0, "a layout of whole-byte channels");
+    let plan = Plan::new(w, h, nw, nh, src.layout());
     let mut scratch = Vec::new();
-    let (tx, ty) = (taps(w, nw), taps(h, nh));
-    // Horizontal taps flattened to a fixed width (zero-weight padding kept inside the row), so the inner loop has
-    // no per-output allocation to chase.
-    let maxt = tx.iter().map(|(_, ws)| ws.len()).max().unwrap_or(1);
-    let mut hx = Vec::with_capacity(nw);
-    let mut hw = vec![0u32; nw * maxt];
-    for (o, (first, ws)) in tx.iter().enumerate() {
-        // `maxt` columns from `start` stay inside the row; the real taps sit at `first - start`.
-        let start = (*first).min(w - maxt);
-        let off = first - start;
-        hw[o * maxt + off..o * maxt + off + ws.len()].copy_from_slice(ws);
-        hx.push(start * bpp);
-    }
-    let stride = w * bpp;
     // One accumulated source row: 255 × 4096 fits easily in u32.
-    let mut acc = vec![0u32; stride];
-    let mut out = vec![0u8; nw * nh * 3];
-    for ((first_y, wys), dst) in ty.iter().zip(out.chunks_exact_mut(nw * 3)) {
+    let mut acc = vec![0u32; plan.stride];
+    let mut out = vec![0u8; plan.nw * plan.nh * 3];
+    for ((first_y, wys), dst) in plan.ty.iter().zip(out.chunks_exact_mut(plan.nw * 3)) {
         acc.iter_mut().for_each(|a| *a = 0);
         for (ky, &wy) in wys.iter().enumerate() {
             let row = src.row(first_y + ky, &mut scratch);
-            assert_eq!(row.len(), stride, "a source row is w × bpp bytes");
-            for (a, &p) in acc.iter_mut().zip(row) {
-                *a += u32::from(p) * wy;
-            }
+            accumulate(&mut acc, row, wy);
         }
-        // Horizontal. Both weight sets sum to exactly 4096, so the total is at most 255 × 4096 × 4096 (+ the
-        // rounding half) < 2³²: u32 is exact.
+        plan.horizontal(&acc, dst);
+    }
+    out
+}
+
+/// The weights of one area downscale of `w × h` pixels of a whole-byte layout to `nw × nh` RGB: vertical taps
+/// per output row, horizontal taps per output column flattened to a fixed width. Shared by the downscale of a
+/// whole frame ([`area_downscale_kernel`]) and the one fed row by row as a capture arrives ([`super::fitting`]).
+pub(crate) struct Plan {
+    pub(crate) nw: usize,
+    pub(crate) nh: usize,
+    /// Bytes of a source row as [`Rows::row`] returns it.
+    pub(crate) stride: usize,
+    bpp: usize,
+    ch: [usize; 3],
+    /// For each output row: the first source row and the weights (sum = 4096) of the rows it covers.
+    pub(crate) ty: Vec<(usize, Vec<u32>)>,
+    /// For each output column: the byte offset in the row of its first tap, and `maxt` weights from there.
+    hx: Vec<usize>,
+    hw: Vec<u32>,
+    maxt: usize,
+}
+
+impl Plan {
+    pub(crate) fn new(w: usize, h: usize, nw: u32, nh: u32, (bpp, ch): (usize, [usize; 3])) -> Plan {
+        /// For each output index: the first source index and the weights (sum = 4096) of the sources it covers.
+        fn taps(n_in: usize, n_out: usize) -> Vec<(usize, Vec<u32>)> {
+            let scale = n_in as f64 / n_out as f64;
+            (0..n_out)
+                .map(|o| {
+                    let (a, b) = (o as f64 * scale, (o + 1) as f64 * scale);
+                    let first = (a.floor() as usize).min(n_in - 1);
+                    let last = (b.ceil() as usize).clamp(first + 1, n_in);
+                    let cover: Vec<f64> = (first..last).map(|i| ((i + 1) as f64).min(b) - (i as f64).max(a)).collect();
+                    let total: f64 = cover.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+                    let mut w: Vec<u32> = cover.iter().map(|c| (c / total * 4096.0).round() as u32).collect();
+                    // Rounding must not change the total, or flat colours would drift.
+                    let sum: u32 = w.iter().sum();
+                    if let Some(m) = w.iter_mut().max() {
+                        *m = (*m + 4096).saturating_sub(sum);
+                    }
+                    (first, w)
+                })
+                .collect()
+        }
+        let (nw, nh) = (nw.max(1) as usize, nh.max(1) as usize);
+        assert!(bpp >= 3 && ch.iter().all(|c| *c < bpp) && w > 0 && h > 0, "a layout of whole-byte channels");
+        let (tx, ty) = (taps(w, nw), taps(h, nh));
+        // Horizontal taps flattened to a fixed width (zero-weight padding kept inside the row), so the inner loop
+        // has no per-output allocation to chase.
+        let maxt = tx.iter().map(|(_, ws)| ws.len()).max().unwrap_or(1);
+        let mut hx = Vec::with_capacity(nw);
+        let mut hw = vec![0u32; nw * maxt];
+        for (o, (first, ws)) in tx.iter().enumerate() {
+            // `maxt` columns from `start` stay inside the row; the real taps sit at `first - start`.
+            let start = (*first).min(w - maxt);
+            let off = first - start;
+            hw[o * maxt + off..o * maxt + off + ws.len()].copy_from_slice(ws);
+            hx.push(start * bpp);
+        }
+        Plan { nw, nh, stride: w * bpp, bpp, ch, ty, hx, hw, maxt }
+    }
+
+    /// The horizontal pass of one output row over its vertically accumulated source row `acc`. Both weight sets
+    /// sum to exactly 4096, so the total is at most 255 × 4096 × 4096 (+ the rounding half) < 2³²: u32 is exact.
+    #[inline(always)]
+    pub(crate) fn horizontal(&self, acc: &[u32], dst: &mut [u8]) {
+        let (bpp, [cr, cg, cb], maxt) = (self.bpp, self.ch, self.maxt);
         if bpp == 4 {
-            horizontal_4(&acc, &hx, &hw, maxt, [cr, cg, cb], dst);
-            continue;
+            return horizontal_4(acc, &self.hx, &self.hw, maxt, self.ch, dst);
         }
-        for ((&x0, wxs), d) in hx.iter().zip(hw.chunks_exact(maxt)).zip(dst.chunks_exact_mut(3)) {
+        for ((&x0, wxs), d) in self.hx.iter().zip(self.hw.chunks_exact(maxt)).zip(dst.chunks_exact_mut(3)) {
             let mut sum = [1u32 << 23; 3];
             for (k, &wx) in wxs.iter().enumerate() {
                 let p = &acc[x0 + k * bpp..x0 + (k + 1) * bpp];
@@ -403,7 +484,46 @@ fn area_downscale_kernel<R: Rows + ?Sized>(src: &R, w: usize, h: usize, nw: u32,
             d[2] = (sum[2] >> 24).min(255) as u8;
         }
     }
-    out
+}
+
+impl Plan {
+    /// [`Plan::horizontal`] compiled for AVX2 where the CPU has it (see [`area_downscale_rows`]): for callers that
+    /// finish one output row at a time ([`super::fitting`]).
+    pub(crate) fn horizontal_fast(&self, acc: &[u32], dst: &mut [u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            #[target_feature(enable = "avx2")]
+            unsafe fn avx2(plan: &Plan, acc: &[u32], dst: &mut [u8]) {
+                plan.horizontal(acc, dst)
+            }
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { avx2(self, acc, dst) };
+        }
+        self.horizontal(acc, dst)
+    }
+}
+
+/// [`accumulate`] compiled for AVX2 where the CPU has it: for callers that add one source row at a time.
+pub(crate) fn accumulate_fast(acc: &mut [u32], row: &[u8], weight: u32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(acc: &mut [u32], row: &[u8], weight: u32) {
+            accumulate(acc, row, weight)
+        }
+        // SAFETY: the CPU supports AVX2, checked just above.
+        return unsafe { avx2(acc, row, weight) };
+    }
+    accumulate(acc, row, weight)
+}
+
+/// `acc += row × weight`, byte by byte: a straight multiply-add over contiguous bytes that the compiler vectorises.
+#[inline(always)]
+pub(crate) fn accumulate(acc: &mut [u32], row: &[u8], weight: u32) {
+    assert_eq!(row.len(), acc.len(), "a source row is w × bpp bytes");
+    for (a, &p) in acc.iter_mut().zip(row) {
+        *a += u32::from(p) * weight;
+    }
 }
 
 /// The horizontal pass for 4-byte pixels (RGBA, RGBX, BGRA: nearly every capture): all four lanes of a tap are
@@ -606,13 +726,13 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 .acquire()
                 .await
                 .map_err(|_| ProtoError::new(ErrorCode::Internal, "screenshot limiter closed"))?;
-            let frame = match capture(&c.adb, &c.device, DEFAULT_PATH, c.spec.deadline).await {
+            let frame = match capture(&c.adb, &c.device, DEFAULT_PATH, max_side, c.spec.deadline).await {
                 Ok(f) => f,
                 // A device that did not answer in time will not answer a second request either.
                 Err(e) if e.code == ErrorCode::DeviceTimeout => return Err(e),
                 Err(e) => {
                     tracing::debug!(error = %e, "framebuffer capture failed; falling back to raw screencap");
-                    capture(&c.adb, &c.device, CapturePath::Raw, c.spec.deadline).await?
+                    capture(&c.adb, &c.device, CapturePath::Raw, max_side, c.spec.deadline).await?
                 }
             };
             let (ext, mime) = match format {
@@ -626,7 +746,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             };
             // The frame is captured in the display's current (rotated) space and `wm size` is the natural one: a
             // landscape frame turns the size with it, at no extra round trip, so the numbers always match the image.
-            let (fw, fh) = frame.frame.dimensions();
+            let (fw, fh) = frame.picture.dimensions();
             let (screen_w, screen_h) = if (fw > fh) != (screen_w > screen_h) && fw != fh && screen_w != screen_h {
                 (screen_h, screen_w)
             } else {
@@ -634,8 +754,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             };
             let cache = c.files.clone();
             let (row, w, h, uniform) = tokio::task::spawn_blocking(move || {
-                let uniform = frame.frame.uniform_colour();
-                let (bytes, w, h) = render(&frame.frame, max_side, format)?;
+                let uniform = frame.picture.uniform_colour();
+                let (bytes, w, h) = encode(&frame.picture.fit(max_side), format)?;
                 let row = cache.store_bytes(&bytes, meta).map_err(|e| e.into_proto("the screenshot"))?;
                 Ok::<_, ProtoError>((row, w, h, uniform))
             })

@@ -28,8 +28,7 @@ use crate::device::adb::AdbBackend;
 use crate::device::DeviceKey;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::now_ms;
-use crate::tools::frame::Frame;
-use crate::tools::screen::{capture, render, CapturePath, Format, DEFAULT_PATH};
+use crate::tools::screen::{capture, encode, CapturePath, Format, Picture, DEFAULT_PATH};
 
 /// Longest side of a wall thumbnail (the detail view shows the same image larger).
 pub const THUMB_MAX_SIDE: u32 = 720;
@@ -61,7 +60,7 @@ pub struct Thumb {
 
 /// A captured screen not yet encoded ([`Thumbs::capture_live`] → [`Thumbs::publish`]).
 pub struct Shot {
-    frame: Frame,
+    picture: Picture,
     taken: Instant,
 }
 
@@ -208,10 +207,10 @@ impl Thumbs {
         }
         let taken = Instant::now();
         let work = async {
-            match capture(adb, key, DEFAULT_PATH, CAPTURE_DEADLINE).await {
+            match capture(adb, key, DEFAULT_PATH, THUMB_MAX_SIDE, CAPTURE_DEADLINE).await {
                 Ok(f) => Ok(f),
                 Err(e) if e.code == ErrorCode::DeviceTimeout => Err(e),
-                Err(_) => capture(adb, key, CapturePath::Raw, CAPTURE_DEADLINE).await,
+                Err(_) => capture(adb, key, CapturePath::Raw, THUMB_MAX_SIDE, CAPTURE_DEADLINE).await,
             }
         };
         let outcome = match tokio::time::timeout(CAPTURE_DEADLINE, work).await {
@@ -221,7 +220,7 @@ impl Thumbs {
         match outcome {
             Ok(c) => {
                 *hung = None;
-                Ok(Shot { frame: c.frame, taken })
+                Ok(Shot { picture: c.picture, taken })
             }
             Err(e) => {
                 if e.code == ErrorCode::DeviceTimeout {
@@ -235,16 +234,17 @@ impl Thumbs {
     async fn publish_to(&self, dev: &Device, shot: Shot) -> Result<(Arc<Thumb>, bool), ProtoError> {
         let current = dev.thumb();
         let known = current.as_ref().map(|t| t.signature);
-        let Shot { frame, taken } = shot;
+        let Shot { picture, taken } = shot;
         let failed = |_| ProtoError::new(ErrorCode::Internal, "thumbnail encoding failed unexpectedly");
         // The signature reads every pixel (a few ms for a phone screen on a Pi): too long for an async worker.
-        let (sig, frame) = tokio::task::spawn_blocking(move || (signature(&frame), frame)).await.map_err(failed)?;
+        let (sig, picture) =
+            tokio::task::spawn_blocking(move || (signature(&picture), picture)).await.map_err(failed)?;
         let rendered = if known == Some(sig) {
             None
         } else {
             let _permit = self.slot().await?;
             let job = tokio::task::spawn_blocking(move || {
-                render(&frame, THUMB_MAX_SIDE, Format::Jpeg { quality: THUMB_QUALITY })
+                encode(&picture.fit(THUMB_MAX_SIDE), Format::Jpeg { quality: THUMB_QUALITY })
             });
             match tokio::time::timeout(CAPTURE_DEADLINE, job).await {
                 Ok(r) => Some(r.map_err(failed)??),
@@ -279,16 +279,18 @@ impl Thumbs {
     }
 }
 
-/// A 64-bit signature of a screen's pixels (the captured bytes, before any conversion), to tell a still screen from a changed one without encoding it: the
+/// A 64-bit signature of a screen's pixels (the captured bytes before any conversion, or the picture a parallel
+/// capture downscaled as it arrived: what the thumbnail shows), to tell a still screen from a changed one without
+/// encoding it: the
 /// xxHash64 round over four interleaved lanes of 8 bytes (memory-bound, several GB/s; a 720x1600 RGB frame in well
 /// under a millisecond on a desktop core), then its avalanche. Not a cryptographic hash: the phone draws its own
 /// pixels anyway, and a collision costs one frame not shown until the picture changes again.
-fn signature(frame: &Frame) -> u64 {
+fn signature(picture: &Picture) -> u64 {
     const P1: u64 = 0x9E37_79B1_85EB_CA87;
     const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
     const P3: u64 = 0x1656_67B1_9E37_79F9;
     let round = |acc: u64, lane: u64| acc.wrapping_add(lane.wrapping_mul(P2)).rotate_left(31).wrapping_mul(P1);
-    let px = frame.pixel_bytes();
+    let px = picture.pixel_bytes();
     let mut acc = [P1.wrapping_add(P2), P2, 0, P1.wrapping_neg()];
     let mut blocks = px.chunks_exact(32);
     for b in &mut blocks {
@@ -302,7 +304,7 @@ fn signature(frame: &Frame) -> u64 {
         h = round(h, u64::from(b) ^ ((i as u64) << 8));
     }
     // The dimensions too: a rotated screen of the same bytes is another picture.
-    let (w, hgt) = frame.dimensions();
+    let (w, hgt) = picture.dimensions();
     h = round(h, (u64::from(w) << 32) | u64::from(hgt));
     h ^= h >> 33;
     h = h.wrapping_mul(P2);
@@ -388,7 +390,7 @@ mod tests {
     #[test]
     fn signature_tells_pictures_apart() {
         use image::RgbImage;
-        let signature = |i: &RgbImage| signature(&Frame::from_rgb(i.clone()));
+        let signature = |i: &RgbImage| signature(&Picture::Whole(crate::tools::frame::Frame::from_rgb(i.clone())));
         let a = RgbImage::from_pixel(720, 1600, image::Rgb([30, 40, 50]));
         assert_eq!(signature(&a), signature(&a.clone()));
         for (x, y) in [(0, 0), (719, 1599), (360, 800)] {
