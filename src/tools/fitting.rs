@@ -109,19 +109,24 @@ impl Fitting {
     pub fn new(shape: RawShape, header: &[u8], nw: u32, nh: u32) -> Fitting {
         let (w, h) = (shape.width as usize, shape.height as usize);
         let plan = Plan::new(w, h, nw, nh, shape.row_layout());
-        let mut by_row: Vec<Vec<(usize, u32)>> = vec![Vec::new(); h];
-        for (j, (first, ws)) in plan.ty.iter().enumerate() {
-            for (k, &wy) in ws.iter().enumerate() {
-                by_row[first + k].push((j, wy));
+        // The taps regrouped by source row (a counting sort: no vector per row).
+        let mut starts = vec![0usize; h + 1];
+        for (first, ws) in &plan.ty {
+            for k in 0..ws.len() {
+                starts[first + k + 1] += 1;
             }
         }
-        let mut starts = Vec::with_capacity(h + 1);
-        let mut taps = Vec::new();
-        for t in by_row {
-            starts.push(taps.len());
-            taps.extend(t);
+        for y in 0..h {
+            starts[y + 1] += starts[y];
         }
-        starts.push(taps.len());
+        let mut taps = vec![(0usize, 0u32); starts[h]];
+        let mut next = starts.clone();
+        for (j, (first, ws)) in plan.ty.iter().enumerate() {
+            for (k, &wy) in ws.iter().enumerate() {
+                taps[next[first + k]] = (j, wy);
+                next[first + k] += 1;
+            }
+        }
         let out = vec![0u8; plan.nw * plan.nh * 3];
         let header = header[..shape.header_len.min(header.len())].to_vec();
         let shared = Shared {
