@@ -262,8 +262,11 @@ pub async fn exec_feed(
     inflate: &mut impl super::gunzip::Feed,
 ) -> Result<usize, ProtoError> {
     let mut st = open(server, serial, &format!("exec:{cmd}")).await?;
-    // 64 KiB per step: the inflate work done between two awaits stays small whatever the ratio.
-    let mut buf = vec![0u8; 64 * 1024];
+    // 16 KiB per step: what one step inflates (and, for a fitted capture, downscales: `tools::fitting`) runs on
+    // the runtime's worker between two awaits, and a flat screen deflates ~100:1, so 16 KiB can be 1.6 MB of
+    // frame — about a millisecond of work here, a few on a Pi. A whole compressed frame is ~100 KB: the reads
+    // this adds are a handful.
+    let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = st.s.read(&mut buf).await.map_err(|e| io_failed("exec", e))?;
         if n == 0 {
