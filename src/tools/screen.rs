@@ -1052,6 +1052,38 @@ mod tests {
         }
     }
 
+    /// The vector horizontal pass (AVX2, this machine's path) and the portable one (what a Pi runs: aarch64 has no
+    /// AVX2) give the same bytes for every 4-byte layout and for 3-byte pixels, at output widths that leave 0–3
+    /// pixels for the tail, over accumulators at the top of their range (where a narrowing could saturate).
+    #[test]
+    fn the_vector_and_portable_horizontal_passes_agree() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut compared = 0;
+        for (bpp, ch) in [(4, [0, 1, 2]), (4, [2, 1, 0]), (4, [1, 3, 0]), (3, [0, 1, 2])] {
+            for (w, nw) in [(1080usize, 576u32), (203, 97), (64, 33), (17, 14), (9, 1)] {
+                let plan = Plan::new(w, 10, nw, 5, (bpp, ch));
+                for round in 0..4 {
+                    // Σ wy·p over a source column: at most 255 × 4096; the last round sits at that bound.
+                    let acc: Vec<u32> = (0..w * bpp)
+                        .map(|_| if round == 3 { 255 * 4096 } else { (next() % (255 * 4096 + 1)) as u32 })
+                        .collect();
+                    let (mut portable, mut fast) = (vec![0u8; nw as usize * 3], vec![1u8; nw as usize * 3]);
+                    plan.horizontal(&acc, &mut portable);
+                    plan.horizontal_fast(&acc, &mut fast);
+                    assert_eq!(portable, fast, "bpp {bpp}, channels {ch:?}, {w} → {nw}, round {round}");
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 4 * 5 * 4);
+    }
+
     /// The decoders before issue 24 (full-size RGB first), verbatim in what they computed: the reference the
     /// fused path must equal.
     fn old_decode_raw(data: &[u8]) -> RgbImage {
