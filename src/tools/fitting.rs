@@ -372,21 +372,15 @@ mod tests {
         d
     }
 
-    /// A screen-like picture: flat bands, a few noisy rows, one odd block (or one flat colour, `flat`).
+    /// A screen-like picture: flat bands between noisy runs (or one flat colour, `flat`).
     fn pixels(n: usize, seed: u64, flat: bool) -> Vec<u8> {
-        let mut x = seed | 1;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        };
+        let mut next = crate::tools::screen::tests::xorshift(seed | 1);
         (0..n)
             .map(|i| {
                 if flat {
                     200
                 } else if i % 5000 < 1500 {
-                    next()
+                    next() as u8
                 } else {
                     (i / 3000) as u8
                 }

@@ -838,7 +838,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -1052,18 +1052,22 @@ mod tests {
         }
     }
 
+    /// A xorshift64 generator: repeatable test pixels without a dependency (also `tools::fitting`'s tests).
+    pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// The vector horizontal pass (AVX2, this machine's path) and the portable one (what a Pi runs: aarch64 has no
     /// AVX2) give the same bytes for every 4-byte layout and for 3-byte pixels, at output widths that leave 0–3
     /// pixels for the tail, over accumulators at the top of their range (where a narrowing could saturate).
     #[test]
     fn the_vector_and_portable_horizontal_passes_agree() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut compared = 0;
         for (bpp, ch) in [(4, [0, 1, 2]), (4, [2, 1, 0]), (4, [1, 3, 0]), (3, [0, 1, 2])] {
             for (w, nw) in [(1080usize, 576u32), (203, 97), (64, 33), (17, 14), (9, 1)] {
@@ -1131,13 +1135,7 @@ mod tests {
     /// check on the bytes agrees with the old one on the decoded frame.
     #[test]
     fn frames_fit_straight_from_the_bytes_exactly_as_decoded_then_downscaled() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rnd = xorshift(0x2545_f491_4f6c_dd1d);
         let sizes = [(1u32, 1u32), (1, 7), (9, 2), (37, 83), (83, 37), (203, 451), (640, 97), (108, 240)];
         let sides = [0u32, 1, 5, 36, 50, 82, 200, 451, 1280];
         let mut frames: Vec<(String, Frame, RgbImage)> = Vec::new();
