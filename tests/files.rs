@@ -624,16 +624,18 @@ async fn capture_paths_agree() {
             }
             assert!(other.picture.fit(0) == raw, "{path:?} differs from the raw capture");
         }
-        // Asked for a smaller picture, the parallel capture downscales its rows as they arrive (the frame is never
-        // held whole): the same pixels as the whole raw frame downscaled, whatever the layout of its ranges.
-        for (side, want) in [(1280, (576, 1280)), (1000, (450, 1000)), (777, (350, 777))] {
-            let fitted =
-                capture(&backend, &key, CapturePath::GzipParallel, side, Duration::from_secs(30)).await.unwrap();
-            assert!(matches!(fitted.picture, Picture::Fitted(_)), "{side}: downscaled as it arrived");
-            assert_eq!(fitted.picture.dimensions(), (1080, 2400), "{side}: the frame's own size");
-            let img = fitted.picture.fit(side);
-            assert_eq!(img.dimensions(), want);
-            assert!(img == area_downscale(&raw, want.0, want.1), "{side}: the fitted picture differs");
+        // Asked for a smaller picture, the parallel capture and the framebuffer downscale their rows as they
+        // arrive (the frame is never held whole): the same pixels as the whole raw frame downscaled, whatever the
+        // layout of the parallel capture's ranges.
+        for path in [CapturePath::GzipParallel, CapturePath::Framebuffer] {
+            for (side, want) in [(1280, (576, 1280)), (1000, (450, 1000)), (777, (350, 777))] {
+                let fitted = capture(&backend, &key, path, side, Duration::from_secs(30)).await.unwrap();
+                assert!(matches!(fitted.picture, Picture::Fitted(_)), "{path:?} {side}: downscaled as it arrived");
+                assert_eq!(fitted.picture.dimensions(), (1080, 2400), "{path:?} {side}: the frame's own size");
+                let img = fitted.picture.fit(side);
+                assert_eq!(img.dimensions(), want);
+                assert!(img == area_downscale(&raw, want.0, want.1), "{path:?} {side}: the fitted picture differs");
+            }
         }
     })
     .await

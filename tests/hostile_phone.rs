@@ -33,14 +33,18 @@ async fn a_lying_screen_capture_is_a_clean_error_and_the_connector_keeps_serving
         let (k, v) = bearer();
         for lie in [FrameLie::ChannelOverflow, FrameLie::Truncated, FrameLie::Huge] {
             liar.lie_about_frames(lie);
-            let before = liar.commands().len();
-            let a = c.invoke(&liar_ch, "android_screenshot", json!({})).await;
-            assert_eq!(error_code(&a), "bad_frame", "{lie:?}: {a}");
-            let msg = a["error"]["message"].as_str().unwrap_or_default();
-            assert!(msg.contains("screen capture") || msg.contains("framebuffer"), "{lie:?}: {msg}");
-            // Both capture paths were tried and both lied (framebuffer, then raw screencap).
-            let tried: Vec<String> = liar.commands()[before..].to_vec();
-            assert!(tried.iter().any(|c| c == "framebuffer:") && tried.iter().any(|c| c == "screencap"), "{tried:?}");
+            // Full size (the framebuffer collected whole) and smaller (its rows downscaled as they arrive).
+            for args in [json!({}), json!({"max_side": 200})] {
+                let before = liar.commands().len();
+                let a = c.invoke(&liar_ch, "android_screenshot", args.clone()).await;
+                assert_eq!(error_code(&a), "bad_frame", "{lie:?} {args}: {a}");
+                let msg = a["error"]["message"].as_str().unwrap_or_default();
+                assert!(msg.contains("screen capture") || msg.contains("framebuffer"), "{lie:?} {args}: {msg}");
+                // Both capture paths were tried and both lied (framebuffer, then raw screencap).
+                let tried: Vec<String> = liar.commands()[before..].to_vec();
+                let both = tried.iter().any(|c| c == "framebuffer:") && tried.iter().any(|c| c == "screencap");
+                assert!(both, "{args}: {tried:?}");
+            }
 
             // The wall's thumbnail of the liar: an error answer, not a hang or a dead connection.
             let thumb =

@@ -769,6 +769,21 @@ impl AdbBackend {
         self.op(key, false, deadline, |d| async move { d.framebuffer(max_pixel_bytes).await }).await
     }
 
+    /// The `framebuffer:` service with its pixels handed to the sink `start` makes from the checked header, as
+    /// they arrive (an observation; see [`transport::framebuffer_feed`]).
+    pub async fn framebuffer_feed<S: transport::PixelSink + Send>(
+        &self,
+        key: &DeviceKey,
+        max_pixel_bytes: usize,
+        start: impl FnOnce(&FbHeader) -> Result<S, ProtoError> + Send,
+        deadline: Duration,
+    ) -> Result<(FbHeader, S), ProtoError> {
+        self.op(key, false, deadline, |d| async move {
+            transport::framebuffer_feed(d.server, &d.serial, max_pixel_bytes, start).await
+        })
+        .await
+    }
+
     /// `sync:` STAT of one path (an observation).
     pub async fn stat(&self, key: &DeviceKey, path: &str, deadline: Duration) -> Result<FileStat, ProtoError> {
         self.op(key, false, deadline, |d| async move { d.sync().await?.stat(path).await }).await

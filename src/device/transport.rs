@@ -301,6 +301,51 @@ pub async fn framebuffer(
     max_pixel_bytes: usize,
 ) -> Result<(FbHeader, Vec<u8>), ProtoError> {
     let mut st = open(server, serial, "framebuffer:").await?;
+    let h = framebuffer_header(&mut st, max_pixel_bytes).await?;
+    let mut px = Vec::new();
+    read_claimed(&mut st.s, h.size as usize, &mut px).await?;
+    Ok((h, px))
+}
+
+/// What the pixels of a [`framebuffer_feed`] are handed to, chunk by chunk in order.
+pub trait PixelSink {
+    /// The next pixel bytes; `Err` says why they are refused.
+    fn take(&mut self, px: &[u8]) -> Result<(), String>;
+}
+
+/// `framebuffer:` with its pixels handed to a sink as they arrive instead of collected: `start` sees the checked
+/// header and returns the sink (or refuses the frame), which then gets exactly `size` bytes in chunks of at most
+/// 64 KiB. Returns the header and the sink. A stream that ends early, or bytes the sink refuses, are `bad_frame`.
+pub async fn framebuffer_feed<S: PixelSink>(
+    server: SocketAddr,
+    serial: &str,
+    max_pixel_bytes: usize,
+    start: impl FnOnce(&FbHeader) -> Result<S, ProtoError>,
+) -> Result<(FbHeader, S), ProtoError> {
+    let mut st = open(server, serial, "framebuffer:").await?;
+    let h = framebuffer_header(&mut st, max_pixel_bytes).await?;
+    let mut sink = start(&h)?;
+    let size = h.size as usize;
+    let mut buf = vec![0u8; size.min(64 * 1024)];
+    let mut got = 0;
+    while got < size {
+        let want = (size - got).min(buf.len());
+        let n = st.s.read(&mut buf[..want]).await.map_err(|e| io_failed("framebuffer", e))?;
+        if n == 0 {
+            return Err(ProtoError::new(
+                ErrorCode::BadFrame,
+                format!("the framebuffer header announced {size} bytes of pixels, the phone sent {got}"),
+            ));
+        }
+        got += n;
+        sink.take(&buf[..n])
+            .map_err(|why| ProtoError::new(ErrorCode::BadFrame, format!("unreadable screen capture: {why}")))?;
+    }
+    Ok((h, sink))
+}
+
+/// Reads and checks a `framebuffer:` header (adbd `framebuffer_service.cpp`, versions 1 and 2).
+async fn framebuffer_header(st: &mut Stream, max_pixel_bytes: usize) -> Result<FbHeader, ProtoError> {
     let version = st.u32().await?;
     // Version 1: bpp, size, width, height, then offset/length of red, blue, green, alpha (12 words).
     // Version 2 adds a colour space after bpp. Anything else (e.g. a legacy 16 for RGB565) is not supported.
@@ -333,9 +378,7 @@ pub async fn framebuffer(
             format!("implausible framebuffer header {}×{} at {} bpp, {} bytes", h.width, h.height, h.bpp, h.size),
         ));
     }
-    let mut px = Vec::new();
-    read_claimed(&mut st.s, h.size as usize, &mut px).await?;
-    Ok((h, px))
+    Ok(h)
 }
 
 /// First allocation of [`read_claimed`]: a claim is not data, so no more than this is reserved before bytes come.

@@ -24,7 +24,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use super::fitting::Fitting;
-use super::frame::{raw_capture_size, Frame, RawShape};
+use super::frame::{raw_capture_size, Frame, Shape};
 use super::screen::{fit_size, Picture};
 use crate::device::adb::AdbBackend;
 use crate::device::gunzip::{GunzipChunks, GunzipInto, GunzipRange, Out};
@@ -213,7 +213,7 @@ async fn capture_to(
             "a {size}-byte capture file whose header implies {most} (at most {cap} accepted)"
         )));
     }
-    let shape = RawShape::of(header, size)?;
+    let shape = Shape::of(header, size)?;
     let plan = ranges(size, streams);
     if let Some((nw, nh)) = (fit > 0).then(|| fit_size(shape.width, shape.height, fit)).flatten() {
         let fitting = Fitting::new(shape, header, nw, nh);

@@ -1,6 +1,7 @@
 //! A capture downscaled while it arrives (issue 24, host side): the parallel capture's ranges are inflated a chunk
-//! at a time ([`crate::device::gunzip::GunzipChunks`]) and each chunk's rows go straight into the area downscale,
-//! so the full-size frame (10.4 MB for 1080×2400 RGBA) is never held. Allocating, zeroing, faulting in and
+//! at a time ([`crate::device::gunzip::GunzipChunks`]), or the `framebuffer:` pixels read a chunk at a time (one
+//! range: the whole frame, in order), and each chunk's rows go straight into the area downscale, so the full-size
+//! frame (10.4 MB for 1080×2400 RGBA) is never held. Allocating, zeroing, faulting in and
 //! unmapping that buffer was about a third of the connector's CPU per screenshot (perf, `BENCHMARKS.md`), and
 //! the downscale now reads rows that are still in the cache the inflate just wrote them to.
 //!
@@ -25,7 +26,7 @@ use std::sync::Mutex;
 
 use image::RgbImage;
 
-use super::frame::RawShape;
+use super::frame::Shape;
 use super::screen::{accumulate_fast, Plan};
 
 /// An output row being summed: its accumulated source rows, and how many of its taps are in.
@@ -83,7 +84,7 @@ struct Shared {
 
 /// One raw capture being downscaled to `nw × nh` as its ranges arrive.
 pub struct Fitting {
-    shape: RawShape,
+    shape: Shape,
     plan: Plan,
     /// Source row `y` counts in the output rows `taps[starts[y]..starts[y + 1]]`: (output row, weight).
     starts: Vec<usize>,
@@ -106,7 +107,7 @@ pub struct Fitted {
 impl Fitting {
     /// A capture of `shape` whose first bytes are `header` (at least `shape.header_len` of them), to be made into
     /// `nw × nh` (a downscale: each at most the frame's own).
-    pub fn new(shape: RawShape, header: &[u8], nw: u32, nh: u32) -> Fitting {
+    pub fn new(shape: Shape, header: &[u8], nw: u32, nh: u32) -> Fitting {
         let (w, h) = (shape.width as usize, shape.height as usize);
         let plan = Plan::new(w, h, nw, nh, shape.row_layout());
         // The taps regrouped by source row (a counting sort: no vector per row).
@@ -391,7 +392,7 @@ mod tests {
     /// Feeds `data` as ranges cut every `block` bytes into `streams` parts, the parts' chunks of `chunk` bytes
     /// interleaved as concurrent streams deliver them, and returns the picture.
     fn fitted(data: &[u8], max_side: u32, block: usize, streams: usize, chunk: usize) -> Result<Fitted, String> {
-        let shape = RawShape::of(data, data.len()).map_err(|e| e.message)?;
+        let shape = Shape::of(data, data.len()).map_err(|e| e.message)?;
         let (nw, nh) = fit_size(shape.width, shape.height, max_side).expect("a downscale");
         let fit = Fitting::new(shape, &data[..16], nw, nh);
         let blocks = data.len().div_ceil(block);
@@ -440,6 +441,48 @@ mod tests {
         assert_eq!(cases, 4 * 2 * 2 * 3 * 5);
     }
 
+    /// `framebuffer:` pixels (no header; whole-byte and bit-field layouts) fed in order as one range, in chunks
+    /// of any size, make the picture `Frame::from_framebuffer(..).fit` makes, and the same blank-check answer.
+    #[test]
+    fn framebuffer_pixels_fed_in_order_make_the_whole_frames_picture() {
+        use crate::device::transport::FbHeader;
+        type Channel = (u32, u32);
+        let layouts: [(u32, Channel, Channel, Channel); 5] = [
+            (32, (0, 8), (8, 8), (16, 8)),  // RGBA_8888
+            (32, (16, 8), (8, 8), (0, 8)),  // BGRA_8888
+            (24, (0, 8), (8, 8), (16, 8)),  // RGB_888
+            (16, (11, 5), (5, 6), (0, 5)),  // RGB_565
+            (32, (2, 8), (12, 7), (23, 6)), // odd bit fields
+        ];
+        let mut cases = 0;
+        for (bpp, red, green, blue) in layouts {
+            for (w, h) in [(97u32, 211u32), (120, 64)] {
+                for flat in [false, true] {
+                    let size = (w * h * bpp / 8) as usize;
+                    let hdr = FbHeader { bpp, size: size as u32, width: w, height: h, red, green, blue, alpha: (0, 0) };
+                    let px = pixels(size, u64::from(bpp * w), flat);
+                    let frame = Frame::from_framebuffer(&hdr, px.clone()).unwrap();
+                    let shape = Shape::of_framebuffer(&hdr).unwrap();
+                    for (max_side, chunk) in [(w.max(h) - 1, 4096), (40, 1), (17, 333)] {
+                        let (nw, nh) = fit_size(w, h, max_side).unwrap();
+                        let fit = Fitting::new(shape, &[], nw, nh);
+                        let mut strip = fit.strip(0, size);
+                        for c in px.chunks(chunk) {
+                            strip.take(c).unwrap();
+                        }
+                        strip.finish();
+                        let got = fit.finish().unwrap();
+                        let what = format!("{bpp} bpp {red:?} {green:?} {blue:?} {w}×{h} flat {flat} → {max_side}");
+                        assert!(got.img == frame.fit(max_side), "{what}: pixels");
+                        assert_eq!(got.uniform, frame.uniform_colour(), "{what}: blank check");
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 5 * 2 * 2 * 3);
+    }
+
     #[test]
     fn a_single_odd_sample_makes_a_frame_not_uniform() {
         let (w, h) = (40u32, 40u32);
@@ -457,7 +500,7 @@ mod tests {
     #[test]
     fn a_range_that_repeats_another_header_or_runs_past_its_end_is_refused() {
         let data = raw(20, 30, 1, true, &pixels(20 * 30 * 4, 3, false));
-        let shape = RawShape::of(&data, data.len()).unwrap();
+        let shape = Shape::of(&data, data.len()).unwrap();
         let fit = Fitting::new(shape, &data[..16], 10, 15);
         let mut other = data[..16].to_vec();
         other[0] = 21;

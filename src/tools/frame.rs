@@ -92,22 +92,23 @@ pub fn raw_capture_size(prefix: &[u8]) -> Result<usize, String> {
     Ok(n * layout.bpp() + 16)
 }
 
-/// The checked shape of a raw `screencap` capture, from its header and the file's size: what the parallel
-/// capture needs to downscale rows as they arrive ([`super::fitting`]) without ever holding the whole frame.
+/// The checked shape of a capture — a raw `screencap` file from its header and size, or `framebuffer:` pixels
+/// from their header —: what a capture needs to downscale rows as they arrive ([`super::fitting`]) without ever
+/// holding the whole frame.
 #[derive(Clone, Copy, Debug)]
-pub struct RawShape {
+pub struct Shape {
     pub width: u32,
     pub height: u32,
-    /// 12 (before Android 9) or 16 bytes.
+    /// Bytes before the first pixel: 12 (raw, before Android 9) or 16 (raw), 0 (`framebuffer:` pixels).
     pub header_len: usize,
     layout: Layout,
 }
 
-impl RawShape {
+impl Shape {
     /// The shape of a raw capture of `size` bytes whose first 12 header bytes are `head`: refused unless the
     /// header names a plausible screen in a known format and `size` is exactly its pixels plus a 12- or 16-byte
     /// header (the same checks as [`Frame::from_raw`]).
-    pub fn of(head: &[u8], size: usize) -> Result<RawShape, ProtoError> {
+    pub fn of(head: &[u8], size: usize) -> Result<Shape, ProtoError> {
         let u32_at = |i: usize| head.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         let (Some(w), Some(h), Some(format)) = (u32_at(0), u32_at(4), u32_at(8)) else {
             return Err(bad_frame(format!("{} bytes is too short for a header", head.len())));
@@ -119,7 +120,35 @@ impl RawShape {
             .checked_sub(n * bpp)
             .filter(|h| *h == 12 || *h == 16)
             .ok_or_else(|| bad_frame(format!("{size} bytes do not hold a {w}×{h} frame of {bpp} bytes per pixel")))?;
-        Ok(RawShape { width: w, height: h, header_len, layout })
+        Ok(Shape { width: w, height: h, header_len, layout })
+    }
+
+    /// The shape of `framebuffer:` pixels with the channel offsets and lengths of `h` (little-endian pixels of 16,
+    /// 24 or 32 bits; channels of up to 8 bits are scaled to 8). Refuses what [`Frame::from_framebuffer`] would,
+    /// but the pixel count, which is the transport's to check against `h.size`.
+    pub fn of_framebuffer(h: &FbHeader) -> Result<Shape, ProtoError> {
+        let (w, hgt) = (h.width, h.height);
+        checked_pixels(w, hgt, "framebuffer ").map_err(bad_frame)?;
+        // Only whole bytes per pixel exist on the wire: 16, 24 or 32 bits. Every later offset is checked against
+        // the bits of the bytes actually received per pixel, never against a header word alone.
+        if !matches!(h.bpp, 16 | 24 | 32) {
+            return Err(bad_frame(format!("unsupported pixel depth {} bpp", h.bpp)));
+        }
+        let bpp = (h.bpp / 8) as usize;
+        for (name, (off, len)) in [("red", h.red), ("green", h.green), ("blue", h.blue)] {
+            // `off + len` in checked arithmetic: a red offset of 0xFFFFFFF8 with length 8 wraps to 0 in u32 and
+            // used to pass this check, then index past the pixel and abort the whole connector.
+            if len == 0 || len > 8 || off.checked_add(len).is_none_or(|end| end > h.bpp) {
+                return Err(bad_frame(format!("unsupported {name} channel: offset {off}, length {len}")));
+            }
+        }
+        let layout = if [h.red, h.green, h.blue].iter().all(|(o, l)| *l == 8 && o % 8 == 0) {
+            // The common case (RGBA_8888, BGRA_8888, RGB_888): pick bytes.
+            Layout::Bytes { bpp, ch: [(h.red.0 / 8) as usize, (h.green.0 / 8) as usize, (h.blue.0 / 8) as usize] }
+        } else {
+            Layout::Bits { bpp, ch: [h.red, h.green, h.blue] }
+        };
+        Ok(Shape { width: w, height: hgt, header_len: 0, layout })
     }
 
     /// Bytes of one row of pixels as captured.
@@ -128,18 +157,18 @@ impl RawShape {
     }
 
     /// A captured row (`stride` bytes) as the downscale accumulates it: the bytes themselves for whole-byte
-    /// layouts, else converted to RGB in `scratch`. R, G, B positions: [`RawShape::row_layout`].
+    /// layouts, else converted to RGB in `scratch`. R, G, B positions: [`Shape::row_layout`].
     pub(crate) fn row<'a>(&self, src: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
         convert_row(self.layout, src, scratch)
     }
 
-    /// Bytes per pixel and R, G, B positions of what [`RawShape::row`] returns.
+    /// Bytes per pixel and R, G, B positions of what [`Shape::row`] returns.
     pub(crate) fn row_layout(&self) -> (usize, [usize; 3]) {
         row_layout(self.layout)
     }
 }
 
-/// See [`RawShape::row`].
+/// See [`Shape::row`].
 fn convert_row<'a>(layout: Layout, src: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
     match layout {
         Layout::Bytes { .. } => src,
@@ -182,38 +211,19 @@ fn pixel_rgb(layout: Layout, p: &[u8]) -> [u8; 3] {
 impl Frame {
     /// `screencap` raw output: `u32 width, height, format` (+ `u32 dataspace` since Android 9), then pixels.
     pub fn from_raw(data: Vec<u8>) -> Result<Frame, ProtoError> {
-        let RawShape { width, height, header_len, layout } = RawShape::of(&data, data.len())?;
+        let Shape { width, height, header_len, layout } = Shape::of(&data, data.len())?;
         Ok(Frame { data, offset: header_len, width, height, layout })
     }
 
     /// `framebuffer:` pixels with the channel offsets and lengths of its header (little-endian pixels of 16, 24
     /// or 32 bits; channels of up to 8 bits are scaled to 8).
     pub fn from_framebuffer(h: &FbHeader, px: Vec<u8>) -> Result<Frame, ProtoError> {
-        let (w, hgt) = (h.width, h.height);
-        let n = checked_pixels(w, hgt, "framebuffer ").map_err(bad_frame)?;
-        // Only whole bytes per pixel exist on the wire: 16, 24 or 32 bits. Every later offset is checked against
-        // the bits of the bytes actually received per pixel, never against a header word alone.
-        if !matches!(h.bpp, 16 | 24 | 32) {
-            return Err(bad_frame(format!("unsupported pixel depth {} bpp", h.bpp)));
+        let Shape { width, height, layout, .. } = Shape::of_framebuffer(h)?;
+        let n = width as usize * height as usize;
+        if n * layout.bpp() != px.len() {
+            return Err(bad_frame(format!("{} bytes do not hold a {width}×{height} frame at {} bpp", px.len(), h.bpp)));
         }
-        let bpp = (h.bpp / 8) as usize;
-        if n * bpp != px.len() {
-            return Err(bad_frame(format!("{} bytes do not hold a {w}×{hgt} frame at {} bpp", px.len(), h.bpp)));
-        }
-        for (name, (off, len)) in [("red", h.red), ("green", h.green), ("blue", h.blue)] {
-            // `off + len` in checked arithmetic: a red offset of 0xFFFFFFF8 with length 8 wraps to 0 in u32 and
-            // used to pass this check, then index past the pixel and abort the whole connector.
-            if len == 0 || len > 8 || off.checked_add(len).is_none_or(|end| end > h.bpp) {
-                return Err(bad_frame(format!("unsupported {name} channel: offset {off}, length {len}")));
-            }
-        }
-        let layout = if [h.red, h.green, h.blue].iter().all(|(o, l)| *l == 8 && o % 8 == 0) {
-            // The common case (RGBA_8888, BGRA_8888, RGB_888): pick bytes.
-            Layout::Bytes { bpp, ch: [(h.red.0 / 8) as usize, (h.green.0 / 8) as usize, (h.blue.0 / 8) as usize] }
-        } else {
-            Layout::Bits { bpp, ch: [h.red, h.green, h.blue] }
-        };
-        Ok(Frame { data: px, offset: 0, width: w, height: hgt, layout })
+        Ok(Frame { data: px, offset: 0, width, height, layout })
     }
 
     /// A picture already decoded (`screencap -p`).

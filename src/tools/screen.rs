@@ -42,12 +42,13 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::device::{tool, Ctx};
-use super::fitting::Fitted;
+use super::fitting::{Fitted, Fitting, Strip};
+use super::frame::Shape;
 pub use super::frame::{Frame, MAX_FRAME_BYTES, MAX_PIXELS, MAX_SIDE};
 use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::gunzip;
-use crate::device::transport::FbHeader;
+use crate::device::transport::{FbHeader, PixelSink};
 use crate::device::DeviceKey;
 use crate::files::{self, NewFile};
 use crate::protocol::errors::{ErrorCode, ProtoError};
@@ -81,8 +82,8 @@ pub const DEFAULT_PATH: CapturePath = CapturePath::Auto;
 pub const GZIP_CAPTURE: &str = "screencap | gzip -1";
 
 /// A captured screen: the whole frame as the phone sent it (converted and scaled only when the output is made:
-/// [`Frame::fit`]), or already downscaled as it arrived ([`super::fitting`]: a parallel capture asked for a picture
-/// smaller than the frame).
+/// [`Frame::fit`]), or already downscaled as it arrived ([`super::fitting`]: a parallel or framebuffer capture asked
+/// for a picture smaller than the frame).
 pub enum Picture {
     Whole(Frame),
     Fitted(Fitted),
@@ -193,8 +194,9 @@ pub async fn gzip_works(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -
 
 /// Fetches one frame along `path`. An observation: no per-device ordering. Cancellable: dropping the future closes
 /// the adb connection (see `device::transport`). `deadline` bounds the whole capture, probe and fallback included.
-/// `fit` is the long side of the picture the caller will make of it (0 = full size): a parallel capture downscales
-/// its rows to that as they arrive ([`Picture::Fitted`]); every other path keeps the whole frame.
+/// `fit` is the long side of the picture the caller will make of it (0 = full size): the parallel capture and the
+/// framebuffer downscale their rows to that as they arrive ([`Picture::Fitted`]); the single gzip stream, raw
+/// `screencap` and `screencap -p` keep the whole frame.
 pub async fn capture(
     adb: &AdbBackend,
     key: &DeviceKey,
@@ -291,6 +293,7 @@ async fn capture_along(
             let (picture, wire_bytes) = super::capture::parallel(adb, key, streams, CAP, fit, deadline).await?;
             Ok(Capture { picture, wire_bytes })
         }
+        CapturePath::Framebuffer | CapturePath::Auto if fit > 0 => framebuffer_fitted(adb, key, fit, deadline).await,
         CapturePath::Framebuffer | CapturePath::Auto => {
             let (header, px) = adb.framebuffer(key, CAP, deadline).await?;
             let wire_bytes = px.len() + 56;
@@ -298,6 +301,59 @@ async fn capture_along(
             Ok(Capture { picture: Picture::Whole(Frame::from_framebuffer(&header, px)?), wire_bytes })
         }
     }
+}
+
+/// Where `framebuffer:` pixels go as they arrive: into the downscale, or (the frame is no larger than the picture
+/// asked for) into one buffer.
+enum FbSink<'f> {
+    Fit(Strip<'f>),
+    Whole(Vec<u8>),
+}
+
+impl PixelSink for FbSink<'_> {
+    fn take(&mut self, px: &[u8]) -> Result<(), String> {
+        match self {
+            FbSink::Fit(strip) => strip.take(px),
+            // Grows as bytes arrive, never to the header's claim (the transport stops at the claimed size).
+            FbSink::Whole(v) => {
+                v.extend_from_slice(px);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `framebuffer:` for a caller that will make a picture of long side `fit`: its pixels are downscaled as they
+/// arrive ([`super::fitting`], one range: the whole frame in order), so the frame is never held whole — the path of
+/// phones without gzip (Android 7 and older), of `--capture-compression off`, and of every fallback.
+async fn framebuffer_fitted(
+    adb: &AdbBackend,
+    key: &DeviceKey,
+    fit: u32,
+    deadline: Duration,
+) -> Result<Capture, ProtoError> {
+    let fitting = std::sync::OnceLock::new();
+    let start = |h: &FbHeader| {
+        let shape = Shape::of_framebuffer(h)?;
+        Ok(match fit_size(shape.width, shape.height, fit) {
+            Some((nw, nh)) => {
+                FbSink::Fit(fitting.get_or_init(|| Fitting::new(shape, &[], nw, nh)).strip(0, h.size as usize))
+            }
+            None => FbSink::Whole(Vec::new()),
+        })
+    };
+    let (header, sink) = adb.framebuffer_feed(key, CAPTURE_CAP, start, deadline).await?;
+    let wire_bytes = header.size as usize + 56;
+    let picture = match sink {
+        FbSink::Fit(strip) => {
+            strip.finish();
+            let fitting = fitting.into_inner().expect("made with its strip");
+            Picture::Fitted(fitting.finish().map_err(bad_frame)?)
+        }
+        // Checks only (no pixel is touched): the header's layout against the bytes.
+        FbSink::Whole(px) => Picture::Whole(Frame::from_framebuffer(&header, px)?),
+    };
+    Ok(Capture { picture, wire_bytes })
 }
 
 /// Downscales by area averaging: each output pixel is the area-weighted mean of the source pixels it covers
