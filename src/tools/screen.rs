@@ -332,6 +332,7 @@ async fn framebuffer_fitted(
     fit: u32,
     deadline: Duration,
 ) -> Result<Capture, ProtoError> {
+    // Made from the header inside `start`, but kept here: the sink's strip borrows it, and it outlives the sink.
     let fitting = std::sync::OnceLock::new();
     let start = |h: &FbHeader| {
         let shape = Shape::of_framebuffer(h)?;
