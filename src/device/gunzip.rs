@@ -128,13 +128,11 @@ const CHUNK: usize = 256 * 1024;
 pub struct Chunks<F> {
     buf: Vec<u8>,
     len: usize,
-    filled: usize,
     take: F,
 }
 
 impl<F: FnMut(&[u8]) -> Result<(), String>> Out for Chunks<F> {
     fn window(&mut self, filled: usize) -> &mut [u8] {
-        self.filled = filled;
         let room = self.len.saturating_sub(filled).min(CHUNK);
         &mut self.buf[..room]
     }
@@ -175,7 +173,7 @@ impl<'a> GunzipInto<'a> {
 impl<F: FnMut(&[u8]) -> Result<(), String>> GunzipChunks<F> {
     /// A range of `len` bytes, each inflated chunk (at most 256 KiB, in order) handed to `take`.
     pub fn chunks(len: usize, take: F) -> GunzipChunks<F> {
-        GunzipRange::with(Chunks { buf: vec![0; len.min(CHUNK)], len, filled: 0, take })
+        GunzipRange::with(Chunks { buf: vec![0; len.min(CHUNK)], len, take })
     }
 }
 
@@ -392,5 +390,40 @@ pub(crate) mod tests {
         // A bomb: 64 MiB of zeros for a 5000-byte range stops at the range, with nothing allocated beyond it.
         let e = inflate_into(&gz(&vec![0u8; 64 << 20]), 5000, 65536).unwrap_err();
         assert!(e.contains("past the 5000 bytes"), "{e}");
+    }
+
+    /// The chunked output: the same stream in any feeding gives the same bytes in order, chunks of at most
+    /// 256 KiB; the range is still exact (short, long and bomb refused) and a chunk the consumer refuses stops
+    /// the stream with the consumer's reason.
+    #[test]
+    fn a_chunked_range_hands_out_exactly_its_bytes_in_order() {
+        let msg: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8 ^ (i / 9000) as u8).collect();
+        let inflate = |data: &[u8], len: usize, feed: usize| -> Result<(Vec<u8>, usize), String> {
+            let (mut got, mut biggest) = (Vec::new(), 0);
+            let mut d = GunzipChunks::chunks(len, |c: &[u8]| {
+                biggest = biggest.max(c.len());
+                got.extend_from_slice(c);
+                Ok(())
+            });
+            for c in data.chunks(feed) {
+                d.feed(c)?;
+            }
+            d.finish()?;
+            Ok((got, biggest))
+        };
+        let good = gz(&msg);
+        for feed in [1000, 65536, good.len()] {
+            let (got, biggest) = inflate(&good, msg.len(), feed).unwrap();
+            assert!(got == msg, "feeding {feed}");
+            assert!(biggest <= CHUNK, "a chunk of {biggest} bytes");
+        }
+        let e = inflate(&good, msg.len() - 1, 4096).unwrap_err();
+        assert!(e.contains("past the 699999 bytes"), "{e}");
+        let e = inflate(&good, msg.len() + 1, 4096).unwrap_err();
+        assert!(e.contains("inflates to 700000 bytes, its range is 700001"), "{e}");
+        let e = inflate(&gz(&vec![0u8; 64 << 20]), 5000, 65536).unwrap_err();
+        assert!(e.contains("past the 5000 bytes"), "{e}");
+        let mut d = GunzipChunks::chunks(msg.len(), |_: &[u8]| Err("the consumer says no".to_string()));
+        assert_eq!(d.feed(&good).unwrap_err(), "the consumer says no");
     }
 }
