@@ -150,7 +150,7 @@ impl Fitting {
             end,
             carry: Vec::new(),
             scratch: Vec::new(),
-            sums: Sums { open: Vec::new(), spare: Vec::new(), line: vec![0; self.plan.nw * 3] },
+            sums: Sums { open: Vec::new(), spare: Vec::new() },
         }
     }
 
@@ -250,8 +250,6 @@ struct Sums {
     open: Vec<(usize, Partial)>,
     /// Accumulators of finished rows, reused.
     spare: Vec<Vec<u32>>,
-    /// One finished output row.
-    line: Vec<u8>,
 }
 
 /// The consumer of one range of a capture file: its bytes, in order, become rows of the downscale.
@@ -343,12 +341,7 @@ impl Sums {
             // The last source row of output row `j`: finished here if every one of them came through this stream.
             let (_, p) = self.open.swap_remove(at);
             if p.got == ws.len() {
-                fit.plan.horizontal_fast(&p.acc, &mut self.line);
-                let mut s = fit.lock();
-                let n = self.line.len();
-                s.out[j * n..(j + 1) * n].copy_from_slice(&self.line);
-                s.made += 1;
-                drop(s);
+                fit.finish_row(&mut fit.lock(), j, &p.acc);
                 self.spare.push(p.acc);
             } else {
                 fit.hand_over(&mut fit.lock(), j, p);

@@ -293,13 +293,7 @@ async fn capture_along(
             let (picture, wire_bytes) = super::capture::parallel(adb, key, streams, CAP, fit, deadline).await?;
             Ok(Capture { picture, wire_bytes })
         }
-        CapturePath::Framebuffer | CapturePath::Auto if fit > 0 => framebuffer_fitted(adb, key, fit, deadline).await,
-        CapturePath::Framebuffer | CapturePath::Auto => {
-            let (header, px) = adb.framebuffer(key, CAP, deadline).await?;
-            let wire_bytes = px.len() + 56;
-            // Checks only (no pixel is touched): the header's layout against the bytes.
-            Ok(Capture { picture: Picture::Whole(Frame::from_framebuffer(&header, px)?), wire_bytes })
-        }
+        CapturePath::Framebuffer | CapturePath::Auto => framebuffer_fitted(adb, key, fit, deadline).await,
     }
 }
 
@@ -323,9 +317,10 @@ impl PixelSink for FbSink<'_> {
     }
 }
 
-/// `framebuffer:` for a caller that will make a picture of long side `fit`: its pixels are downscaled as they
-/// arrive ([`super::fitting`], one range: the whole frame in order), so the frame is never held whole — the path of
-/// phones without gzip (Android 7 and older), of `--capture-compression off`, and of every fallback.
+/// `framebuffer:` for a caller that will make a picture of long side `fit` (0 = full size): where that is smaller
+/// than the frame its pixels are downscaled as they arrive ([`super::fitting`], one range: the whole frame in
+/// order), so the frame is never held whole; else they are collected as they arrive. The path of phones without
+/// gzip (Android 7 and older), of `--capture-compression off`, and of every fallback.
 async fn framebuffer_fitted(
     adb: &AdbBackend,
     key: &DeviceKey,
