@@ -10,8 +10,19 @@ use super::shell::{run_script, CmdIo};
 use super::ui::{Activity, TapOutcome, HOME_PACKAGE};
 use super::{FrameLie, InputEvent};
 
-/// Dispatches one simple command. `argv[0]` may be a full path (`/system/bin/input`).
+/// Runs one simple command. `argv[0]` may be a full path (`/system/bin/input`). The phone's time for starting
+/// and running it ([`super::PhoneCosts::command`]) is added to the line's time.
 pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i32 {
+    let name = argv[0].rsplit('/').next().unwrap_or("");
+    if !dev.cfg.missing_commands.iter().any(|m| m == name) {
+        let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+        io.sleep += dev.cfg.costs.command(dev.cfg.sdk, &words);
+    }
+    dispatch(dev, argv, stdin, io)
+}
+
+/// [`run`] without the start cost: `cmd SERVICE …` reaches its tool through here (`cmd` was charged once).
+fn dispatch(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i32 {
     let name = argv[0].rsplit('/').next().unwrap_or("").to_string();
     let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
     if dev.cfg.missing_commands.contains(&name) {
@@ -233,7 +244,7 @@ pub fn run(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> i
             };
             let mut v = vec![tool.to_string()];
             v.extend(args[1..].iter().map(|s| s.to_string()));
-            run(dev, &v, stdin, io)
+            dispatch(dev, &v, stdin, io)
         }
         _ => {
             io.err(&format!("/system/bin/sh: {}: inaccessible or not found\n", argv[0]));
@@ -1039,6 +1050,9 @@ fn uiautomator(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         io.sleep += left;
     }
     let xml = dev.ui.dump_xml();
+    // Then a second of accessibility quiet (waitForIdle(1000, …)) and the tree serialised node by node.
+    let nodes = xml.matches("<node ").count() as u32;
+    io.sleep += dev.cfg.costs.dump_idle + dev.cfg.costs.dump_per_node * nodes;
     if path == "/dev/tty" || path == "/dev/stdout" {
         if dev.cfg.dump_to_tty {
             io.out(&xml);

@@ -22,6 +22,7 @@
 //! (`/proc/sys/kernel/random/boot_id`), shared by the paths of [`SimPhone::listen_also`].
 
 pub mod commands;
+pub mod costs;
 pub mod device;
 pub mod fs;
 pub mod services;
@@ -38,6 +39,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use costs::PhoneCosts;
 use device::Device;
 
 /// Identity and screen of the simulated phone.
@@ -70,52 +72,8 @@ pub struct SimConfig {
     /// the shell answers "inaccessible or not found" for them.
     pub missing_commands: Vec<String>,
     /// What the phone's hardware spends (display read, PNG encoding, the USB link, phone-side tools). All zero by
-    /// default, so functional tests run at loopback speed; the benchmark turns them on ([`PhoneCosts::usb2`]).
+    /// default, so functional tests run at loopback speed; the benchmark and the demo turn them on ([`PhoneCosts::phone`]).
     pub costs: PhoneCosts,
-}
-
-/// Time a real phone spends that a loopback simulator would not: each cost is paid as a wait on top of (not in
-/// addition to) the sim's own work — the sim waits until the modelled time has passed since the work started, so a
-/// slow host does not double-count. Figures and their sources: `BENCHMARKS.md`, "Phone costs".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct PhoneCosts {
-    /// Reading the display once (`screencap`, `framebuffer:`), before any encoding.
-    pub display_read: Duration,
-    /// PNG encoding on the phone's CPU per megapixel (`screencap -p`).
-    pub png_per_megapixel: Duration,
-    /// Device-to-host link rate in bytes per second, shared by every stream of the phone (shell, exec,
-    /// framebuffer, sync); 0 = unlimited.
-    pub link_bytes_per_s: u64,
-    /// Input throughput of the phone-side `gzip -1` in bytes per second, on one core; 0 = free.
-    pub gzip_bytes_per_s: u64,
-    /// Cores that run phone-side tools at full rate at once: at most this many `gzip`s compress at
-    /// `gzip_bytes_per_s` together, more wait for a core (0 = as many as ask). What `nproc` prints is
-    /// [`SimConfig::cpus`]; this is how many of them are fast.
-    pub cores: u32,
-}
-
-impl PhoneCosts {
-    /// A mid-range phone on USB 2.0 (the benchmark's figures, sources in `BENCHMARKS.md`).
-    pub fn usb2() -> PhoneCosts {
-        PhoneCosts {
-            display_read: Duration::from_millis(100),
-            png_per_megapixel: Duration::from_millis(150),
-            link_bytes_per_s: 35_000_000,
-            gzip_bytes_per_s: 60_000_000,
-            // Tensor G2 (Pixel 7, the phone this simulator plays): 2 Cortex-X1 + 2 Cortex-A78 + 4 Cortex-A55. The
-            // four big and mid cores are the ones that run a compressor at anything like the rate above; the
-            // little cores are left out (BENCHMARKS.md, "Issue 24").
-            cores: 4,
-        }
-    }
-
-    /// How long `bytes` take at `per_s` bytes per second (zero when the rate is unlimited).
-    pub(crate) fn at_rate(bytes: usize, per_s: u64) -> Duration {
-        if per_s == 0 {
-            return Duration::ZERO;
-        }
-        Duration::from_secs_f64(bytes as f64 / per_s as f64)
-    }
 }
 
 /// The phone's CPU cores as phone-side tools see them ([`PhoneCosts::cores`]): each job takes the core that frees
@@ -262,6 +220,8 @@ pub(crate) struct Shared {
     pub(crate) stall_release: watch::Sender<u64>,
     /// Transport connections accepted so far (an adb server's reconnect shows as one more).
     pub(crate) transports: std::sync::atomic::AtomicU64,
+    /// Streams (service requests: shell, exec, sync, framebuffer, …) opened so far: each is a USB round trip.
+    pub(crate) streams: std::sync::atomic::AtomicU64,
     /// The device-to-host link (paced at `cfg.costs.link_bytes_per_s`).
     pub(crate) link: Link,
 }
@@ -307,6 +267,7 @@ impl SimPhone {
             stalls: Mutex::new(Stalls::default()),
             stall_release: watch::Sender::new(0),
             transports: Default::default(),
+            streams: Default::default(),
             link: Link::default(),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
@@ -380,6 +341,12 @@ impl SimPhone {
     /// Transport connections accepted so far: one per `adb connect`, one more per reconnect of the adb server.
     pub fn transports(&self) -> u64 {
         self.shared.transports.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Streams opened on the phone so far (every shell or exec command, sync session, framebuffer read): the round
+    /// trips a client paid.
+    pub fn streams(&self) -> u64 {
+        self.shared.streams.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Bytes the phone's streams (shell, exec, framebuffer, sync, ...) have sent to the host so far: stream

@@ -265,6 +265,15 @@ async fn apply_fault(shared: &Arc<Shared>, input: &mut StreamIn, out: &StreamOut
 }
 
 pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: StreamIn, mut out: StreamOut) {
+    shared.streams.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    // Every stream costs a round trip over USB (and a shell adbd's `sh` fork) before its service runs.
+    let open = shared.cfg.costs.stream_open;
+    if !open.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(open) => {}
+            _ = input.wait_closed() => return,
+        }
+    }
     match service {
         Service::Shell { cmd, v2 } if cmd.trim().is_empty() => interactive(&shared, &mut input, &mut out, v2).await,
         Service::Shell { cmd, v2 } => run_command(&shared, &cmd, &mut input, &mut out, v2).await,
