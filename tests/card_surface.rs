@@ -113,7 +113,7 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
             expected_new.push("effect");
         }
         if id == "android_input_text" {
-            expected_new.extend(["field_text", "password", "verified"]);
+            expected_new.extend(["field_text", "password", "read_back", "read_back_ms", "verified"]);
         }
         if id == "android_device_status" {
             expected_new.push("unicode_input");
@@ -154,6 +154,9 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         "android_input_text.clear type=\"boolean\"",
         "android_ui_wait.exact default=false",
         "android_ui_wait.exact type=\"boolean\"",
+        // Issue 31: the field is read back only when asked.
+        "android_input_text.verify default=false",
+        "android_input_text.verify type=\"boolean\"",
     ]
     .into_iter()
     .map(String::from)

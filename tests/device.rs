@@ -57,10 +57,19 @@ async fn observe_act_verify_through_the_real_adb_server() {
 
         r.ok("android_swipe", json!({"x1": 500, "y1": 1800, "x2": 500, "y2": 600, "duration_ms": 50})).await;
         let typed = r.ok("android_input_text", json!({"text": "it's 50%s off", "submit": true})).await;
-        // No field has the focus: nothing to read back, and the result says so rather than guess.
-        let want =
-            json!({"typed_chars": 13, "submitted": true, "method": "input_text", "field_text": null, "verified": null});
+        // Not asked to verify: nothing read back, and the result says so.
+        let want = json!({"typed_chars": 13, "submitted": true, "method": "input_text", "read_back": false,
+                          "verified": null});
         assert_eq!(typed, want);
+        let args = json!({"text": "x", "verify": true});
+        let typed = r.ok("android_input_text", args).await;
+        // No field has the focus: nothing to read back, and the result says so rather than guess.
+        assert_eq!(
+            (&typed["read_back"], &typed["field_text"], &typed["verified"]),
+            (&json!(true), &json!(null), &json!(null)),
+            "{typed}"
+        );
+        assert!(typed["read_back_ms"].is_u64(), "what the read-back cost is stated: {typed}");
         r.ok("android_key", json!({"key": "BACK"})).await;
         r.ok("android_long_press", json!({"x": 300, "y": 400, "duration_ms": 900})).await;
         r.ok("android_key", json!({"key": "POWER", "long_press": true})).await;
@@ -73,6 +82,7 @@ async fn observe_act_verify_through_the_real_adb_server() {
                 InputEvent::Text("it's 50%".into()),
                 InputEvent::Text("s off".into()),
                 InputEvent::Key("KEYCODE_ENTER".into()),
+                InputEvent::Text("x".into()),
                 InputEvent::Key("KEYCODE_BACK".into()),
                 InputEvent::Swipe { x1: 300, y1: 400, x2: 300, y2: 400, duration_ms: 900 },
                 InputEvent::Key("KEYCODE_POWER".into()),

@@ -182,13 +182,19 @@ async fn typing_clears_on_request_and_reads_the_field_back() {
     bounded(async {
         let mut r = rig(phone(0)).await;
         let field = json!({"resource_id": FIELD});
-        let res = r.ok("android_input_text", json!({"text": "hello", "element": field, "settle": false})).await;
+        let res = r
+            .ok("android_input_text", json!({"verify": true, "text": "hello", "element": field, "settle": false}))
+            .await;
         assert_eq!((&res["field_text"], &res["verified"]), (&json!("hello"), &json!(true)), "{res}");
         // Typing appends: without clear the field holds both runs, and the read-back shows it.
-        let res = r.ok("android_input_text", json!({"text": "hello", "element": field, "settle": false})).await;
+        let res = r
+            .ok("android_input_text", json!({"verify": true, "text": "hello", "element": field, "settle": false}))
+            .await;
         assert_eq!((&res["field_text"], &res["verified"]), (&json!("hellohello"), &json!(true)), "{res}");
         // clear replaces what was there.
-        let res = r.ok("android_input_text", json!({"text": "agent 100%", "element": field, "clear": true})).await;
+        let res = r
+            .ok("android_input_text", json!({"verify": true, "text": "agent 100%", "element": field, "clear": true}))
+            .await;
         assert_eq!((&res["field_text"], &res["verified"]), (&json!("agent 100%"), &json!(true)), "{res}");
         assert_eq!(r.sim.fields().0, "agent 100%", "the phone's field was replaced");
         assert!(res["effect"]["settled"] == true, "{res}");
@@ -196,11 +202,15 @@ async fn typing_clears_on_request_and_reads_the_field_back() {
         // Something else typed in between (a person, autocorrect): the read-back shows the whole field.
         let (adb, serial) = (r.adb.clone(), r.sim.serial());
         blocking(move || adb.adb(&["-s", &serial, "shell", "input", "text", "X"])).await;
-        let res = r.ok("android_input_text", json!({"text": "ok", "settle": false})).await;
+        let res = r.ok("android_input_text", json!({"verify": true, "text": "ok", "settle": false})).await;
         assert_eq!(res["field_text"], "agent 100%Xok");
         assert_eq!(res["verified"], true, "appended text ends the field: {res}");
-        let res =
-            r.ok("android_input_text", json!({"text": "z", "element": field, "clear": true, "settle": false})).await;
+        let res = r
+            .ok(
+                "android_input_text",
+                json!({"verify": true, "text": "z", "element": field, "clear": true, "settle": false}),
+            )
+            .await;
         assert_eq!(res["field_text"], "z", "{res}");
     })
     .await;
@@ -211,8 +221,9 @@ async fn a_password_field_is_cleared_and_typed_but_never_read_back() {
     bounded(async {
         let mut r = rig(phone(0)).await;
         let pw = json!({"resource_id": PASSWORD});
-        r.ok("android_input_text", json!({"text": "hunter2", "element": pw, "settle": false})).await;
-        let res = r.ok("android_input_text", json!({"text": "s3cret", "element": pw, "clear": true})).await;
+        r.ok("android_input_text", json!({"verify": true, "text": "hunter2", "element": pw, "settle": false})).await;
+        let res =
+            r.ok("android_input_text", json!({"verify": true, "text": "s3cret", "element": pw, "clear": true})).await;
         assert_eq!(r.sim.fields().1, "s3cret", "the password field was replaced");
         assert_eq!((&res["field_text"], &res["password"]), (&Value::Null, &json!(true)), "{res}");
         assert!(res["verified"].is_null(), "{res}");
@@ -233,7 +244,8 @@ async fn device_status_says_whether_unicode_can_be_typed() {
         let mut ime = rig(SimConfig { adb_keyboard: true, ..phone(0) }).await;
         assert_eq!(ime.ok("android_device_status", json!({})).await["unicode_input"], true);
         // And it is true: non-ASCII is typed and read back.
-        let res = ime.ok("android_input_text", json!({"text": "héllo 世界", "element": {"resource_id": FIELD}})).await;
+        let args = json!({"verify": true, "text": "héllo 世界", "element": {"resource_id": FIELD}});
+        let res = ime.ok("android_input_text", args).await;
         assert_eq!(
             (&res["method"], &res["field_text"], &res["verified"]),
             (&json!("adb_keyboard"), &json!("héllo 世界"), &json!(true)),
@@ -264,10 +276,10 @@ async fn with_the_adb_keyboard_active_clear_is_one_broadcast() {
         let (adb, serial) = (r.adb.clone(), r.sim.serial());
         blocking(move || adb.adb(&["-s", &serial, "shell", "ime", "set", "com.android.adbkeyboard/.AdbIME"])).await;
         let field = json!({"resource_id": FIELD});
-        r.ok("android_input_text", json!({"text": "hello", "element": field, "settle": false})).await;
+        r.ok("android_input_text", json!({"verify": true, "text": "hello", "element": field, "settle": false})).await;
         r.sim.clear_events();
-        let res =
-            r.ok("android_input_text", json!({"text": "x", "element": field, "clear": true, "settle": false})).await;
+        let args = json!({"verify": true, "text": "x", "element": field, "clear": true, "settle": false});
+        let res = r.ok("android_input_text", args).await;
         assert_eq!((&res["field_text"], &res["verified"]), (&json!("x"), &json!(true)), "{res}");
         assert!(r.sim.commands().iter().any(|c| c.contains("am broadcast -a ADB_CLEAR_TEXT")), "cleared by the IME");
         let dels = r.sim.events().iter().filter(|e| matches!(e, InputEvent::Key(k) if k == "KEYCODE_DEL")).count();

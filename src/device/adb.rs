@@ -63,10 +63,12 @@ pub struct AdbBackend {
     capture_compression: std::sync::atomic::AtomicBool,
     /// Servers whose device list was applied at least once (see [`Backend::settling`]).
     listed: Mutex<std::collections::HashSet<SocketAddrV4>>,
-    /// Per device: the last screen state read and when ([`AdbBackend::screen_state`]); dropped by our own side
-    /// effects and by state changes, trusted for [`SCREEN_STATE_TTL`] otherwise.
-    /// `None` = forgotten at that instant: a read that started earlier must not put its (older) answer back.
-    screen_states: Mutex<HashMap<DeviceKey, (Instant, Option<ScreenState>)>>,
+    /// Per device: the last screen state known, when it was learnt and until when it is trusted
+    /// ([`AdbBackend::screen_state`]): [`SCREEN_STATE_TTL`] after a read, [`INPUT_KEEPS_AWAKE`] after an input of
+    /// ours on an awake, unlocked phone ([`AdbBackend::kept_awake_by_input`]); dropped by our other side effects
+    /// and by state changes. `None` = forgotten at that instant: a read that started earlier must not put its
+    /// (older) answer back.
+    screen_states: Mutex<HashMap<DeviceKey, KnownState>>,
     /// Per phone: health readings, disconnects, timeouts in a row, recovery state (`health.rs`, `recovery.rs`).
     health: super::health::Book,
     /// Per phone: device operations in flight now. A health read waits until a phone has none (agents first).
@@ -96,6 +98,24 @@ impl Drop for InFlight<'_> {
 /// How long a screen state read is reused: several tools of one agent step (observe, then act) share one read,
 /// and the phone's own screen timeout (≥ 15 s on Android) cannot pass unnoticed in between.
 pub const SCREEN_STATE_TTL: Duration = Duration::from_secs(1);
+
+/// How long an awake, unlocked phone is known to stay so after an input of ours. Android turns the screen off (and
+/// only then locks it) when no user activity came for the screen timeout, and every injected event is user
+/// activity (`PowerManagerService.userActivity`, reset by each `injectInputEvent`): the shortest timeout Settings
+/// offers is 15 s, so a third of it leaves room for a phone set lower by hand. What this cannot see is a person
+/// pressing the power button in that window: the input then reaches a dark screen (most builds drop touches and
+/// ordinary keys there), and the next read after the window sees the phone asleep. The
+/// saving: an agent's next action costs no `dumpsys power` / `dumpsys window` round trip (issue 31).
+pub const INPUT_KEEPS_AWAKE: Duration = Duration::from_secs(5);
+
+/// One device's screen state as the connector knows it (see `AdbBackend::screen_states`).
+#[derive(Clone, Copy, Debug)]
+struct KnownState {
+    /// When it was learnt (or forgotten): a read that started before this must not replace it.
+    at: Instant,
+    trusted_until: Instant,
+    state: Option<ScreenState>,
+}
 
 /// What the verification probe learns about a device: model, manufacturer, SDK level, and the phone's own serial.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -852,17 +872,18 @@ impl AdbBackend {
     /// [`SCREEN_STATE_TTL`] unless a side effect on the device ran since. A phone that prints neither half
     /// yields an all-unknown state (never an error: an unknown state does not block input).
     pub async fn screen_state(&self, key: &DeviceKey) -> Result<ScreenState, ProtoError> {
-        if let Some((at, Some(s))) = self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
-            if at.elapsed() < SCREEN_STATE_TTL {
-                return Ok(*s);
+        if let Some(k) = self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+            if let (Some(s), true) = (k.state, Instant::now() < k.trusted_until) {
+                return Ok(s);
             }
         }
         let read_at = Instant::now();
         let out = self.shell(key, power::QUERY, false, Duration::from_secs(5)).await?;
         let s = ScreenState::parse(&out.stdout);
         let mut map = self.screen_states.lock().unwrap_or_else(|e| e.into_inner());
-        if map.get(key).is_none_or(|(at, _)| *at <= read_at) {
-            map.insert(key.clone(), (read_at, Some(s)));
+        if map.get(key).is_none_or(|k| k.at <= read_at) {
+            let known = KnownState { at: read_at, trusted_until: read_at + SCREEN_STATE_TTL, state: Some(s) };
+            map.insert(key.clone(), known);
         }
         Ok(s)
     }
@@ -870,7 +891,21 @@ impl AdbBackend {
     /// Forgets the screen state of `key` (after anything that may have changed it), including any read still
     /// in flight.
     pub fn forget_screen_state(&self, key: &DeviceKey) {
-        self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (Instant::now(), None));
+        let now = Instant::now();
+        let known = KnownState { at: now, trusted_until: now, state: None };
+        self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), known);
+    }
+
+    /// An input of ours (a touch, a key other than the power keys, text) reached a phone that was `before`: if
+    /// that was awake and unlocked, it stays so for [`INPUT_KEEPS_AWAKE`] (the input reset the screen timeout).
+    /// Called by the input tools after their input; anything else an ordered operation does forgets the state.
+    pub fn kept_awake_by_input(&self, key: &DeviceKey, before: ScreenState) {
+        if before.asleep() || before.is_locked() {
+            return;
+        }
+        let now = Instant::now();
+        let known = KnownState { at: now, trusted_until: now + INPUT_KEEPS_AWAKE, state: Some(before) };
+        self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), known);
     }
 
     /// The display's current rotation in quarter turns (0–3) from the touch mapper (`dumpsys input`, one round

@@ -141,6 +141,9 @@ struct InputTextArgs {
     /// Replace the field's content instead of appending
     #[serde(default)]
     clear: bool,
+    /// Read the field back after typing (a UI dump: 1–3 s on a real phone)
+    #[serde(default)]
+    verify: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -219,10 +222,11 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             adb,
             move |c| async move {
                 let a: TapArgs = c.parse()?;
-                let woke = ready_for_input(&c, gate).await?;
+                let ready = ready_for_input(&c, gate).await?;
                 let (x, y, on) = locate(&c, a.element.as_ref(), a.x, a.y, "tap point").await?;
                 c.adb.shell_ok(&c.device, &format!("input tap {x} {y}"), true, c.spec.deadline).await?;
-                Ok(with_woke(with_element(json!({"x": x, "y": y}), on), woke))
+                ready.sent(&c);
+                Ok(with_woke(with_element(json!({"x": x, "y": y}), on), ready.woke))
             },
         ),
         tool(
@@ -241,14 +245,15 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             adb,
             move |c| async move {
                 let a: SwipeArgs = c.parse()?;
-                let woke = ready_for_input(&c, gate).await?;
+                let ready = ready_for_input(&c, gate).await?;
                 let (x1, y1, x2, y2, ms) = (a.x1, a.y1, a.x2, a.y2, a.duration_ms);
                 c.check_point(x1, y1, "swipe start").await?;
                 c.check_point(x2, y2, "swipe end").await?;
                 c.adb
                     .shell_ok(&c.device, &format!("input swipe {x1} {y1} {x2} {y2} {ms}"), true, c.spec.deadline)
                     .await?;
-                Ok(with_woke(json!({"duration_ms": ms}), woke))
+                ready.sent(&c);
+                Ok(with_woke(json!({"duration_ms": ms}), ready.woke))
             },
         ),
         tool(
@@ -267,12 +272,13 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             adb,
             move |c| async move {
                 let a: LongPressArgs = c.parse()?;
-                let woke = ready_for_input(&c, gate).await?;
+                let ready = ready_for_input(&c, gate).await?;
                 let ms = a.duration_ms;
                 let (x, y, on) = locate(&c, a.element.as_ref(), a.x, a.y, "press point").await?;
                 // A swipe that does not move is how `input` expresses a long press on every Android version.
                 c.adb.shell_ok(&c.device, &format!("input swipe {x} {y} {x} {y} {ms}"), true, c.spec.deadline).await?;
-                Ok(with_woke(with_element(json!({"x": x, "y": y, "duration_ms": ms}), on), woke))
+                ready.sent(&c);
+                Ok(with_woke(with_element(json!({"x": x, "y": y, "duration_ms": ms}), on), ready.woke))
             },
         ),
         tool(
@@ -280,13 +286,15 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 id: "android_input_text",
                 title: "Type text",
                 description: "Type into the focused field or `element`; `clear` replaces its content. Non-ASCII \
-                              needs the ADB Keyboard (else unsupported_text). The field is read back.",
+                              needs the ADB Keyboard (else unsupported_text). `verify` reads the field back.",
                 input: args::schema::<InputTextArgs>(),
                 output: json!({"type": "object", "properties": {
                     "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"}, "woke": woke_schema(),
                     "element": acted_schema(), "re_resolved": re_resolved_schema(),
+                    "read_back": {"type": "boolean", "description": "Whether the field was read back (verify)"},
                     "field_text": {"type": ["string", "null"], "description": "The field after typing (null: password or not found)"},
                     "password": {"type": "boolean"}, "verified": {"type": ["boolean", "null"]},
+                    "read_back_ms": {"type": "integer"},
                     "method": {"type": "string", "enum": ["input_text", "adb_keyboard"]}}}),
                 side_effect: true,
                 settles: true,
@@ -303,8 +311,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                         bad as u32
                     )));
                 }
-                let submit = a.submit;
-                let woke = ready_for_input(&c, gate).await?;
+                let (submit, verify) = (a.submit, a.verify);
+                let ready = ready_for_input(&c, gate).await?;
                 let on = match target::parse(a.element.as_ref(), "element")? {
                     Some(t) => {
                         let r = target::resolve(&c, &t).await?;
@@ -319,18 +327,25 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 if clear {
                     clear_field(&c).await?;
                 }
-                let method =
-                    if text.is_ascii() { type_ascii(&c, &text).await? } else { type_unicode(&c, &text).await? };
-                // Read back before ENTER: submitting often empties the field or moves the focus away.
-                let back = read_back(&c, &text, clear).await;
-                if submit {
-                    c.adb.shell_ok(&c.device, "input keyevent KEYCODE_ENTER", true, c.spec.deadline).await?;
+                // Read back before ENTER: submitting often empties the field or moves the focus away. Without a
+                // read-back, ENTER travels in the typing's own command (one round trip less).
+                let enter_with_text = submit && !verify;
+                let method = if text.is_ascii() {
+                    type_ascii(&c, &text, enter_with_text).await?
+                } else {
+                    type_unicode(&c, &text).await?
+                };
+                let back = if verify { Some(read_back(&c, &text, clear).await) } else { None };
+                if submit && (verify || !text.is_ascii()) {
+                    c.adb.shell_ok(&c.device, ENTER, true, c.spec.deadline).await?;
                 }
-                let mut r = json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method});
-                if let Some(obj) = r.as_object_mut() {
+                ready.sent(&c);
+                let mut r = json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method,
+                                   "read_back": verify, "verified": null});
+                if let (Some(obj), Some(back)) = (r.as_object_mut(), back) {
                     obj.extend(back);
                 }
-                Ok(with_woke(with_element(r, on), woke))
+                Ok(with_woke(with_element(r, on), ready.woke))
             },
         ),
         tool(
@@ -354,13 +369,18 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 if !KEYS.contains(&key.as_str()) {
                     return Err(invalid(format!("unknown key {key:?}")));
                 }
-                let woke = if POWER_KEYS.contains(&key.as_str()) { false } else { ready_for_input(&c, gate).await? };
+                // The power keys are themselves about the screen: sent whatever its state, and they forget it.
+                let ready =
+                    if POWER_KEYS.contains(&key.as_str()) { None } else { Some(ready_for_input(&c, gate).await?) };
                 let long = a.long_press;
                 let flag = if long { "--longpress " } else { "" };
                 c.adb
                     .shell_ok(&c.device, &format!("input keyevent {flag}KEYCODE_{key}"), true, c.spec.deadline)
                     .await?;
-                Ok(with_woke(json!({"key": key, "long_press": long}), woke))
+                if let Some(r) = ready {
+                    r.sent(&c);
+                }
+                Ok(with_woke(json!({"key": key, "long_press": long}), ready.is_some_and(|r| r.woke)))
             },
         ),
         tool(
@@ -403,8 +423,10 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             adb,
             move |c| async move {
                 let a: ScrollArgs = c.parse()?;
-                let woke = ready_for_input(&c, gate).await?;
-                Ok(with_woke(scroll(c, a).await?, woke))
+                let ready = ready_for_input(&c, gate).await?;
+                let r = scroll(&c, a).await?;
+                ready.sent(&c);
+                Ok(with_woke(r, ready.woke))
             },
         ),
     ]
@@ -416,13 +438,13 @@ pub const MAX_SWIPES: u64 = 10;
 /// Texts a scroll's `element_not_found` lists at most.
 const SEEN_LISTED: usize = 30;
 
-async fn scroll(c: Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
+async fn scroll(c: &Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
     let direction = a.direction.as_str();
     let until = a.until.as_ref().map(|u| u.selector("until")).transpose()?;
     let max = a.max_swipes.map_or(if until.is_some() { 5 } else { 1 }, |n| n.clamp(1, MAX_SWIPES as u32));
     // The container: its bounds now, or the screen without its top and bottom bars.
     let area = match target::parse(a.element.as_ref(), "element")? {
-        Some(t) => target::resolve(&c, &t).await?.element.bounds,
+        Some(t) => target::resolve(c, &t).await?.element.bounds,
         None => {
             let (w, h) = c.adb.display_size(&c.device).await?;
             let (w, h) = (w as i32, h as i32);
@@ -448,7 +470,7 @@ async fn scroll(c: Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
     let mut swipes = 0;
     let mut last: Option<Vec<(String, [i32; 4])>> = None;
     loop {
-        let now = ui::dump(&c, Duration::from_secs(15)).await?;
+        let now = ui::dump(c, Duration::from_secs(15)).await?;
         if let Some(sel) = &until {
             if let Some(e) = now.iter().find(|e| sel.matches(e)) {
                 let r = Resolved { element: e.clone(), re_resolved: false };
@@ -531,9 +553,16 @@ fn with_element(mut v: Value, on: Option<Resolved>) -> Value {
     v
 }
 
-/// ASCII goes through `input text`, chunked so that `%s` and spaces survive (see `input_text_chunks`).
-async fn type_ascii(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
-    let cmd: Vec<String> = input_text_chunks(text).iter().map(|t| format!("input text {}", quote(t))).collect();
+/// The key `submit: true` sends after the text.
+const ENTER: &str = "input keyevent KEYCODE_ENTER";
+
+/// ASCII goes through `input text`, chunked so that `%s` and spaces survive (see `input_text_chunks`); `enter`
+/// appends the submit key to the same command.
+async fn type_ascii(c: &Ctx, text: &str, enter: bool) -> Result<&'static str, ProtoError> {
+    let mut cmd: Vec<String> = input_text_chunks(text).iter().map(|t| format!("input text {}", quote(t))).collect();
+    if enter {
+        cmd.push(ENTER.to_owned());
+    }
     c.adb.shell_ok(&c.device, &cmd.join(" && "), true, c.spec.deadline).await?;
     Ok("input_text")
 }
@@ -607,11 +636,14 @@ async fn clear_field(c: &Ctx) -> Result<(), ProtoError> {
     Ok(())
 }
 
-/// `field_text`, `password`, `verified` of `android_input_text`: the focused field read back from a UI dump. A
-/// dump that fails leaves them null (the text was typed; the result must not say otherwise).
+/// `field_text`, `password`, `verified`, `read_back_ms` of `android_input_text` with `verify`: the focused field
+/// read back from a UI dump (what it cost is in the result: seconds on a real phone). A dump that fails leaves them
+/// null (the text was typed; the result must not say otherwise). A password field is never read.
 async fn read_back(c: &Ctx, text: &str, cleared: bool) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
+    let started = std::time::Instant::now();
     let field = focused_field(c).await.ok().flatten();
+    m.insert("read_back_ms".into(), json!(started.elapsed().as_millis() as u64));
     let (field_text, verified) = match &field {
         Some(f) if f.password => {
             m.insert("password".into(), json!(true));

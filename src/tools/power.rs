@@ -34,12 +34,31 @@ impl InputGate {
 /// How long `android_unlock` waits for the keyguard to go after each attempt (the dismiss animation).
 const SETTLE: Duration = Duration::from_millis(1500);
 
+/// What [`ready_for_input`] found: whether it woke the phone, and the state the input is sent in.
+#[derive(Clone, Copy, Debug)]
+pub struct Ready {
+    pub woke: bool,
+    /// `None` when the operator's policy turns the screen checks off.
+    state: Option<ScreenState>,
+}
+
+impl Ready {
+    /// The input was sent: an awake, unlocked phone stays so for a while ([`AdbBackend::kept_awake_by_input`]), so
+    /// the next input needs no state read. Call it after the tool's last input, never for the power keys.
+    pub fn sent(&self, c: &Ctx) {
+        if let Some(st) = self.state {
+            c.adb.kept_awake_by_input(&c.device, st);
+        }
+    }
+}
+
 /// Makes the phone ready for input before a tool sends any: a sleeping phone is woken (policy `auto_wake`), a
-/// showing keyguard refuses with `device_locked`. Returns whether the phone was woken. An unknown state (a
-/// phone that prints neither) lets the input through.
-pub async fn ready_for_input(c: &Ctx, gate: InputGate) -> Result<bool, ProtoError> {
+/// showing keyguard refuses with `device_locked`. An unknown state (a phone that prints neither) lets the input
+/// through. The state comes from what is known and still trusted (a read of the last second, or the connector's
+/// own input of the last few seconds: [`crate::device::adb::INPUT_KEEPS_AWAKE`]), else from one round trip.
+pub async fn ready_for_input(c: &Ctx, gate: InputGate) -> Result<Ready, ProtoError> {
     if !gate.checks {
-        return Ok(false);
+        return Ok(Ready { woke: false, state: None });
     }
     let mut st = c.adb.screen_state(&c.device).await?;
     let mut woke = false;
@@ -58,7 +77,7 @@ pub async fn ready_for_input(c: &Ctx, gate: InputGate) -> Result<bool, ProtoErro
     if st.is_locked() {
         return Err(locked(st, woke));
     }
-    Ok(woke)
+    Ok(Ready { woke, state: Some(st) })
 }
 
 fn locked(st: ScreenState, woke: bool) -> ProtoError {

@@ -2,12 +2,14 @@
 //! what changed (`effect`), so an agent needs no fixed sleep and no extra observation to learn whether its tap did
 //! anything.
 //!
-//! How. Before the input: one frame and the foreground window, taken together. After it: frames
-//! [`INTERVAL`] apart until two consecutive ones are equal (settled) or `settle_timeout_ms` passed, then one shell
-//! round trip for the foreground window and the soft keyboard. A frame is never kept: it is reduced on the host to
-//! a [`GRID_W`] × [`GRID_H`] area-averaged signature (a few KB), compared with a small tolerance per cell, and
-//! dropped. The pixels cross adb in full (the `framebuffer:` service, as `android_screenshot` takes them — there is
-//! no way to ask adbd for a smaller capture), which is why the loop stops at the first stable pair.
+//! How. Before the input: one frame and the foreground window, taken together. After it: frames [`INTERVAL`]
+//! apart, the first [`INTERVAL`] after the input, until one equals the frame before it (the frame taken before the
+//! input counts: on a screen the input did not change, one capture after it settles) or `settle_timeout_ms`
+//! passed; the foreground window and the soft keyboard are read alongside each frame. A frame is never kept: it is
+//! captured as `android_screenshot` captures (compressed where the phone can, downscaled as it arrives), reduced
+//! on the host to a [`GRID_W`] × [`GRID_H`] area-averaged signature (a few KB), compared with a small tolerance per
+//! cell, and dropped. Each frame still costs the phone a display read, which is why the loop stops at the first
+//! stable pair.
 //!
 //! What `effect` does not carry: the texts that appeared and disappeared. They would need a UI dump before and
 //! after every action (a second or more each on real phones, since uiautomator waits for an idle UI); an agent that
@@ -25,6 +27,7 @@ use super::screen;
 use crate::device::adb::AdbBackend;
 use crate::device::formats;
 use crate::device::{Backend, DeviceKey};
+use crate::protocol::errors::ErrorCode;
 
 /// Time between two captures of the settle loop.
 pub const INTERVAL: Duration = Duration::from_millis(150);
@@ -107,41 +110,32 @@ impl Signature {
     }
 }
 
-/// One frame's signature. A 32-bit `framebuffer:` frame (every phone since Android 4) is reduced straight from the
-/// bytes adbd sent — the channel order does not matter for comparing two frames of one phone, so nothing is
-/// decoded; other depths are decoded first, and raw `screencap` is the fallback when the service fails (old or
-/// unusual adbd), as for `android_screenshot`. Holds one of the screenshot permits while the frame is in memory.
+/// The long side of the picture a signature is made from: the capture downscales to it as the frame arrives
+/// (issue 24's fitted path), so no full-size frame is held, and the grid is averaged from it.
+const SIGNATURE_FIT: u32 = 192;
+
+/// One frame's signature, captured the way `android_screenshot` captures (the compressed capture where the phone
+/// has a working gzip: a fraction of the framebuffer's bytes over USB; the framebuffer otherwise; raw `screencap`
+/// when both fail) and downscaled to [`SIGNATURE_FIT`] on the way in. Holds one of the screenshot permits while
+/// the frame is in memory.
 async fn signature(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Option<Signature> {
-    // Wire size of the largest frame accepted, as for screenshots.
-    const CAP: usize = screen::CAPTURE_CAP;
     let _permit = screen::capture_permits().acquire().await.ok()?;
-    let reduce = move |f: Frame| match f {
-        Frame::Fb(h, px) => {
-            let (w, hh) = (h.width as usize, h.height as usize);
-            let need = w.checked_mul(hh).and_then(|n| n.checked_mul(4));
-            if h.bpp == 32 && w > 0 && hh > 0 && need.is_some_and(|n| n <= px.len()) {
-                Some(Signature(screen::area_downscale_raw(&px, w, hh, 4, GRID_W, GRID_H)))
-            } else {
-                let img = screen::decode_framebuffer(&h, &px).ok()?;
-                Some(Signature::of_rgb(img.as_raw(), img.width(), img.height()))
-            }
+    let end = tokio::time::Instant::now() + deadline;
+    let shot = match screen::capture(adb, key, screen::DEFAULT_PATH, SIGNATURE_FIT, deadline).await {
+        Ok(c) => c,
+        Err(e) if e.code == ErrorCode::DeviceTimeout => return None,
+        Err(_) => {
+            let left = end.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
+            screen::capture(adb, key, screen::CapturePath::Raw, SIGNATURE_FIT, left).await.ok()?
         }
-        Frame::Raw(data) => {
-            let img = screen::decode_raw(&data).ok()?;
-            Some(Signature::of_rgb(img.as_raw(), img.width(), img.height()))
-        }
-    };
-    let frame = match adb.framebuffer(key, CAP, deadline).await {
-        Ok((h, px)) => Frame::Fb(h, px),
-        Err(_) => Frame::Raw(adb.exec(key, "screencap", CAP, false, deadline).await.ok()?),
     };
     // CPU-bound but short and bounded: it runs to completion even if the call is dropped.
-    tokio::task::spawn_blocking(move || reduce(frame)).await.ok().flatten()
-}
-
-enum Frame {
-    Fb(crate::device::transport::FbHeader, Vec<u8>),
-    Raw(Vec<u8>),
+    tokio::task::spawn_blocking(move || {
+        let img = shot.picture.fit(SIGNATURE_FIT);
+        Signature::of_rgb(img.as_raw(), img.width(), img.height())
+    })
+    .await
+    .ok()
 }
 
 /// `package/activity` in front, from [`formats::foreground_command`]'s output.
@@ -168,43 +162,53 @@ pub async fn before(adb: &AdbBackend, key: &DeviceKey) -> Before {
     }
 }
 
-/// Waits until two consecutive frames are equal or `timeout` passed, then reads the foreground and the keyboard;
-/// returns the `effect` object. Never fails: what could not be read is `null`.
+/// Waits until the screen is seen still or `timeout` passed, then returns the `effect` object. Never fails: what
+/// could not be read is `null`.
+///
+/// Still: a frame equal to the one before it, [`INTERVAL`] apart. The first frame is taken [`INTERVAL`] after the
+/// input (the app's chance to react) and compared with the frame taken before the input: on a screen the input did
+/// not change, that pair is already the proof, and one capture after the input is all the settle costs (issue 31).
+/// The foreground and the keyboard are read alongside every frame (one shell round trip, hidden behind the
+/// capture); the reading that came with the last frame is the one reported.
 pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: Duration) -> Value {
     let started = Instant::now();
-    let mut last: Option<Signature> = None;
+    let sdk = adb.info(key).and_then(|i| i.sdk);
+    let cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
+    let query = || async {
+        match tokio::time::timeout(STATE_LIMIT, adb.shell(key, &cmd, false, STATE_LIMIT)).await {
+            Ok(Ok(o)) => Some(o.stdout),
+            _ => None,
+        }
+    };
+    let mut last: Option<Signature> = before.frame.clone();
+    let mut state: Option<String>;
     let mut settled = false;
     let mut frames = 0u32;
+    let mut next = started + INTERVAL.min(timeout);
     loop {
+        tokio::time::sleep_until(next.into()).await;
         frames += 1;
         let taken = Instant::now();
         let left = timeout.saturating_sub(started.elapsed());
         // A frame that takes longer than what is left of the timeout would only be compared too late.
-        let frame = match tokio::time::timeout(left.max(INTERVAL), signature(adb, key, left.max(INTERVAL))).await {
-            Ok(Some(f)) => f,
-            _ => break,
-        };
+        let limit = left.max(INTERVAL);
+        let (frame, st) = tokio::join!(tokio::time::timeout(limit, signature(adb, key, limit)), query());
+        state = st;
+        let Ok(Some(frame)) = frame else { break };
         if last.as_ref().is_some_and(|l| l.same(&frame)) {
             settled = true;
             last = Some(frame);
             break;
         }
         last = Some(frame);
-        // Frames start INTERVAL apart; a capture slower than that (a full frame over USB 2) is followed at once.
-        let wait = INTERVAL.saturating_sub(taken.elapsed());
-        if started.elapsed() + wait > timeout {
+        // Frames start INTERVAL apart; a capture slower than that is followed at once.
+        next = (taken + INTERVAL).max(Instant::now());
+        if next > started + timeout {
             break;
         }
-        tokio::time::sleep(wait).await;
     }
     let settle_ms = started.elapsed().as_millis() as u64;
     tracing::debug!(frames, settle_ms, settled, "settle");
-    let sdk = adb.info(key).and_then(|i| i.sdk);
-    let cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
-    let state = match tokio::time::timeout(STATE_LIMIT, adb.shell(key, &cmd, false, STATE_LIMIT)).await {
-        Ok(Ok(o)) => Some(o.stdout),
-        _ => None,
-    };
     let foreground = state.as_deref().and_then(foreground_of);
     let changed = |a: &Option<String>, b: &Option<String>| match (a, b) {
         (Some(a), Some(b)) => Some(a != b),
