@@ -3,7 +3,7 @@
 //! anything.
 //!
 //! How. Before the input: one frame and the foreground window, taken together. After it: frames [`INTERVAL`]
-//! apart, the first [`INTERVAL`] after the input, until one equals the frame before it (the frame taken before the
+//! apart, the first [`REACTION`] after the input, until one equals the frame before it (the frame taken before the
 //! input counts: on a screen the input did not change, one capture after it settles) or `settle_timeout_ms`
 //! passed; the foreground window and the soft keyboard are read alongside each frame. A frame is never kept: it is
 //! captured as `android_screenshot` captures (compressed where the phone can, downscaled as it arrives), reduced
@@ -31,6 +31,12 @@ use crate::protocol::errors::ErrorCode;
 
 /// Time between two captures of the settle loop.
 pub const INTERVAL: Duration = Duration::from_millis(150);
+/// How long after the input the first frame is taken: the app's chance to react before the screen can be seen
+/// still. `input` injects with `WAIT_FOR_FINISH`, so when it returns the app has handled the event; its redraw
+/// shows within a vsync or two (17–33 ms at 60 Hz), and the capture's display read comes a USB round trip after the
+/// request. 100 ms covers that three times over; an app that reacts later (a network answer) is caught by neither
+/// this nor a longer fixed wait, which is why `effect` says what it saw, not what will come.
+pub const REACTION: Duration = Duration::from_millis(100);
 /// `settle_timeout_ms` when the caller does not say.
 pub const DEFAULT_TIMEOUT_MS: u64 = 3000;
 /// Largest `settle_timeout_ms` accepted.
@@ -165,7 +171,7 @@ pub async fn before(adb: &AdbBackend, key: &DeviceKey) -> Before {
 /// Waits until the screen is seen still or `timeout` passed, then returns the `effect` object. Never fails: what
 /// could not be read is `null`.
 ///
-/// Still: a frame equal to the one before it, [`INTERVAL`] apart. The first frame is taken [`INTERVAL`] after the
+/// Still: a frame equal to the one before it, [`INTERVAL`] apart. The first frame is taken [`REACTION`] after the
 /// input (the app's chance to react) and compared with the frame taken before the input: on a screen the input did
 /// not change, that pair is already the proof, and one capture after the input is all the settle costs (issue 31).
 /// The foreground and the keyboard are read alongside every frame (one shell round trip, hidden behind the
@@ -184,7 +190,7 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
     let mut state: Option<String>;
     let mut settled = false;
     let mut frames = 0u32;
-    let mut next = started + INTERVAL.min(timeout);
+    let mut next = started + REACTION.min(timeout);
     loop {
         tokio::time::sleep_until(next.into()).await;
         frames += 1;
