@@ -470,3 +470,68 @@ async fn call_gives_the_phone_back_on_every_path() {
     .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// What must never reach an operator's terminal as itself: control characters other than the line breaks of the
+/// output's own layout (C0, DEL, C1 — `ESC[1A ESC[2K` erases the line above, OSC retitles the terminal, a `\n`
+/// forges a line) and the bidi overrides and isolates that reorder a line.
+fn acting_chars(text: &str) -> Vec<String> {
+    text.chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n')
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)
+        })
+        .map(|c| format!("U+{:04X}", c as u32))
+        .collect()
+}
+
+/// Issue 36 item 3: an agent chooses its `tool_call_id` (any string up to 128 bytes, control characters included)
+/// and `audit tail` prints it. A line break, `ESC[1A ESC[2K`, an OSC title, an 8-bit CSI and a right-to-left
+/// override in it arrive as visible escapes: one line per record, nothing forged or erased; `--json` keeps the
+/// exact id and writes DEL, C1 and bidi controls as `\uNNNN`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_tail_shows_an_agents_hostile_call_id_escaped() {
+    let (adb, _sim, _serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let srv = Server::start(&data, &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch = c.bind(None).await;
+    let hostile =
+        "c1\n    9  2026-01-01T00:00:00.000Z  forged\u{1b}[1A\u{1b}[2K\u{1b}]0;owned\u{7}\u{9b}2J\u{7f}\u{202e}x";
+    let tap = json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": 3, "y": 4},
+                     "context": {"tool_call_id": hostile}});
+    let ack = c.request("tool.invoke", Some(&ch), tap).await;
+    assert!(ack["error"].is_null(), "{ack}");
+    let tail = |json: bool| {
+        let data = data.clone();
+        blocking(move || {
+            let mut cmd = Command::new(BIN);
+            cmd.args(["audit", "tail"]).env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config");
+            if json {
+                cmd.arg("--json");
+            }
+            let out = cmd.arg("--data-dir").arg(&data).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).expect("UTF-8")
+        })
+    };
+    let text = tail(false).await;
+    assert_eq!(acting_chars(&text), Vec::<String>::new(), "raw control characters on the terminal:\n{text}");
+    let shown = r"c1\n    9  2026-01-01T00:00:00.000Z  forged\x1b[1A\x1b[2K\x1b]0;owned\x07\u{9b}2J\x7f\u{202e}x";
+    let row = text.lines().find(|l| l.contains(shown)).unwrap_or_else(|| panic!("the id, escaped, in\n{text}"));
+    assert!(row.contains("android_tap"), "the id's record is one line: {row}");
+    // Every line after the header is a record of its own (starts with its sequence number): nothing forged.
+    for l in text.lines().skip(1) {
+        assert!(l.split_whitespace().next().is_some_and(|s| s.parse::<u64>().is_ok()), "forged line {l:?} in\n{text}");
+    }
+    let json_text = tail(true).await;
+    assert_eq!(acting_chars(&json_text), Vec::<String>::new(), "raw control characters:\n{json_text}");
+    let rec = json_text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["tool_id"] == "android_tap")
+        .unwrap_or_else(|| panic!("{json_text}"));
+    assert_eq!(rec["tool_call_id"], hostile, "--json keeps the id exactly");
+}
