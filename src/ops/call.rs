@@ -19,6 +19,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::out::outln;
 use crate::config::exit;
+use crate::device::text::{terminal_json, terminal_text};
 
 /// What went wrong, with the exit code: `1` for a failure the connector reported (its error code is printed) or a
 /// lost connection, `2` for a bad command line, `3` for an unusable key file.
@@ -327,11 +328,15 @@ pub struct CallInput<'a> {
 }
 
 /// Runs the call; prints the tool's result (JSON) on stdout. Returns the exit code.
+///
+/// Everything printed comes, in part, from the connector (error codes and messages, file names, URLs, the result)
+/// and through it from a phone: it reaches the terminal only through [`terminal_text`] / [`terminal_json`], so a
+/// hostile connector or phone cannot forge lines, erase them or retitle the terminal.
 pub async fn run(input: CallInput<'_>) -> i32 {
     match call(input).await {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {}", e.message);
+            eprintln!("error: {}", terminal_text(&e.message));
             e.code
         }
     }
@@ -355,19 +360,23 @@ async fn call(input: CallInput<'_>) -> Result<(), CallError> {
     };
     s.close(Some(&ch)).await;
     let result = result?;
-    outln!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+    outln!("{}", terminal_json(&serde_json::to_string_pretty(&result).unwrap_or_default()));
     let files: Vec<&Value> = result["files"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
     for (i, f) in files.iter().enumerate() {
         let Some(rel) = f["download_url"].as_str().filter(|u| u.starts_with('/')) else { continue };
         match input.out {
             Some(path) if i == 0 => {
                 let n = download(addr, &authority, rel, path, deadline).await?;
-                eprintln!("saved {} ({n} bytes) to {}", f["filename"].as_str().unwrap_or("the file"), path.display());
+                let name = f["filename"].as_str().unwrap_or("the file");
+                eprintln!("{}", terminal_text(&format!("saved {name} ({n} bytes) to {}", path.display())));
             }
-            _ => eprintln!(
-                "download {} (one-time URL, valid until it is used or expires): http://{authority}{rel}",
-                f["filename"].as_str().unwrap_or("the file")
-            ),
+            _ => {
+                let name = f["filename"].as_str().unwrap_or("the file");
+                let line = format!(
+                    "download {name} (one-time URL, valid until it is used or expires): http://{authority}{rel}"
+                );
+                eprintln!("{}", terminal_text(&line));
+            }
         }
     }
     if input.out.is_some() && files.is_empty() {
@@ -418,6 +427,10 @@ async fn download(
     path: &Path,
     deadline: Instant,
 ) -> Result<u64, CallError> {
+    if rel.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        // It goes into the request line: a connector's URL must not add headers or requests of its own.
+        return Err(failed(format!("--out: the connector's download URL {rel:?} is not a URL path")));
+    }
     let work = async {
         let mut s = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connect: {e}"))?;
         let req = format!("GET {rel} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
