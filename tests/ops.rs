@@ -701,3 +701,54 @@ async fn call_shows_a_lying_connectors_terminal_escapes_to_nobody() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Issue 36 item 5: `call --out` writes its download beside the target under a random name, created new, and
+/// renames it over the target. Someone who can write the directory plants a symlink at the name the old code used
+/// (`<out>.part-<pid>`, the pid visible to everyone) pointing at a file of the victim's: it is not followed, the
+/// victim's file is untouched, the target is the screenshot (a regular file, 0600), nothing else is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_out_does_not_follow_a_planted_symlink() {
+    use std::os::unix::fs::PermissionsExt;
+    let (adb, _sim, serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"the victim's file").unwrap();
+    let target = shared.join("screen.jpg");
+    let url = format!("http://{}", srv.addr);
+    let (t, v, s) = (target.clone(), victim.clone(), shared.clone());
+    let (status, err, planted) = blocking(move || {
+        let child = Command::new(BIN)
+            .args(["call", "android_screenshot", "--serial", &serial, "--url", &url, "--out"])
+            .arg(&t)
+            .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Planted the moment the pid is known: long before the call has bound a phone and taken the screenshot.
+        let planted = s.join(format!("screen.part-{}", child.id()));
+        std::os::unix::fs::symlink(&v, &planted).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status, String::from_utf8_lossy(&out.stderr).to_string(), planted)
+    })
+    .await;
+    assert!(status.success(), "{err}");
+    let now = std::fs::read(&victim).unwrap();
+    assert!(
+        now == b"the victim's file",
+        "the planted symlink was followed: the victim's file now holds {} bytes",
+        now.len()
+    );
+    let meta = std::fs::symlink_metadata(&target).unwrap();
+    assert!(meta.file_type().is_file(), "{meta:?}");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert!(std::fs::read(&target).unwrap().starts_with(&[0xFF, 0xD8]), "a JPEG");
+    let mut left: Vec<_> = std::fs::read_dir(&shared).unwrap().map(|e| e.unwrap().path()).collect();
+    left.sort();
+    let mut want = vec![planted, target];
+    want.sort();
+    assert_eq!(left, want, "only the target and the planted link");
+}

@@ -419,7 +419,43 @@ async fn invoke_on(s: &mut Session, ch: &str, input: &CallInput<'_>) -> Result<V
     Ok(ack["payload"]["result"].clone())
 }
 
-/// GET of a one-time download URL into `path` (written to a temporary file beside it, renamed when complete).
+/// The file `--out` writes before it is complete: a random name beside the target (`.NAME.<random>.part`), created
+/// with create-new semantics and mode 0600 (`store::private::new_file_options`: `O_CREAT|O_EXCL`, which also
+/// refuses to follow a symlink), removed when dropped unless it was renamed over the target. A predictable name
+/// opened following symlinks (the old `NAME.part-<pid>`) let anyone who can write the target's directory plant a
+/// link there and have `call` — often run as root, the key being root's — overwrite the file it points to.
+struct PartFile {
+    path: std::path::PathBuf,
+    kept: bool,
+}
+
+impl PartFile {
+    fn create(target: &Path) -> std::io::Result<(PartFile, tokio::fs::File)> {
+        let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let path = dir.join(format!(".{name}.{}.part", crate::protocol::ids::random_hex(8)));
+        let file = crate::store::private::new_file_options().open(&path)?;
+        Ok((PartFile { path, kept: false }, tokio::fs::File::from_std(file)))
+    }
+
+    /// Renames the complete file over `target` (a symlink there is replaced, never followed).
+    async fn finish(mut self, target: &Path) -> std::io::Result<()> {
+        tokio::fs::rename(&self.path, target).await?;
+        self.kept = true;
+        Ok(())
+    }
+}
+
+impl Drop for PartFile {
+    /// Every other way out — an error, a short body, the timeout dropping the download — removes the part file.
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// GET of a one-time download URL into `path` (written to a [`PartFile`] beside it, renamed when complete).
 async fn download(
     addr: SocketAddr,
     authority: &str,
@@ -464,8 +500,7 @@ async fn download(
         if len > MAX_DOWNLOAD_BYTES {
             return Err(format!("the file is {len} bytes, over the {MAX_DOWNLOAD_BYTES}-byte limit of --out"));
         }
-        let tmp = path.with_extension(format!("part-{}", std::process::id()));
-        let mut f = tokio::fs::File::create(&tmp).await.map_err(|e| format!("{}: {e}", tmp.display()))?;
+        let (part, mut f) = PartFile::create(path).map_err(|e| format!("a temporary file beside it: {e}"))?;
         let body = &buf[head_end + 4..];
         let first = body.len().min(usize::try_from(len).unwrap_or(usize::MAX));
         let write = async {
@@ -477,16 +512,11 @@ async fn download(
         };
         match write.await {
             Ok(n) if n == len => {}
-            Ok(n) => {
-                let _ = tokio::fs::remove_file(&tmp).await;
-                return Err(format!("the connection ended after {n} of {len} bytes"));
-            }
-            Err(e) => {
-                let _ = tokio::fs::remove_file(&tmp).await;
-                return Err(e.to_string());
-            }
+            Ok(n) => return Err(format!("the connection ended after {n} of {len} bytes")),
+            Err(e) => return Err(e.to_string()),
         }
-        tokio::fs::rename(&tmp, path).await.map_err(|e| format!("{}: {e}", path.display()))?;
+        drop(f);
+        part.finish(path).await.map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(len)
     };
     tokio::time::timeout_at(deadline.into(), work)
