@@ -492,6 +492,12 @@ async fn uploaded_apks_install_with_progress_and_report_failures() {
         assert_eq!(error_code(&a), "permission_denied");
         let a = r.conn.invoke("android_app_install", json!({"file_ref": "file_0123456789abcdef01234567"})).await;
         assert_eq!(error_code(&a), "invalid_arguments");
+        // The installer's words are the phone's: printable only (issue 36 item 4), a line's worth, never an escape.
+        r.sim.answer("pm install", "Failure [INSTALL_FAILED_\u{1b}[2K\u{1b}[1AEVIL\u{9b}31m\u{7}\u{202e}X]\n", "", 1);
+        let up3 = r.conn.upload("evil.apk", "application/octet-stream", &old).await;
+        let a = r.conn.invoke("android_app_install", json!({"file_ref": up3["file_ref"]})).await;
+        let msg = a["error"]["message"].as_str().unwrap();
+        assert_eq!(msg, "install failed: INSTALL_FAILED_[2K[1AEVIL31mX", "{a}");
 
         let after: Vec<Value> = r.conn.ok("android_app_list", json!({})).await["packages"].as_array().unwrap().clone();
         let new: Vec<&Value> = after.iter().filter(|p| !before.contains(p)).collect();

@@ -222,6 +222,69 @@ async fn without_a_key_foreign_pages_and_rebound_hosts_are_refused() {
     .expect("timed out");
 }
 
+/// Issue 36 item 9: without a key a rebound page (same origin with the connector under the attacker's name) read
+/// `/health` and `/metrics` — every serial, the adb server's address. They refuse an unknown `Host` as the wall
+/// does; an upload from another origin's page is refused as `/ws` is; the card and the skill stay public (the
+/// platform reads them first; they name no phone); IP addresses, localhost and allowed names still get everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_key_health_metrics_and_uploads_refuse_rebound_and_foreign_pages() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--allowed-host", "pi-lab-3.local"], &[]);
+        let addr = srv.addr;
+        let port = addr.port();
+        let with_host =
+            |path: &str, host: &str| format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let rebound = format!("rebind.evil.example:{port}");
+        for path in ["/health", "/metrics"] {
+            let raw = raw_from("127.0.0.1", addr, with_host(path, &rebound)).await;
+            assert_eq!(status_of(&raw), 403, "{path}: {raw}");
+            assert!(raw.contains("host_not_allowed"), "{raw}");
+            assert!(!raw.contains("xagent_") && !raw.contains("devices_online"), "{raw}");
+            for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("pi-lab-3.local:{port}")] {
+                let raw = raw_from("127.0.0.1", addr, with_host(path, &host)).await;
+                assert_eq!(status_of(&raw), 200, "{path} via {host}: {raw}");
+            }
+        }
+        for path in ["/connector-card.json", "/skill.md"] {
+            let raw = raw_from("127.0.0.1", addr, with_host(path, &rebound)).await;
+            assert_eq!(status_of(&raw), 200, "{path} is public: {raw}");
+        }
+        // Uploads: a browser always sends Origin on a POST (rebound or cross-site); agents send none.
+        let mut c = ws(addr, None).await;
+        c.hello(None).await;
+        let (ch, _) = c.open(None).await;
+        let upload = |host: String, origin: Option<String>| {
+            let body = "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\
+                        Content-Type: application/octet-stream\r\n\r\nxyz\r\n--b--\r\n";
+            let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+            format!(
+                "POST /files/uploads HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{origin}Content-Length: {}\r\n\
+                 Content-Type: multipart/form-data; boundary=b\r\nX-XAgent-Connector-Channel-ID: {ch}\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        for (host, origin) in [
+            (rebound.clone(), format!("http://{rebound}")),
+            (format!("127.0.0.1:{port}"), "http://evil.example".to_owned()),
+            (format!("127.0.0.1:{port}"), "null".to_owned()),
+        ] {
+            let raw = raw_from("127.0.0.1", addr, upload(host.clone(), Some(origin.clone()))).await;
+            assert_eq!(status_of(&raw), 403, "{host} / {origin}: {raw}");
+            assert!(raw.contains("origin_not_allowed") && !raw.contains("file_ref"), "{raw}");
+        }
+        for (host, origin) in
+            [(rebound.clone(), None), (format!("127.0.0.1:{port}"), Some(format!("http://127.0.0.1:{port}")))]
+        {
+            let raw = raw_from("127.0.0.1", addr, upload(host.clone(), origin.clone())).await;
+            assert_eq!(status_of(&raw), 200, "{host} / {origin:?}: {raw}");
+            assert!(raw.contains("file_ref"), "{raw}");
+        }
+    })
+    .await
+    .expect("timed out");
+}
+
 /// With a key the key protects /ws and the wall; the host and origin rules stay out of the way (a Bearer client
 /// through a proxy under any name keeps working).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -470,3 +470,285 @@ async fn call_gives_the_phone_back_on_every_path() {
     .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// What must never reach an operator's terminal as itself: control characters other than the line breaks of the
+/// output's own layout (C0, DEL, C1 — `ESC[1A ESC[2K` erases the line above, OSC retitles the terminal, a `\n`
+/// forges a line) and the bidi overrides and isolates that reorder a line.
+fn acting_chars(text: &str) -> Vec<String> {
+    text.chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n')
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)
+        })
+        .map(|c| format!("U+{:04X}", c as u32))
+        .collect()
+}
+
+/// Issue 36 item 3: an agent chooses its `tool_call_id` (any string up to 128 bytes, control characters included)
+/// and `audit tail` prints it. A line break, `ESC[1A ESC[2K`, an OSC title, an 8-bit CSI and a right-to-left
+/// override in it arrive as visible escapes: one line per record, nothing forged or erased; `--json` keeps the
+/// exact id and writes DEL, C1 and bidi controls as `\uNNNN`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_tail_shows_an_agents_hostile_call_id_escaped() {
+    let (adb, _sim, _serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let srv = Server::start(&data, &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch = c.bind(None).await;
+    let hostile =
+        "c1\n    9  2026-01-01T00:00:00.000Z  forged\u{1b}[1A\u{1b}[2K\u{1b}]0;owned\u{7}\u{9b}2J\u{7f}\u{202e}x";
+    let tap = json!({"tool_id": "android_tap", "arguments": {"connector_channel_id": ch, "x": 3, "y": 4},
+                     "context": {"tool_call_id": hostile}});
+    let ack = c.request("tool.invoke", Some(&ch), tap).await;
+    assert!(ack["error"].is_null(), "{ack}");
+    let tail = |json: bool| {
+        let data = data.clone();
+        blocking(move || {
+            let mut cmd = Command::new(BIN);
+            cmd.args(["audit", "tail"]).env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config");
+            if json {
+                cmd.arg("--json");
+            }
+            let out = cmd.arg("--data-dir").arg(&data).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).expect("UTF-8")
+        })
+    };
+    let text = tail(false).await;
+    assert_eq!(acting_chars(&text), Vec::<String>::new(), "raw control characters on the terminal:\n{text}");
+    let shown = r"c1\n    9  2026-01-01T00:00:00.000Z  forged\x1b[1A\x1b[2K\x1b]0;owned\x07\u{9b}2J\x7f\u{202e}x";
+    let row = text.lines().find(|l| l.contains(shown)).unwrap_or_else(|| panic!("the id, escaped, in\n{text}"));
+    assert!(row.contains("android_tap"), "the id's record is one line: {row}");
+    // Every line after the header is a record of its own (starts with its sequence number): nothing forged.
+    for l in text.lines().skip(1) {
+        assert!(l.split_whitespace().next().is_some_and(|s| s.parse::<u64>().is_ok()), "forged line {l:?} in\n{text}");
+    }
+    let json_text = tail(true).await;
+    assert_eq!(acting_chars(&json_text), Vec::<String>::new(), "raw control characters:\n{json_text}");
+    let rec = json_text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["tool_id"] == "android_tap")
+        .unwrap_or_else(|| panic!("{json_text}"));
+    assert_eq!(rec["tool_call_id"], hostile, "--json keeps the id exactly");
+}
+
+/// Issue 36 item 4, the phone's end: a phone whose `input` prints terminal escapes and a forged line on stderr
+/// (a vendor's tool or a rooted phone prints what it likes). The agent's error keeps the phone's words, printable;
+/// `call`'s terminal gets no escape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_shows_a_phones_terminal_escapes_to_nobody() {
+    let (adb, sim, serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    sim.answer(
+        "input tap",
+        "",
+        "\u{1b}]0;owned\u{7}\u{1b}[1A\u{1b}[2KError: injected\nerror: forged line\u{9b}31m\u{202e}red\n",
+        1,
+    );
+    let url = format!("http://{}", srv.addr);
+    let out = blocking(move || {
+        Command::new(BIN)
+            .args(["call", "android_tap", "x=10", "y=20", "--serial", &serial, "--url", &url])
+            .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config")
+            .output()
+            .unwrap()
+    })
+    .await;
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("device command failed (exit 1)") && err.contains("Error: injected"), "{err}");
+    assert_eq!(acting_chars(&err), Vec::<String>::new(), "raw control characters on call's stderr:\n{err:?}");
+    assert_eq!(err.lines().count(), 1, "one error line, none forged: {err:?}");
+    // The agent's copy of the message (WebSocket) is clean too: the phone's words enter it through phone_text.
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch = c.bind(None).await;
+    let r = c.tap(&ch, 10, 20).await;
+    let msg = r["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(msg.contains("Error: injected error: forged line"), "{r}");
+    assert_eq!(acting_chars(&msg), Vec::<String>::new(), "{msg:?}");
+}
+
+/// A connector that lies, for `call`: it speaks the data plane just far enough (hello, channel.open, auth.start,
+/// tool.invoke, auth.logout, channel.close) and answers the tool call with `answer` (the whole packet but its
+/// `request_id`); an HTTP GET gets `download`, raw.
+async fn lying_connector(answer: serde_json::Value, download: &'static [u8]) -> std::net::SocketAddr {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_tungstenite::tungstenite::{handshake::server, Message};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                // The request head, peeked: a WebSocket upgrade or the download's GET.
+                let mut head = vec![0u8; 4096];
+                let deadline = Instant::now() + T;
+                let n = loop {
+                    let n = s.peek(&mut head).await.unwrap_or(0);
+                    if head[..n].windows(4).any(|w| w == b"\r\n\r\n") || Instant::now() > deadline {
+                        break n;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                };
+                if !String::from_utf8_lossy(&head[..n]).to_ascii_lowercase().contains("upgrade: websocket") {
+                    let _ = s.read(&mut head).await;
+                    let _ = s.write_all(download).await;
+                    return;
+                }
+                // The callback's signature is tungstenite's (its error is an HTTP response).
+                #[allow(clippy::result_large_err)]
+                let echo = |req: &server::Request, mut resp: server::Response| {
+                    if let Some(p) = req.headers().get("Sec-WebSocket-Protocol") {
+                        resp.headers_mut().insert("Sec-WebSocket-Protocol", p.clone());
+                    }
+                    Ok(resp)
+                };
+                let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(s, echo).await else { return };
+                while let Some(Ok(Message::Text(t))) = ws.next().await {
+                    let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+                    let rid = v["request_id"].clone();
+                    let reply = match v["type"].as_str() {
+                        Some("channel.open") => {
+                            json!({"type": "channel.open.ack", "request_id": rid, "connector_channel_id": "cch_lie"})
+                        }
+                        Some("auth.start") => {
+                            json!({"type": "auth.start.ack", "request_id": rid, "payload": {"status": "authenticated"}})
+                        }
+                        Some("tool.invoke") => {
+                            let mut a = answer.clone();
+                            a["request_id"] = rid;
+                            a
+                        }
+                        _ => json!({"type": "ack", "request_id": rid, "payload": {}}),
+                    };
+                    if ws.send(Message::text(reply.to_string())).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// `call TOOL --url` against `addr` with `extra` flags: (exit code, stdout, stderr).
+async fn call_at(addr: std::net::SocketAddr, extra: Vec<String>) -> (Option<i32>, String, String) {
+    blocking(move || {
+        let out = Command::new(BIN)
+            .args(["call", "android_screenshot", "--url", &format!("http://{addr}"), "--timeout", "20s"])
+            .args(&extra)
+            .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config")
+            .env_remove("XAGENT_ADB_API_KEY_FILE")
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    })
+    .await
+}
+
+/// Issue 36 item 4, the connector's end: `call` prints what a connector says — error code and message, file name,
+/// download URL, the result — and a lying connector puts terminal escapes in all of them. They reach the terminal
+/// escaped (stderr) or as `\uNNNN` (the result's JSON on stdout, the same value); a URL that would add to the
+/// download's request line is refused; a download cut short leaves no temporary file behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_shows_a_lying_connectors_terminal_escapes_to_nobody() {
+    let evil = "\u{1b}]0;owned\u{7}\u{1b}[1A\u{1b}[2K\nerror: forged line\u{9b}2J\u{7f}\u{202e}";
+    let error = json!({"type": "error", "payload": {"error": {"code": format!("tool_invoke_failed{evil}"),
+                                                              "message": format!("refused{evil}")}}});
+    let addr = lying_connector(error, b"").await;
+    let (code, _, err) = call_at(addr, Vec::new()).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(r"android_screenshot: tool_invoke_failed\x1b]0;owned\x07\x1b[1A\x1b[2K\nerror: forged"),
+        "{err}"
+    );
+    assert_eq!(acting_chars(&err), Vec::<String>::new(), "{err:?}");
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+
+    let result = json!({"note": evil, "files": [{"filename": format!("shot{evil}.png"),
+                                                  "download_url": format!("/files/refs/t{evil}")}]});
+    let addr = lying_connector(json!({"type": "tool.invoke.ack", "payload": {"result": result}}), b"").await;
+    let (code, out, err) = call_at(addr, Vec::new()).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(acting_chars(&out), Vec::<String>::new(), "{out:?}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap(), result, "stdout is the same JSON value");
+    assert!(err.contains(r"download shot\x1b]0;owned"), "{err}");
+    assert_eq!(acting_chars(&err), Vec::<String>::new(), "{err:?}");
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    // With --out the URL goes into a request line: refused, nothing written.
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("shot.png");
+    let (code, _, err) = call_at(addr, vec!["--out".into(), target.to_str().unwrap().into()]).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("is not a URL path"), "{err}");
+    assert_eq!(acting_chars(&err), Vec::<String>::new(), "{err:?}");
+
+    // A download cut short: an error, and neither the target nor a temporary file is left.
+    let files = json!({"files": [{"filename": "shot.png", "download_url": "/files/refs/tok"}]});
+    let short = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n0123456789";
+    let addr = lying_connector(json!({"type": "tool.invoke.ack", "payload": {"result": files}}), short).await;
+    let (code, _, err) = call_at(addr, vec!["--out".into(), target.to_str().unwrap().into()]).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("after 10 of 1000 bytes"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Issue 36 item 5: `call --out` writes its download beside the target under a random name, created new, and
+/// renames it over the target. Someone who can write the directory plants a symlink at the name the old code used
+/// (`<out>.part-<pid>`, the pid visible to everyone) pointing at a file of the victim's: it is not followed, the
+/// victim's file is untouched, the target is the screenshot (a regular file, 0600), nothing else is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_out_does_not_follow_a_planted_symlink() {
+    use std::os::unix::fs::PermissionsExt;
+    let (adb, _sim, serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"the victim's file").unwrap();
+    let target = shared.join("screen.jpg");
+    let url = format!("http://{}", srv.addr);
+    let (t, v, s) = (target.clone(), victim.clone(), shared.clone());
+    let (status, err, planted) = blocking(move || {
+        let child = Command::new(BIN)
+            .args(["call", "android_screenshot", "--serial", &serial, "--url", &url, "--out"])
+            .arg(&t)
+            .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Planted the moment the pid is known: long before the call has bound a phone and taken the screenshot.
+        let planted = s.join(format!("screen.part-{}", child.id()));
+        std::os::unix::fs::symlink(&v, &planted).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status, String::from_utf8_lossy(&out.stderr).to_string(), planted)
+    })
+    .await;
+    assert!(status.success(), "{err}");
+    let now = std::fs::read(&victim).unwrap();
+    assert!(
+        now == b"the victim's file",
+        "the planted symlink was followed: the victim's file now holds {} bytes",
+        now.len()
+    );
+    let meta = std::fs::symlink_metadata(&target).unwrap();
+    assert!(meta.file_type().is_file(), "{meta:?}");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert!(std::fs::read(&target).unwrap().starts_with(&[0xFF, 0xD8]), "a JPEG");
+    let mut left: Vec<_> = std::fs::read_dir(&shared).unwrap().map(|e| e.unwrap().path()).collect();
+    left.sort();
+    let mut want = vec![planted, target];
+    want.sort();
+    assert_eq!(left, want, "only the target and the planted link");
+}

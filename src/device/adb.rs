@@ -844,7 +844,8 @@ impl AdbBackend {
         let out = self.shell(key, cmd, ordered, deadline).await?;
         if out.code != 0 {
             let msg = if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() };
-            let msg: String = msg.chars().take(300).collect();
+            // The phone's own words reach the agent, the logs and `call`'s terminal: printable, bounded.
+            let msg = super::text::phone_text(msg, 300);
             return Err(ProtoError::new(
                 ErrorCode::ToolInvokeFailed,
                 format!("device command failed (exit {}): {msg}", out.code),

@@ -68,7 +68,8 @@ pub fn map_host_error(e: HostError) -> ProtoError {
             } else {
                 ErrorCode::ToolInvokeFailed
             };
-            ProtoError::new(code, format!("adb: {m}"))
+            // The adb server relays what the phone's adbd says when a service fails: the phone's words.
+            ProtoError::new(code, format!("adb: {}", super::text::phone_text(&m, 300)))
         }
         other => ProtoError::new(ErrorCode::ToolInvokeFailed, format!("adb: {other}")),
     }
@@ -436,7 +437,8 @@ impl Sync {
         let n = self.st.u32().await? as usize;
         let mut m = vec![0u8; n.min(4096)];
         self.st.read_exact(&mut m).await?;
-        Ok(String::from_utf8_lossy(&m).into_owned())
+        // adbd's (the phone's) words, on their way into an error message.
+        Ok(super::text::phone_text(&String::from_utf8_lossy(&m), 300))
     }
 
     /// `STAT`: mode 0 means the path does not exist.

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use super::out::outln;
 use super::settings::{self, StateProblem};
+use crate::device::text::{terminal_json, terminal_text};
 use crate::store::Store;
 
 /// Opens the state read-only, or prints what is wrong (missing vs. permission) and returns the exit code.
@@ -35,7 +36,8 @@ pub fn verify(data_dir: &Path) -> i32 {
     }
 }
 
-/// The last `n` records, oldest first: a table with UTC times for people, or one JSON object per line.
+/// The last `n` records, oldest first: a table with UTC times for people, or one JSON object per line (the same
+/// values; DEL, C1 and bidi controls as `\uNNNN`, which `serde_json` writes raw).
 pub fn tail(data_dir: &Path, n: u64, json: bool) -> i32 {
     let store = match open(data_dir) {
         Ok(s) => s,
@@ -63,7 +65,7 @@ pub fn tail(data_dir: &Path, n: u64, json: bool) -> i32 {
                 "arguments": serde_json::from_str::<serde_json::Value>(&r.arguments)
                     .unwrap_or(serde_json::Value::String(r.arguments.clone())),
             });
-            outln!("{v}");
+            outln!("{}", terminal_json(&v.to_string()));
         }
         return 0;
     }
@@ -75,21 +77,26 @@ pub fn tail(data_dir: &Path, n: u64, json: bool) -> i32 {
 
 /// The records as aligned columns: each column as wide as its widest cell (channel ids, tool call ids and
 /// `serial@adb-server` device keys vary in length), the redacted arguments last and unpadded.
+///
+/// Every text cell is shown through [`terminal_text`]: an agent chooses its `tool_call_id` (control characters
+/// allowed) and a phone its serial, and a line break, `ESC[1A ESC[2K` or a bidi override in them would forge or
+/// erase lines of this table on the operator's terminal.
 fn table(rows: &[crate::store::audit::AuditRow]) -> Vec<String> {
     const HEAD: [&str; 8] =
         ["SEQ", "TIME (UTC)", "CHANNEL", "TOOL CALL", "DEVICE", "TOOL", "RESULT", "ARGUMENTS (redacted)"];
+    let shown = |s: &str| terminal_text(s).into_owned();
     let cells: Vec<[String; 8]> = rows
         .iter()
         .map(|r| {
             [
                 r.seq.to_string(),
                 utc(r.time_ms),
-                r.channel_id.clone(),
-                r.tool_call_id.clone().unwrap_or_else(|| "-".into()),
-                r.device.clone(),
-                r.tool_id.clone(),
-                r.result.clone(),
-                r.arguments.clone(),
+                shown(&r.channel_id),
+                r.tool_call_id.as_deref().map_or_else(|| "-".into(), shown),
+                shown(&r.device),
+                shown(&r.tool_id),
+                shown(&r.result),
+                shown(&r.arguments),
             ]
         })
         .collect();

@@ -19,6 +19,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::out::outln;
 use crate::config::exit;
+use crate::device::text::{terminal_json, terminal_text};
 
 /// What went wrong, with the exit code: `1` for a failure the connector reported (its error code is printed) or a
 /// lost connection, `2` for a bad command line, `3` for an unusable key file.
@@ -327,11 +328,15 @@ pub struct CallInput<'a> {
 }
 
 /// Runs the call; prints the tool's result (JSON) on stdout. Returns the exit code.
+///
+/// Everything printed comes, in part, from the connector (error codes and messages, file names, URLs, the result)
+/// and through it from a phone: it reaches the terminal only through [`terminal_text`] / [`terminal_json`], so a
+/// hostile connector or phone cannot forge lines, erase them or retitle the terminal.
 pub async fn run(input: CallInput<'_>) -> i32 {
     match call(input).await {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {}", e.message);
+            eprintln!("error: {}", terminal_text(&e.message));
             e.code
         }
     }
@@ -355,19 +360,23 @@ async fn call(input: CallInput<'_>) -> Result<(), CallError> {
     };
     s.close(Some(&ch)).await;
     let result = result?;
-    outln!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+    outln!("{}", terminal_json(&serde_json::to_string_pretty(&result).unwrap_or_default()));
     let files: Vec<&Value> = result["files"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
     for (i, f) in files.iter().enumerate() {
         let Some(rel) = f["download_url"].as_str().filter(|u| u.starts_with('/')) else { continue };
         match input.out {
             Some(path) if i == 0 => {
                 let n = download(addr, &authority, rel, path, deadline).await?;
-                eprintln!("saved {} ({n} bytes) to {}", f["filename"].as_str().unwrap_or("the file"), path.display());
+                let name = f["filename"].as_str().unwrap_or("the file");
+                eprintln!("{}", terminal_text(&format!("saved {name} ({n} bytes) to {}", path.display())));
             }
-            _ => eprintln!(
-                "download {} (one-time URL, valid until it is used or expires): http://{authority}{rel}",
-                f["filename"].as_str().unwrap_or("the file")
-            ),
+            _ => {
+                let name = f["filename"].as_str().unwrap_or("the file");
+                let line = format!(
+                    "download {name} (one-time URL, valid until it is used or expires): http://{authority}{rel}"
+                );
+                eprintln!("{}", terminal_text(&line));
+            }
         }
     }
     if input.out.is_some() && files.is_empty() {
@@ -410,7 +419,43 @@ async fn invoke_on(s: &mut Session, ch: &str, input: &CallInput<'_>) -> Result<V
     Ok(ack["payload"]["result"].clone())
 }
 
-/// GET of a one-time download URL into `path` (written to a temporary file beside it, renamed when complete).
+/// The file `--out` writes before it is complete: a random name beside the target (`.NAME.<random>.part`), created
+/// with create-new semantics and mode 0600 (`store::private::new_file_options`: `O_CREAT|O_EXCL`, which also
+/// refuses to follow a symlink), removed when dropped unless it was renamed over the target. A predictable name
+/// opened following symlinks (the old `NAME.part-<pid>`) let anyone who can write the target's directory plant a
+/// link there and have `call` — often run as root, the key being root's — overwrite the file it points to.
+struct PartFile {
+    path: std::path::PathBuf,
+    kept: bool,
+}
+
+impl PartFile {
+    fn create(target: &Path) -> std::io::Result<(PartFile, tokio::fs::File)> {
+        let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let path = dir.join(format!(".{name}.{}.part", crate::protocol::ids::random_hex(8)));
+        let file = crate::store::private::new_file_options().open(&path)?;
+        Ok((PartFile { path, kept: false }, tokio::fs::File::from_std(file)))
+    }
+
+    /// Renames the complete file over `target` (a symlink there is replaced, never followed).
+    async fn finish(mut self, target: &Path) -> std::io::Result<()> {
+        tokio::fs::rename(&self.path, target).await?;
+        self.kept = true;
+        Ok(())
+    }
+}
+
+impl Drop for PartFile {
+    /// Every other way out — an error, a short body, the timeout dropping the download — removes the part file.
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// GET of a one-time download URL into `path` (written to a [`PartFile`] beside it, renamed when complete).
 async fn download(
     addr: SocketAddr,
     authority: &str,
@@ -418,6 +463,10 @@ async fn download(
     path: &Path,
     deadline: Instant,
 ) -> Result<u64, CallError> {
+    if rel.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        // It goes into the request line: a connector's URL must not add headers or requests of its own.
+        return Err(failed(format!("--out: the connector's download URL {rel:?} is not a URL path")));
+    }
     let work = async {
         let mut s = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connect: {e}"))?;
         let req = format!("GET {rel} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
@@ -451,8 +500,7 @@ async fn download(
         if len > MAX_DOWNLOAD_BYTES {
             return Err(format!("the file is {len} bytes, over the {MAX_DOWNLOAD_BYTES}-byte limit of --out"));
         }
-        let tmp = path.with_extension(format!("part-{}", std::process::id()));
-        let mut f = tokio::fs::File::create(&tmp).await.map_err(|e| format!("{}: {e}", tmp.display()))?;
+        let (part, mut f) = PartFile::create(path).map_err(|e| format!("a temporary file beside it: {e}"))?;
         let body = &buf[head_end + 4..];
         let first = body.len().min(usize::try_from(len).unwrap_or(usize::MAX));
         let write = async {
@@ -464,16 +512,11 @@ async fn download(
         };
         match write.await {
             Ok(n) if n == len => {}
-            Ok(n) => {
-                let _ = tokio::fs::remove_file(&tmp).await;
-                return Err(format!("the connection ended after {n} of {len} bytes"));
-            }
-            Err(e) => {
-                let _ = tokio::fs::remove_file(&tmp).await;
-                return Err(e.to_string());
-            }
+            Ok(n) => return Err(format!("the connection ended after {n} of {len} bytes")),
+            Err(e) => return Err(e.to_string()),
         }
-        tokio::fs::rename(&tmp, path).await.map_err(|e| format!("{}: {e}", path.display()))?;
+        drop(f);
+        part.finish(path).await.map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(len)
     };
     tokio::time::timeout_at(deadline.into(), work)

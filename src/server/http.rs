@@ -56,8 +56,19 @@ fn method_not_allowed(allow: &'static str) -> Response<Body> {
     r
 }
 
-/// Without a key: a request to the wall under a host name we do not know (DNS rebinding), or a WebSocket upgrade
-/// from another origin's page, gets 403 (see [`super::origin`]).
+/// Without a key: a request under a host name we do not know (DNS rebinding) to a surface that is private, or a
+/// WebSocket upgrade or upload from another origin's page, gets 403 (see [`super::origin`]). Which surface gets
+/// which rule, and why:
+///
+/// - the wall, `/health` and `/metrics` (every serial, the adb server's address, counts): the `Host` rule. A
+///   rebound page's GET is same-origin and carries no `Origin`, so only its `Host` (the attacker's name) gives
+///   it away;
+/// - `/ws` and `POST /files/uploads`: the `Origin` rule. A browser sends `Origin` on both (on every WebSocket
+///   upgrade and every POST), rebound or not, and agents and xAgent's backend send none — they may use any host
+///   name, so the `Host` rule would lock out an agent that names the box without an `--allowed-host`;
+/// - `/files/refs/…`: neither; the one-time token in the path is the protection, and a page cannot know it;
+/// - `/connector-card.json` and `/skill.md`: neither; public by protocol (the platform fetches them before it has
+///   anything else), and the same for every reader — they name no phone, channel or address.
 fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<Body>> {
     if app.cfg.api_key.is_some() {
         return None;
@@ -65,7 +76,7 @@ fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<B
     let header = |name| req.headers().get(name).and_then(|v: &HeaderValue| v.to_str().ok());
     let host = header(hyper::header::HOST).unwrap_or("");
     let allowed = &app.cfg.allowed_hosts;
-    if path == "/ws" {
+    if path == "/ws" || path == "/files/uploads" {
         let origin = header(hyper::header::ORIGIN)?;
         if super::origin::origin_allowed(origin, host, allowed) {
             return None;
@@ -73,15 +84,16 @@ fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<B
         return Some(error(
             StatusCode::FORBIDDEN,
             "origin_not_allowed",
-            "this connector has no API key, so /ws refuses WebSocket requests from web pages of other origins",
+            &format!("this connector has no API key, so {path} refuses requests from web pages of other origins"),
         ));
     }
-    if app.wall.owns(path) && !super::origin::host_allowed(host, allowed) {
+    let private = app.wall.owns(path) || path == "/health" || path == "/metrics";
+    if private && !super::origin::host_allowed(host, allowed) {
         return Some(error(
             StatusCode::FORBIDDEN,
             "host_not_allowed",
-            "unknown Host: without an API key the wall answers only IP addresses, localhost and the names given \
-             with --allowed-host",
+            "unknown Host: without an API key the wall, /health and /metrics answer only IP addresses, localhost and \
+             the names given with --allowed-host",
         ));
     }
     None

@@ -1,16 +1,18 @@
 //! Which web pages may use a connector that has no API key: DNS rebinding and cross-origin WebSockets.
 //!
-//! Without a key, nothing but reachability protects `/ws` and the wall, and a browser is a proxy any web page can
+//! Without a key, nothing but reachability protects `/ws`, uploads, `/health`, `/metrics` and the wall, and a browser is a proxy any web page can
 //! steer: a page on another origin may open `ws://127.0.0.1:8790/ws` (browsers apply no same-origin rule to
 //! WebSockets, but always send `Origin`), and a page whose host name the attacker re-points at 127.0.0.1 (DNS
 //! rebinding) is same-origin with the connector under that name. So, without a key:
 //!
-//! - `/` and `/api/v1/…` answer only requests whose `Host` is an IP literal (a page can only be same-origin with an
-//!   IP by being served from it, i.e. by us), `localhost` or `*.localhost`, or a name the operator allowed
-//!   (`--allowed-host`). A rebinding attacker's own name is none of these.
-//! - `/ws` refuses an upgrade that carries an `Origin` unless it names the very host the request went to (`Origin`
-//!   authority = `Host`) and that host passes the rule above. No `Origin` means no browser (agents, scripts,
-//!   xAgent's backend) and is allowed.
+//! - `/`, `/api/v1/…`, `/health` and `/metrics` (serials, the adb server's address) answer only requests whose
+//!   `Host` is an IP literal (a page can only be same-origin with an IP by being served from it, i.e. by us),
+//!   `localhost` or `*.localhost`, or a name the operator allowed (`--allowed-host`). A rebinding attacker's own
+//!   name is none of these.
+//! - `/ws` and `POST /files/uploads` refuse a request that carries an `Origin` unless it names the very host the
+//!   request went to (`Origin` authority = `Host`) and that host passes the rule above. No `Origin` means no
+//!   browser (agents, scripts, xAgent's backend) and is allowed. Which surface has which rule, and why the card,
+//!   the skill and one-time downloads have neither: `server::http::foreign_page`.
 //!
 //! With a key configured the key is the protection (a browser cannot attach `Authorization` to a WebSocket, and the
 //! wall's session cookie is never sent to a foreign name), so these checks are off.

@@ -62,6 +62,9 @@ pub struct Device {
     pub frame_lie: FrameLie,
     /// Shell-protocol v2 packets and sync `DATA` chunks announce 0xFFFFFFF0 bytes (hostile-phone tests).
     pub length_lie: bool,
+    /// Command lines answered with a scripted output instead of running (hostile-phone tests): the first entry
+    /// whose prefix starts the command line wins.
+    pub answers: Vec<(String, super::shell::ExecResult)>,
     /// The phone's fast cores as phone-side tools use them (`gzip`), shared by every command of the phone.
     pub(crate) cores: super::Cores,
     /// The file-creation mask of the shell running the current command line (`umask`); each command line is a
@@ -206,6 +209,7 @@ impl Device {
             idle_timeout: std::time::Duration::from_secs(10),
             frame_lie: FrameLie::None,
             length_lie: false,
+            answers: Vec::new(),
             cores: super::Cores::default(),
             umask: ADBD_UMASK,
             cfg,

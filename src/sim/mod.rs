@@ -18,7 +18,8 @@
 //! to test the connector's error handling against a realistic transport. A phone can also be made hostile, in
 //! the real wire formats: lying screen captures ([`SimPhone::lie_about_frames`]), lying shell-v2/sync lengths
 //! ([`SimPhone::lie_about_lengths`]), any property value — another phone's `ro.serialno`, a 100 KB or
-//! bidi-spoofing model ([`SimPhone::set_prop`]). Each phone has its own random boot id
+//! bidi-spoofing model ([`SimPhone::set_prop`]), any output of a command — terminal escapes on stderr
+//! ([`SimPhone::answer`]). Each phone has its own random boot id
 //! (`/proc/sys/kernel/random/boot_id`), shared by the paths of [`SimPhone::listen_also`].
 
 pub mod commands;
@@ -308,6 +309,19 @@ impl SimPhone {
     /// send a few and stall), as a broken or malicious adbd could; `false` makes the phone honest again.
     pub fn lie_about_lengths(&self, lie: bool) {
         self.device().length_lie = lie;
+    }
+
+    /// From now on every command line starting with `prefix` (e.g. `input tap`, `pm install`) prints `stdout` and
+    /// `stderr` and exits with `status` instead of running: a phone whose tools print whatever they like — terminal
+    /// escapes, forged lines, megabytes — as a vendor's `input` binary or a rooted phone can (hostile-phone tests).
+    pub fn answer(&self, prefix: &str, stdout: &str, stderr: &str, status: i32) {
+        let res = shell::ExecResult {
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+            status,
+            ..Default::default()
+        };
+        self.device().answers.push((prefix.to_owned(), res));
     }
 
     /// Sets a system property (`getprop NAME` prints it from now on): a phone that claims another phone's

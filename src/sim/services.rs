@@ -226,7 +226,9 @@ async fn execute(
     }
     let res = {
         let mut dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
-        shell::run_script(&mut dev, cmd, stdin)
+        let scripted =
+            dev.answers.iter().find(|(p, _)| cmd.trim_start().starts_with(p.as_str())).map(|(_, r)| r.clone());
+        scripted.unwrap_or_else(|| shell::run_script(&mut dev, cmd, stdin))
     };
     if !res.sleep.is_zero() {
         tokio::select! {

@@ -245,7 +245,7 @@ fn pm_tool(
                     let why = format!("{}{}", out.stdout, out.stderr);
                     return Err(ProtoError::new(
                         ErrorCode::ToolInvokeFailed,
-                        format!("pm {verb} {pkg}: {}", why.trim()),
+                        format!("pm {verb} {pkg}: {}", crate::device::text::phone_text(&why, 300)),
                     ));
                 }
                 Ok(json!({"package": pkg, done: true}))

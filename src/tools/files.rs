@@ -99,7 +99,8 @@ fn install_failure(output: &str) -> String {
         })
         .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
         .unwrap_or("pm install printed nothing");
-    reason.chars().take(400).collect()
+    // The phone's words: printable and bounded before they enter a message (agent, logs, `call`'s terminal).
+    crate::device::text::phone_text(reason, 400)
 }
 
 #[derive(Deserialize, JsonSchema)]

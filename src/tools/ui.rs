@@ -295,12 +295,13 @@ async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) 
                     return Ok(Arc::new(els));
                 }
                 Err(m) if attempt >= 3 => {
-                    return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("uiautomator: {m}")))
+                    let m = crate::device::text::phone_text(&m, 300);
+                    return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("uiautomator: {m}")));
                 }
                 Err(_) => {}
             }
         } else if attempt >= 3 || !text.contains("null root node") {
-            let msg: String = text.trim().chars().take(300).collect();
+            let msg = crate::device::text::phone_text(&text, 300);
             return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("uiautomator dump failed: {msg}")));
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
