@@ -578,6 +578,10 @@ impl AdbBackend {
             } else {
                 None
             };
+            if ordered {
+                // From here the side effect may reach the phone: a call cut short says so (`device::sent`).
+                super::sent::started();
+            }
             let shell_v2 = self.shell_v2_of(&path, server).await?;
             op(Device { server, serial: path.serial.clone(), shell_v2 }).await
         };
