@@ -563,6 +563,7 @@ impl AdbBackend {
     {
         let path = self.route(key);
         let server = SocketAddr::V4(Self::server_addr(&path)?);
+        let began = Instant::now();
         *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default() += 1;
         let _in_flight = InFlight { map: &self.in_flight, key: key.clone() };
         let work = async {
@@ -605,7 +606,8 @@ impl AdbBackend {
             Ok(Err(_)) => {}
         }
         match r {
-            Ok(r) => r,
+            // Cut by the recovery ladder's reconnect: say so rather than the transport's "adb: closed".
+            Ok(r) => r.map_err(|e| super::recovery::explain_cut(self, key, began, ordered, e)),
             Err(_) => Err(ProtoError::new(
                 ErrorCode::DeviceTimeout,
                 format!(

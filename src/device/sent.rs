@@ -33,3 +33,7 @@ pub(crate) fn started() {
     let _ = SENT.try_with(|s| s.store(true, Ordering::Release));
 }
 
+/// Whether the current call already started a side effect (`false` outside [`track`]).
+pub(crate) fn already() -> bool {
+    SENT.try_with(|s| s.load(Ordering::Acquire)).unwrap_or(false)
+}
