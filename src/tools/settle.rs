@@ -110,11 +110,11 @@ impl Signature {
 /// One frame's signature. A 32-bit `framebuffer:` frame (every phone since Android 4) is reduced straight from the
 /// bytes adbd sent — the channel order does not matter for comparing two frames of one phone, so nothing is
 /// decoded; other depths are decoded first, and raw `screencap` is the fallback when the service fails (old or
-/// unusual adbd), as for `android_screenshot`. Holds one of the screenshot permits while the frame is in memory.
+/// unusual adbd), as for `android_screenshot`. Holds one of the phone's screenshot permits (`tools::permits`) while the frame is in memory.
 async fn signature(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Option<Signature> {
     // Wire size of the largest frame accepted, as for screenshots.
     const CAP: usize = screen::CAPTURE_CAP;
-    let _permit = screen::capture_permits().acquire().await.ok()?;
+    let _permit = super::permits::captures().acquire(key).await.ok()?;
     let reduce = move |f: Frame| match f {
         Frame::Fb(h, px) => {
             let (w, hh) = (h.width as usize, h.height as usize);
