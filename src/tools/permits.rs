@@ -35,7 +35,8 @@ pub struct Permit<'a> {
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        (self.pool.take(), self.share.take());
+        drop(self.pool.take());
+        drop(self.share.take());
         // The phone's share goes once nobody holds or waits for it (the map holds one reference, this permit one;
         // every waiter holds another), so the table stays as small as the set of phones capturing.
         let mut phones = self.owner.phones.lock().unwrap_or_else(|e| e.into_inner());
