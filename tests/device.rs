@@ -468,3 +468,31 @@ async fn formats_of_android_13() {
 async fn formats_of_android_15() {
     bounded(formats_of(35, "15")).await.expect("test timed out");
 }
+
+/// Issue 36: `android_device_status` reports the orientation the phone has now, also right after a turn (the
+/// rotation the control tools reuse for 1 s is not what an agent asking for the state wants).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_status_right_after_a_turn_reports_the_new_orientation() {
+    bounded(async {
+        let mut r = rig().await;
+        let mut checked = 0;
+        for (rotation, want, width) in [(1, "landscape", 2400), (0, "portrait", 1080), (1, "landscape", 2400)] {
+            let before = r.ok("android_device_status", json!({})).await;
+            let read = Instant::now();
+            r.sim_shell(&format!("settings put system user_rotation {rotation}")).await;
+            let st = r.ok("android_device_status", json!({})).await;
+            assert_eq!(
+                (st["orientation"].as_str(), st["rotation"].as_u64(), st["screen_width"].as_u64()),
+                (Some(want), Some(rotation), Some(width)),
+                "turned from {} {:?} after",
+                before["orientation"],
+                read.elapsed()
+            );
+            // Only a second read within the old cache's 1 s proves anything about it.
+            checked += usize::from(read.elapsed() < Duration::from_millis(900));
+        }
+        assert!(checked > 0, "no status read came within 1 s of the previous one: nothing was checked");
+    })
+    .await
+    .expect("bounded");
+}

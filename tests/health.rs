@@ -284,6 +284,69 @@ async fn a_hung_phone_is_reconnected_then_handed_to_the_recover_command_then_mar
     .expect("bounded");
 }
 
+/// Issue 36: a call the recovery ladder's reconnect cuts answers what happened — `device_timeout`, the phone was
+/// reconnected, its input may have been sent — instead of the transport's "adb: closed". An allowed `sleep 25`
+/// (an ordered command, as any input) runs when adbd stops answering new commands (`Fault::Hang`); three status
+/// reads time out, the ladder reconnects the phone and the adb server closes the running command's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cut_by_the_ladders_reconnect_answers_device_timeout_saying_so() {
+    bounded(async {
+        let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+        let dir = tempfile::tempdir().unwrap();
+        let policy = dir.path().join("policy.json");
+        let p = json!({"enabled_risky_tools": ["android_shell"], "shell_allow_prefixes": ["sleep <arg>"]});
+        std::fs::write(&policy, p.to_string()).unwrap();
+        let srv = start(&adb, dir.path(), &["--policy", policy.to_str().unwrap()]);
+        let mut c = ws(srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let ch = c.bind(Some(&serial)).await;
+        let args = json!({"command": "sleep 25", "connector_channel_id": ch});
+        let (_, long) = c.send("tool.invoke", Some(&ch), json!({"tool_id": "android_shell", "arguments": args})).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !sim.commands().iter().any(|c| c == "sleep 25") {
+            assert!(Instant::now() < deadline, "the command never ran: {:?}", sim.commands());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        sim.set_fault(Fault::Hang);
+        let transports = sim.transports();
+        let mut reads = Vec::new();
+        for _ in 0..3 {
+            let args = json!({"connector_channel_id": ch});
+            reads.push(
+                c.send("tool.invoke", Some(&ch), json!({"tool_id": "android_device_status", "arguments": args}))
+                    .await
+                    .1,
+            );
+        }
+        let mut cut = None;
+        let mut timeouts = 0;
+        while cut.is_none() || timeouts < reads.len() {
+            let v = c.recv().await;
+            if v["request_id"] == json!(long) {
+                cut = Some(v);
+            } else if reads.iter().any(|r| v["request_id"] == json!(r)) {
+                assert_eq!(error_code(&v), "device_timeout", "{v}");
+                timeouts += 1;
+            }
+        }
+        let cut = cut.unwrap();
+        eprintln!("the cut call answered: {}", cut["error"]);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while sim.transports() == transports {
+            assert!(Instant::now() < deadline, "the phone was never reconnected");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(error_code(&cut), "device_timeout", "{cut}");
+        let msg = cut["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("reconnected it") && msg.contains("may have been sent"), "{msg}");
+        assert!(!msg.contains("adb: closed"), "{msg}");
+        assert_eq!(cut["error"]["details"], json!({"reconnected": true, "input_may_have_been_sent": true}), "{cut}");
+        sim.set_fault(Fault::None);
+    })
+    .await
+    .expect("bounded");
+}
+
 /// Agents first: when a phone's 30 s re-read falls due while an agent's call is running on it, the read waits for
 /// the call to end instead of queuing a second command on the phone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::adb::*;
 use common::*;
 use serde_json::{json, Value};
-use xagent_adb_connector::sim::{InputEvent, SimConfig, SimPhone};
+use xagent_adb_connector::sim::{InputEvent, PhoneCosts, SimConfig, SimPhone};
 
 /// The animation of a screen change on the test phone: long enough that a capture taken right after the input
 /// is certainly mid-animation on a loaded machine.
@@ -284,6 +284,96 @@ async fn with_the_adb_keyboard_active_clear_is_one_broadcast() {
         assert!(r.sim.commands().iter().any(|c| c.contains("am broadcast -a ADB_CLEAR_TEXT")), "cleared by the IME");
         let dels = r.sim.events().iter().filter(|e| matches!(e, InputEvent::Key(k) if k == "KEYCODE_DEL")).count();
         assert_eq!(dels, 0, "no DEL keys when the IME clears the field");
+    })
+    .await;
+}
+
+/// Issue 36 item 8: settling on one phone does not starve another phone's screenshots. One channel's 16
+/// concurrent settling taps on a phone whose screen never stops changing (each keeps capturing frames until its
+/// settle timeout) used to fill the global capture permits' whole queue, so another agent's screenshot of another
+/// phone waited behind all of them; each phone now has at most its share of the permits in the queue
+/// (`tools::permits`). The figures (median of phone B's screenshot latency, idle and under A's settle load) are
+/// printed; the bound is generous for a loaded debug build.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_phones_settling_taps_leave_another_phones_screenshots_alone() {
+    bounded(async {
+        let adb = Arc::new(blocking(AdbServer::start).await.expect("adb is required (apt-get install adb)"));
+        // Phone A reads its display slowly (1 s a frame, as a phone's time, not the host's CPU): each of its settle
+        // frames holds a permit that long, which is what phone B's captures used to wait for.
+        let costs = PhoneCosts { display_read: Duration::from_millis(1000), ..PhoneCosts::default() };
+        let busy_cfg = SimConfig { costs, ..phone(0) };
+        let (busy, quiet) = (start_sim_with(busy_cfg).await, start_sim_with(phone(0)).await);
+        for s in [busy.serial(), quiet.serial()] {
+            let a = adb.clone();
+            blocking(move || {
+                a.connect(&s);
+                a.wait_state(&s, "device");
+            })
+            .await;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        let mut flood = ws(srv.addr, None).await;
+        flood.hello(None).await;
+        let flood_ch = flood.bind(Some(&busy.serial())).await;
+        let mut other = ws(srv.addr, None).await;
+        other.hello(None).await;
+        let other_ch = other.bind(Some(&quiet.serial())).await;
+
+        async fn median_screenshot(c: &mut Client, ch: &str, n: usize) -> Duration {
+            let mut took = Vec::new();
+            for _ in 0..n {
+                let started = std::time::Instant::now();
+                let a = c.invoke_as_is(ch, "android_screenshot", json!({"max_side": 300})).await;
+                assert!(a.get("error").is_none(), "{a}");
+                took.push(started.elapsed());
+            }
+            took.sort();
+            took[n / 2]
+        }
+        median_screenshot(&mut other, &other_ch, 2).await; // warm: probes, caches
+        let idle = median_screenshot(&mut other, &other_ch, 7).await;
+
+        busy.set_ticking_screen(Some(Duration::from_millis(50)));
+        let mut taps = Vec::new();
+        for _ in 0..16 {
+            let args =
+                json!({"x": 10, "y": 10, "settle": true, "settle_timeout_ms": 10000, "connector_channel_id": flood_ch});
+            taps.push(
+                flood
+                    .send("tool.invoke", Some(&flood_ch), json!({"tool_id": "android_tap", "arguments": args}))
+                    .await
+                    .1,
+            );
+        }
+        // Every tap reached the phone: all 16 are in their settle loops (each keeps capturing until its 10 s) when
+        // phone B is measured.
+        let frames = |s: &SimPhone| s.commands().iter().filter(|c| c.as_str() == "framebuffer:").count();
+        let deadline = std::time::Instant::now() + Duration::from_secs(9);
+        while busy.events().len() < taps.len() {
+            assert!(std::time::Instant::now() < deadline, "the taps never all ran: {:?}", busy.events());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let before = frames(&busy);
+        let loaded = median_screenshot(&mut other, &other_ch, 7).await;
+        let settle_frames = frames(&busy) - before;
+        eprintln!(
+            "phone B's screenshot: median {idle:?} idle, {loaded:?} under phone A's 16 settling taps \
+             ({settle_frames} settle frames of A meanwhile)"
+        );
+        let mut acks = 0;
+        while acks < taps.len() {
+            let v = flood.recv().await;
+            if taps.iter().any(|t| v["request_id"] == json!(t)) {
+                assert!(v.get("error").is_none(), "{v}");
+                acks += 1;
+            }
+        }
+        busy.set_ticking_screen(None);
+        assert!(
+            loaded < idle * 3 / 2 + Duration::from_millis(300),
+            "phone B's screenshots waited behind phone A's settle frames: median {loaded:?} (idle {idle:?})"
+        );
     })
     .await;
 }

@@ -176,6 +176,34 @@ async fn a_secure_window_captures_blank_but_the_elements_are_still_listed() {
     .expect("bounded");
 }
 
+/// Issue 36: the memory of a screen that never idles ("not asked again yet", 5 s) ends with the agent's own input:
+/// the key that left the video may have made the screen idle, so the next dump asks uiautomator again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_forgets_that_the_screen_never_idled() {
+    bounded(async {
+        let mut r = rig(None).await;
+        let dumps = |sim: &SimPhone| sim.commands().iter().filter(|c| c.starts_with("uiautomator dump")).count();
+        r.sim.set_never_idle(true, Duration::from_millis(300));
+        let (code, msg) = r.err("android_ui_dump", json!({})).await;
+        assert_eq!(code, "ui_unavailable", "{msg}");
+        // The video stops by itself: within the memory's 5 s nothing asks the phone again (by design).
+        r.sim.set_never_idle(false, Duration::from_millis(300));
+        let before = dumps(&r.sim);
+        let started = Instant::now();
+        let (code, msg) = r.err("android_ui_dump", json!({})).await;
+        assert!(code == "ui_unavailable" && msg.contains("not asked again yet"), "{code}: {msg}");
+        assert_eq!(dumps(&r.sim), before, "answered from memory");
+        // The agent's own input: the next dump asks the phone and reads the tree.
+        r.ok("android_key", json!({"key": "HOME"})).await;
+        let tree = r.ok("android_ui_dump", json!({})).await;
+        assert!(started.elapsed() < Duration::from_secs(5), "within the memory's 5 s: {:?}", started.elapsed());
+        assert_eq!(dumps(&r.sim), before + 1, "asked uiautomator again after the input");
+        assert!(tree["count"].as_u64().unwrap() > 0, "{tree}");
+    })
+    .await
+    .expect("bounded");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ui_that_never_idles_gives_the_picture_without_elements_and_element_actions_fail_clearly() {
     bounded(async {

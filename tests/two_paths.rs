@@ -259,3 +259,64 @@ async fn the_same_serial_on_two_adb_servers_is_two_phones() {
     tap_lands(&mut c, &ch2, &sim2, 62).await;
     assert_eq!(sim1.events(), vec![], "the second phone's tap reached the first ({serial2} vs {serial1})");
 }
+
+/// Issue 36 item 10: the serial and boot id are readable by any app, so a relay answering with another phone's
+/// pair is no second path of it. The impostor (another simulated phone reporting the real one's `ro.serialno`
+/// and boot id) cannot read the token the real phone's path writes (`identity::challenge`): it stays a device of
+/// its own, and the real phone's commands never go over it — also not once the real path is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_with_another_phones_serial_and_boot_id_is_never_a_path_of_it() {
+    let adb = std::sync::Arc::new(blocking(AdbServer::start).await.expect("adb"));
+    let real = start_sim().await;
+    let relay = start_sim().await;
+    real.set_prop("ro.serialno", "R58NREAL01");
+    relay.set_prop("ro.serialno", "R58NREAL01");
+    relay.set_boot_id(&real.boot_id());
+    for s in [real.serial(), relay.serial()] {
+        let a = adb.clone();
+        blocking(move || {
+            a.connect(&s);
+            a.wait_state(&s, "device");
+        })
+        .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let h = get(srv.addr, "/health").await.json();
+        if h["devices"] == 2 && h["devices_online"] == 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the relay was merged into the real phone: /health = {h}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let logs = srv.logs();
+    assert!(!logs.iter().any(|l| l.contains("another path to the same phone")), "merged: {logs:#?}");
+    assert!(logs.iter().any(|l| l.contains("kept as a separate device")), "{logs:#?}");
+    let d = get(srv.addr, "/api/v1/devices").await.json();
+    for row in d["devices"].as_array().unwrap() {
+        assert_eq!(row["paths"].as_array().map(Vec::len), Some(1), "{d}");
+    }
+    // The real phone bound by its serial; its path gone, its commands do not go to the relay.
+    let mut c = ws(srv.addr, None).await;
+    c.hello(None).await;
+    let ch = c.bind(Some(&real.serial())).await;
+    tap_lands(&mut c, &ch, &real, 21).await;
+    let (a, g) = (adb.clone(), real.serial());
+    blocking(move || {
+        a.adb(&["disconnect", &g]);
+    })
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    relay.clear_events();
+    loop {
+        let ack = c.tap(&ch, 22, 7).await;
+        if ack["error"]["code"] == "device_offline" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the real phone never went offline: {ack}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(relay.events().is_empty(), "the real phone's tap went to the relay: {:?}", relay.events());
+}

@@ -478,6 +478,91 @@ async fn takeover_refuses_the_agent_and_the_operators_input_lands() {
     .expect("test timed out");
 }
 
+/// Issue 36 item 2: a takeover stops what the agent sent before it. Two 9 s swipes (the second queued behind the
+/// first for the phone's order slot) and a wait for a text are on their way when the operator takes over and types:
+/// the operator's text lands at once (not after the agent's 18 s of swipes), the queued swipe never reaches the
+/// phone, the running one is hung up, and every one of the three answers `operator_control` saying whether its
+/// input may have been sent — the wait never answers with the text the operator typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_stops_the_calls_the_agent_already_sent() {
+    bounded(async {
+        let r = rig(&[(720, 1600)], true).await;
+        let sim = &r.sims[0];
+        let serial = sim.serial();
+        r.wait_all_online().await;
+        let id = r.id_of(&serial).await;
+        let addr = r.srv.addr;
+        let url = |a: &str| format!("/api/v1/devices/{id}/{a}");
+        let mut agent = ws(addr, Some(KEY)).await;
+        agent.hello(None).await;
+        let ch = agent.bind(Some(&serial)).await;
+        let (cookie, csrf) = r.login().await;
+        let session = [("Cookie", cookie.as_str()), ("X-CSRF-Token", csrf.as_str())];
+        sim.clear_events();
+
+        let invoke = |tool: &'static str, mut args: Value| {
+            args["connector_channel_id"] = json!(ch);
+            (tool, args)
+        };
+        let calls = [
+            invoke(
+                "android_swipe",
+                json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 9000, "settle": false}),
+            ),
+            invoke(
+                "android_swipe",
+                json!({"x1": 100, "y1": 1400, "x2": 100, "y2": 400, "duration_ms": 9000, "settle": false}),
+            ),
+            invoke("android_ui_wait", json!({"text": "hunter2", "timeout_ms": 30000})),
+        ];
+        let mut rids = Vec::new();
+        for (tool, args) in calls {
+            let (_, rid) = agent.send("tool.invoke", Some(&ch), json!({"tool_id": tool, "arguments": args})).await;
+            rids.push(rid);
+        }
+        let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 9000 };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !sim.events().contains(&first) {
+            assert!(Instant::now() < deadline, "the first swipe never reached the phone: {:?}", sim.events());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+
+        // The operator takes over mid-swipe and types at once.
+        let started = Instant::now();
+        let t = post(addr, &url("takeover"), &session, json!({})).await;
+        assert_eq!(t.status, 200, "{}", t.text());
+        let text = post(addr, &url("input"), &session, json!({"action": "text", "text": "hunter2 opens"})).await;
+        assert_eq!(text.status, 200, "{}", text.text());
+        let took = started.elapsed();
+        eprintln!("the operator's first input after the takeover took {took:?}");
+        assert!(took < Duration::from_secs(5), "the operator's input waited for the agent's swipes: {took:?}");
+
+        let mut acks = std::collections::HashMap::new();
+        while acks.len() < rids.len() {
+            let v = agent.recv().await;
+            if let Some(rid) = v["request_id"].as_str().filter(|r| rids.iter().any(|x| x == r)) {
+                acks.insert(rid.to_owned(), v);
+            }
+        }
+        let (running, queued, wait) = (&acks[&rids[0]], &acks[&rids[1]], &acks[&rids[2]]);
+        for a in [running, queued, wait] {
+            assert_eq!(error_code(a), "operator_control", "{a}");
+            assert!(!a.to_string().contains("hunter2"), "the operator's text reached an agent's answer: {a}");
+        }
+        assert_eq!(running["error"]["details"]["input_may_have_been_sent"], true, "{running}");
+        assert!(running["error"]["message"].as_str().unwrap().contains("may have taken effect"), "{running}");
+        assert_eq!(queued["error"]["details"]["input_may_have_been_sent"], false, "{queued}");
+        assert!(queued["error"]["message"].as_str().unwrap().contains("nothing was sent"), "{queued}");
+        assert_eq!(wait["error"]["details"]["input_may_have_been_sent"], false, "{wait}");
+        // The queued swipe never reached the phone: the phone saw the agent's first swipe, then the operator.
+        let ev = sim.events();
+        assert_eq!(ev, vec![first, InputEvent::Text("hunter2 opens".into())], "{ev:?}");
+        assert_eq!(sim.fields().0, "hunter2 opens", "the operator's text was typed");
+    })
+    .await
+    .expect("test timed out");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_takeover_ends_by_itself() {
     bounded(async {

@@ -1,7 +1,10 @@
 //! The operator's takeover of a phone (device wall: `POST /api/v1/devices/{id}/takeover`, `…/return`).
 //!
 //! While an operator holds a phone, the bound agent's tool calls are refused with `operator_control` before
-//! anything runs (gate in `server/ws/tool.rs`): an agent that kept tapping would fight the person. The state lives
+//! anything runs (gate in `server/ws/tool.rs`): an agent that kept tapping would fight the person. The calls the
+//! agent sent *before* the takeover are stopped by it ([`Hub::operator_gate`]'s token): queued ones never reach
+//! the phone, a running one is hung up, and none answers with anything it read (the operator's screen, the text
+//! the operator types) — each answers `operator_control`, saying whether its input may have been sent. The state lives
 //! here, beside the binding it overrides, and only in memory — a restart ends every takeover, which is the safe
 //! side (nobody is left locked out by a browser that is gone). A takeover ends on return, on the operator's
 //! logout, or after `idle` without any operator input; expiry is checked whenever the state is read, so an idle
@@ -15,6 +18,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use super::Hub;
 use crate::device::DeviceKey;
@@ -61,7 +65,10 @@ pub struct TakeoverInfo {
 }
 
 #[derive(Default)]
-pub struct Takeovers(std::sync::Mutex<HashMap<DeviceKey, Hold>>);
+pub struct Takeovers(
+    std::sync::Mutex<HashMap<DeviceKey, Hold>>,
+    std::sync::Mutex<HashMap<DeviceKey, CancellationToken>>,
+);
 
 /// The audit "channel" of operator actions: they come from the wall, not from a protocol channel.
 pub const OPERATOR_CHANNEL: &str = "wall";
@@ -97,13 +104,19 @@ impl Hub {
         tracing::info!(device = %key, by = by.kind(), reason, "operator returned the phone to its agent");
     }
 
-    /// `Err(operator_control)` while an operator holds `key`: the gate of every agent tool call.
-    pub fn check_operator_control(&self, key: &DeviceKey) -> Result<(), ProtoError> {
+    /// The gate of every agent tool call: `Err(operator_control)` while an operator holds `key`, else the token
+    /// the call runs under — cancelled the moment an operator takes the phone over. Taken under the same lock as
+    /// the takeover, so a call is either refused here or cancelled by the takeover: none slips between. The caller
+    /// (`server/ws/tool.rs`) drops the call's future when it fires, which closes its adb connection and gives up
+    /// its place in the phone's order queue before the operator's first input can have it.
+    pub fn operator_gate(&self, key: &DeviceKey) -> Result<CancellationToken, ProtoError> {
         self.expire_takeovers();
-        if self.takeovers().contains_key(key) {
+        let holds = self.takeovers();
+        if holds.contains_key(key) {
             return Err(control_error());
         }
-        Ok(())
+        let mut calls = self.takeovers.1.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(calls.entry(key.clone()).or_default().clone())
     }
 
     /// Every phone an operator holds now: a pool binding never picks one, a named one is refused (`auth.rs`).
@@ -138,6 +151,12 @@ impl Hub {
                 None => {
                     let (last_used, since_ms) = (Instant::now(), now_ms());
                     g.insert(key.clone(), Hold { by: by.clone(), since_ms, last_used, last_used_ms: since_ms, idle });
+                    // The agent's calls already on their way to this phone (queued for its order slot, running,
+                    // or between the gate and the tool) stop now: the hold holds from its first instant, not from
+                    // the agent's next call.
+                    if let Some(t) = self.takeovers.1.lock().unwrap_or_else(|e| e.into_inner()).remove(key) {
+                        t.cancel();
+                    }
                     true
                 }
             }

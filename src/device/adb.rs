@@ -517,13 +517,35 @@ impl AdbBackend {
         };
         // Serial + boot id + the same adb server tell a second path (USB + Wi-Fi, `emulator-N` +
         // `127.0.0.1:N+1`) from a second phone (`device::identity`). A phone without them stays its own device.
-        {
-            if let Some(proof) = super::identity::Proof::of(&key, &model.hw_serial, &model.boot_id) {
+        if let Some(proof) = super::identity::Proof::of(&key, &model.hw_serial, &model.boot_id) {
+            // A second path of a known phone must also read what that phone's path writes (`identity::challenge`):
+            // the serial and boot id alone are readable by any app. Checked and learnt under one lock, so two paths
+            // verified at once cannot both skip it; failing it, the path stays its own device.
+            let known = {
+                let mut ids = self.ids();
+                let known = ids.other_path_of(&key, &proof);
+                if known.is_none() {
+                    ids.learn(&key, proof.clone());
+                }
+                known
+            };
+            let merged = match known {
+                None => true,
+                Some(known) if self.same_phone(&known, &key).await => {
+                    self.ids().learn(&key, proof);
+                    true
+                }
+                Some(known) => {
+                    tracing::warn!(device = %key, claims = %known, "reports another phone's serial and boot id but \
+                        cannot read what that phone's path wrote: kept as a separate device, never a path of it");
+                    false
+                }
+            };
+            if merged {
                 let (presented, paths) = {
-                    let mut ids = self.ids();
-                    let presented = ids.learn(&key, proof);
-                    let paths = ids.paths_of(&presented).len();
-                    (presented, paths)
+                    let ids = self.ids();
+                    let presented = ids.presented_of(&key);
+                    (presented.clone(), ids.paths_of(&presented).len())
                 };
                 if paths > 1 {
                     tracing::info!(device = %presented, path = %key.serial, paths, "another path to the same phone");
@@ -534,6 +556,20 @@ impl AdbBackend {
             }
         }
         self.mark_verified(&key, model);
+    }
+
+    /// Whether `path` reads the token the known phone's path just wrote (`identity::challenge`).
+    async fn same_phone(&self, known: &DeviceKey, path: &DeviceKey) -> bool {
+        let token = crate::protocol::ids::random_hex(16);
+        let c = super::identity::challenge(&token);
+        let d = Duration::from_secs(5);
+        if self.shell_ok(known, &c.write, false, d).await.is_err() {
+            return false;
+        }
+        let answer = self.shell_ok(path, &c.read, false, d).await;
+        // The file goes whatever the new path answered (it may not be the phone at all).
+        let _ = self.shell_ok(known, &c.remove, false, d).await;
+        answer.is_ok_and(|out| out.trim() == token)
     }
 
     /// Records a device as verified reachable and, if the adb server still lists it as `device`, online.
@@ -583,6 +619,7 @@ impl AdbBackend {
     {
         let path = self.route(key);
         let server = SocketAddr::V4(Self::server_addr(&path)?);
+        let began = Instant::now();
         *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default() += 1;
         let _in_flight = InFlight { map: &self.in_flight, key: key.clone() };
         let work = async {
@@ -598,6 +635,10 @@ impl AdbBackend {
             } else {
                 None
             };
+            if ordered {
+                // From here the side effect may reach the phone: a call cut short says so (`device::sent`).
+                super::sent::started();
+            }
             let shell_v2 = self.shell_v2_of(&path, server).await?;
             op(Device { server, serial: path.serial.clone(), shell_v2 }).await
         };
@@ -621,7 +662,8 @@ impl AdbBackend {
             Ok(Err(_)) => {}
         }
         match r {
-            Ok(r) => r,
+            // Cut by the recovery ladder's reconnect: say so rather than the transport's "adb: closed".
+            Ok(r) => r.map_err(|e| super::recovery::explain_cut(self, key, began, ordered, e)),
             Err(_) => Err(ProtoError::new(
                 ErrorCode::DeviceTimeout,
                 format!(

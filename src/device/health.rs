@@ -113,6 +113,8 @@ struct Phone {
     unhealthy: Option<String>,
     /// Last run of the operator's recover command (rate limit).
     command_ran: Option<Instant>,
+    /// When the recovery ladder last reconnected the phone (`recovery::explain_cut`).
+    reconnected: Option<Instant>,
 }
 
 /// What the wall, the API and `/metrics` show of one phone.
@@ -320,6 +322,17 @@ impl Book {
             p.timeouts_in_a_row = 0;
             p.offline_since = None;
         });
+    }
+
+    /// The ladder is about to reconnect the phone: commands running on it now end because of it.
+    pub fn reconnecting(&self, key: &DeviceKey, now: Instant) {
+        self.with(key, |p| p.reconnected = Some(now));
+    }
+
+    /// Whether the ladder reconnected the phone at or after `since` (without creating an entry).
+    pub fn reconnected_since(&self, key: &DeviceKey, since: Instant) -> bool {
+        let g = self.phones.lock().unwrap_or_else(|e| e.into_inner());
+        g.get(key).and_then(|p| p.reconnected).is_some_and(|at| at >= since)
     }
 
     pub fn mark_unhealthy(&self, key: &DeviceKey, why: String) {

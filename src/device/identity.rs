@@ -9,7 +9,10 @@
 //! another phone: both are listed by the *same adb server* and report the same `ro.serialno` *and* the same
 //! `/proc/sys/kernel/random/boot_id` (a random UUID the kernel draws at every boot, readable only from a shell on
 //! that phone). Paths on different adb servers are never merged; a path whose boot id cannot be read stays its
-//! own device.
+//! own device. The serial and the boot id are readable by any *app* on the phone, though, so a relay an app runs
+//! could answer with both: a second path is merged only once it also reads a token the known path just wrote
+//! where no app can read ([`challenge`]) — else it stays a device of its own and never carries the phone's
+//! commands, also when the real path goes offline.
 //!
 //! Each physical device gets one *presented* key — the path the channel layer sees, binds and stores. It is the
 //! best path when the phone first appears and then stays the same for as long as any path of the phone is listed
@@ -74,6 +77,15 @@ impl Identities {
         current.clone()
     }
 
+    /// The presented key of the phone `proof` names if a path other than `path` already proved it: learning
+    /// `path` would merge it into that phone (the caller then demands the stronger proof, see [`challenge`]).
+    pub fn other_path_of(&self, path: &DeviceKey, proof: &Proof) -> Option<DeviceKey> {
+        if !self.hardware.iter().any(|(p, h)| p != path && h == proof) {
+            return None;
+        }
+        self.presented.get(proof).cloned()
+    }
+
     /// See `preferred`.
     pub fn prefer(&mut self, key: &DeviceKey) {
         self.preferred.insert(key.clone());
@@ -127,6 +139,30 @@ impl Identities {
     /// The presented key of the phone that `serial` (any of its paths) belongs to.
     pub fn resolve_serial(&self, serial: &str) -> Option<DeviceKey> {
         self.hardware.keys().find(|p| p.serial == serial).map(|p| self.presented_of(p))
+    }
+}
+
+/// The second half of a merge's proof. The serial and the boot id are readable by any app on a phone, so a relay
+/// an app runs (or a phone that copied them) can answer with another phone's pair: merged, it would carry the
+/// phone's commands as soon as the real path went offline. So a second path is merged only when it reads what
+/// the first path just wrote where no app can read: a random token in a new `umask 077` file of the shell user
+/// under `/data/local/tmp` (an app's uid cannot open it, SELinux aside). A relay without the phone's shell cannot
+/// answer it; one that can is a real path to the phone.
+pub struct Challenge {
+    /// Run over the known path: writes the token.
+    pub write: String,
+    /// Run over the new path: must print the token.
+    pub read: String,
+    /// Run over the known path afterwards, whatever the answer.
+    pub remove: String,
+}
+
+pub fn challenge(token: &str) -> Challenge {
+    let file = format!("/data/local/tmp/xagent-id-{}", &token[..token.len().min(12)]);
+    Challenge {
+        write: format!("umask 077; echo {token} > {file}"),
+        read: format!("cat {file}"),
+        remove: format!("rm -f {file}"),
     }
 }
 

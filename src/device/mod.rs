@@ -10,6 +10,7 @@ pub mod host;
 pub mod identity;
 pub mod power;
 pub mod recovery;
+pub mod sent;
 pub mod shell;
 pub mod text;
 pub mod transport;

@@ -19,6 +19,7 @@ use serde_json::{json, Map, Value};
 
 use super::adb::AdbBackend;
 use super::{DeviceKey, DeviceState};
+use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// Commands in a row ending in `device_timeout` that start the ladder.
 pub const TIMEOUTS_IN_A_ROW: u32 = 3;
@@ -149,6 +150,8 @@ async fn ladder(adb: Arc<AdbBackend>, key: DeviceKey, why: String) {
     }
     tracing::warn!(device = %key, reason = %why, "recovering a stuck phone: reconnecting it through the adb server");
     let path = adb.path_of(&key);
+    // Before the reconnect: every command it cuts answers what happened (`explain_cut`), not "adb: closed".
+    book.reconnecting(&key, Instant::now());
     let outcome = match path.server.parse::<std::net::SocketAddr>() {
         Ok(server) => super::host::reconnect(server, &path.serial).await.map_err(|e| e.to_string()),
         Err(_) => Err("unknown adb server".to_owned()),
@@ -197,6 +200,37 @@ async fn ladder(adb: Arc<AdbBackend>, key: DeviceKey, why: String) {
     let mut d = Map::new();
     d.insert("reason".into(), json!(why));
     adb.audit(&key, "device.recover.unhealthy", &d, "unhealthy");
+}
+
+/// The error of a command that ended because the ladder reconnected its phone (`began`: when the command
+/// started): the transport's own error ("adb: closed", "device offline") names a symptom, not what happened.
+/// `device_timeout` is the code of a phone that stopped answering; the message says so, that the connector
+/// reconnected it, and whether the call's input is known to have been sent (`device::sent`): an ordered command
+/// (a side effect) or an earlier one of the same call may have reached the phone. Other errors pass unchanged.
+pub(crate) fn explain_cut(
+    adb: &AdbBackend,
+    key: &DeviceKey,
+    began: Instant,
+    ordered: bool,
+    e: ProtoError,
+) -> ProtoError {
+    if e.code == ErrorCode::DeviceTimeout || !adb.health_book().reconnected_since(key, began) {
+        return e;
+    }
+    let sent = ordered || super::sent::already();
+    let what = if sent {
+        "its input may have been sent before the reconnect (check the screen before repeating it)"
+    } else {
+        "none of its input had been sent"
+    };
+    ProtoError::new(
+        ErrorCode::DeviceTimeout,
+        format!(
+            "the phone stopped answering and the connector reconnected it (recovery) during this call, which cut \
+             the call; {what}. The phone may be back within seconds: retry then"
+        ),
+    )
+    .with_details(json!({"reconnected": true, "input_may_have_been_sent": sent}))
 }
 
 fn recovered(adb: &AdbBackend, key: &DeviceKey, by: &str) {

@@ -336,6 +336,11 @@ impl SimPhone {
             .map_or_else(String::new, |b| String::from_utf8_lossy(&b).trim().to_owned())
     }
 
+    /// Sets the boot id this phone reports (a relay that copied another phone's, readable by any app there).
+    pub fn set_boot_id(&self, id: &str) {
+        self.device().fs.put_system_file("/proc/sys/kernel/random/boot_id", format!("{id}\n").into_bytes(), 0o444);
+    }
+
     /// Sets what `dumpsys battery` reports: level (%), temperature in tenths of a degree (451 = 45.1 °C), and
     /// whether the phone is on USB power (charging) or on battery.
     pub fn set_battery(&self, level: u32, temperature_tenths: i32, plugged: bool) {

@@ -65,9 +65,19 @@ impl Tool for DeviceTool {
         };
         let settle = call.settle.filter(|s| self.spec.settles && s.settle);
         let (adb, key) = (self.adb.clone(), device.clone());
+        let side_effect = self.spec.side_effect;
         let ctx = Ctx { adb: self.adb.clone(), files, device, args: call.args.clone(), spec: self.spec.clone(), call };
         let Some(settle) = settle else {
-            return (self.body)(ctx);
+            let body = (self.body)(ctx);
+            if !side_effect {
+                return body;
+            }
+            return Box::pin(async move {
+                let r = body.await;
+                // The agent acted on the screen: what the UI tree's memory says of it may be out of date.
+                super::ui::forget_not_idle(&key);
+                r
+            });
         };
         // Settling (tools::settle): the frame before the input, the input, then the wait for a still screen. The
         // before-frame is taken before the tool's own checks (which only read), so it is what the screen showed
@@ -75,7 +85,11 @@ impl Tool for DeviceTool {
         let body = (self.body)(ctx);
         Box::pin(async move {
             let before = settle::before(&adb, &key).await;
-            let mut result = body.await?;
+            let result = body.await;
+            if side_effect {
+                super::ui::forget_not_idle(&key);
+            }
+            let mut result = result?;
             let effect = settle::after(&adb, &key, before, settle.timeout).await;
             if let Some(obj) = result.as_object_mut() {
                 obj.insert("effect".to_owned(), effect);

@@ -11,6 +11,7 @@ pub mod frame;
 pub mod input;
 pub mod logcat;
 pub mod observe;
+pub mod permits;
 pub mod power;
 pub mod schema;
 pub mod screen;

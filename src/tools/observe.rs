@@ -353,10 +353,7 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
 
     // Everything at once: the capture, the dump and the small queries share nothing on the phone.
     let frame = async {
-        let _permit = screen::capture_permits()
-            .acquire()
-            .await
-            .map_err(|_| ProtoError::new(ErrorCode::Internal, "screenshot limiter closed"))?;
+        let _permit = super::permits::captures().acquire(&c.device).await?;
         match screen::capture(&c.adb, &c.device, DEFAULT_PATH, max_side, d).await {
             Ok(f) => Ok(f),
             Err(e) if e.code == ErrorCode::DeviceTimeout => Err(e),

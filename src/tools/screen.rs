@@ -651,16 +651,6 @@ fn horizontal_4(acc: &[u32], hx: &[usize], hw: &[u32], maxt: usize, ch: [usize; 
     }
 }
 
-/// Screenshots in progress at once (capture + scale + encode hold ~20 MB each and are CPU-bound): without a bound,
-/// 64 phones screenshotting together took 2.3 GB and starved every other request (`BENCHMARKS.md`, scale).
-pub(crate) fn capture_permits() -> &'static tokio::sync::Semaphore {
-    static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
-    PERMITS.get_or_init(|| {
-        let n = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
-        tokio::sync::Semaphore::new(n)
-    })
-}
-
 /// Output encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -828,10 +818,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             };
             let max_side = a.max_side.min(MAX_SIDE_ARG);
             let (screen_w, screen_h) = c.adb.screen_size(&c.device).await?;
-            let _permit = capture_permits()
-                .acquire()
-                .await
-                .map_err(|_| ProtoError::new(ErrorCode::Internal, "screenshot limiter closed"))?;
+            let _permit = super::permits::captures().acquire(&c.device).await?;
             let frame = match capture(&c.adb, &c.device, DEFAULT_PATH, max_side, c.spec.deadline).await {
                 Ok(f) => f,
                 // A device that did not answer in time will not answer a second request either.

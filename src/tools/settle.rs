@@ -122,10 +122,10 @@ const SIGNATURE_FIT: u32 = 192;
 
 /// One frame's signature, captured the way `android_screenshot` captures (the compressed capture where the phone
 /// has a working gzip: a fraction of the framebuffer's bytes over USB; the framebuffer otherwise; raw `screencap`
-/// when both fail) and downscaled to [`SIGNATURE_FIT`] on the way in. Holds one of the screenshot permits while
-/// the frame is in memory.
+/// when both fail) and downscaled to [`SIGNATURE_FIT`] on the way in. Holds one of the phone's screenshot permits
+/// (`tools::permits`) while the frame is in memory.
 async fn signature(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Option<Signature> {
-    let _permit = screen::capture_permits().acquire().await.ok()?;
+    let _permit = super::permits::captures().acquire(key).await.ok()?;
     let end = tokio::time::Instant::now() + deadline;
     let shot = match screen::capture(adb, key, screen::DEFAULT_PATH, SIGNATURE_FIT, deadline).await {
         Ok(c) => c,

@@ -67,8 +67,9 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 .await
                 .map(|o| o.stdout)
                 .unwrap_or_default();
-            // `wm size` is the natural (unrotated) size; the touch mapper knows the current rotation.
-            let rotation = c.adb.rotation(&c.device).await.ok();
+            // `wm size` is the natural (unrotated) size; the touch mapper knows the current rotation. Read now,
+            // never from the 1 s cache: this is the call an agent makes to learn the phone's state after a turn.
+            let rotation = c.adb.rotation_now(&c.device).await.ok();
             let orientation = match rotation {
                 Some(1 | 3) => "landscape",
                 _ => "portrait",

@@ -247,6 +247,12 @@ fn not_idle() -> &'static Mutex<HashMap<DeviceKey, Instant>> {
     N.get_or_init(Default::default)
 }
 
+/// Forgets that `device`'s screen never idled: the agent's own side effect (a key, a tap, an app launch) may have
+/// stopped the animation, so the next dump asks uiautomator again instead of answering from memory.
+pub fn forget_not_idle(device: &DeviceKey) {
+    not_idle().lock().unwrap_or_else(|e| e.into_inner()).remove(device);
+}
+
 /// The `ui_unavailable` error of a screen that never idles.
 pub fn not_idle_error(ago: Option<Duration>) -> ProtoError {
     let when = ago.map_or(String::new(), |a| format!(" ({:.1} s ago; not asked again yet)", a.as_secs_f64()));

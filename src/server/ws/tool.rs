@@ -64,6 +64,26 @@ fn check_payload_shape(payload: &Map<String, Value>) -> Result<(), ProtoError> {
     Ok(())
 }
 
+/// The answer of a call an operator's takeover stopped: nothing it read is returned (it may be the operator's
+/// screen or typed text), and whether its input may have reached the phone (`device::sent`).
+fn taken_over(sent: &crate::device::sent::Sent) -> ProtoError {
+    let sent = sent.may_have_been_sent();
+    let what = if sent {
+        "its input had already been sent to the phone and may have taken effect"
+    } else {
+        "nothing was sent to the phone"
+    };
+    ProtoError::new(
+        ErrorCode::OperatorControl,
+        format!(
+            "an operator took this phone over from the device wall while the call was running; the call was \
+             stopped and {what} (input_may_have_been_sent: {sent}); nothing it read is returned. Retry after the \
+             operator returns the phone, or bind another phone"
+        ),
+    )
+    .with_details(json!({"input_may_have_been_sent": sent}))
+}
+
 pub async fn invoke(session: &mut Session, pkt: Packet) {
     let hub = session.app.hub.clone();
     // Routing errors are `type = "error"` (§7); everything after routing is a business failure on the ack.
@@ -132,10 +152,12 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
             return session.send(fail(e)).await;
         }
     }
-    // An operator holds the phone (device wall takeover): the agent's call touches nothing.
-    if let Err(e) = hub.check_operator_control(&binding) {
-        return session.send(fail(e)).await;
-    }
+    // An operator holds the phone (device wall takeover): the agent's call touches nothing. Otherwise the call
+    // runs under the phone's hold token: a takeover from now on stops it (see the `select!` below).
+    let hold = match hub.operator_gate(&binding) {
+        Ok(t) => t,
+        Err(e) => return session.send(fail(e)).await,
+    };
     let mut spec = tool.spec().clone();
     spec.deadline = hub.registry().call_deadline(&spec, settle);
     let context = payload.get("context").and_then(Value::as_object);
@@ -214,10 +236,20 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                 Begin::Run => {
                     // Lets the device wall's thumbnails step aside and records the call's duration.
                     let _agent = wall.agent_call(&channel, &audit_device, spec.id);
-                    // Deadline or cancellation: either way the tool's future is dropped here, which closes its adb
-                    // connection and hangs up the device command.
+                    // Deadline, cancellation or takeover: either way the tool's future is dropped here, which
+                    // closes its adb connection, hangs up the device command and leaves the phone's order queue.
+                    // `biased`: a takeover is seen before the tool is polled again, so a call queued for the order
+                    // slot never sends its input once the operator holds the phone.
+                    let (sent, work) = crate::device::sent::track(tool.call(call));
                     let r = tokio::select! {
-                        r = tokio::time::timeout(spec.deadline, tool.call(call)) => match r {
+                        biased;
+                        _ = hold.cancelled() => Err(taken_over(&sent)),
+                        _ = cancel.cancelled() => Err(if *shutdown.borrow() {
+                            ProtoError::new(ErrorCode::ShuttingDown, "cancelled: the connector shut down during the call; whether it took effect is unknown")
+                        } else {
+                            ProtoError::new(ErrorCode::ToolInvokeFailed, "cancelled: the channel closed or the data plane disconnected during the call; whether it took effect is unknown")
+                        }),
+                        r = tokio::time::timeout(spec.deadline, work) => match r {
                             Ok(r) => r,
                             Err(_) => {
                                 // The device layer's op was dropped before it could count this: the recovery
@@ -229,12 +261,9 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                                 ))
                             }
                         },
-                        _ = cancel.cancelled() => Err(if *shutdown.borrow() {
-                            ProtoError::new(ErrorCode::ShuttingDown, "cancelled: the connector shut down during the call; whether it took effect is unknown")
-                        } else {
-                            ProtoError::new(ErrorCode::ToolInvokeFailed, "cancelled: the channel closed or the data plane disconnected during the call; whether it took effect is unknown")
-                        }),
                     };
+                    // A call that ended as the operator took over may carry what it read after: never answered.
+                    let r = if hold.is_cancelled() { Err(taken_over(&sent)) } else { r };
                     // Only calls that ran are device actions; replays and waits are not audited again. A read-only
                     // call is counted in memory (`audit::reads`: it writes nothing now, and goes into the chain as
                     // an aggregate record); a side effect's outcome and audit record commit together, and take the
