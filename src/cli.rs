@@ -371,6 +371,11 @@ pub struct ServeArgs {
     /// again then. Between 10s and 1h.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, env = "XAGENT_ADB_WALL_TAKEOVER_IDLE")]
     pub wall_takeover_idle: Duration,
+
+    /// A device-wall live view whose client has accepted no data for this long is closed and its viewer place
+    /// freed (a client that stopped reading). Between 1s and 10m.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_LIVE_WRITE_TIMEOUT")]
+    pub wall_live_write_timeout: Duration,
 }
 
 /// `--capture-compression`.
@@ -463,6 +468,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             data_dir: None,
             secure_cookie: args.wall_secure_cookie,
             takeover_idle: args.wall_takeover_idle.clamp(Duration::from_secs(10), Duration::from_secs(3600)),
+            live_write_timeout: args.wall_live_write_timeout.clamp(Duration::from_secs(1), Duration::from_secs(600)),
         },
     })
 }

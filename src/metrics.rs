@@ -48,6 +48,10 @@ pub struct Gauges {
     pub channels_by_status: Vec<(&'static str, u64)>,
     pub cache_bytes: u64,
     pub cache_files: u64,
+    /// Audit records removed by retention in all, and of them those younger than the age limit (the record cap
+    /// removed them: the log fills too fast), from the store's checkpoint.
+    pub audit_pruned: u64,
+    pub audit_pruned_young: u64,
     pub in_flight_tools: u64,
     /// `(surface, wrong keys, refused by the per-source limit)` of every key check surface.
     pub auth: Vec<(&'static str, u64, u64)>,
@@ -163,7 +167,7 @@ impl Metrics {
             body,
         );
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let scalars: [(&str, &str, &str, String); 8] = [
+        let scalars: [(&str, &str, &str, String); 10] = [
             (
                 "xagent_ws_connections",
                 "gauge",
@@ -202,6 +206,18 @@ impl Metrics {
             ),
             ("xagent_file_cache_bytes", "gauge", "Bytes held by the file cache.", g.cache_bytes.to_string()),
             ("xagent_file_cache_files", "gauge", "Files held by the file cache.", g.cache_files.to_string()),
+            (
+                "xagent_audit_pruned_records_total",
+                "counter",
+                "Audit records removed by retention (90 days or the 200000-record cap), since the log began.",
+                g.audit_pruned.to_string(),
+            ),
+            (
+                "xagent_audit_pruned_young_records_total",
+                "counter",
+                "Audit records removed by the record cap while younger than 90 days (the log fills too fast: alert).",
+                g.audit_pruned_young.to_string(),
+            ),
         ];
         for (name, kind, help, v) in scalars {
             block(&mut out, name, kind, help, format!("{name} {v}\n"));
@@ -342,6 +358,8 @@ mod tests {
             channels_by_status: vec![("connected", 2)],
             cache_bytes: 1234,
             cache_files: 2,
+            audit_pruned: 7,
+            audit_pruned_young: 3,
             in_flight_tools: 1,
             auth: vec![("login", 4, 1)],
             observations_held: 5,

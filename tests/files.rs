@@ -455,6 +455,45 @@ async fn files_expire_survive_restarts_and_are_evicted_oldest_first() {
     .expect("test timed out");
 }
 
+/// Issue 36: eviction was oldest-first across channels, so 2,001 one-byte uploads of one channel made another
+/// agent's one-time screenshot URL answer 404 before it was downloaded. Each channel now has an equal share of
+/// the cache; the flooding channel evicts its own oldest files, never the files of a channel within its share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_channel_cannot_evict_another_channels_files() {
+    bounded(async {
+        const MAX_FILES: u64 = 20;
+        let mut r = rig(&["--cache-max-files", "20"]).await;
+        let shot = r.conn.ok("android_screenshot", json!({"max_side": 200})).await;
+        let url = url_of(&shot["files"][0]);
+        // Another channel (an upload needs only a channel) floods the cache with ten times its capacity.
+        let (flooder, _) = r.conn.c.open(None).await;
+        let mut refs = Vec::new();
+        for i in 0..MAX_FILES * 10 {
+            let up = r.conn.upload_as(&flooder, &format!("f{i}.bin"), "application/octet-stream", b"x").await;
+            assert_eq!(up.status, 200, "upload {i}: {}", up.text());
+            refs.push(up.json()["file_ref"].as_str().unwrap().to_owned());
+        }
+        let names: std::collections::HashSet<String> = std::fs::read_dir(r.conn.srv.data_dir.join("files"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        eprintln!("after {} uploads of one channel the cache holds {} files", refs.len(), names.len());
+        assert_eq!(names.len() as u64, MAX_FILES, "the cache stays at its capacity");
+        assert!(names.contains(shot["files"][0]["file_ref"].as_str().unwrap()), "the screenshot is still cached");
+        // The flooder's own files went, oldest first: it keeps its newest uploads, in every place but one.
+        let kept: Vec<usize> = (0..refs.len()).filter(|&i| names.contains(&refs[i])).collect();
+        let newest: Vec<usize> = (refs.len() - MAX_FILES as usize + 1..refs.len()).collect();
+        assert_eq!(kept, newest, "the flooder's newest {} uploads are kept", MAX_FILES - 1);
+        let addr = r.conn.srv.addr;
+        // The other channel's screenshot, never downloaded, is still there: its one-time URL works.
+        let got = http(addr, "GET", &url, &[], b"").await;
+        assert_eq!(got.status, 200, "the screenshot was evicted by another channel's uploads");
+        image::load_from_memory_with_format(&got.body, image::ImageFormat::Jpeg).expect("the screenshot");
+    })
+    .await
+    .expect("test timed out");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploaded_apks_install_with_progress_and_report_failures() {
     bounded(async {

@@ -794,3 +794,77 @@ async fn battery_charging_and_logcat_bound() {
     .await
     .expect("timed out");
 }
+
+/// Issue 36: one agent flooding side-effecting calls its own checks refuse (`android_app_install` of an unknown
+/// `file_ref`, thousands a second) wrote an audit record and an info log line each, and pushed a real action out of
+/// the retention window. Such a call sent the phone nothing (`Backend::side_effects_started` did not move): it is
+/// counted into one aggregate record (`audit::reads::REFUSED_MARKER`) and its log line is rate-limited; the real
+/// actions around the flood keep a record each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_side_effects_are_counted_not_recorded_one_by_one() {
+    bounded(async {
+        let mut r = common::rig::Rig::start().await;
+        r.ok("android_key", json!({"key": "BACK"})).await;
+        const FLOOD: u64 = 400;
+        let started = Instant::now();
+        for i in 0..FLOOD {
+            let args = json!({"file_ref": "file_0123456789abcdef01234567"});
+            // Some with a tool_call_id: their idempotency records are still written, not their audit rows.
+            let ack = if i % 20 == 0 {
+                let ch = r.ch.clone();
+                let call = format!("refused-{i}");
+                let args = json!({"file_ref": "file_0123456789abcdef01234567", "connector_channel_id": ch});
+                r.c.request(
+                    "tool.invoke",
+                    Some(&ch),
+                    json!({"tool_id": "android_app_install", "arguments": args, "context": {"tool_call_id": call}}),
+                )
+                .await
+            } else {
+                r.invoke("android_app_install", args).await
+            };
+            assert_eq!(error_code(&ack), "invalid_arguments", "call {i}: {ack}");
+        }
+        let flood_took = started.elapsed();
+        // The next real action takes the pending counts into the chain with it.
+        r.ok("android_key", json!({"key": "HOME"})).await;
+        let db = rusqlite::Connection::open_with_flags(
+            r.dir.path().join("connector.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .unwrap();
+        let mut st = db.prepare("SELECT tool_id, arguments, result FROM audit ORDER BY seq").unwrap();
+        let rows: Vec<(String, String, String)> =
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+        let tools: Vec<&str> = rows.iter().map(|(t, _, _)| t.as_str()).collect();
+        eprintln!("{FLOOD} refused calls in {flood_took:?}: {} audit rows: {tools:?}", rows.len());
+        assert_eq!(tools, ["android_key", "android_app_install", "android_key"], "one aggregate between the actions");
+        let (_, args, result) = &rows[1];
+        let a: serde_json::Value = serde_json::from_str(args).unwrap();
+        assert_eq!(a["refused_calls"]["calls"], FLOOD, "{args}");
+        assert_eq!(a["refused_calls"]["outcomes"], json!({"invalid_arguments": FLOOD}));
+        assert_eq!(result, "invalid_arguments");
+        assert!(rows[2].1.contains("HOME"), "the real action after the flood is its own record: {:?}", rows[2]);
+        // A repeat of a recorded tool_call_id answers from its idempotency record.
+        let ch = r.ch.clone();
+        let again =
+            r.c.request(
+                "tool.invoke",
+                Some(&ch),
+                json!({"tool_id": "android_app_install",
+                       "arguments": {"file_ref": "file_0123456789abcdef01234567", "connector_channel_id": ch},
+                       "context": {"tool_call_id": "refused-0"}}),
+            )
+            .await;
+        assert_eq!(error_code(&again), "invalid_arguments", "{again}");
+        assert!(
+            r.srv.logs().iter().any(|l| l.contains("repeated tool_call_id: answering with the recorded outcome")),
+            "the repeat was answered from the record, not run again"
+        );
+        // One log line per second of flood at most, not one per call.
+        let lines = r.srv.logs().iter().filter(|l| l.contains("\"message\":\"tool failed")).count() as u64;
+        assert!(lines <= flood_took.as_secs() + 3, "{lines} 'tool failed' lines for {FLOOD} refused calls");
+    })
+    .await
+    .expect("test timed out");
+}

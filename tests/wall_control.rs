@@ -1,6 +1,7 @@
 //! The operator's hands on the wall, over real HTTP against the real binary, a real adb server and simulated
 //! phones: the live view (`live.mjpeg`: a stream of changed frames while the screen changes, a still screen encoded
-//! once, downscaling, keep-alive, viewer caps, the capture loop ending with its last viewer), takeover (the agent
+//! once, downscaling, keep-alive, viewer caps, a viewer that stops reading dropped, the capture loop ending with its
+//! last viewer), takeover (the agent
 //! refused with `operator_control` and nothing run), operator input landing at the right device point (also on a
 //! rotated phone), return, logout and the idle timeout, authentication and CSRF, and typed text never in the audit
 //! or the logs. Frame rates are the benchmark's (`bench/run.sh live`), not these tests'.
@@ -320,6 +321,90 @@ async fn live_viewers_are_capped_per_phone() {
         eprintln!("shutdown with {} live streams open took {:?}", open.len(), started.elapsed());
         for s in &mut open {
             while s.next(Duration::from_secs(10)).await.is_some() {}
+        }
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// A live-view client that reads the first 300 bytes and then stops reading, with a small receive buffer so the
+/// kernel buffers between it and the connector fill within a few frames (issue 36: such clients held every viewer
+/// place for the 9 minutes tested). Returns the socket (still open) and the status line's code.
+async fn stalled_viewer(addr: SocketAddr, path: &str, cookie: &str) -> (TcpStream, u16) {
+    let s = tokio::net::TcpSocket::new_v4().unwrap();
+    s.set_recv_buffer_size(4096).unwrap();
+    let mut sock = s.connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
+    sock.write_all(req.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    while got.len() < 300 && !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let mut buf = vec![0u8; 300 - got.len()];
+        let n = tokio::time::timeout(T, sock.read(&mut buf)).await.expect("response head").unwrap();
+        assert!(n > 0, "closed before the response head");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&got);
+    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (sock, status)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_that_stops_reading_is_dropped_and_its_place_freed() {
+    bounded(async {
+        // A still screen (keep-alives every 5 s only: the slowest way to fill a buffer) and a 2 s deadline.
+        let r = rig_with(&[(720, 1280)], true, &["--wall-live-write-timeout", "2s"]).await;
+        r.wait_all_online().await;
+        let id = r.id_of(&r.sims[0].serial()).await;
+        let path = format!("/api/v1/devices/{id}/live.mjpeg");
+        let (cookie, _) = r.login().await;
+        let mut stalled = Vec::new();
+        for i in 0..4 {
+            let (sock, status) = stalled_viewer(r.srv.addr, &path, &cookie).await;
+            assert_eq!(status, 200, "stalled viewer {i}");
+            stalled.push(sock);
+        }
+        let started = Instant::now();
+        let fifth = http(r.srv.addr, "GET", &path, &[("Cookie", &cookie)], b"").await;
+        assert_eq!(fifth.status, 503, "the four stalled viewers hold every place of the phone: {}", fifth.text());
+        assert_eq!(error_code(&fifth.json()), "too_many_viewers");
+        // Each stalled viewer is dropped once its connection accepted nothing for 2 s (after its buffers filled,
+        // at most a window plus 16 KiB): all four places come back, taken here by clients that do read, each of
+        // which gets a picture. Before the deadline existed they stayed held for minutes.
+        let mut readers = Vec::new();
+        while readers.len() < 4 {
+            let mut s = LiveStream::open(r.srv.addr, &path, &[("Cookie", &cookie)]).await;
+            if s.status == 200 {
+                assert!(s.next(Duration::from_secs(10)).await.is_some_and(|p| !p.body.is_empty()), "a first frame");
+                readers.push(s);
+                continue;
+            }
+            assert_eq!(s.status, 503, "{}", s.head);
+            assert!(
+                started.elapsed() < Duration::from_secs(45),
+                "{} of 4 places freed {:?} after four viewers stopped reading",
+                readers.len(),
+                started.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        eprintln!("four stalled viewers' places freed within {:?}", started.elapsed());
+        // The connector closed the stalled connections too (not only the places): each client, reading again,
+        // finds what was buffered and then the end.
+        for (i, sock) in stalled.iter_mut().enumerate() {
+            let mut buf = vec![0u8; 65536];
+            let mut total = 0usize;
+            loop {
+                match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut buf)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) => break,
+                    Ok(Ok(n)) => total += n,
+                    Err(_) => panic!("stalled viewer {i}: the connection is still open after {total} bytes"),
+                }
+            }
+            assert!(total < 1 << 20, "stalled viewer {i}: {total} bytes were buffered for it");
+        }
+        // The readers keep streaming: the deadline counts a stall, not the stream's age.
+        for s in &mut readers {
+            assert!(s.next(Duration::from_secs(12)).await.is_some(), "a reading viewer got its keep-alive");
         }
     })
     .await

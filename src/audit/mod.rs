@@ -24,9 +24,17 @@ pub const MAX_RECORDS: u64 = 200_000;
 /// Applies the retention (blocking: call it from a blocking thread).
 pub fn prune(store: &Store) {
     let now = now_ms();
-    match store.audit_prune(now.saturating_sub(RETENTION.as_millis() as u64), MAX_RECORDS, now) {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(removed = n, "audit log retention: pruned the oldest records (checkpoint kept)"),
+    match store.audit_prune_counted(now.saturating_sub(RETENTION.as_millis() as u64), MAX_RECORDS, now) {
+        Ok((0, _)) => {}
+        Ok((n, 0)) => tracing::info!(removed = n, "audit log retention: pruned the oldest records (checkpoint kept)"),
+        // Records younger than the retention period went: the log fills faster than it should (a flood of real
+        // actions). Said loudly, counted in /metrics (`xagent_audit_pruned_young_records_total`, alerted on).
+        Ok((n, young)) => tracing::warn!(
+            removed = n,
+            young,
+            max_records = MAX_RECORDS,
+            "audit log retention: the record cap removed records younger than the retention period"
+        ),
         Err(e) => tracing::warn!(error = %e, "could not prune the audit log"),
     }
 }
@@ -211,6 +219,10 @@ mod tests {
         assert_eq!(verify(&s), Ok(4));
         let (seq, _, pruned) = s.audit_checkpoint().unwrap().unwrap();
         assert_eq!((seq, pruned), (6, 6));
+        // All six went by the record cap while young (time ≥ 0): that is what verify and /metrics report.
+        let ret = s.audit_retention().unwrap().unwrap();
+        assert_eq!((ret.last_seq, ret.pruned, ret.pruned_young), (6, 6, 6));
+        assert!(ret.last_time_ms > 0);
         // The chain continues after pruning, and pruning everything (by age) still verifies.
         let s2 = s.clone();
         record(

@@ -15,6 +15,11 @@
 //! `kill -9` or power cut loses at most [`FLUSH_EVERY`] of read *counts* (README, "What a power cut may lose").
 //! Until then a read is visible live on the device wall (memory) but not yet in `audit tail` (the database).
 //!
+//! Refused side effects (issue 36): a side-effecting call that sent the phone nothing that changes it (refused by
+//! its own checks before any device work — a bad `file_ref`, a point off the screen, a locked phone) is counted
+//! the same way under [`REFUSED_MARKER`]: one agent flooding such calls at thousands a second once wrote a
+//! record each and pushed real actions out of the retention window. Its idempotency record is unchanged.
+//!
 //! Repeated calls: the protocol asks for repeat recognition of side effects only ("有副作用工具必须具备幂等或重复调用
 //! 识别能力", §8.19); a read has no effect to repeat, so a retried read with the same `tool_call_id` simply runs
 //! again and is counted again.
@@ -36,6 +41,8 @@ const MAX_KEYS: usize = 4096;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Key {
+    /// [`MARKER`] or [`REFUSED_MARKER`]: what the record counts.
+    marker: &'static str,
     connector_id: String,
     channel_id: String,
     device: String,
@@ -56,6 +63,8 @@ pub struct Reads(Mutex<BTreeMap<Key, Count>>);
 
 /// `arguments` of an aggregate record: marks it, and what it counts.
 pub const MARKER: &str = "read_calls";
+/// `arguments` of an aggregate of side-effecting calls that sent the phone nothing.
+pub const REFUSED_MARKER: &str = "refused_calls";
 
 impl Reads {
     /// Counts one finished read-only call. `None` when it was counted; the record to commit now when the table
@@ -69,7 +78,35 @@ impl Reads {
         outcome: &str,
         now_ms: u64,
     ) -> Option<Write> {
+        self.count_as(MARKER, connector_id, channel_id, device, tool_id, outcome, now_ms)
+    }
+
+    /// [`Reads::count`] for a side-effecting call that sent the phone nothing ([`REFUSED_MARKER`]).
+    pub fn count_refused(
+        &self,
+        connector_id: &str,
+        channel_id: &str,
+        device: &str,
+        tool_id: &str,
+        outcome: &str,
+        now_ms: u64,
+    ) -> Option<Write> {
+        self.count_as(REFUSED_MARKER, connector_id, channel_id, device, tool_id, outcome, now_ms)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn count_as(
+        &self,
+        marker: &'static str,
+        connector_id: &str,
+        channel_id: &str,
+        device: &str,
+        tool_id: &str,
+        outcome: &str,
+        now_ms: u64,
+    ) -> Option<Write> {
         let key = Key {
+            marker,
             connector_id: connector_id.to_owned(),
             channel_id: channel_id.to_owned(),
             device: device.to_owned(),
@@ -103,8 +140,11 @@ impl Reads {
         for w in writes {
             let Write::Audit { rec, .. } = w else { continue };
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&rec.arguments) else { continue };
-            let Some(a) = v.get(MARKER) else { continue };
+            let Some((marker, a)) = [MARKER, REFUSED_MARKER].into_iter().find_map(|m| Some((m, v.get(m)?))) else {
+                continue;
+            };
             let key = Key {
+                marker,
                 connector_id: rec.connector_id,
                 channel_id: rec.channel_id,
                 device: rec.device,
@@ -139,7 +179,7 @@ impl Reads {
 }
 
 /// The aggregate record of `c`: no `tool_call_id` (it stands for many calls); `arguments` carries
-/// `{"read_calls": {"calls", "first_ms", "last_ms", "outcomes": {code: n}}}`; `result` is the one outcome all
+/// `{"read_calls" (or "refused_calls"): {"calls", "first_ms", "last_ms", "outcomes": {code: n}}}`; `result` is the one outcome all
 /// the calls had, or `mixed`; the record's time is the last call's.
 fn aggregate_row(k: &Key, c: &Count) -> Write {
     let result = match c.outcomes.keys().collect::<Vec<_>>().as_slice() {
@@ -147,7 +187,7 @@ fn aggregate_row(k: &Key, c: &Count) -> Write {
         _ => "mixed".to_owned(),
     };
     let arguments =
-        json!({MARKER: {"calls": c.calls, "first_ms": c.first_ms, "last_ms": c.last_ms, "outcomes": c.outcomes}});
+        json!({k.marker: {"calls": c.calls, "first_ms": c.first_ms, "last_ms": c.last_ms, "outcomes": c.outcomes}});
     let rec = AuditRow {
         seq: 0,
         time_ms: c.last_ms,
@@ -167,6 +207,11 @@ fn aggregate_row(k: &Key, c: &Count) -> Write {
 /// Whether an audit record is an aggregate of reads.
 pub fn is_aggregate(r: &AuditRow) -> bool {
     r.tool_call_id.is_none() && r.arguments.starts_with(&format!("{{\"{MARKER}\":"))
+}
+
+/// Whether an audit record is an aggregate of side-effecting calls that sent the phone nothing.
+pub fn is_refused_aggregate(r: &AuditRow) -> bool {
+    r.tool_call_id.is_none() && r.arguments.starts_with(&format!("{{\"{REFUSED_MARKER}\":"))
 }
 
 #[cfg(test)]
@@ -201,6 +246,18 @@ mod tests {
             json!({"calls": 3, "first_ms": 10, "last_ms": 30, "outcomes": {"ok": 2, "device_timeout": 1}})
         );
         assert!(rows.iter().all(is_aggregate));
+        // Refused side effects count apart from reads of the same tool and channel, under their own marker.
+        assert!(r.count_refused("conn", "c1", "SER@srv", "android_app_install", "invalid_arguments", 40).is_none());
+        assert!(r.count_refused("conn", "c1", "SER@srv", "android_app_install", "invalid_arguments", 41).is_none());
+        let refused = r.take();
+        assert_eq!(refused.len(), 1);
+        let Write::Audit { rec, .. } = &refused[0] else { unreachable!() };
+        assert!(!is_aggregate(rec) && is_refused_aggregate(rec));
+        let a: serde_json::Value = serde_json::from_str(&rec.arguments).unwrap();
+        assert_eq!(a[REFUSED_MARKER]["calls"], 2);
+        r.restore(refused);
+        let Write::Audit { rec, .. } = &r.take()[0] else { unreachable!() };
+        assert!(is_refused_aggregate(rec), "restored under its own marker");
         // A failed commit puts the counts back.
         r.restore(w);
         let again = r.take();

@@ -243,6 +243,19 @@ impl Hub {
         }
     }
 
+    /// Counts a side-effecting call that sent the phone nothing (`audit::reads::REFUSED_MARKER`), as
+    /// [`Hub::count_read`] counts a read: a flood of refused calls writes no record per call.
+    pub fn count_refused(&self, channel_id: &str, tool_id: &str, device: &DeviceKey, outcome: &str) {
+        let connector_id = self.lock().channels.get(channel_id).map(|c| c.connector_id.clone()).unwrap_or_default();
+        let now = now_ms();
+        if let Some(w) = self.reads.count_refused(&connector_id, channel_id, &device.to_string(), tool_id, outcome, now)
+        {
+            if let Err(e) = self.store.commit(w) {
+                tracing::error!(error = %e, "could not append to the audit log");
+            }
+        }
+    }
+
     /// The pending read counts as audit writes, to commit with the caller's own (see `audit::reads`); give them
     /// back with [`Hub::restore_reads`] if that commit fails.
     pub fn take_reads(&self) -> Vec<crate::store::group::Write> {

@@ -73,6 +73,8 @@ pub struct AdbBackend {
     health: super::health::Book,
     /// Per phone: device operations in flight now. A health read waits until a phone has none (agents first).
     in_flight: Mutex<HashMap<DeviceKey, usize>>,
+    /// Per phone: side-effecting operations started since start-up ([`Backend::side_effects_started`]).
+    side_effects: Mutex<HashMap<DeviceKey, u64>>,
     recovery: Mutex<super::recovery::Config>,
     audit: Mutex<Option<super::recovery::AuditSink>>,
 }
@@ -186,6 +188,7 @@ impl AdbBackend {
             screen_states: Mutex::new(HashMap::new()),
             health: Default::default(),
             in_flight: Mutex::new(HashMap::new()),
+            side_effects: Mutex::new(HashMap::new()),
             recovery: Mutex::new(Default::default()),
             audit: Mutex::new(None),
         })
@@ -617,6 +620,10 @@ impl AdbBackend {
         F: FnOnce(Device) -> Fut,
         Fut: std::future::Future<Output = Result<T, ProtoError>>,
     {
+        if ordered {
+            // Counted before anything can fail or wait: a side effect that may have been sent is never missed.
+            *self.side_effects.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default() += 1;
+        }
         let path = self.route(key);
         let server = SocketAddr::V4(Self::server_addr(&path)?);
         let began = Instant::now();
@@ -1029,6 +1036,10 @@ const ROTATION_COMMAND: &str =
     "dumpsys input | grep -E 'SurfaceOrientation:|InputDeviceOrientation:|Viewport INTERNAL:'; true";
 
 impl Backend for AdbBackend {
+    fn side_effects_started(&self, key: &DeviceKey) -> Option<u64> {
+        Some(self.side_effects.lock().unwrap_or_else(|e| e.into_inner()).get(key).copied().unwrap_or(0))
+    }
+
     fn adb_servers(&self) -> Vec<(String, Option<Duration>)> {
         self.outages().into_iter().map(|(s, d)| (s.to_string(), d)).collect()
     }

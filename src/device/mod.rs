@@ -117,6 +117,14 @@ pub trait Backend: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// How many side-effecting (ordered) operations were ever started on the phone, or `None` when this backend
+    /// does not count them. The same before and after a tool call = the call sent the phone nothing that changes
+    /// it (issue 36: such a call is audited as a count, `audit::reads`). Another call's side effect on the phone
+    /// in the meantime also moves it: the call is then recorded one by one, which is the safe side.
+    fn side_effects_started(&self, _key: &DeviceKey) -> Option<u64> {
+        None
+    }
+
     /// A tool call on the device ran into its deadline (its device operation was dropped before it could tell):
     /// one more timeout in a row for the recovery ladder.
     fn command_timed_out(&self, _key: &DeviceKey) {}

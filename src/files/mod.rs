@@ -10,7 +10,9 @@
 //! Policies (documented for the device profile's "finite TTL, capacity and cleanup period"):
 //! - TTL: every entry expires `ttl` after it was created (default 10 min); expired entries are invisible at once
 //!   and deleted by the sweeper, which runs every [`SWEEP_INTERVAL`] until shutdown.
-//! - Capacity: at most `max_bytes` and `max_files`; inserting beyond either evicts the oldest entries first.
+//! - Capacity: at most `max_bytes` and `max_files`; inserting beyond either evicts fairly: every channel holding
+//!   files has an equal share, a channel over its share loses its own oldest first, a channel within its share
+//!   never loses a file to another one ([`FileCache::make_room`]).
 //! - Restart: a memory cache starts empty (its index was in memory); on disk, entries survive a restart until they
 //!   expire. At start-up, rows whose file is missing, files without a row (including staging leftovers of a crash)
 //!   and expired entries are removed.
@@ -144,6 +146,12 @@ pub enum CacheError {
     StagingFull {
         limit: u64,
     },
+    /// The cache is full and the file's channel already holds its share of it (the other channels are within
+    /// theirs): its own files must be downloaded or expire first.
+    ShareFull {
+        files: u64,
+        bytes: u64,
+    },
     Io(std::io::Error),
     Db(rusqlite::Error),
 }
@@ -155,6 +163,10 @@ impl std::fmt::Display for CacheError {
             CacheError::StagingFull { limit } => {
                 write!(f, "files being written already stage {limit} bytes (the cache capacity); retry later")
             }
+            CacheError::ShareFull { files, bytes } => write!(
+                f,
+                "the file cache is full and this channel holds its share of it ({files} files, {bytes} bytes)"
+            ),
             CacheError::Io(e) => write!(f, "file cache I/O failed: {e}"),
             CacheError::Db(e) => write!(f, "file cache index failed: {e}"),
         }
@@ -184,6 +196,13 @@ impl CacheError {
             CacheError::StagingFull { .. } => ProtoError::new(
                 ErrorCode::RateLimited,
                 "the file cache is busy storing other files (staging is at its capacity); retry shortly",
+            ),
+            CacheError::ShareFull { files, .. } => ProtoError::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "the file cache is full and this channel holds its share ({files} files): download or wait for \
+                     its earlier files to expire, then retry"
+                ),
             ),
             other => {
                 tracing::error!(error = %other, "file cache failure");
@@ -481,7 +500,7 @@ impl FileCache {
             file_ref,
         };
         let _guard = self.commit.lock().unwrap_or_else(|e| e.into_inner());
-        self.make_room(row.byte_size)?;
+        self.make_room(row.byte_size, &row.channel_id)?;
         let target = self.path_of(&row);
         std::fs::rename(&st.path, &target)?;
         st.committed = true;
@@ -494,19 +513,51 @@ impl FileCache {
         Ok(row)
     }
 
-    /// Evicts oldest entries until one more file of `incoming` bytes fits both limits.
-    fn make_room(&self, incoming: u64) -> Result<(), CacheError> {
+    /// Evicts entries until one more file of `incoming` bytes for `channel` fits both limits, fairly (issue 36:
+    /// oldest-first across channels let one channel's 2,001 one-byte uploads evict another agent's screenshot
+    /// before it was downloaded). Each channel holding files (and `channel`) has an equal share of both limits.
+    /// A channel over its share — counting the incoming file — evicts its own oldest first; otherwise the oldest
+    /// file of a channel that is over its share goes. A channel within its share never loses a file to another
+    /// one; when nothing else can go, the incoming file is refused (`ShareFull`).
+    fn make_room(&self, incoming: u64, channel: &str) -> Result<(), CacheError> {
+        let (max_files, max_bytes) = (self.limits.max_files, self.limits.max_bytes);
         let rows = self.store.files_oldest_first()?;
         let mut count = rows.len() as u64;
         let mut bytes: u64 = rows.iter().map(|r| r.byte_size).sum();
-        for row in rows {
-            if count < self.limits.max_files && bytes + incoming <= self.limits.max_bytes {
-                break;
-            }
-            self.remove(&row)?;
+        let fits = |count: u64, bytes: u64| count < max_files && bytes + incoming <= max_bytes;
+        if fits(count, bytes) {
+            return Ok(());
+        }
+        let mut usage: HashMap<&str, (u64, u64)> = HashMap::new();
+        for r in &rows {
+            let u = usage.entry(r.channel_id.as_str()).or_default();
+            *u = (u.0 + 1, u.1 + r.byte_size);
+        }
+        let own = usage.entry(channel).or_default();
+        *own = (own.0 + 1, own.1 + incoming);
+        let n = usage.len() as u64;
+        let (share_files, share_bytes) = ((max_files / n).max(1), max_bytes / n);
+        let over = |u: (u64, u64)| u.0 > share_files || u.1 > share_bytes;
+        let mut gone = vec![false; rows.len()];
+        while !fits(count, bytes) {
+            let pick = |mine: bool| {
+                rows.iter().enumerate().position(|(i, r)| {
+                    !gone[i] && (r.channel_id == channel) == mine && over(usage[r.channel_id.as_str()])
+                })
+            };
+            let victim = if over(usage[channel]) { pick(true) } else { None }.or_else(|| pick(false));
+            let Some(i) = victim else {
+                return Err(CacheError::ShareFull { files: share_files, bytes: share_bytes });
+            };
+            let row = &rows[i];
+            self.remove(row)?;
+            gone[i] = true;
             count -= 1;
             bytes -= row.byte_size;
-            tracing::info!(file_ref = %row.file_ref, bytes = row.byte_size, "file cache full: evicted the oldest file");
+            let u = usage.get_mut(row.channel_id.as_str()).expect("counted above");
+            *u = (u.0 - 1, u.1 - row.byte_size);
+            tracing::info!(file_ref = %row.file_ref, channel = %row.channel_id, bytes = row.byte_size,
+                           "file cache full: evicted the oldest file of a channel over its share");
         }
         Ok(())
     }
@@ -759,6 +810,31 @@ mod tests {
         claim.cache().consume(claim.file_ref());
         drop(claim);
         assert_eq!(c.begin_download(&a.file_ref).err(), Some(ClaimRefused::Gone));
+    }
+
+    #[test]
+    fn eviction_is_fair_between_channels() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, c) = cache(dir.path(), Limits { ttl: Duration::from_secs(60), max_bytes: 100, max_files: 4 });
+        let of = |ch: &str| NewFile { channel_id: ch.into(), filename: "f".into(), mime: "text/plain".into() };
+        let a1 = c.store_bytes(&[1; 20], of("a")).unwrap();
+        let a2 = c.store_bytes(&[1; 20], of("a")).unwrap();
+        let b1 = c.store_bytes(b"b", of("b")).unwrap();
+        let b2 = c.store_bytes(b"b", of("b")).unwrap();
+        // Full (4 files, 2 each): b's third evicts b's own oldest, not a's older files.
+        let b3 = c.store_bytes(b"b", of("b")).unwrap();
+        assert!(c.get(&b1.file_ref).is_none());
+        for f in [&a1, &a2, &b2, &b3] {
+            assert!(c.get(&f.file_ref).is_some(), "{} kept", f.file_ref);
+        }
+        // A file beyond b's share of the bytes (50) while a is within its own: refused, a keeps its files.
+        let big = c.store_bytes(&[2; 70], of("b"));
+        assert!(matches!(big, Err(CacheError::ShareFull { files: 2, bytes: 50 })), "{big:?}");
+        assert!(c.get(&a1.file_ref).is_some() && c.get(&a2.file_ref).is_some());
+        // A third channel halves nobody's files by itself: the channels over their new share (4/3 → 1) pay.
+        let c1 = c.store_bytes(b"c", of("c")).unwrap();
+        assert!(c.get(&c1.file_ref).is_some());
+        assert!(c.get(&a1.file_ref).is_none() || c.get(&b2.file_ref).is_none(), "an over-share channel paid");
     }
 
     #[test]

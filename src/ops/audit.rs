@@ -27,6 +27,23 @@ pub fn verify(data_dir: &Path) -> i32 {
     match crate::audit::verify(&store) {
         Ok(n) => {
             outln!("audit log intact: {n} record(s)");
+            // What retention took is part of the answer: "intact" alone hid a flood that pushed real actions out.
+            if let Ok(Some(r)) = store.audit_retention() {
+                let when = if r.last_time_ms > 0 {
+                    format!(", the newest of them from {}", utc(r.last_time_ms))
+                } else {
+                    String::new()
+                };
+                outln!("retention removed {} older record(s): every record up to seq {}{when}", r.pruned, r.last_seq);
+                if r.pruned_young > 0 {
+                    outln!(
+                        "warning: {} of them were younger than {} days, removed by the {}-record cap",
+                        r.pruned_young,
+                        crate::audit::RETENTION.as_secs() / 86400,
+                        crate::audit::MAX_RECORDS
+                    );
+                }
+            }
             0
         }
         Err((seq, why)) => {

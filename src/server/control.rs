@@ -198,7 +198,10 @@ pub fn metrics(app: &App) -> Response<Body> {
     let devices = app.hub.backend().devices();
     let count = |st: DeviceState| devices.iter().filter(|d| d.state == st).count() as u64;
     let (cache_files, cache_bytes) = app.files.totals();
+    let retention = app.hub.store().audit_retention().ok().flatten();
     let gauges = crate::metrics::Gauges {
+        audit_pruned: retention.map_or(0, |r| r.pruned),
+        audit_pruned_young: retention.map_or(0, |r| r.pruned_young),
         devices_by_state: vec![
             ("online", count(DeviceState::Online)),
             ("offline", count(DeviceState::Offline)),

@@ -10,6 +10,7 @@ pub mod control;
 pub mod http;
 pub mod origin;
 pub mod parts;
+pub mod stall;
 pub mod transfer;
 pub mod ws;
 
@@ -311,8 +312,11 @@ async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, app: 
     let upgrade_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let svc_app = app.clone();
     let asked = upgrade_asked.clone();
+    // A long-lived answer (the live view) arms its connection's write-progress deadline through this handle.
+    let (stream, deadline) = stall::StallIo::new(stream);
     let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         req.extensions_mut().insert(auth::Peer(peer));
+        req.extensions_mut().insert(deadline.clone());
         if req.headers().contains_key(hyper::header::UPGRADE) {
             asked.store(true, Ordering::Relaxed);
         }

@@ -421,6 +421,14 @@ fn cache_err(e: CacheError, limit: u64) -> Box<Response<Body>> {
                 &format!("uploads in progress already stage {limit} bytes, the file cache capacity; retry later"),
             ))
         }
+        CacheError::ShareFull { files, bytes } => Box::new(error(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "cache_full",
+            &format!(
+                "the file cache is full and this channel already holds its share of it ({files} files, {bytes} \
+                 bytes); use or wait for its earlier files, then retry"
+            ),
+        )),
         other => {
             tracing::error!(error = %other, "upload could not be stored");
             Box::new(error(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the file could not be stored"))

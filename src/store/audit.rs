@@ -19,6 +19,19 @@ pub struct AuditRow {
     pub hash: String,
 }
 
+/// What retention removed ([`Store::audit_retention`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// The newest removed record's seq: every record up to it is gone.
+    pub last_seq: i64,
+    /// Records removed in all.
+    pub pruned: u64,
+    /// Of them, records removed while younger than the age limit (by the record cap).
+    pub pruned_young: u64,
+    /// The newest removed record's time (ms since the epoch; 0 when pruned before this was kept).
+    pub last_time_ms: u64,
+}
+
 const COLUMNS: &str =
     "seq, time_ms, connector_id, channel_id, tool_call_id, tool_id, device, arguments, result, prev_hash, hash";
 
@@ -91,14 +104,35 @@ impl Store {
             .optional()
     }
 
+    /// What retention removed so far (`None`: nothing yet).
+    pub fn audit_retention(&self) -> Result<Option<Retention>> {
+        use rusqlite::OptionalExtension;
+        self.db()
+            .query_row("SELECT seq, pruned, pruned_young, last_time_ms FROM audit_checkpoint WHERE id = 1", [], |r| {
+                Ok(Retention {
+                    last_seq: r.get(0)?,
+                    pruned: r.get::<_, i64>(1)? as u64,
+                    pruned_young: r.get::<_, i64>(2)? as u64,
+                    last_time_ms: r.get::<_, i64>(3)? as u64,
+                })
+            })
+            .optional()
+    }
+
     /// Retention: removes records older than `before_ms` and all but the newest `keep`, oldest first, and moves
     /// the checkpoint to the last removed record (its seq and hash), in one transaction. Returns how many went.
     pub fn audit_prune(&self, before_ms: u64, keep: u64, now_ms: u64) -> Result<u64> {
+        self.audit_prune_counted(before_ms, keep, now_ms).map(|(n, _)| n)
+    }
+
+    /// [`Store::audit_prune`], also returning how many of the removed records were not older than `before_ms`
+    /// (removed by the `keep` cap: the log fills faster than the age limit empties it).
+    pub fn audit_prune_counted(&self, before_ms: u64, keep: u64, now_ms: u64) -> Result<(u64, u64)> {
         use rusqlite::OptionalExtension;
         let mut db = self.db();
         let tx = db.transaction()?;
         let max_seq: Option<i64> = tx.query_row("SELECT MAX(seq) FROM audit", [], |r| r.get(0))?;
-        let Some(max_seq) = max_seq else { return Ok(0) };
+        let Some(max_seq) = max_seq else { return Ok((0, 0)) };
         let by_count = max_seq - keep as i64;
         // Records are appended in time order, so the records older than `before_ms` are the ones before the first
         // younger record: found by walking from the oldest (cost ∝ what is pruned) instead of keeping an index on
@@ -113,21 +147,31 @@ impl Store {
             .optional()?;
         let by_age = first_young.map_or(max_seq, |s| s - 1);
         let cut = by_count.max(by_age);
-        let last: Option<(i64, String)> = tx
-            .query_row("SELECT seq, hash FROM audit WHERE seq <= ?1 ORDER BY seq DESC LIMIT 1", params![cut], |r| {
-                Ok((r.get(0)?, hash_hex(r.get_ref(1)?)))
-            })
+        let last: Option<(i64, String, i64)> = tx
+            .query_row(
+                "SELECT seq, hash, time_ms FROM audit WHERE seq <= ?1 ORDER BY seq DESC LIMIT 1",
+                params![cut],
+                |r| Ok((r.get(0)?, hash_hex(r.get_ref(1)?), r.get(2)?)),
+            )
             .optional()?;
-        let Some((seq, hash)) = last else { return Ok(0) };
+        let Some((seq, hash, last_time)) = last else { return Ok((0, 0)) };
+        let young: i64 = if seq > by_age {
+            tx.query_row("SELECT COUNT(*) FROM audit WHERE seq > ?1 AND seq <= ?2", params![by_age, seq], |r| r.get(0))?
+        } else {
+            0
+        };
         let n = tx.execute("DELETE FROM audit WHERE seq <= ?1", params![seq])? as u64;
         tx.execute(
-            "INSERT INTO audit_checkpoint (id, seq, hash, pruned, time_ms) VALUES (1, ?1, ?2, ?3, ?4)
+            "INSERT INTO audit_checkpoint (id, seq, hash, pruned, time_ms, last_time_ms, pruned_young)
+             VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
-                                           pruned = audit_checkpoint.pruned + excluded.pruned, time_ms = excluded.time_ms",
-            params![seq, hash, n as i64, now_ms as i64],
+                                           pruned = audit_checkpoint.pruned + excluded.pruned, time_ms = excluded.time_ms,
+                                           last_time_ms = excluded.last_time_ms,
+                                           pruned_young = audit_checkpoint.pruned_young + excluded.pruned_young",
+            params![seq, hash, n as i64, now_ms as i64, last_time, young],
         )?;
         tx.commit()?;
-        Ok(n)
+        Ok((n, young as u64))
     }
 
     /// Every record in order (for verification).

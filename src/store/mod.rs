@@ -191,6 +191,11 @@ const MIGRATIONS: &[&str] = &[
         WHERE state = 'done' AND outcome IS NOT NULL ORDER BY id;
     DROP TABLE tool_calls;
     ALTER TABLE tool_calls_v9 RENAME TO tool_calls;",
+    // 10: what retention removed, for `audit verify` and `/metrics` (issue 36: a flood pushed a real action out
+    // unnoticed): the time of the newest pruned record, and how many pruned records were younger than the age
+    // limit (removed by the record cap).
+    "ALTER TABLE audit_checkpoint ADD COLUMN last_time_ms INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE audit_checkpoint ADD COLUMN pruned_young INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// What a migration needs beyond SQL, in its transaction, right after its SQL (`version` = the one it produces).

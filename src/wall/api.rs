@@ -89,7 +89,10 @@ pub async fn route(
         },
         "release" => method_not_allowed("POST"),
         // ---- live view and takeover (live.rs, control.rs) ----
-        "live.mjpeg" if get => live(app, &w, &key, &principal).await,
+        "live.mjpeg" if get => {
+            let deadline = req.extensions().get::<crate::server::stall::WriteDeadline>().cloned();
+            live(app, &w, &key, &principal, deadline).await
+        }
         "live.mjpeg" => method_not_allowed("GET, HEAD"),
         "takeover" | "return" | "input" if *method == Method::POST => {
             if let Err(r) = session::check_csrf(&principal, &req) {
@@ -521,7 +524,13 @@ async fn operator_view(
 // ---- live view ---------------------------------------------------------------------------------------------
 
 /// `GET /api/v1/devices/{id}/live.mjpeg` (see `live.rs`).
-async fn live(app: &Arc<App>, w: &Arc<Wall>, key: &DeviceKey, principal: &Principal) -> Response<Body> {
+async fn live(
+    app: &Arc<App>,
+    w: &Arc<Wall>,
+    key: &DeviceKey,
+    principal: &Principal,
+    deadline: Option<crate::server::stall::WriteDeadline>,
+) -> Response<Body> {
     let Some(adb) = w.adb.clone() else {
         return error(StatusCode::NOT_IMPLEMENTED, "tool_invoke_failed", "this connector has no ADB backend");
     };
@@ -532,7 +541,7 @@ async fn live(app: &Arc<App>, w: &Arc<Wall>, key: &DeviceKey, principal: &Princi
         Principal::Session { id, .. } => Some(id.clone()),
         _ => None,
     };
-    super::live::stream(app.clone(), w.clone(), adb, key.clone(), session).await
+    super::live::stream(app.clone(), w.clone(), adb, key.clone(), session, deadline).await
 }
 
 /// `POST /api/v1/devices/{id}/release`: ends the binding of whichever channel holds the device.

@@ -8,8 +8,9 @@
 //! viewers then keep the last frame. A frame goes out only when its JPEG differs from the last one sent, plus the
 //! last frame again every [`KEEPALIVE`] (a proxy or browser must not time the stream out while the screen is
 //! still). The loop ends when its last viewer goes away or on shutdown; each viewer's task ends when its client
-//! goes away (the body is dropped), when the client stops reading (a bounded queue of one frame), on shutdown, or
-//! when its wall session ends.
+//! goes away (the body is dropped), when the client stops reading (no data accepted for
+//! `WallConfig::live_write_timeout`, 20 s: the connection's write-progress deadline, `server::stall`, and the
+//! bounded queue of one frame), on shutdown, or when its wall session ends.
 //!
 //! Caps: [`MAX_VIEWERS_PER_DEVICE`] per phone and [`MAX_VIEWERS`] in all (each holds a socket and a task, and
 //! every watched phone a capture loop taking the box's CPU); beyond them the answer is `503 too_many_viewers`.
@@ -31,6 +32,7 @@ use crate::device::adb::AdbBackend;
 use crate::device::{DeviceKey, DeviceState};
 use crate::http::{error, Body};
 use crate::protocol::errors::ErrorCode;
+use crate::server::stall::WriteDeadline;
 use crate::server::App;
 
 /// Viewers of one phone at once.
@@ -112,6 +114,7 @@ pub async fn stream(
     adb: Arc<AdbBackend>,
     key: DeviceKey,
     session: Option<String>,
+    deadline: Option<WriteDeadline>,
 ) -> Response<Body> {
     let viewer = {
         let mut g = w.live.lock();
@@ -133,6 +136,12 @@ pub async fn stream(
         *g.viewers.entry(key.clone()).or_default() += 1;
         Viewer { wall: w.clone(), key: key.clone() }
     };
+    // Kernel and hyper buffers would take this stream's frames for minutes after its client stopped reading: the
+    // deadline is armed on the socket itself (`server::stall`), which ends the connection, and the body with it.
+    let stall = w.cfg.live_write_timeout;
+    if let Some(d) = &deadline {
+        d.arm(stall);
+    }
     let mut frames = feed(&app, &w, &adb, &key);
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
     let mut shutdown = app.shutdown.clone();
@@ -161,7 +170,7 @@ pub async fn stream(
             };
             let Some(frame) = next else { continue };
             // A client that does not read holds one frame in the queue; this send waits for it, bounded.
-            let sent = tokio::time::timeout(KEEPALIVE * 4, tx.send(part(&frame))).await;
+            let sent = tokio::time::timeout(stall, tx.send(part(&frame))).await;
             if !matches!(sent, Ok(Ok(()))) {
                 return;
             }

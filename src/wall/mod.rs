@@ -40,7 +40,8 @@ pub use activity::AgentCall;
 /// The page: one self-contained HTML file (no external assets: lab networks are often offline).
 pub const PAGE: &str = include_str!("../../assets/wall.html");
 
-/// Settings of the wall (flags `--wall-session-ttl`, `--wall-thumbnail-interval`).
+/// Settings of the wall (flags `--wall-session-ttl`, `--wall-thumbnail-interval`, `--wall-takeover-idle`,
+/// `--wall-live-write-timeout`).
 #[derive(Clone, Debug)]
 pub struct WallConfig {
     /// Lifetime of a login session (its cookie expires with it).
@@ -53,6 +54,9 @@ pub struct WallConfig {
     pub secure_cookie: bool,
     /// An operator's takeover of a phone ends after this long without input (`--wall-takeover-idle`).
     pub takeover_idle: Duration,
+    /// A live viewer whose client has accepted no data for this long is dropped and its place freed
+    /// (`--wall-live-write-timeout`; `server::stall`).
+    pub live_write_timeout: Duration,
 }
 
 impl Default for WallConfig {
@@ -63,12 +67,15 @@ impl Default for WallConfig {
             data_dir: None,
             secure_cookie: false,
             takeover_idle: DEFAULT_TAKEOVER_IDLE,
+            live_write_timeout: DEFAULT_LIVE_WRITE_TIMEOUT,
         }
     }
 }
 
 /// Default idle timeout of an operator's takeover.
 pub const DEFAULT_TAKEOVER_IDLE: Duration = Duration::from_secs(300);
+/// Default write-progress deadline of a live viewer (four keep-alives: a client that reads sees one every 5 s).
+pub const DEFAULT_LIVE_WRITE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Thumbnails are never captured more often than this per device, whatever the configuration says.
 pub const MIN_THUMBNAIL_INTERVAL: Duration = Duration::from_secs(2);
 /// Live event streams open at once (each holds a task and a socket).

@@ -222,6 +222,8 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     tokio::spawn(tracing::Instrument::instrument(
         async move {
             let started = std::time::Instant::now();
+            // Set when the call ran but sent the phone nothing (see below): its log line is rate-limited too.
+            let mut refused = false;
             let result = match begin {
                 Begin::Replay(o) => {
                     drop(activity);
@@ -236,6 +238,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                 Begin::Run => {
                     // Lets the device wall's thumbnails step aside and records the call's duration.
                     let _agent = wall.agent_call(&channel, &audit_device, spec.id);
+                    let effects_before = hub.backend().side_effects_started(&audit_device);
                     // Deadline, cancellation or takeover: either way the tool's future is dropped here, which
                     // closes its adb connection, hangs up the device command and leaves the phone's order queue.
                     // `biased`: a takeover is seen before the tool is polled again, so a call queued for the order
@@ -269,6 +272,15 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     // an aggregate record); a side effect's outcome and audit record commit together, and take the
                     // pending read counts with them (chained before it: they happened first). SQLite work runs on a
                     // blocking thread.
+                    // A side effect that failed having sent the phone nothing that changes it (its own checks
+                    // refused it: a bad file_ref, a point off the screen) is no device action either: it is
+                    // counted like a read (issue 36: a flood of them wrote a record each and pushed real actions
+                    // out of the retention window). Its idempotency record, if it has a key, is still written.
+                    let effects_after = hub.backend().side_effects_started(&audit_device);
+                    let sent_nothing = spec.side_effect
+                        && r.is_err()
+                        && matches!((effects_before, effects_after), (Some(a), Some(b)) if a == b);
+                    refused = sent_nothing;
                     let (hub, key, done, channel) = (hub.clone(), key.clone(), r.clone(), channel.clone());
                     let read_only = !spec.side_effect;
                     if read_only {
@@ -279,6 +291,14 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                         let outcome = done.as_ref().err().map_or("ok", |e| e.code.as_str());
                         if read_only {
                             hub.count_read(&channel, spec.id, &audit_device, outcome);
+                            return;
+                        }
+                        if sent_nothing {
+                            hub.count_refused(&channel, spec.id, &audit_device, outcome);
+                            if let Some(k) = &key {
+                                // Only the outcome, for a repeat of this tool_call_id: no audit row, no reads.
+                                hub.calls().finish_with(k, &done, Vec::new());
+                            }
                             return;
                         }
                         let audit = hub.audit_entry(
@@ -331,6 +351,14 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                 Ok(result) => {
                     tracing::info!(ms, "tool ok");
                     pkt.ack(ACK, Some(&channel), obj([("tool_id", json!(spec.id)), ("result", result)]))
+                }
+                Err(e) if refused => {
+                    // One line per second at most: such failures can come at thousands a second.
+                    static GATE: crate::server::LogGate = crate::server::LogGate::new();
+                    if let Some(suppressed) = GATE.allow() {
+                        tracing::info!(ms, code = e.code.as_str(), suppressed, "tool failed before any device action");
+                    }
+                    pkt.ack_error(ACK, Some(&channel), &e, Some(obj([("tool_id", json!(spec.id))])))
                 }
                 Err(e) => {
                     tracing::info!(ms, code = e.code.as_str(), "tool failed");
