@@ -129,6 +129,37 @@ fn every_verb_of_the_helper_is_played_by_a_case() {
     }
 }
 
+/// `device-profile/phone-helper.md` documents the helper as it is: its greeting is the one the bytecode sends,
+/// and every verb it dispatches and every error code a case sees it answer has a row there.
+#[test]
+fn the_protocol_page_agrees_with_the_helper() {
+    let doc = std::fs::read_to_string(repo().join("device-profile/phone-helper.md")).unwrap();
+    let hello = std::fs::read_to_string(repo().join("tests/fixtures/phone-helper/01-hello.case")).unwrap();
+    let greeting = hello.lines().find_map(|l| l.strip_prefix("< * hello ")).expect("01-hello.case has the greeting");
+    assert!(
+        doc.contains(&format!("* hello {greeting}")),
+        "device-profile/phone-helper.md does not quote the greeting the helper sends: * hello {greeting}"
+    );
+    let smali = std::fs::read_to_string(repo().join("phone-helper/smali/xagent/Helper.smali")).unwrap();
+    let dispatch = &smali[smali.find(".method static dispatch(").unwrap()..];
+    let dispatch = &dispatch[..dispatch.find(".end method").unwrap()];
+    let lines: Vec<&str> = dispatch.lines().map(str::trim).collect();
+    for w in lines.windows(2).filter(|w| w[1].contains("Ljava/lang/String;->equals(")) {
+        let verb = w[0].strip_prefix("const-string v1, \"").and_then(|v| v.strip_suffix('"')).unwrap();
+        let named = doc.contains(&format!("`ID {verb}`")) || doc.contains(&format!("`ID {verb} "));
+        assert!(named, "device-profile/phone-helper.md §4 has no row for `{verb}`");
+    }
+    for e in std::fs::read_dir(repo().join("tests/fixtures/phone-helper")).unwrap() {
+        for line in std::fs::read_to_string(e.unwrap().path()).unwrap().lines() {
+            let Some(code) = line.strip_prefix("< ").and_then(|r| r.split(' ').skip_while(|f| *f != "err").nth(1))
+            else {
+                continue;
+            };
+            assert!(doc.contains(&format!("| `{code}` |")), "device-profile/phone-helper.md §5 lacks error `{code}`");
+        }
+    }
+}
+
 fn java_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     entries.sort();
