@@ -723,7 +723,7 @@
 # (IClipboard.setPrimaryClip: (clip, pkg) on 8-9, + userId on 10-11, + attributionTag on 12-13, + deviceId on 14+),
 # so each parameter is filled by its type: the first String is our package "com.android.shell" (the shell user's
 # package), later Strings (attribution tags) null, ints 0 (user 0, default device, default display), any other
-# object `arg`.
+# object `arg`. Whatever that method's class, it is called with the access check off (setAccessible).
 .method static call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     .locals 10
     invoke-virtual {p0}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
@@ -779,6 +779,9 @@
     add-int/lit8 v2, v2, 0x1
     goto :fill
     :invoke
+    # the binder proxy's class (AIDL's Stub.Proxy) is private: its public methods need the access check off
+    const/4 v9, 1
+    invoke-virtual {v3, v9}, Ljava/lang/reflect/Method;->setAccessible(Z)V
     invoke-virtual {v3, p0, v4}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v0
     return-object v0

@@ -8,6 +8,7 @@ import xagentstub.Clipboard;
  * calling package (9 adds clearPrimaryClip), 10-11 add the userId, 12-13 an attributionTag, 14+ a deviceId.
  */
 public interface IClipboard {
+    /** AIDL's Stub.Proxy is a private class: the helper must reach its public methods all the same. */
     class Stub {
         public static Object asInterface(IBinder b) {
             int sdk = android.os.Build.VERSION.SDK_INT;
@@ -17,63 +18,63 @@ public interface IClipboard {
             if (sdk >= 28) return new V28();
             return new V26();
         }
-    }
 
-    public static class V26 implements IClipboard {
-        public void setPrimaryClip(ClipData c, String pkg) {
-            Clipboard.set(c, pkg, null, null, null);
+        private static class V26 implements IClipboard {
+            public void setPrimaryClip(ClipData c, String pkg) {
+                Clipboard.set(c, pkg, null, null, null);
+            }
+
+            public ClipData getPrimaryClip(String pkg) {
+                return Clipboard.get(pkg, null, null, null);
+            }
         }
 
-        public ClipData getPrimaryClip(String pkg) {
-            return Clipboard.get(pkg, null, null, null);
-        }
-    }
-
-    public static class V28 extends V26 {
-        public void clearPrimaryClip(String pkg) {
-            Clipboard.clear(pkg, null, null, null);
-        }
-    }
-
-    public static class V29 implements IClipboard {
-        public void setPrimaryClip(ClipData c, String pkg, int user) {
-            Clipboard.set(c, pkg, null, user, null);
+        private static class V28 extends V26 {
+            public void clearPrimaryClip(String pkg) {
+                Clipboard.clear(pkg, null, null, null);
+            }
         }
 
-        public ClipData getPrimaryClip(String pkg, int user) {
-            return Clipboard.get(pkg, null, user, null);
+        private static class V29 implements IClipboard {
+            public void setPrimaryClip(ClipData c, String pkg, int user) {
+                Clipboard.set(c, pkg, null, user, null);
+            }
+
+            public ClipData getPrimaryClip(String pkg, int user) {
+                return Clipboard.get(pkg, null, user, null);
+            }
+
+            public void clearPrimaryClip(String pkg, int user) {
+                Clipboard.clear(pkg, null, user, null);
+            }
         }
 
-        public void clearPrimaryClip(String pkg, int user) {
-            Clipboard.clear(pkg, null, user, null);
-        }
-    }
+        private static class V31 implements IClipboard {
+            public void setPrimaryClip(ClipData c, String pkg, String tag, int user) {
+                Clipboard.set(c, pkg, tag, user, null);
+            }
 
-    public static class V31 implements IClipboard {
-        public void setPrimaryClip(ClipData c, String pkg, String tag, int user) {
-            Clipboard.set(c, pkg, tag, user, null);
-        }
+            public ClipData getPrimaryClip(String pkg, String tag, int user) {
+                return Clipboard.get(pkg, tag, user, null);
+            }
 
-        public ClipData getPrimaryClip(String pkg, String tag, int user) {
-            return Clipboard.get(pkg, tag, user, null);
-        }
-
-        public void clearPrimaryClip(String pkg, String tag, int user) {
-            Clipboard.clear(pkg, tag, user, null);
-        }
-    }
-
-    public static class V34 implements IClipboard {
-        public void setPrimaryClip(ClipData c, String pkg, String tag, int user, int device) {
-            Clipboard.set(c, pkg, tag, user, device);
+            public void clearPrimaryClip(String pkg, String tag, int user) {
+                Clipboard.clear(pkg, tag, user, null);
+            }
         }
 
-        public ClipData getPrimaryClip(String pkg, String tag, int user, int device) {
-            return Clipboard.get(pkg, tag, user, device);
-        }
+        private static class V34 implements IClipboard {
+            public void setPrimaryClip(ClipData c, String pkg, String tag, int user, int device) {
+                Clipboard.set(c, pkg, tag, user, device);
+            }
 
-        public void clearPrimaryClip(String pkg, String tag, int user, int device) {
-            Clipboard.clear(pkg, tag, user, device);
+            public ClipData getPrimaryClip(String pkg, String tag, int user, int device) {
+                return Clipboard.get(pkg, tag, user, device);
+            }
+
+            public void clearPrimaryClip(String pkg, String tag, int user, int device) {
+                Clipboard.clear(pkg, tag, user, device);
+            }
         }
     }
 }

@@ -8,12 +8,12 @@ public interface IPowerManager {
             if (!"power".equals(((ServiceManager.Binder) b).name)) throw new IllegalStateException("wrong binder");
             return new Impl();
         }
-    }
 
-    public static class Impl implements IPowerManager {
-        public boolean isInteractive() {
-            if (xagentstub.Rec.on("power_throws")) throw new IllegalStateException("dead binder");
-            return xagentstub.Rec.on("interactive");
+        private static class Impl implements IPowerManager {
+            public boolean isInteractive() {
+                if (xagentstub.Rec.on("power_throws")) throw new IllegalStateException("dead binder");
+                return xagentstub.Rec.on("interactive");
+            }
         }
     }
 }

@@ -9,27 +9,27 @@ public interface IWindowManager {
         public static Object asInterface(IBinder b) {
             return android.os.Build.VERSION.SDK_INT < 29 ? new Old() : new New();
         }
-    }
 
-    public static class Old implements IWindowManager {
-        public boolean isKeyguardLocked() {
-            return Rec.on("locked");
+        private static class Old implements IWindowManager {
+            public boolean isKeyguardLocked() {
+                return Rec.on("locked");
+            }
+
+            public boolean isKeyguardSecure() {
+                Rec.log("window isKeyguardSecure()");
+                return Rec.on("secure");
+            }
         }
 
-        public boolean isKeyguardSecure() {
-            Rec.log("window isKeyguardSecure()");
-            return Rec.on("secure");
-        }
-    }
+        private static class New implements IWindowManager {
+            public boolean isKeyguardLocked() {
+                return Rec.on("locked");
+            }
 
-    public static class New implements IWindowManager {
-        public boolean isKeyguardLocked() {
-            return Rec.on("locked");
-        }
-
-        public boolean isKeyguardSecure(int userId) {
-            Rec.log("window isKeyguardSecure(user=" + userId + ")");
-            return Rec.on("secure");
+            public boolean isKeyguardSecure(int userId) {
+                Rec.log("window isKeyguardSecure(user=" + userId + ")");
+                return Rec.on("secure");
+            }
         }
     }
 }

@@ -11,17 +11,17 @@ public interface IDisplayManager {
         public static IDisplayManager asInterface(IBinder b) {
             return new Impl();
         }
-    }
 
-    public static class Impl implements IDisplayManager {
-        public DisplayInfo getDisplayInfo(int displayId) {
-            Rec.log("display getDisplayInfo(" + displayId + ")");
-            DisplayInfo d = new DisplayInfo();
-            d.rotation = Rec.num("rotation", 0);
-            boolean turned = (d.rotation & 1) == 1;
-            d.logicalWidth = turned ? 2400 : 1080;
-            d.logicalHeight = turned ? 1080 : 2400;
-            return d;
+        private static class Impl implements IDisplayManager {
+            public DisplayInfo getDisplayInfo(int displayId) {
+                Rec.log("display getDisplayInfo(" + displayId + ")");
+                DisplayInfo d = new DisplayInfo();
+                d.rotation = Rec.num("rotation", 0);
+                boolean turned = (d.rotation & 1) == 1;
+                d.logicalWidth = turned ? 2400 : 1080;
+                d.logicalHeight = turned ? 1080 : 2400;
+                return d;
+            }
         }
     }
 }
