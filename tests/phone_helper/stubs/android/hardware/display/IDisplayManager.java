@@ -1,0 +1,27 @@
+package android.hardware.display;
+
+import android.os.IBinder;
+import android.view.DisplayInfo;
+import xagentstub.Rec;
+
+public interface IDisplayManager {
+    DisplayInfo getDisplayInfo(int displayId);
+
+    class Stub {
+        public static IDisplayManager asInterface(IBinder b) {
+            return new Impl();
+        }
+
+        private static class Impl implements IDisplayManager {
+            public DisplayInfo getDisplayInfo(int displayId) {
+                Rec.log("display getDisplayInfo(" + displayId + ")");
+                DisplayInfo d = new DisplayInfo();
+                d.rotation = Rec.num("rotation", 0);
+                boolean turned = (d.rotation & 1) == 1;
+                d.logicalWidth = turned ? 2400 : 1080;
+                d.logicalHeight = turned ? 1080 : 2400;
+                return d;
+            }
+        }
+    }
+}
