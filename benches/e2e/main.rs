@@ -16,6 +16,7 @@
 //! One file per scenario (`tap.rs`, `states.rs`, …); `common.rs` is what they share; this file runs the ones
 //! selected on the command line and writes the report.
 
+mod agent_step;
 mod breakdown;
 mod common;
 mod footprint;
@@ -40,7 +41,7 @@ use common::*;
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects scenarios by name (tap, states, screenshot, ui,
-    // breakdown, observe, settle, screenshot-usb, scale, footprint, footprint-writes, hang, live).
+    // breakdown, observe, settle, screenshot-usb, agent-step, scale, footprint, footprint-writes, hang, live).
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let want = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
     let q = quick();
@@ -97,6 +98,10 @@ fn main() {
     if want("screenshot-usb") {
         screenshot_usb::bench_screenshot_usb(&sim_rt, &rt, n_heavy, &mut rep);
         eprintln!("[{:.0} s] screenshot-usb done", started.elapsed().as_secs_f64());
+    }
+    if want("agent-step") {
+        agent_step::bench_agent_step(&sim_rt, &rt, &mut rep);
+        eprintln!("[{:.0} s] agent-step done", started.elapsed().as_secs_f64());
     }
     if want("settle") {
         settle::bench_settle(&sim_rt, &rt, n_heavy, &mut rep);
