@@ -53,6 +53,20 @@ async fn tool_list_fits_the_token_budget() {
     let bytes = tool_list_bytes(&card);
     println!("default card: {} tools, tool list {bytes} bytes compact JSON", card["tools"].as_array().unwrap().len());
     assert!(bytes <= BUDGET, "the card's tool list is {bytes} bytes of compact JSON, over the {BUDGET}-byte budget");
+    // Issue 35: `connector_channel_id` is xAgent's to fill, so it carries no prose a model reads 21 times over.
+    for t in card["tools"].as_array().unwrap() {
+        let cch = &t["input_schema"]["properties"]["connector_channel_id"];
+        assert_eq!(cch, &json!({"type": "string"}), "{}: {cch}", t["tool_id"]);
+    }
+    // What a model is shown per tool (name, description, parameters), for BENCHMARKS.md.
+    let model: usize = card["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| json!({"name": t["tool_id"], "description": t["description"], "parameters": t["input_schema"]}))
+        .map(|v| v.to_string().len())
+        .sum();
+    println!("what a model is shown: {model} bytes of compact JSON (name, description, parameters)");
     // The selector is explained once: the other `element`s refer to android_tap's.
     let text = card["tools"].to_string();
     assert_eq!(text.matches("text_contains (any case)").count(), 1, "the selector prose is repeated");
