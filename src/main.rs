@@ -91,7 +91,8 @@ fn subcommand_word() -> Option<String> {
 
 /// Parses the command line; `--help`/`--version` output into a closed pipe ends quietly (see `ops::out`).
 fn parse() -> Cli {
-    match Cli::try_parse() {
+    use clap::FromArgMatches;
+    match cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             ops::out::line(format_args!("{}", e.render().to_string().trim_end()));
