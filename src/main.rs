@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
 use xagent_adb_connector::cli::{self, Cli, Command, LogFormat};
 use xagent_adb_connector::config::{self, ConfigError};
 use xagent_adb_connector::device::adb::AdbBackend;
