@@ -188,6 +188,9 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
             "settle_timeout_ms maximum=10000",
             "settle_timeout_ms minimum=0",
             "settle_timeout_ms type=\"integer\"",
+            // Issue 33: the UI-tree delta in `effect`, when asked.
+            "effect_tree default=false",
+            "effect_tree type=\"boolean\"",
         ] {
             expected_added.insert(format!("{tool}.{k}"));
         }

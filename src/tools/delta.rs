@@ -2,7 +2,8 @@
 //! before the action and one read after it (issue 33). No peer reports this (Google's own CLI dropped its
 //! `layout --diff`); an agent otherwise observes again and compares by eye.
 //!
-//! Pure: two element lists in, a bounded delta out. Only elements an agent can name count (`is_interesting`:
+//! [`read`] and [`after`] are the reads around the action (`effect_tree`, wired by `device.rs`); the rest is pure:
+//! two element lists in, a bounded delta out. Only elements an agent can name count (`is_interesting`:
 //! text, description, resource id, or interactive), so a layout container that moved by a pixel is no news.
 //! Matching is by identity first, then by place, so a counter whose text changed is one *changed* element, not a
 //! disappearance and an appearance:
@@ -17,9 +18,57 @@
 //! `content_desc`, `checked`, `enabled`, `focused`, `selected`, `bounds` that differs — a password field's text
 //! never (its `to_json` hides it, and so does `was`).
 
+use std::time::{Duration, Instant};
+
 use serde_json::{json, Map, Value};
 
+use super::device::Ctx;
 use super::ui::Element;
+
+/// Bound of one tree read around an action: longer than uiautomator's own 10 s idle wait, so a screen that never
+/// idles ends in its real cause.
+const READ_LIMIT: Duration = Duration::from_secs(14);
+
+/// The tree before the action, and what reading it cost.
+pub struct TreeBefore(Result<Vec<Element>, String>, Duration);
+
+/// Reads the tree before the action (alongside settle's frame, before the input).
+pub async fn read(c: &Ctx) -> TreeBefore {
+    let t = Instant::now();
+    let r = super::ui::dump(c, READ_LIMIT).await.map_err(|e| e.message);
+    TreeBefore(r, t.elapsed())
+}
+
+/// Reads the tree after the action (once settled) and returns `effect.tree`: the delta, its counts, the
+/// observation its elements belong to (so `element: {index, observation_id}` acts on them), and `ms`, what the
+/// two reads cost. A read that failed gives `{"unavailable": reason, "ms": …}` — never an empty delta that would
+/// read as "nothing changed".
+pub async fn after(c: &Ctx, before: TreeBefore) -> Value {
+    let TreeBefore(before, spent) = before;
+    let t = Instant::now();
+    let after = super::ui::dump(c, READ_LIMIT).await.map_err(|e| e.message);
+    let ms = (spent + t.elapsed()).as_millis() as u64;
+    match (before, after) {
+        (Ok(before), Ok(after)) => {
+            let d = diff(&before, &after);
+            let mut v = to_json(&before, &after, &d);
+            let id = super::observe::new_id();
+            super::observe::remember(
+                &c.call.channel_id,
+                super::observe::Observation {
+                    id: id.clone(),
+                    device: c.device.clone(),
+                    created: Instant::now(),
+                    elements: after,
+                },
+            );
+            v["observation_id"] = json!(id);
+            v["ms"] = json!(ms);
+            v
+        }
+        (Err(e), _) | (_, Err(e)) => json!({"unavailable": e, "ms": ms}),
+    }
+}
 
 /// Most elements listed per kind; the counts say how many there were.
 pub const DELTA_MAX: usize = 20;
