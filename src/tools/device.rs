@@ -127,6 +127,7 @@ impl Ctx {
                 tool_call_id: None,
                 progress: self.call.progress.clone(),
                 settle: None,
+                deadline: self.call.deadline,
             },
         }
     }
