@@ -8,6 +8,7 @@ pub mod gunzip;
 pub mod health;
 pub mod host;
 pub mod identity;
+pub mod notifications;
 pub mod power;
 pub mod recovery;
 pub mod sent;

@@ -467,6 +467,24 @@ impl SimPhone {
         self.device().ui.ticking = period.map(|p| (std::time::Instant::now(), p));
     }
 
+    /// Posts a notification as app `package` would (`NotificationManager.notify`); its text is the app's own, so
+    /// any characters (newlines, lines that look like the dump) may be in it. Returns its id.
+    pub fn post_notification(&self, package: &str, title: Option<&str>, text: Option<&str>, ongoing: bool) -> u32 {
+        let mut d = self.device();
+        let id = d.notifications.iter().map(|n| n.id).max().unwrap_or(0) + 1;
+        let posted_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |t| t.as_millis() as u64);
+        d.notifications.push(device::SimNotification {
+            package: package.to_owned(),
+            id,
+            title: title.map(str::to_owned),
+            text: text.map(str::to_owned),
+            ongoing,
+            posted_ms,
+        });
+        id
+    }
+
     /// Appends one line to the phone's logcat buffer, as an app calling `android.util.Log` would.
     pub fn log(&self, priority: char, tag: &str, message: &str) {
         self.device().log(priority, tag, message);

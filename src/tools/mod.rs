@@ -12,6 +12,7 @@ pub mod frame;
 pub mod human;
 pub mod input;
 pub mod logcat;
+pub mod notifications;
 pub mod observe;
 pub mod permits;
 pub mod power;
@@ -140,6 +141,7 @@ impl Registry {
         tools.extend(ui::tools(adb));
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));
+        tools.extend(notifications::tools(adb, policy));
         tools.extend(screen::tools(adb));
         tools.extend(observe::tools(adb));
         tools.extend(files::tools(adb));
