@@ -158,3 +158,34 @@ async fn a_phone_whose_restore_failed_is_not_bound_until_it_is_restored() {
     let h = get(r.srv.addr, "/health").await.json();
     assert_eq!(h["status"], "ok", "{h}");
 }
+
+#[tokio::test]
+async fn a_phone_left_unrestored_by_a_kill_9_is_restored_at_start() {
+    let mut r = Rig::with(SimConfig::default(), &[], Some(policy())).await;
+    assert_leased(&r.sim);
+    r.sim.answer("settings", "", "Error: settings provider unavailable", 1);
+    let out = r.c.request("auth.logout", Some(&r.ch.clone()), json!({})).await;
+    assert_eq!(out["payload"]["status"], "ok", "{out}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !get(r.srv.addr, "/health").await.text().contains(&r.serial) {
+        assert!(Instant::now() < deadline, "the failed restore never showed in /health");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Killed while the phone is unrestored and no lease holds it; the phone accepts `settings` again meanwhile.
+    r.srv.kill9();
+    r.sim.unanswer("settings");
+    assert!(!restored(&r.sim));
+    let pol = r.dir.path().join("policy.json");
+    let port = format!("127.0.0.1:{}", r.adb.port);
+    let srv = Server::start(r.dir.path(), &["--adb-server", &port, "--policy", pol.to_str().unwrap()], &[]);
+    wait_restored(&r.sim, "by the restarted connector").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let h = get(srv.addr, "/health").await.json();
+        if h["status"] == "ok" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still marked after the restore: {h}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
