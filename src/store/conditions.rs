@@ -1,7 +1,7 @@
 //! SQL of lease conditions (`lease_conditions`, migration 11): per phone, each setting a lease changed with its
 //! value before (NULL = it was unset). `device::conditions` writes through a ledger `run.rs` wires to these.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 
 use super::{Result, Store};
 
@@ -46,24 +46,6 @@ impl Store {
         let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
         rows.collect()
     }
-
-    /// The old value recorded for one setting (`None`: nothing recorded; `Some(None)`: recorded as unset).
-    pub fn recorded_condition(
-        &self,
-        server: &str,
-        serial: &str,
-        ns: &str,
-        name: &str,
-    ) -> Result<Option<Option<String>>> {
-        self.db()
-            .query_row(
-                "SELECT old_value FROM lease_conditions WHERE server = ?1 AND serial = ?2 AND namespace = ?3 \
-                 AND name = ?4",
-                params![server, serial, ns, name],
-                |r| r.get(0),
-            )
-            .optional()
-    }
 }
 
 #[cfg(test)]
@@ -77,7 +59,6 @@ mod tests {
         s.record_conditions("srv", "A", &[row(Some("1"))], 1).unwrap();
         s.record_conditions("srv", "A", &[row(Some("0")), ("system".into(), "y".into(), None)], 2).unwrap();
         assert_eq!(s.recorded_conditions("srv", "A").unwrap(), [row(Some("1")), ("system".into(), "y".into(), None)]);
-        assert_eq!(s.recorded_condition("srv", "A", "system", "y").unwrap(), Some(None));
         assert_eq!(s.phones_with_conditions().unwrap(), [("srv".to_owned(), "A".to_owned())]);
         s.forget_conditions("srv", "A").unwrap();
         assert!(s.recorded_conditions("srv", "A").unwrap().is_empty());
