@@ -9,7 +9,8 @@
 //!   "enabled_risky_tools": ["android_app_uninstall", "android_app_clear_data", "android_shell"],
 //!   "shell_allow_prefixes": ["dumpsys battery", "getprop ", "pm list features"],
 //!   "labels": {"R58N123ABC": ["pool:checkout", "sim:carrier-x"]},
-//!   "health": {"hot_celsius": 45, "battery_low_percent": 15, "storage_low_mb": 500}
+//!   "health": {"hot_celsius": 45, "battery_low_percent": 15, "storage_low_mb": 500},
+//!   "lease_conditions": {"animations": "off", "stay_awake_while_plugged": true, "release": {"home": true}}
 //! }
 //! ```
 
@@ -72,6 +73,11 @@ pub struct Policy {
     /// 500}`, each optional).
     #[serde(default)]
     pub health: crate::device::health::Thresholds,
+    /// Settings every lease runs under and what a release does (`device::conditions`): `{"animations": "off",
+    /// "stay_awake_while_plugged": true, "screen_timeout_ms": 600000, "font_scale": 1.0, "http_proxy":
+    /// "10.0.0.2:3128", "release": {"stop_apps": ["com.example.shop"], "home": true}}`, each optional.
+    #[serde(default)]
+    pub lease_conditions: crate::device::conditions::Conditions,
 }
 
 impl Policy {
@@ -125,6 +131,7 @@ impl Policy {
             ));
         }
         self.health.validate()?;
+        self.lease_conditions.validate()?;
         for (serial, labels) in &self.labels {
             if serial.is_empty() || serial.len() > 128 || serial.bytes().any(|b| !b.is_ascii_graphic()) {
                 return Err(format!("labels: {serial:?} is not a device serial"));

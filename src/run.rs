@@ -47,6 +47,7 @@ pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
     adb.configure_health(r.recovery, r.policy.health.clone());
     adb.set_capture_compression(r.capture_compression);
     adb.set_capture_streams_max(r.capture_streams);
+    adb.conditions().configure(r.policy.lease_conditions.clone());
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
     if let Some(url) = r.notify_url {
         registry.human().set_notify(url);
@@ -64,7 +65,36 @@ pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
         }
     }));
     persist_disconnects(&adb, running.hub.store());
+    crate::device::conditions::set_ledger(&adb, Arc::new(StoreLedger(running.hub.store().clone())));
     Ok(running)
+}
+
+/// Lease conditions' old values live in the store until they are restored (`device::conditions::Ledger`).
+struct StoreLedger(Store);
+
+impl crate::device::conditions::Ledger for StoreLedger {
+    fn record(
+        &self,
+        key: &crate::device::DeviceKey,
+        rows: &[crate::device::conditions::Recorded],
+    ) -> Result<(), String> {
+        let rows: Vec<_> = rows.iter().map(|r| (r.namespace.clone(), r.name.clone(), r.old.clone())).collect();
+        self.0.record_conditions(&key.server, &key.serial, &rows, crate::protocol::now_ms()).map_err(|e| e.to_string())
+    }
+    fn recorded(&self, key: &crate::device::DeviceKey) -> Result<Vec<crate::device::conditions::Recorded>, String> {
+        let rows = self.0.recorded_conditions(&key.server, &key.serial).map_err(|e| e.to_string())?;
+        Ok(rows
+            .into_iter()
+            .map(|(namespace, name, old)| crate::device::conditions::Recorded { namespace, name, old })
+            .collect())
+    }
+    fn forget(&self, key: &crate::device::DeviceKey) -> Result<(), String> {
+        self.0.forget_conditions(&key.server, &key.serial).map_err(|e| e.to_string())
+    }
+    fn phones(&self) -> Result<Vec<crate::device::DeviceKey>, String> {
+        let rows = self.0.phones_with_conditions().map_err(|e| e.to_string())?;
+        Ok(rows.into_iter().map(|(server, serial)| crate::device::DeviceKey { server, serial }).collect())
+    }
 }
 
 /// Phones' disconnect times go to the store and the last hour's come back now, so "disconnects in the last hour"

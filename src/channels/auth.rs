@@ -28,6 +28,10 @@ const OPERATOR_HOLDS: &str = "an operator is using this phone from the device wa
                               Bind another phone (auth.start without `serial` takes any free one) or try again in a \
                               minute or two, when the operator has returned it";
 
+/// `device_busy` for a phone whose last lease's settings are not restored yet (`device::conditions`).
+const NOT_RESTORED: &str = "the phone is not handed to an agent until the settings its last lease changed are \
+                            restored (the connector retries while it is online)";
+
 /// How long a pending session waits for approval; finished sessions stay queryable an hour beyond this
 /// (`Hub::run_leases` prunes them).
 const SESSION_TTL_MS: u64 = 10 * 60 * 1000;
@@ -98,13 +102,50 @@ impl Hub {
             let code = out.error.as_ref().map(|e| e.code);
             let waiting = matches!(code, Some(ErrorCode::DeviceOffline | ErrorCode::DeviceNotFound));
             if !waiting || !self.backend.settling() || tokio::time::Instant::now() >= deadline {
-                return out;
+                return self.lease_ready(channel_id, out).await;
             }
             let poll = (tokio::time::Instant::now() + std::time::Duration::from_millis(100)).min(deadline);
             tokio::select! {
                 _ = changes.recv() => {}
                 _ = tokio::time::sleep_until(poll) => {}
             }
+        }
+    }
+
+    /// The one step between a bind and its answer to the agent: the phone is made ready for the lease (the
+    /// policy's lease conditions, `device::conditions`) before the agent hears `authenticated`, so its first call
+    /// sees the clean phone. A phone that cannot be made ready is unbound again (its release puts back whatever
+    /// was set) and the answer fails with the reason. Every path that answers a bind goes through here
+    /// ([`Hub::auth_start_settled`], [`Hub::auth_status_ready`]).
+    pub async fn lease_ready(&self, channel_id: &str, mut out: AuthOutcome) -> AuthOutcome {
+        let authenticated =
+            out.error.is_none() && out.payload.get("status").and_then(Value::as_str) == Some("authenticated");
+        let Some(key) = self.binding(channel_id).filter(|_| authenticated) else { return out };
+        let Err(e) = self.backend.clone().prepare(key.clone()).await else { return out };
+        tracing::warn!(channel = %channel_id, device = %key, error = %e.message, "bound phone not ready; unbound");
+        if let Err(le) = self.auth_logout(channel_id) {
+            tracing::error!(channel = %channel_id, error = %le.message, "could not unbind the phone that was not ready");
+        }
+        out.payload.insert("status".into(), json!("failed"));
+        out.payload.insert("message".into(), json!(e.message));
+        out.payload.remove("connection_descriptor");
+        out.payload.remove("auth_session_id");
+        out.payload.remove("expires_at");
+        out.error = Some(e);
+        out
+    }
+
+    /// [`Hub::auth_status`], with a bind it completes made ready first ([`Hub::lease_ready`]).
+    pub async fn auth_status_ready(
+        &self,
+        channel_id: &str,
+        payload: &Map<String, Value>,
+    ) -> Result<Map<String, Value>, ProtoError> {
+        let p = self.auth_status(channel_id, payload)?;
+        let out = self.lease_ready(channel_id, AuthOutcome { payload: p, error: None }).await;
+        match out.error {
+            None => Ok(out.payload),
+            Some(e) => Err(e),
         }
     }
 
@@ -289,6 +330,9 @@ impl Hub {
                 if held.operator.contains(&d.key) {
                     return Err(ProtoError::new(ErrorCode::OperatorControl, OPERATOR_HOLDS));
                 }
+                if let Some(why) = self.backend.not_restored(&d.key) {
+                    return Err(ProtoError::new(ErrorCode::DeviceBusy, format!("{NOT_RESTORED}: {why}")));
+                }
                 match d.state {
                     DeviceState::Online => Ok(Pick::Online(d.key.clone())),
                     DeviceState::Unauthorized => Ok(Pick::NeedsApproval(d.key.clone())),
@@ -297,11 +341,26 @@ impl Hub {
                     }
                 }
             }
-            None => match matching::choose(constraints, &devices, |k| self.device_allowed(k), &held, &self.cfg.labels)?
-            {
-                matching::Choice::Online(k) => Ok(Pick::Online(k)),
-                matching::Choice::NeedsApproval(k) => Ok(Pick::NeedsApproval(k)),
-            },
+            None => {
+                // A phone whose last lease's settings are not restored is passed over like a held one, and the
+                // refusal says how many wait for that.
+                let dirty: Vec<DeviceKey> = devices
+                    .iter()
+                    .filter(|d| self.backend.not_restored(&d.key).is_some())
+                    .map(|d| d.key.clone())
+                    .collect();
+                let mut held = held;
+                held.channels.extend(dirty.iter().cloned());
+                match matching::choose(constraints, &devices, |k| self.device_allowed(k), &held, &self.cfg.labels) {
+                    Ok(matching::Choice::Online(k)) => Ok(Pick::Online(k)),
+                    Ok(matching::Choice::NeedsApproval(k)) => Ok(Pick::NeedsApproval(k)),
+                    Err(mut e) if !dirty.is_empty() => {
+                        e.message.push_str(&format!(" ({} of them: {NOT_RESTORED}, see /health)", dirty.len()));
+                        Err(e)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
         }
     }
 

@@ -132,6 +132,7 @@ impl Hub {
             let binding = row.binding.map(|(server, serial)| DeviceKey { server, serial });
             if let Some(k) = &binding {
                 backend.keep_key(k); // the phone keeps this key even when another of its paths is seen first
+                backend.lease_continues(k); // its lease conditions stay until this binding is released
             }
             inner.channels.insert(
                 row.channel_id,

@@ -77,6 +77,10 @@ pub struct AdbBackend {
     side_effects: Mutex<HashMap<DeviceKey, u64>>,
     recovery: Mutex<super::recovery::Config>,
     audit: Mutex<Option<super::recovery::AuditSink>>,
+    /// Lease conditions: what a bind sets and a release restores (`conditions.rs`).
+    conditions: super::conditions::State,
+    /// The backend's own `Arc` (weak): `Backend::released` spawns the release job, which outlives the call.
+    me: std::sync::Weak<AdbBackend>,
 }
 
 /// Decrements the phone's in-flight count when its operation ends or is dropped.
@@ -167,7 +171,8 @@ fn state_of(adb_state: &str) -> DeviceState {
 
 impl AdbBackend {
     pub fn new(servers: Vec<SocketAddrV4>) -> Arc<AdbBackend> {
-        Arc::new(AdbBackend {
+        Arc::new_cyclic(|me| AdbBackend {
+            me: me.clone(),
             servers,
             devices: Mutex::new(HashMap::new()),
             changes: broadcast::channel(256).0,
@@ -191,6 +196,7 @@ impl AdbBackend {
             side_effects: Mutex::new(HashMap::new()),
             recovery: Mutex::new(Default::default()),
             audit: Mutex::new(None),
+            conditions: Default::default(),
         })
     }
 
@@ -207,6 +213,15 @@ impl AdbBackend {
 
     pub fn recovery_config(&self) -> super::recovery::Config {
         self.recovery.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn me(&self) -> Option<Arc<AdbBackend>> {
+        self.me.upgrade()
+    }
+
+    /// The lease-condition state (`conditions.rs`).
+    pub fn conditions(&self) -> &super::conditions::State {
+        &self.conditions
     }
 
     /// Where recovery steps are recorded (the audit log; wired by `run.rs`).
@@ -1157,7 +1172,33 @@ impl Backend for AdbBackend {
     }
 
     fn start(self: Arc<Self>, shutdown: watch::Receiver<bool>) {
-        self.spawn_trackers(shutdown);
+        self.spawn_trackers(shutdown.clone());
+        tokio::spawn(super::conditions::sweep(self, shutdown));
+    }
+
+    fn released(&self, key: &DeviceKey) {
+        if self.conditions.released(key) {
+            // The release job needs the backend itself: it is reached through the tracker's Arc.
+            if let Some(me) = self.me() {
+                tokio::spawn(super::conditions::release(me, key.clone()));
+            }
+        }
+    }
+
+    fn prepare(self: Arc<Self>, key: DeviceKey) -> futures_util::future::BoxFuture<'static, Result<(), ProtoError>> {
+        if super::conditions::idle(&self, &key) {
+            self.conditions.lease_continues(&key);
+            return Box::pin(async { Ok(()) });
+        }
+        Box::pin(super::conditions::prepare(self, key))
+    }
+
+    fn not_restored(&self, key: &DeviceKey) -> Option<String> {
+        self.conditions.not_restored(key)
+    }
+
+    fn lease_continues(&self, key: &DeviceKey) {
+        self.conditions.lease_continues(key);
     }
 
     fn settling(&self) -> bool {

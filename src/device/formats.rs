@@ -410,9 +410,38 @@ pub fn getprop(text: &str) -> BTreeMap<String, String> {
     out
 }
 
+/// `settings get NS NAME; …` for `n` settings: one line per setting, `null` = unset (every Android version since
+/// 4.2 prints exactly that). `None` unless there are exactly `n` lines and every value is printable, at most
+/// `max_len` bytes: a value we could not put back exactly is refused, never truncated.
+pub fn settings_values(text: &str, n: usize, max_len: usize) -> Option<Vec<Option<String>>> {
+    let lines: Vec<&str> =
+        text.strip_suffix('\n').unwrap_or(text).split('\n').map(|l| l.trim_end_matches('\r')).collect();
+    if n == 0 || lines.len() != n {
+        return None;
+    }
+    lines
+        .into_iter()
+        .map(|l| match l {
+            "null" => Some(None),
+            v if v.len() <= max_len && super::text::phone_text(v, max_len) == v => Some(Some(v.to_owned())),
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_values_are_one_per_line_and_refused_when_not_exact() {
+        assert_eq!(settings_values("1.0\nnull\n7\n", 3, 256), Some(vec![Some("1.0".into()), None, Some("7".into())]));
+        assert_eq!(settings_values("1.0\r\nnull\r\n", 2, 256), Some(vec![Some("1.0".into()), None]));
+        assert_eq!(settings_values("1.0\n", 2, 256), None, "a value missing");
+        assert_eq!(settings_values("1\n2\n3\n", 2, 256), None, "a value too many");
+        assert_eq!(settings_values("a\u{202e}b\n", 1, 256), None, "bidi control");
+        assert_eq!(settings_values(&"x".repeat(300), 1, 256), None, "too long");
+    }
 
     #[test]
     fn components_are_checked() {

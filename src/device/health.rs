@@ -115,6 +115,8 @@ struct Phone {
     command_ran: Option<Instant>,
     /// When the recovery ladder last reconnected the phone (`recovery::explain_cut`).
     reconnected: Option<Instant>,
+    /// Why a lease's settings are not restored on it yet (`conditions.rs`): no agent gets it meanwhile.
+    not_restored: Option<String>,
 }
 
 /// What the wall, the API and `/metrics` show of one phone.
@@ -125,6 +127,7 @@ pub struct Snapshot {
     pub disconnects_total: u64,
     pub unhealthy: Option<String>,
     pub recovering: Option<&'static str>,
+    pub not_restored: Option<String>,
 }
 
 /// A warning about a phone: stable code, human message.
@@ -171,6 +174,9 @@ impl Snapshot {
         }
         if let Some(why) = &self.unhealthy {
             out.push(Warning { code: "unhealthy", message: why.clone() });
+        }
+        if let Some(why) = &self.not_restored {
+            out.push(Warning { code: "not_restored", message: format!("Not handed out: {why}.") });
         }
         out
     }
@@ -335,6 +341,11 @@ impl Book {
         g.get(key).and_then(|p| p.reconnected).is_some_and(|at| at >= since)
     }
 
+    /// Sets or clears why the phone's lease settings are not restored (`conditions.rs`).
+    pub fn set_not_restored(&self, key: &DeviceKey, why: Option<String>) {
+        self.with(key, |p| p.not_restored = why);
+    }
+
     pub fn mark_unhealthy(&self, key: &DeviceKey, why: String) {
         self.with(key, |p| {
             p.recovering = None;
@@ -372,6 +383,7 @@ fn snap(p: &Phone, now: Instant) -> Snapshot {
         disconnects_total: p.disconnects_total,
         unhealthy: p.unhealthy.clone(),
         recovering: p.recovering,
+        not_restored: p.not_restored.clone(),
     }
 }
 

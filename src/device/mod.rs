@@ -2,6 +2,7 @@
 //! and tells when that changes. Only this module tree talks ADB.
 
 pub mod adb;
+pub mod conditions;
 pub mod fake;
 pub mod formats;
 pub mod gunzip;
@@ -83,8 +84,27 @@ pub trait Backend: Send + Sync + 'static {
     fn devices(&self) -> Vec<DeviceInfo>;
     /// Every state change of a device is announced here.
     fn subscribe(&self) -> broadcast::Receiver<DeviceKey>;
-    /// A channel released the device (logout, lease expiry): stop per-device work that only it needed.
+    /// A channel released the device (logout, lease expiry): stop per-device work that only it needed, and undo
+    /// the lease's conditions (`conditions.rs`, in the background).
     fn released(&self, _key: &DeviceKey) {}
+
+    /// Makes the phone ready for a new lease (the policy's lease conditions, recorded then set): awaited before a
+    /// bind's answer reaches the agent, so its first call sees the clean phone. An error means the phone is not
+    /// ready; the caller unbinds it.
+    fn prepare(
+        self: std::sync::Arc<Self>,
+        _key: DeviceKey,
+    ) -> futures_util::future::BoxFuture<'static, Result<(), crate::protocol::errors::ProtoError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Why the phone may not be handed to an agent now (its last lease's settings are not restored), if so.
+    fn not_restored(&self, _key: &DeviceKey) -> Option<String> {
+        None
+    }
+
+    /// A binding restored at start-up holds `key`: its lease (and the conditions recorded for it) continue.
+    fn lease_continues(&self, _key: &DeviceKey) {}
     /// Starts background work (device tracking) that runs until `shutdown` flips.
     fn start(self: std::sync::Arc<Self>, _shutdown: tokio::sync::watch::Receiver<bool>) {}
 

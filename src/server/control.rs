@@ -141,6 +141,14 @@ fn adb_server_problems(app: &App) -> Vec<Problem> {
 pub async fn health(app: &App) -> Response<Body> {
     let mut problems = app.health.problems().await;
     problems.extend(adb_server_problems(app));
+    // A phone whose last lease's settings are not restored is not handed out (`device::conditions`): say which.
+    problems.extend(app.hub.backend().health().into_iter().filter_map(|(k, s, _)| {
+        let why = s.not_restored?;
+        Some(Problem {
+            fatal: false,
+            message: format!("phone {}: not handed to agents: {why}", crate::device::text::phone_text(&k.serial, 64)),
+        })
+    }));
     let (instances, channels, open) = app.hub.stats();
     let devices = app.hub.backend().devices();
     let online = devices.iter().filter(|d| d.state == crate::device::DeviceState::Online).count();

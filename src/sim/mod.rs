@@ -324,6 +324,16 @@ impl SimPhone {
         self.device().answers.push((prefix.to_owned(), res));
     }
 
+    /// Undoes [`SimPhone::answer`] for `prefix`: those commands run again.
+    pub fn unanswer(&self, prefix: &str) {
+        self.device().answers.retain(|(p, _)| p != prefix);
+    }
+
+    /// A setting as `settings get NAMESPACE NAME` would print it (`None`: unset, printed `null`).
+    pub fn setting(&self, namespace: &str, name: &str) -> Option<String> {
+        self.device().settings.get(&(namespace.to_owned(), name.to_owned())).cloned()
+    }
+
     /// Sets a system property (`getprop NAME` prints it from now on): a phone that claims another phone's
     /// `ro.serialno`, or reports a 100 KB or bidi-spoofing `ro.product.model` (hostile-phone tests).
     pub fn set_prop(&self, name: &str, value: &str) {

@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod calls;
+pub mod conditions;
 pub mod files;
 pub mod group;
 pub mod health;
@@ -196,6 +197,17 @@ const MIGRATIONS: &[&str] = &[
     // limit (removed by the record cap).
     "ALTER TABLE audit_checkpoint ADD COLUMN last_time_ms INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE audit_checkpoint ADD COLUMN pruned_young INTEGER NOT NULL DEFAULT 0;",
+    // 11: the settings a lease changed on a phone, as they were before (`conditions.rs`; NULL = unset), written
+    // before the phone changes and deleted once the phone confirmed their restore (issue 34 item 4).
+    "CREATE TABLE lease_conditions (
+        server    TEXT NOT NULL,
+        serial    TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        name      TEXT NOT NULL,
+        old_value TEXT,
+        set_ms    INTEGER NOT NULL,
+        PRIMARY KEY (server, serial, namespace, name)
+    );",
 ];
 
 /// What a migration needs beyond SQL, in its transaction, right after its SQL (`version` = the one it produces).

@@ -215,7 +215,7 @@ async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
                 Some(e) => pkt.ack_error("auth.start.ack", ch, &e, Some(out.payload)),
             }
         }
-        "auth.status" => match hub.auth_status(channel, &payload) {
+        "auth.status" => match hub.auth_status_ready(channel, &payload).await {
             Ok(p) => pkt.ack("auth.status.ack", ch, p),
             Err(e) => pkt.ack_error("auth.status.ack", ch, &e, None),
         },
