@@ -16,16 +16,76 @@ use super::out::sayln;
 use crate::device::host;
 use crate::sim::{SimConfig, SimPhone};
 
-pub struct DemoArgs {
-    pub listen: SocketAddr,
-    pub phones: usize,
-    pub data_dir: PathBuf,
-}
-
 /// The simulated phones' `ro.product.model`: a real model name. adb lists a model with every character that is
 /// not a letter or digit replaced by `_` (`devices -l`: `model:Pixel_7`), and `devices` turns `_` back into spaces,
 /// so a name like "Pixel 7 (sim 2)" came out as "Pixel 7  sim 2"; the serial tells the phones apart.
 pub const SIM_MODEL: &str = "Pixel 7";
+
+/// One of the demo's phones: what it says it is (`ro.product.model`, `ro.product.manufacturer`, the release and
+/// SDK level) and its screen.
+pub struct DemoPhone {
+    pub model: &'static str,
+    pub manufacturer: &'static str,
+    pub android_version: &'static str,
+    pub sdk: u32,
+    pub width: u32,
+    pub height: u32,
+    pub density: u32,
+}
+
+/// The demo's phones, in order (more phones than these repeat them; the serial tells them apart): phones that
+/// differ, as on a real bench — name, screen and Android version, so the wall and a bind by constraints show
+/// something. Marketing names with letters, digits and spaces only (see [`SIM_MODEL`]): Samsung's real
+/// `ro.product.model` is a code like `SM-A546B`, which adb would list as `SM_A546B`.
+pub const DEMO_PHONES: [DemoPhone; 3] = [
+    DemoPhone {
+        model: SIM_MODEL,
+        manufacturer: "Google",
+        android_version: "14",
+        sdk: 34,
+        width: 1080,
+        height: 2400,
+        density: 420,
+    },
+    DemoPhone {
+        model: "Galaxy A54",
+        manufacturer: "samsung",
+        android_version: "13",
+        sdk: 33,
+        width: 1080,
+        height: 2340,
+        density: 450,
+    },
+    DemoPhone {
+        model: "Redmi 12C",
+        manufacturer: "Xiaomi",
+        android_version: "12",
+        sdk: 31,
+        width: 720,
+        height: 1650,
+        density: 320,
+    },
+];
+
+impl DemoPhone {
+    fn config(&self) -> SimConfig {
+        SimConfig {
+            model: self.model.into(),
+            manufacturer: self.manufacturer.into(),
+            android_version: self.android_version.into(),
+            sdk: self.sdk,
+            screen_width: self.width,
+            screen_height: self.height,
+            density: self.density,
+            animation_ms: DEMO_ANIMATION_MS,
+            ..SimConfig::default()
+        }
+    }
+}
+
+/// The demo's connector address when `--listen` is not given; when it is taken (an installed connector listens
+/// there, or another demo), the demo takes a free port instead and says so.
+const DEFAULT_LISTEN: &str = "127.0.0.1:8790";
 
 fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -49,8 +109,8 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
          `apt-get install -y adb` (Debian/Ubuntu/Raspberry Pi OS)",
     )?;
     let mut phones = Vec::new();
-    for _ in 0..n.max(1) {
-        let cfg = SimConfig { model: SIM_MODEL.into(), animation_ms: DEMO_ANIMATION_MS, ..SimConfig::default() };
+    for i in 0..n.max(1) {
+        let cfg = DEMO_PHONES[i % DEMO_PHONES.len()].config();
         phones.push(SimPhone::start("127.0.0.1:0".parse().expect("literal"), cfg).await.map_err(|e| e.to_string())?);
     }
     let port = free_port().map_err(|e| e.to_string())?;
@@ -85,7 +145,8 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
     Ok(Demo { adb, phones, adb_server: server })
 }
 
-/// A scripted xAgent session: hello → channel.open → auth.start → ui_dump → tap → ui_wait. Prints each step.
+/// A scripted xAgent session: hello → channel.open → auth.start → ui_dump → tap → ui_wait, then it tidies up as a
+/// careful agent does — Reset, wait for "Count: 0", Home — so the phone is as it found it. Prints each step.
 pub async fn tour(addr: SocketAddr, key: Option<&str>) -> Result<(), String> {
     let mut req = format!("ws://{addr}/ws").into_client_request().map_err(|e| e.to_string())?;
     req.headers_mut().insert("Sec-WebSocket-Protocol", crate::protocol::SUBPROTOCOL.parse().expect("valid header"));
@@ -163,6 +224,14 @@ pub async fn tour(addr: SocketAddr, key: Option<&str>) -> Result<(), String> {
     let ack = exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_wait", json!({"text": "Count: 1"}))))
         .await?;
     sayln!("  → android_ui_wait \"Count: 1\"  found after {} ms", ack["payload"]["result"]["waited_ms"]);
+    let reset = elements.iter().find(|e| e["text"] == "Reset").ok_or("no Reset button in the UI dump")?;
+    let (x, y) = (reset["center"][0].clone(), reset["center"][1].clone());
+    exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_tap", json!({"x": x, "y": y})))).await?;
+    exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_wait", json!({"text": "Count: 0"})))).await?;
+    sayln!("  → android_tap \"Reset\"         ({x}, {y}); \"Count: 0\" again");
+    exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_key", json!({"key": "HOME", "settle": false}))))
+        .await?;
+    sayln!("  → android_key HOME           the phone is as the tour found it");
     let _ = exchange(&mut ws, call("auth.logout", Some(&ch), json!({}))).await?;
     let _ = ws.close(None).await;
     Ok(())
@@ -206,9 +275,10 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             return e.code;
         }
     };
+    let listen = args.listen.unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("literal"));
     // Without a key, on a network address every host could drive its phones (and the operator's).
-    if let Err(e) = crate::config::check_exposure(args.listen, api_key.is_some(), false) {
-        eprintln!("error: the demo without --api-key-file listens on loopback only (--listen {})", args.listen);
+    if let Err(e) = crate::config::check_exposure(listen, api_key.is_some(), false) {
+        eprintln!("error: the demo without --api-key-file listens on loopback only (--listen {listen})");
         return e.code;
     }
     let dir = DemoDir::new(args.data_dir.clone());
@@ -221,11 +291,11 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             return crate::config::exit::CONFIG;
         }
     };
-    let resolved = crate::config::Resolved {
+    let resolved = |listen| crate::config::Resolved {
         capture_compression: true,
         capture_streams: 4,
         serve: crate::config::ServeConfig {
-            listen: args.listen,
+            listen,
             data_dir: Some(dir.path.clone()),
             api_key: api_key.clone(),
             allow_serials: Vec::new(),
@@ -243,7 +313,15 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         wall: crate::wall::WallConfig::default(),
         recovery: Default::default(),
     };
-    let running = match crate::run::start_adb(resolved).await {
+    let mut started = crate::run::start_adb(resolved(listen)).await;
+    let mut moved = false;
+    if matches!(&started, Err(e) if e.code == crate::config::exit::LISTEN) && args.listen.is_none() {
+        // The default port is taken (on a Pi, by the installed connector): a demo still starts, on a free port.
+        // An explicit --listen is the operator's choice and fails instead.
+        started = crate::run::start_adb(resolved(SocketAddr::new(listen.ip(), 0))).await;
+        moved = true;
+    }
+    let running = match started {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {}", e.message);
@@ -251,6 +329,9 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         }
     };
     let addr = running.addr;
+    if moved {
+        sayln!("  {listen} is taken (another connector or demo?), so this demo listens on {addr}; --listen chooses");
+    }
     // The tracker needs a moment to verify the phones.
     let deadline = Instant::now() + Duration::from_secs(15);
     while running.hub.backend().devices().iter().filter(|d| d.state == crate::device::DeviceState::Online).count()
@@ -322,6 +403,7 @@ impl HandOver<'_> {
         let key_flag = key.as_ref().map(|k| format!(" --api-key-file {k}")).unwrap_or_default();
         let bearer = key.as_ref().map(|k| format!("-H \"Authorization: Bearer $(head -n1 {k})\" ")).unwrap_or_default();
         let login = if let Some(k) = &key { format!(" (sign in with the key in {k})") } else { String::new() };
+        let shot = shell_word(&self.data_dir.join("screen.jpg").display().to_string());
         let mut t = String::from("\nNow try it yourself; every line works as printed (Ctrl-C stops the demo):\n");
         t += &format!("  open http://{addr}/ in a browser: the device wall, live phones{login}\n");
         t += &format!("  {bin} devices --adb-server {adb} --data-dir {dir}\n");
@@ -329,7 +411,7 @@ impl HandOver<'_> {
         t += &format!("  {bin} audit tail --data-dir {dir}\n");
         t += &format!("  {bin} call android_tap x=540 y=1200 --url http://{addr}{key_flag}\n");
         t += &format!("  {bin} call android_ui_dump only_interactive=true --url http://{addr}{key_flag}\n");
-        t += &format!("  {bin} call android_screenshot --out screen.jpg --url http://{addr}{key_flag}\n");
+        t += &format!("  {bin} call android_screenshot --out {shot} --url http://{addr}{key_flag}\n");
         t += &format!("  curl -s http://{addr}/connector-card.json | head -40\n");
         t += &format!("  curl -s {bearer}http://{addr}/health\n");
         t += &format!(
