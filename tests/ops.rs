@@ -146,6 +146,42 @@ fn demo_moves_off_a_taken_default_port_with_phones_that_differ_and_left_clean() 
     assert!(status.success(), "{status:?}");
 }
 
+/// After the tour a scripted agent keeps one phone held and its screen changing, so the wall shows the product at
+/// work; SIGTERM stops it cleanly: it presses Home and gives the phone back before the connector drains.
+#[test]
+fn demo_agent_keeps_a_phone_busy_until_it_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("demo");
+    let (child, lines) = start_demo(free_port(), &data, &[]);
+    assert!(lines.iter().any(|l| l.contains("scripted agent now holds one phone")), "{lines:#?}");
+    let serials: Vec<String> = demo_adb(&lines, &["devices"])
+        .lines()
+        .filter(|l| l.ends_with("\tdevice"))
+        .map(|l| l.split('\t').next().unwrap().to_owned())
+        .collect();
+    let counts = || -> Vec<String> {
+        serials
+            .iter()
+            .map(|s| {
+                let xml = demo_adb(&lines, &["-s", s, "exec-out", "uiautomator", "dump", "/dev/tty"]);
+                xml.split("text=\"Count: ").nth(1).and_then(|r| r.split('"').next()).unwrap_or("?").to_owned()
+            })
+            .collect()
+    };
+    let first = counts();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while counts() == first {
+        assert!(Instant::now() < deadline, "no phone's screen changed in 15 s: {first:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let status = stop(child);
+    assert!(status.success(), "{status:?}");
+    // The agent's last acts are in the audit log: Home (after the tour's own) and the logout that freed the phone.
+    let out = Command::new(BIN).args(["audit", "tail", "--data-dir"]).arg(&data).output().unwrap();
+    let tail = String::from_utf8_lossy(&out.stdout);
+    assert!(tail.matches("android_key").count() >= 2, "the agent did not tidy up on SIGTERM:\n{tail}");
+}
+
 #[test]
 fn demo_drives_a_simulated_phone_end_to_end_and_stops_cleanly() {
     let dir = tempfile::tempdir().unwrap();
@@ -213,7 +249,7 @@ fn demo_hand_over_commands_work_as_printed() {
     // adb lists the model with every non-alphanumeric character as `_`; the demo's phones have real model names,
     // so the column reads like a real phone's (not "Pixel 7  sim 2"), and the two phones are different ones.
     let mut models: Vec<&str> =
-        phones.iter().map(|l| l.split("  device").nth(1).unwrap_or("").trim().trim_end_matches('-').trim()).collect();
+        phones.iter().filter_map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).nth(3)).collect();
     models.sort_unstable();
     assert_eq!(models, ["Galaxy A54", "Pixel 7"], "{out}");
 
@@ -240,10 +276,10 @@ fn demo_hand_over_commands_work_as_printed() {
     assert!(jpeg.starts_with(&[0xff, 0xd8]) && jpeg.len() > 1000, "not a JPEG: {} bytes", jpeg.len());
     assert!(err.contains("saved") && !err.contains("token="), "{err}");
 
-    // Each call gave its phone back: both phones are free for the next client.
+    // Each call gave its phone back: only the demo's own agent still holds one, the other is free.
     let (code, out, err) = run(&find(" devices --adb-server "));
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(out.lines().filter(|l| l.trim_end().ends_with(" -")).count(), 2, "a phone is still held:\n{out}");
+    assert_eq!(out.lines().filter(|l| l.trim_end().ends_with(" -")).count(), 1, "a call kept its phone:\n{out}");
 
     let (code, out, err) = run(&find(" audit tail "));
     assert_eq!(code, 0, "{out}{err}");

@@ -145,33 +145,40 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
     Ok(Demo { adb, phones, adb_server: server })
 }
 
-/// A scripted xAgent session: hello → channel.open → auth.start → ui_dump → tap → ui_wait, then it tidies up as a
-/// careful agent does — Reset, wait for "Count: 0", Home — so the phone is as it found it. Prints each step.
-pub async fn tour(addr: SocketAddr, key: Option<&str>) -> Result<(), String> {
-    let mut req = format!("ws://{addr}/ws").into_client_request().map_err(|e| e.to_string())?;
-    req.headers_mut().insert("Sec-WebSocket-Protocol", crate::protocol::SUBPROTOCOL.parse().expect("valid header"));
-    if let Some(k) = key {
-        let v = format!("Bearer {k}").parse().map_err(|_| "the API key is not a valid header value".to_owned())?;
-        req.headers_mut().insert("Authorization", v);
-    }
-    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.map_err(|e| format!("websocket: {e}"))?;
-    let mut n = 0;
-    let mut call = |kind: &str, channel: Option<&str>, payload: Value| {
-        n += 1;
-        let mut p = json!({"schema": crate::protocol::PACKET_SCHEMA, "packet_id": format!("pkt_demo_{n}"),
-                           "request_id": format!("req_demo_{n}"), "type": kind, "payload": payload});
-        if let Some(c) = channel {
-            p["connector_channel_id"] = json!(c);
+/// One scripted xAgent session over the connector's WebSocket: packets in the protocol's envelope, answers matched
+/// by request id.
+struct Session {
+    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    /// Prefix of packet and request ids (the tour's and the agent's differ, for reading the audit log).
+    name: &'static str,
+    n: u32,
+    channel: String,
+}
+
+impl Session {
+    async fn open(addr: SocketAddr, key: Option<&str>, name: &'static str) -> Result<Session, String> {
+        let mut req = format!("ws://{addr}/ws").into_client_request().map_err(|e| e.to_string())?;
+        req.headers_mut().insert("Sec-WebSocket-Protocol", crate::protocol::SUBPROTOCOL.parse().expect("valid header"));
+        if let Some(k) = key {
+            let v = format!("Bearer {k}").parse().map_err(|_| "the API key is not a valid header value".to_owned())?;
+            req.headers_mut().insert("Authorization", v);
         }
-        (p, format!("req_demo_{n}"))
-    };
-    async fn exchange(
-        ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-        (p, rid): (Value, String),
-    ) -> Result<Value, String> {
-        ws.send(Message::text(p.to_string())).await.map_err(|e| e.to_string())?;
+        let (ws, _) = tokio_tungstenite::connect_async(req).await.map_err(|e| format!("websocket: {e}"))?;
+        Ok(Session { ws, name, n: 0, channel: String::new() })
+    }
+
+    /// Sends one packet and waits (30 s at most) for the answer to it; an error answer is an `Err`.
+    async fn send(&mut self, kind: &str, payload: Value) -> Result<Value, String> {
+        self.n += 1;
+        let rid = format!("req_{}_{}", self.name, self.n);
+        let mut p = json!({"schema": crate::protocol::PACKET_SCHEMA, "packet_id": format!("pkt_{}_{}", self.name, self.n),
+                           "request_id": rid, "type": kind, "payload": payload});
+        if !self.channel.is_empty() {
+            p["connector_channel_id"] = json!(self.channel);
+        }
+        self.ws.send(Message::text(p.to_string())).await.map_err(|e| e.to_string())?;
         loop {
-            let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
+            let msg = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
                 .await
                 .map_err(|_| "no answer within 30 s".to_owned())?
                 .ok_or("connection closed")?
@@ -187,54 +194,130 @@ pub async fn tour(addr: SocketAddr, key: Option<&str>) -> Result<(), String> {
             }
         }
     }
+
+    /// hello → channel.open → auth.start adb_device (any free phone); the bind's descriptor.
+    async fn bind(&mut self) -> Result<Value, String> {
+        let hello = json!({"connector_card_id": "device.adb", "protocol_version": "3.0", "supported_profiles": ["xagent.device.v1"]});
+        self.send("connector.hello", hello).await?;
+        let ack = self.send("channel.open", json!({})).await?;
+        self.channel = ack["connector_channel_id"].as_str().unwrap_or_default().to_owned();
+        let ack = self.send("auth.start", json!({"flow_id": "adb_device"})).await?;
+        Ok(ack["payload"]["connection_descriptor"].clone())
+    }
+
+    /// One tool call on the bound phone; its result.
+    async fn tool(&mut self, tool: &str, args: Value) -> Result<Value, String> {
+        let mut a = args;
+        a["connector_channel_id"] = json!(self.channel);
+        let ack = self.send("tool.invoke", json!({"tool_id": tool, "arguments": a})).await?;
+        Ok(ack["payload"]["result"].clone())
+    }
+
+    /// Gives the phone back and closes the socket.
+    async fn close(mut self) {
+        let _ = self.send("auth.logout", json!({})).await;
+        let _ = self.ws.close(None).await;
+    }
+}
+
+/// The centre of the element with `text` in a `android_ui_dump` result.
+fn center_of(dump: &Value, text: &str) -> Result<(Value, Value), String> {
+    let elements = dump["elements"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let e = elements.iter().find(|e| e["text"] == text).ok_or(format!("no \"{text}\" in the UI dump"))?;
+    Ok((e["center"][0].clone(), e["center"][1].clone()))
+}
+
+/// A scripted xAgent session: hello → channel.open → auth.start → ui_dump → tap → ui_wait, then it tidies up as a
+/// careful agent does — Reset, wait for "Count: 0", Home — so the phone is as it found it. Prints each step.
+pub async fn tour(addr: SocketAddr, key: Option<&str>) -> Result<(), String> {
+    let mut s = Session::open(addr, key, "demo").await?;
     let hello = json!({"connector_card_id": "device.adb", "protocol_version": "3.0", "supported_profiles": ["xagent.device.v1"]});
-    let ack = exchange(&mut ws, call("connector.hello", None, hello)).await?;
+    let ack = s.send("connector.hello", hello).await?;
     sayln!("  → connector.hello            connector_id {}", ack["payload"]["connector_id"].as_str().unwrap_or("?"));
-    let ack = exchange(&mut ws, call("channel.open", None, json!({}))).await?;
-    let ch = ack["connector_channel_id"].as_str().unwrap_or_default().to_owned();
+    let ack = s.send("channel.open", json!({})).await?;
+    s.channel = ack["connector_channel_id"].as_str().unwrap_or_default().to_owned();
     sayln!(
-        "  → channel.open               {ch} (status {})",
+        "  → channel.open               {} (status {})",
+        s.channel,
         ack["payload"]["connection_descriptor"]["connection"]["status"]
     );
-    let ack = exchange(&mut ws, call("auth.start", Some(&ch), json!({"flow_id": "adb_device"}))).await?;
+    let ack = s.send("auth.start", json!({"flow_id": "adb_device"})).await?;
     let d = &ack["payload"]["connection_descriptor"];
     sayln!(
         "  → auth.start adb_device      bound {} (status {})",
         d["target"]["display_name"],
         d["connection"]["status"]
     );
-    let invoke = |tool: &str, args: Value| {
-        let mut a = args;
-        a["connector_channel_id"] = json!(ch);
-        json!({"tool_id": tool, "arguments": a})
-    };
-    let ack =
-        exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_dump", json!({"only_interactive": true}))))
-            .await?;
-    let elements = ack["payload"]["result"]["elements"].as_array().cloned().unwrap_or_default();
-    let button = elements.iter().find(|e| e["text"] == "Increment").ok_or("no Increment button in the UI dump")?;
+    let dump = s.tool("android_ui_dump", json!({"only_interactive": true})).await?;
+    let (x, y) = center_of(&dump, "Increment")?;
     sayln!(
-        "  → android_ui_dump            {} interactive element(s); \"Increment\" at {}",
-        elements.len(),
-        button["center"]
+        "  → android_ui_dump            {} interactive element(s); \"Increment\" at [{x},{y}]",
+        dump["elements"].as_array().map_or(0, Vec::len)
     );
-    let (x, y) = (button["center"][0].clone(), button["center"][1].clone());
-    exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_tap", json!({"x": x, "y": y})))).await?;
+    s.tool("android_tap", json!({"x": x, "y": y})).await?;
     sayln!("  → android_tap                ({x}, {y})");
-    let ack = exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_wait", json!({"text": "Count: 1"}))))
-        .await?;
-    sayln!("  → android_ui_wait \"Count: 1\"  found after {} ms", ack["payload"]["result"]["waited_ms"]);
-    let reset = elements.iter().find(|e| e["text"] == "Reset").ok_or("no Reset button in the UI dump")?;
-    let (x, y) = (reset["center"][0].clone(), reset["center"][1].clone());
-    exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_tap", json!({"x": x, "y": y})))).await?;
-    exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_wait", json!({"text": "Count: 0"})))).await?;
+    let res = s.tool("android_ui_wait", json!({"text": "Count: 1"})).await?;
+    sayln!("  → android_ui_wait \"Count: 1\"  found after {} ms", res["waited_ms"]);
+    let (x, y) = center_of(&dump, "Reset")?;
+    s.tool("android_tap", json!({"x": x, "y": y})).await?;
+    s.tool("android_ui_wait", json!({"text": "Count: 0"})).await?;
     sayln!("  → android_tap \"Reset\"         ({x}, {y}); \"Count: 0\" again");
-    exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_key", json!({"key": "HOME", "settle": false}))))
-        .await?;
+    s.tool("android_key", json!({"key": "HOME", "settle": false})).await?;
     sayln!("  → android_key HOME           the phone is as the tour found it");
-    let _ = exchange(&mut ws, call("auth.logout", Some(&ch), json!({}))).await?;
-    let _ = ws.close(None).await;
+    s.close().await;
     Ok(())
+}
+
+/// How often the demo's agent acts after the tour: slow enough to watch on the wall, fast enough to see.
+const AGENT_STEP: Duration = Duration::from_secs(2);
+
+/// The demo's agent, bound: its session and where Increment and Reset are on its phone.
+struct Agent {
+    s: Session,
+    inc: (Value, Value),
+    reset: (Value, Value),
+}
+
+impl Agent {
+    /// Binds a free phone and reads its screen (before the hand-over is printed, so the phone it holds is already
+    /// held when the newcomer looks).
+    async fn bind(addr: SocketAddr, key: Option<&str>) -> Result<Agent, String> {
+        let mut s = Session::open(addr, key, "agent").await?;
+        s.bind().await?;
+        let dump = s.tool("android_ui_dump", json!({"only_interactive": true})).await?;
+        let (inc, reset) = (center_of(&dump, "Increment")?, center_of(&dump, "Reset")?);
+        Ok(Agent { s, inc, reset })
+    }
+
+    /// After the tour the agent keeps its phone bound and acts on it every [`AGENT_STEP`] — Increment up to 5, then
+    /// Reset, reading the counter back each time — so the wall shows a held phone and a changing screen. When
+    /// `stop` turns true it resets the counter, presses Home and gives the phone back. Errors end it quietly (the
+    /// phone may have been taken over on the wall, or the connector is stopping): it is a show, not a test.
+    async fn keep_acting(self, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let Agent { mut s, inc, reset } = self;
+        let run = async {
+            let mut count = 0;
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(AGENT_STEP) => {}
+                    _ = stop.wait_for(|v| *v) => break,
+                }
+                let (xy, next) = if count < 5 { (&inc, count + 1) } else { (&reset, 0) };
+                s.tool("android_tap", json!({"x": xy.0, "y": xy.1})).await?;
+                s.tool("android_ui_wait", json!({"text": format!("Count: {next}"), "timeout_ms": 3000})).await?;
+                count = next;
+            }
+            if count > 0 {
+                s.tool("android_tap", json!({"x": reset.0, "y": reset.1})).await?;
+            }
+            s.tool("android_key", json!({"key": "HOME", "settle": false})).await?;
+            Ok::<(), String>(())
+        };
+        if let Err(e) = run.await {
+            tracing::info!(error = %e, "the demo's agent stopped");
+        }
+        s.close().await;
+    }
 }
 
 /// The demo's state directory: the one given with `--data-dir` (kept), or a fresh temporary one that is removed
@@ -356,10 +439,27 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         key_file: args.api_key_file.as_deref(),
         temporary: dir.remove,
     };
+    let (stop_agent, stopped) = tokio::sync::watch::channel(false);
+    let agent = match Agent::bind(addr, api_key.as_deref()).await {
+        Ok(a) => {
+            sayln!(
+                "\nA scripted agent now holds one phone and acts on it every {} s: watch it on the wall.",
+                AGENT_STEP.as_secs()
+            );
+            tokio::spawn(a.keep_acting(stopped))
+        }
+        Err(e) => {
+            sayln!("\n(the scripted agent could not start: {e})");
+            tokio::spawn(async {})
+        }
+    };
     sayln!("{}", hand_over.text());
     let trigger = running.trigger();
     tokio::spawn(async move {
         crate::run::signal().await;
+        // The agent first tidies its phone up and gives it back, then the connector drains.
+        let _ = stop_agent.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(10), agent).await;
         let _ = trigger.send(true);
     });
     running.wait().await;
