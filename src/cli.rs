@@ -331,10 +331,11 @@ pub struct DevicesArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Address for the connector.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8790", value_parser = parse_listen)]
-    pub listen: SocketAddr,
-    /// How many simulated phones.
+    /// Address for the connector. Default: 127.0.0.1:8790, or a free port when that one is taken (the demo says
+    /// which); a given address that is taken is an error.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
+    pub listen: Option<SocketAddr>,
+    /// How many simulated phones (a Pixel 7, a Galaxy A54, a Redmi 12C, then again).
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub phones: u16,
     /// State of the demo (its own, apart from a real installation's). Default: a fresh temporary directory,

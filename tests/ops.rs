@@ -19,10 +19,18 @@ fn free_port() -> u16 {
 
 /// Starts `demo` with `extra` flags and reads its stdout until the hand-over block is complete.
 fn start_demo(port: u16, data_dir: &std::path::Path, extra: &[&str]) -> (std::process::Child, Vec<String>) {
+    let listen = format!("127.0.0.1:{port}");
+    let mut args = vec!["--listen", listen.as_str(), "--phones", "2"];
+    args.extend_from_slice(extra);
+    start_demo_with(data_dir, &args)
+}
+
+/// Starts `demo --data-dir DIR ARGS…` and reads its stdout until the hand-over block is complete.
+fn start_demo_with(data_dir: &std::path::Path, args: &[&str]) -> (std::process::Child, Vec<String>) {
     let mut child = Command::new(BIN)
-        .args(["demo", "--listen", &format!("127.0.0.1:{port}"), "--phones", "2", "--data-dir"])
+        .args(["demo", "--data-dir"])
         .arg(data_dir)
-        .args(extra)
+        .args(args)
         .env_remove("XAGENT_CONNECTOR_API_KEY")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -65,6 +73,113 @@ fn stop(mut child: std::process::Child) -> std::process::ExitStatus {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// `adb -P PORT ARGS…` against the demo's private adb server (its port from the hand-over's last line).
+fn demo_adb(lines: &[String], args: &[&str]) -> String {
+    let last = lines.iter().find(|l| l.contains("`adb -P ")).expect("the adb line");
+    let port = last.split("`adb -P ").nth(1).and_then(|r| r.split(' ').next()).expect("a port");
+    let out = Command::new("adb").args(["-P", port]).args(args).output().unwrap();
+    assert!(out.status.success(), "adb {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// On a Pi the installed connector holds 8790: the demo then takes a free port and says so (a `--listen` that is
+/// taken stays an error); its phones differ, and its tour leaves every one of them clean.
+#[test]
+fn demo_moves_off_a_taken_default_port_with_phones_that_differ_and_left_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    // Held for the whole test; when something else holds it already, it is just as taken.
+    let _taken = std::net::TcpListener::bind("127.0.0.1:8790");
+    let (child, lines) = start_demo_with(&dir.path().join("demo"), &["--phones", "3"]);
+    let text = lines.join("\n");
+    assert!(text.contains("127.0.0.1:8790 is taken"), "{text}");
+    let url = lines.iter().find_map(|l| l.trim().strip_prefix("connector on ")).expect("the connector's URL");
+    assert!(url.starts_with("http://127.0.0.1:") && !url.ends_with(":8790"), "{url}");
+    assert!(text.contains(&format!("--url {url}")), "the printed commands use the port taken: {text}");
+
+    let serials: Vec<String> = demo_adb(&lines, &["devices"])
+        .lines()
+        .filter(|l| l.ends_with("\tdevice"))
+        .map(|l| l.split('\t').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(serials.len(), 3, "{lines:#?}");
+    let mut kinds = std::collections::BTreeSet::new();
+    for s in &serials {
+        let props = demo_adb(
+            &lines,
+            &["-s", s, "shell", "getprop ro.product.model; getprop ro.build.version.release; wm size"],
+        );
+        kinds.insert(props.clone());
+        // The tour tapped Increment on one of them and tidied up: every phone shows "Count: 0" on the home screen.
+        let xml = demo_adb(&lines, &["-s", s, "exec-out", "uiautomator", "dump", "/dev/tty"]);
+        assert!(xml.contains("text=\"Count: 0\""), "{props}{xml}");
+        assert!(xml.contains("package=\"com.android.launcher3\""), "{props}{xml}");
+    }
+    assert_eq!(kinds.len(), 3, "three phones, three kinds: {kinds:#?}");
+    assert!(kinds.iter().any(|k| k.starts_with("Galaxy A54\n13\n")), "{kinds:#?}");
+
+    // An address asked for is not moved: it fails, saying why.
+    let mut taken = Command::new(BIN)
+        .args(["demo", "--phones", "1", "--listen", url.trim_start_matches("http://"), "--data-dir"])
+        .arg(dir.path().join("second"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = taken.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = taken.kill();
+            panic!("a demo on a taken --listen did not give up");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut taken.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success() && err.contains("already in use") && err.contains("--listen"), "{status:?}: {err}");
+
+    let status = stop(child);
+    assert!(status.success(), "{status:?}");
+}
+
+/// After the tour a scripted agent keeps one phone held and its screen changing, so the wall shows the product at
+/// work; SIGTERM stops it cleanly: it presses Home and gives the phone back before the connector drains.
+#[test]
+fn demo_agent_keeps_a_phone_busy_until_it_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("demo");
+    let (child, lines) = start_demo(free_port(), &data, &[]);
+    assert!(lines.iter().any(|l| l.contains("scripted agent now holds one phone")), "{lines:#?}");
+    let serials: Vec<String> = demo_adb(&lines, &["devices"])
+        .lines()
+        .filter(|l| l.ends_with("\tdevice"))
+        .map(|l| l.split('\t').next().unwrap().to_owned())
+        .collect();
+    let counts = || -> Vec<String> {
+        serials
+            .iter()
+            .map(|s| {
+                let xml = demo_adb(&lines, &["-s", s, "exec-out", "uiautomator", "dump", "/dev/tty"]);
+                xml.split("text=\"Count: ").nth(1).and_then(|r| r.split('"').next()).unwrap_or("?").to_owned()
+            })
+            .collect()
+    };
+    let first = counts();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while counts() == first {
+        assert!(Instant::now() < deadline, "no phone's screen changed in 15 s: {first:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let status = stop(child);
+    assert!(status.success(), "{status:?}");
+    // The agent's last acts are in the audit log: Home (after the tour's own) and the logout that freed the phone.
+    let out = Command::new(BIN).args(["audit", "tail", "--data-dir"]).arg(&data).output().unwrap();
+    let tail = String::from_utf8_lossy(&out.stdout);
+    assert!(tail.matches("android_key").count() >= 2, "the agent did not tidy up on SIGTERM:\n{tail}");
 }
 
 #[test]
@@ -131,12 +246,12 @@ fn demo_hand_over_commands_work_as_printed() {
     assert_eq!(code, 0, "{out}{err}");
     let phones: Vec<&str> = out.lines().filter(|l| l.contains(" device ")).collect();
     assert_eq!(phones.len(), 2, "{out}");
-    for l in &phones {
-        // adb lists the model with every non-alphanumeric character as `_`; the demo's phones have a real model
-        // name, so the column reads like a real phone's (not "Pixel 7  sim 2").
-        let model = l.split("  device").nth(1).unwrap_or("").trim().trim_end_matches('-').trim();
-        assert_eq!(model, "Pixel 7", "{out}");
-    }
+    // adb lists the model with every non-alphanumeric character as `_`; the demo's phones have real model names,
+    // so the column reads like a real phone's (not "Pixel 7  sim 2"), and the two phones are different ones.
+    let mut models: Vec<&str> =
+        phones.iter().filter_map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).nth(3)).collect();
+    models.sort_unstable();
+    assert_eq!(models, ["Galaxy A54", "Pixel 7"], "{out}");
 
     let (code, out, err) = run(&find(" doctor --adb-server "));
     assert_eq!(code, 0, "doctor must pass against the running demo:\n{out}{err}");
@@ -155,14 +270,16 @@ fn demo_hand_over_commands_work_as_printed() {
 
     let (code, out, err) = run(&find(" call android_screenshot "));
     assert_eq!(code, 0, "{out}{err}");
-    let jpeg = std::fs::read(cwd.path().join("screen.jpg")).expect("--out wrote the screenshot");
+    // The file goes to the demo's state dir, not wherever the newcomer stands (a checkout).
+    assert!(!cwd.path().join("screen.jpg").exists(), "the screenshot landed in the current directory");
+    let jpeg = std::fs::read(dir.path().join("demo state/screen.jpg")).expect("--out wrote the screenshot");
     assert!(jpeg.starts_with(&[0xff, 0xd8]) && jpeg.len() > 1000, "not a JPEG: {} bytes", jpeg.len());
     assert!(err.contains("saved") && !err.contains("token="), "{err}");
 
-    // Each call gave its phone back: both phones are free for the next client.
+    // Each call gave its phone back: only the demo's own agent still holds one, the other is free.
     let (code, out, err) = run(&find(" devices --adb-server "));
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(out.lines().filter(|l| l.trim_end().ends_with(" -")).count(), 2, "a phone is still held:\n{out}");
+    assert_eq!(out.lines().filter(|l| l.trim_end().ends_with(" -")).count(), 1, "a call kept its phone:\n{out}");
 
     let (code, out, err) = run(&find(" audit tail "));
     assert_eq!(code, 0, "{out}{err}");

@@ -16,16 +16,76 @@ use super::out::sayln;
 use crate::device::host;
 use crate::sim::{SimConfig, SimPhone};
 
-pub struct DemoArgs {
-    pub listen: SocketAddr,
-    pub phones: usize,
-    pub data_dir: PathBuf,
-}
-
 /// The simulated phones' `ro.product.model`: a real model name. adb lists a model with every character that is
 /// not a letter or digit replaced by `_` (`devices -l`: `model:Pixel_7`), and `devices` turns `_` back into spaces,
 /// so a name like "Pixel 7 (sim 2)" came out as "Pixel 7  sim 2"; the serial tells the phones apart.
 pub const SIM_MODEL: &str = "Pixel 7";
+
+/// One of the demo's phones: what it says it is (`ro.product.model`, `ro.product.manufacturer`, the release and
+/// SDK level) and its screen.
+pub struct DemoPhone {
+    pub model: &'static str,
+    pub manufacturer: &'static str,
+    pub android_version: &'static str,
+    pub sdk: u32,
+    pub width: u32,
+    pub height: u32,
+    pub density: u32,
+}
+
+/// The demo's phones, in order (more phones than these repeat them; the serial tells them apart): phones that
+/// differ, as on a real bench — name, screen and Android version, so the wall and a bind by constraints show
+/// something. Marketing names with letters, digits and spaces only (see [`SIM_MODEL`]): Samsung's real
+/// `ro.product.model` is a code like `SM-A546B`, which adb would list as `SM_A546B`.
+pub const DEMO_PHONES: [DemoPhone; 3] = [
+    DemoPhone {
+        model: SIM_MODEL,
+        manufacturer: "Google",
+        android_version: "14",
+        sdk: 34,
+        width: 1080,
+        height: 2400,
+        density: 420,
+    },
+    DemoPhone {
+        model: "Galaxy A54",
+        manufacturer: "samsung",
+        android_version: "13",
+        sdk: 33,
+        width: 1080,
+        height: 2340,
+        density: 450,
+    },
+    DemoPhone {
+        model: "Redmi 12C",
+        manufacturer: "Xiaomi",
+        android_version: "12",
+        sdk: 31,
+        width: 720,
+        height: 1650,
+        density: 320,
+    },
+];
+
+impl DemoPhone {
+    fn config(&self) -> SimConfig {
+        SimConfig {
+            model: self.model.into(),
+            manufacturer: self.manufacturer.into(),
+            android_version: self.android_version.into(),
+            sdk: self.sdk,
+            screen_width: self.width,
+            screen_height: self.height,
+            density: self.density,
+            animation_ms: DEMO_ANIMATION_MS,
+            ..SimConfig::default()
+        }
+    }
+}
+
+/// The demo's connector address when `--listen` is not given; when it is taken (an installed connector listens
+/// there, or another demo), the demo takes a free port instead and says so.
+const DEFAULT_LISTEN: &str = "127.0.0.1:8790";
 
 fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -49,8 +109,8 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
          `apt-get install -y adb` (Debian/Ubuntu/Raspberry Pi OS)",
     )?;
     let mut phones = Vec::new();
-    for _ in 0..n.max(1) {
-        let cfg = SimConfig { model: SIM_MODEL.into(), animation_ms: DEMO_ANIMATION_MS, ..SimConfig::default() };
+    for i in 0..n.max(1) {
+        let cfg = DEMO_PHONES[i % DEMO_PHONES.len()].config();
         phones.push(SimPhone::start("127.0.0.1:0".parse().expect("literal"), cfg).await.map_err(|e| e.to_string())?);
     }
     let port = free_port().map_err(|e| e.to_string())?;
@@ -85,32 +145,40 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
     Ok(Demo { adb, phones, adb_server: server })
 }
 
-/// A scripted xAgent session: hello → channel.open → auth.start → ui_dump → tap → ui_wait. Prints each step.
-pub async fn tour(addr: SocketAddr, key: Option<&str>) -> Result<(), String> {
-    let mut req = format!("ws://{addr}/ws").into_client_request().map_err(|e| e.to_string())?;
-    req.headers_mut().insert("Sec-WebSocket-Protocol", crate::protocol::SUBPROTOCOL.parse().expect("valid header"));
-    if let Some(k) = key {
-        let v = format!("Bearer {k}").parse().map_err(|_| "the API key is not a valid header value".to_owned())?;
-        req.headers_mut().insert("Authorization", v);
-    }
-    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.map_err(|e| format!("websocket: {e}"))?;
-    let mut n = 0;
-    let mut call = |kind: &str, channel: Option<&str>, payload: Value| {
-        n += 1;
-        let mut p = json!({"schema": crate::protocol::PACKET_SCHEMA, "packet_id": format!("pkt_demo_{n}"),
-                           "request_id": format!("req_demo_{n}"), "type": kind, "payload": payload});
-        if let Some(c) = channel {
-            p["connector_channel_id"] = json!(c);
+/// One scripted xAgent session over the connector's WebSocket: packets in the protocol's envelope, answers matched
+/// by request id.
+struct Session {
+    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    /// Prefix of packet and request ids (the tour's and the agent's differ, for reading the audit log).
+    name: &'static str,
+    n: u32,
+    channel: String,
+}
+
+impl Session {
+    async fn open(addr: SocketAddr, key: Option<&str>, name: &'static str) -> Result<Session, String> {
+        let mut req = format!("ws://{addr}/ws").into_client_request().map_err(|e| e.to_string())?;
+        req.headers_mut().insert("Sec-WebSocket-Protocol", crate::protocol::SUBPROTOCOL.parse().expect("valid header"));
+        if let Some(k) = key {
+            let v = format!("Bearer {k}").parse().map_err(|_| "the API key is not a valid header value".to_owned())?;
+            req.headers_mut().insert("Authorization", v);
         }
-        (p, format!("req_demo_{n}"))
-    };
-    async fn exchange(
-        ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-        (p, rid): (Value, String),
-    ) -> Result<Value, String> {
-        ws.send(Message::text(p.to_string())).await.map_err(|e| e.to_string())?;
+        let (ws, _) = tokio_tungstenite::connect_async(req).await.map_err(|e| format!("websocket: {e}"))?;
+        Ok(Session { ws, name, n: 0, channel: String::new() })
+    }
+
+    /// Sends one packet and waits (30 s at most) for the answer to it; an error answer is an `Err`.
+    async fn send(&mut self, kind: &str, payload: Value) -> Result<Value, String> {
+        self.n += 1;
+        let rid = format!("req_{}_{}", self.name, self.n);
+        let mut p = json!({"schema": crate::protocol::PACKET_SCHEMA, "packet_id": format!("pkt_{}_{}", self.name, self.n),
+                           "request_id": rid, "type": kind, "payload": payload});
+        if !self.channel.is_empty() {
+            p["connector_channel_id"] = json!(self.channel);
+        }
+        self.ws.send(Message::text(p.to_string())).await.map_err(|e| e.to_string())?;
         loop {
-            let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
+            let msg = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
                 .await
                 .map_err(|_| "no answer within 30 s".to_owned())?
                 .ok_or("connection closed")?
@@ -126,46 +194,130 @@ pub async fn tour(addr: SocketAddr, key: Option<&str>) -> Result<(), String> {
             }
         }
     }
+
+    /// hello → channel.open → auth.start adb_device (any free phone); the bind's descriptor.
+    async fn bind(&mut self) -> Result<Value, String> {
+        let hello = json!({"connector_card_id": "device.adb", "protocol_version": "3.0", "supported_profiles": ["xagent.device.v1"]});
+        self.send("connector.hello", hello).await?;
+        let ack = self.send("channel.open", json!({})).await?;
+        self.channel = ack["connector_channel_id"].as_str().unwrap_or_default().to_owned();
+        let ack = self.send("auth.start", json!({"flow_id": "adb_device"})).await?;
+        Ok(ack["payload"]["connection_descriptor"].clone())
+    }
+
+    /// One tool call on the bound phone; its result.
+    async fn tool(&mut self, tool: &str, args: Value) -> Result<Value, String> {
+        let mut a = args;
+        a["connector_channel_id"] = json!(self.channel);
+        let ack = self.send("tool.invoke", json!({"tool_id": tool, "arguments": a})).await?;
+        Ok(ack["payload"]["result"].clone())
+    }
+
+    /// Gives the phone back and closes the socket.
+    async fn close(mut self) {
+        let _ = self.send("auth.logout", json!({})).await;
+        let _ = self.ws.close(None).await;
+    }
+}
+
+/// The centre of the element with `text` in a `android_ui_dump` result.
+fn center_of(dump: &Value, text: &str) -> Result<(Value, Value), String> {
+    let elements = dump["elements"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let e = elements.iter().find(|e| e["text"] == text).ok_or(format!("no \"{text}\" in the UI dump"))?;
+    Ok((e["center"][0].clone(), e["center"][1].clone()))
+}
+
+/// A scripted xAgent session: hello → channel.open → auth.start → ui_dump → tap → ui_wait, then it tidies up as a
+/// careful agent does — Reset, wait for "Count: 0", Home — so the phone is as it found it. Prints each step.
+pub async fn tour(addr: SocketAddr, key: Option<&str>) -> Result<(), String> {
+    let mut s = Session::open(addr, key, "demo").await?;
     let hello = json!({"connector_card_id": "device.adb", "protocol_version": "3.0", "supported_profiles": ["xagent.device.v1"]});
-    let ack = exchange(&mut ws, call("connector.hello", None, hello)).await?;
+    let ack = s.send("connector.hello", hello).await?;
     sayln!("  → connector.hello            connector_id {}", ack["payload"]["connector_id"].as_str().unwrap_or("?"));
-    let ack = exchange(&mut ws, call("channel.open", None, json!({}))).await?;
-    let ch = ack["connector_channel_id"].as_str().unwrap_or_default().to_owned();
+    let ack = s.send("channel.open", json!({})).await?;
+    s.channel = ack["connector_channel_id"].as_str().unwrap_or_default().to_owned();
     sayln!(
-        "  → channel.open               {ch} (status {})",
+        "  → channel.open               {} (status {})",
+        s.channel,
         ack["payload"]["connection_descriptor"]["connection"]["status"]
     );
-    let ack = exchange(&mut ws, call("auth.start", Some(&ch), json!({"flow_id": "adb_device"}))).await?;
+    let ack = s.send("auth.start", json!({"flow_id": "adb_device"})).await?;
     let d = &ack["payload"]["connection_descriptor"];
     sayln!(
         "  → auth.start adb_device      bound {} (status {})",
         d["target"]["display_name"],
         d["connection"]["status"]
     );
-    let invoke = |tool: &str, args: Value| {
-        let mut a = args;
-        a["connector_channel_id"] = json!(ch);
-        json!({"tool_id": tool, "arguments": a})
-    };
-    let ack =
-        exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_dump", json!({"only_interactive": true}))))
-            .await?;
-    let elements = ack["payload"]["result"]["elements"].as_array().cloned().unwrap_or_default();
-    let button = elements.iter().find(|e| e["text"] == "Increment").ok_or("no Increment button in the UI dump")?;
+    let dump = s.tool("android_ui_dump", json!({"only_interactive": true})).await?;
+    let (x, y) = center_of(&dump, "Increment")?;
     sayln!(
-        "  → android_ui_dump            {} interactive element(s); \"Increment\" at {}",
-        elements.len(),
-        button["center"]
+        "  → android_ui_dump            {} interactive element(s); \"Increment\" at [{x},{y}]",
+        dump["elements"].as_array().map_or(0, Vec::len)
     );
-    let (x, y) = (button["center"][0].clone(), button["center"][1].clone());
-    exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_tap", json!({"x": x, "y": y})))).await?;
+    s.tool("android_tap", json!({"x": x, "y": y})).await?;
     sayln!("  → android_tap                ({x}, {y})");
-    let ack = exchange(&mut ws, call("tool.invoke", Some(&ch), invoke("android_ui_wait", json!({"text": "Count: 1"}))))
-        .await?;
-    sayln!("  → android_ui_wait \"Count: 1\"  found after {} ms", ack["payload"]["result"]["waited_ms"]);
-    let _ = exchange(&mut ws, call("auth.logout", Some(&ch), json!({}))).await?;
-    let _ = ws.close(None).await;
+    let res = s.tool("android_ui_wait", json!({"text": "Count: 1"})).await?;
+    sayln!("  → android_ui_wait \"Count: 1\"  found after {} ms", res["waited_ms"]);
+    let (x, y) = center_of(&dump, "Reset")?;
+    s.tool("android_tap", json!({"x": x, "y": y})).await?;
+    s.tool("android_ui_wait", json!({"text": "Count: 0"})).await?;
+    sayln!("  → android_tap \"Reset\"         ({x}, {y}); \"Count: 0\" again");
+    s.tool("android_key", json!({"key": "HOME", "settle": false})).await?;
+    sayln!("  → android_key HOME           the phone is as the tour found it");
+    s.close().await;
     Ok(())
+}
+
+/// How often the demo's agent acts after the tour: slow enough to watch on the wall, fast enough to see.
+const AGENT_STEP: Duration = Duration::from_secs(2);
+
+/// The demo's agent, bound: its session and where Increment and Reset are on its phone.
+struct Agent {
+    s: Session,
+    inc: (Value, Value),
+    reset: (Value, Value),
+}
+
+impl Agent {
+    /// Binds a free phone and reads its screen (before the hand-over is printed, so the phone it holds is already
+    /// held when the newcomer looks).
+    async fn bind(addr: SocketAddr, key: Option<&str>) -> Result<Agent, String> {
+        let mut s = Session::open(addr, key, "agent").await?;
+        s.bind().await?;
+        let dump = s.tool("android_ui_dump", json!({"only_interactive": true})).await?;
+        let (inc, reset) = (center_of(&dump, "Increment")?, center_of(&dump, "Reset")?);
+        Ok(Agent { s, inc, reset })
+    }
+
+    /// After the tour the agent keeps its phone bound and acts on it every [`AGENT_STEP`] — Increment up to 5, then
+    /// Reset, reading the counter back each time — so the wall shows a held phone and a changing screen. When
+    /// `stop` turns true it resets the counter, presses Home and gives the phone back. Errors end it quietly (the
+    /// phone may have been taken over on the wall, or the connector is stopping): it is a show, not a test.
+    async fn keep_acting(self, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let Agent { mut s, inc, reset } = self;
+        let run = async {
+            let mut count = 0;
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(AGENT_STEP) => {}
+                    _ = stop.wait_for(|v| *v) => break,
+                }
+                let (xy, next) = if count < 5 { (&inc, count + 1) } else { (&reset, 0) };
+                s.tool("android_tap", json!({"x": xy.0, "y": xy.1})).await?;
+                s.tool("android_ui_wait", json!({"text": format!("Count: {next}"), "timeout_ms": 3000})).await?;
+                count = next;
+            }
+            if count > 0 {
+                s.tool("android_tap", json!({"x": reset.0, "y": reset.1})).await?;
+            }
+            s.tool("android_key", json!({"key": "HOME", "settle": false})).await?;
+            Ok::<(), String>(())
+        };
+        if let Err(e) = run.await {
+            tracing::info!(error = %e, "the demo's agent stopped");
+        }
+        s.close().await;
+    }
 }
 
 /// The demo's state directory: the one given with `--data-dir` (kept), or a fresh temporary one that is removed
@@ -206,9 +358,10 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             return e.code;
         }
     };
+    let listen = args.listen.unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("literal"));
     // Without a key, on a network address every host could drive its phones (and the operator's).
-    if let Err(e) = crate::config::check_exposure(args.listen, api_key.is_some(), false) {
-        eprintln!("error: the demo without --api-key-file listens on loopback only (--listen {})", args.listen);
+    if let Err(e) = crate::config::check_exposure(listen, api_key.is_some(), false) {
+        eprintln!("error: the demo without --api-key-file listens on loopback only (--listen {listen})");
         return e.code;
     }
     let dir = DemoDir::new(args.data_dir.clone());
@@ -221,12 +374,12 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             return crate::config::exit::CONFIG;
         }
     };
-    let resolved = crate::config::Resolved {
+    let resolved = |listen| crate::config::Resolved {
         capture_compression: true,
         capture_streams: 4,
         notify_url: None,
         serve: crate::config::ServeConfig {
-            listen: args.listen,
+            listen,
             data_dir: Some(dir.path.clone()),
             api_key: api_key.clone(),
             allow_serials: Vec::new(),
@@ -244,7 +397,15 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         wall: crate::wall::WallConfig::default(),
         recovery: Default::default(),
     };
-    let running = match crate::run::start_adb(resolved).await {
+    let mut started = crate::run::start_adb(resolved(listen)).await;
+    let mut moved = false;
+    if matches!(&started, Err(e) if e.code == crate::config::exit::LISTEN) && args.listen.is_none() {
+        // The default port is taken (on a Pi, by the installed connector): a demo still starts, on a free port.
+        // An explicit --listen is the operator's choice and fails instead.
+        started = crate::run::start_adb(resolved(SocketAddr::new(listen.ip(), 0))).await;
+        moved = true;
+    }
+    let running = match started {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {}", e.message);
@@ -252,6 +413,9 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         }
     };
     let addr = running.addr;
+    if moved {
+        sayln!("  {listen} is taken (another connector or demo?), so this demo listens on {addr}; --listen chooses");
+    }
     // The tracker needs a moment to verify the phones.
     let deadline = Instant::now() + Duration::from_secs(15);
     while running.hub.backend().devices().iter().filter(|d| d.state == crate::device::DeviceState::Online).count()
@@ -276,10 +440,27 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         key_file: args.api_key_file.as_deref(),
         temporary: dir.remove,
     };
+    let (stop_agent, stopped) = tokio::sync::watch::channel(false);
+    let agent = match Agent::bind(addr, api_key.as_deref()).await {
+        Ok(a) => {
+            sayln!(
+                "\nA scripted agent now holds one phone and acts on it every {} s: watch it on the wall.",
+                AGENT_STEP.as_secs()
+            );
+            tokio::spawn(a.keep_acting(stopped))
+        }
+        Err(e) => {
+            sayln!("\n(the scripted agent could not start: {e})");
+            tokio::spawn(async {})
+        }
+    };
     sayln!("{}", hand_over.text());
     let trigger = running.trigger();
     tokio::spawn(async move {
         crate::run::signal().await;
+        // The agent first tidies its phone up and gives it back, then the connector drains.
+        let _ = stop_agent.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(10), agent).await;
         let _ = trigger.send(true);
     });
     running.wait().await;
@@ -323,6 +504,7 @@ impl HandOver<'_> {
         let key_flag = key.as_ref().map(|k| format!(" --api-key-file {k}")).unwrap_or_default();
         let bearer = key.as_ref().map(|k| format!("-H \"Authorization: Bearer $(head -n1 {k})\" ")).unwrap_or_default();
         let login = if let Some(k) = &key { format!(" (sign in with the key in {k})") } else { String::new() };
+        let shot = shell_word(&self.data_dir.join("screen.jpg").display().to_string());
         let mut t = String::from("\nNow try it yourself; every line works as printed (Ctrl-C stops the demo):\n");
         t += &format!("  open http://{addr}/ in a browser: the device wall, live phones{login}\n");
         t += &format!("  {bin} devices --adb-server {adb} --data-dir {dir}\n");
@@ -330,7 +512,7 @@ impl HandOver<'_> {
         t += &format!("  {bin} audit tail --data-dir {dir}\n");
         t += &format!("  {bin} call android_tap x=540 y=1200 --url http://{addr}{key_flag}\n");
         t += &format!("  {bin} call android_ui_dump only_interactive=true --url http://{addr}{key_flag}\n");
-        t += &format!("  {bin} call android_screenshot --out screen.jpg --url http://{addr}{key_flag}\n");
+        t += &format!("  {bin} call android_screenshot --out {shot} --url http://{addr}{key_flag}\n");
         t += &format!("  curl -s http://{addr}/connector-card.json | head -40\n");
         t += &format!("  curl -s {bearer}http://{addr}/health\n");
         t += &format!(

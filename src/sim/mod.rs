@@ -25,6 +25,7 @@
 pub mod commands;
 pub mod costs;
 pub mod device;
+pub mod font;
 pub mod fs;
 pub mod services;
 pub mod shell;
@@ -428,6 +429,11 @@ impl SimPhone {
     /// How far the demo app's list is scrolled, in pixels.
     pub fn list_offset(&self) -> i32 {
         self.device().ui.list_offset
+    }
+
+    /// How far the Settings list is scrolled, in pixels.
+    pub fn settings_offset(&self) -> i32 {
+        self.device().ui.settings_offset
     }
 
     /// Chooses the screen lock (as in Settings) and, for a lock other than `None`, locks the phone now: the

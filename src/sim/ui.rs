@@ -11,11 +11,19 @@
 //! buttons with the same text ("OK"), and a scrollable list of [`DEMO_ROWS`] rows, longer than the screen, that
 //! `input swipe` scrolls (so the screen can change between an observation and an action, as on a real phone).
 //! Taps on its elements are recorded in [`Ui::clicks`] by label.
+//!
+//! The other apps a demo visitor (or an agent) opens show something too: Settings a list of [`SETTINGS_ROWS`]
+//! that swipes scroll like the demo list, and the browser stand-in (`com.android.chrome`) a page — a title, three
+//! links and a search field — in the shape Chrome's WebView reports it to uiautomator. Every text of the tree is
+//! also drawn into the picture with the sim's bitmap font ([`super::font`]), so what the XML says, the
+//! screenshot shows; a password field shows one dot per character, never its text.
 
 use std::time::{Duration, Instant};
 
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
+
+use super::font;
 
 /// Package/activity of the home screen (the launcher), what `dumpsys window` reports at boot.
 pub const HOME_PACKAGE: &str = "com.android.launcher3";
@@ -26,6 +34,44 @@ pub const DEMO_PACKAGE: &str = "com.xagent.demo";
 pub const DEMO_ROWS: i32 = 30;
 /// The package of the keyguard (lock screen) window, as `uiautomator dump` reports it on AOSP builds.
 pub const KEYGUARD_PACKAGE: &str = "com.android.systemui";
+/// The Settings app and its top-level list (AOSP 14's entries and a few of their sub-pages): about 2 screens, so
+/// finding "About phone" takes scrolling, as on a real phone.
+pub const SETTINGS_PACKAGE: &str = "com.android.settings";
+pub const SETTINGS_ROWS: [&str; 28] = [
+    "Network & internet",
+    "Internet",
+    "SIMs",
+    "Airplane mode",
+    "Hotspot & tethering",
+    "Connected devices",
+    "Bluetooth",
+    "Apps",
+    "Notifications",
+    "Battery",
+    "Storage",
+    "Sound & vibration",
+    "Display",
+    "Wallpaper & style",
+    "Accessibility",
+    "Security & privacy",
+    "Location",
+    "Safety & emergency",
+    "Passwords & accounts",
+    "Digital Wellbeing",
+    "Google",
+    "System",
+    "Languages",
+    "Date & time",
+    "Backup",
+    "Reset options",
+    "Developer options",
+    "About phone",
+];
+/// The browser stand-in and the page it shows: Chrome's package, the page's title and its links.
+pub const BROWSER_PACKAGE: &str = "com.android.chrome";
+pub const BROWSER_URL: &str = "sim.example/start";
+pub const BROWSER_TITLE: &str = "Sim Start Page";
+pub const BROWSER_LINKS: [&str; 3] = ["Today's news", "Weather", "About this page"];
 
 /// The screen lock the simulated user chose (Settings → Security → Screen lock).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -54,6 +100,14 @@ impl Rect {
     }
     pub fn center(&self) -> (i32, i32) {
         ((self.left + self.right) / 2, (self.top + self.bottom) / 2)
+    }
+    fn intersect(&self, o: Rect) -> Rect {
+        Rect {
+            left: self.left.max(o.left),
+            top: self.top.max(o.top),
+            right: self.right.min(o.right),
+            bottom: self.bottom.min(o.bottom),
+        }
     }
     fn bounds(&self) -> String {
         format!("[{},{}][{},{}]", self.left, self.top, self.right, self.bottom)
@@ -89,6 +143,26 @@ pub struct Layout {
     pub password_field: Rect,
     /// The launcher icon of the demo app: a tap opens it (with the screen-change animation).
     pub demo_icon: Rect,
+    /// "Reset", beside "Increment": sets the counter back to 0 (so a tour can leave the phone as it found it).
+    pub reset: Rect,
+}
+
+/// Geometry of the Settings screen: its title and the scrollable list's viewport.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingsLayout {
+    pub title: Rect,
+    pub list: Rect,
+    pub row_height: i32,
+}
+
+/// Geometry of the browser stand-in: the URL bar, the web page's area and, inside it, the page's elements.
+#[derive(Debug, Clone, Copy)]
+pub struct BrowserLayout {
+    pub url_bar: Rect,
+    pub page: Rect,
+    pub heading: Rect,
+    pub links: [Rect; 3],
+    pub search: Rect,
 }
 
 /// What a tap hit (so the caller can log it like a real app would).
@@ -150,7 +224,12 @@ pub struct Ui {
     pub never_idle: bool,
     /// How far the demo list is scrolled, in pixels (0 = top).
     pub list_offset: i32,
-    /// Labels of the demo app's elements that taps hit, oldest first.
+    /// How far the Settings list is scrolled, in pixels (0 = top).
+    pub settings_offset: i32,
+    /// The browser page's search field: its text and whether it has the focus (typed text then goes there).
+    pub web_query: String,
+    pub web_focused: bool,
+    /// Labels of the apps' elements that taps hit (demo list, Reset, Settings rows, web links), oldest first.
     pub clicks: Vec<String>,
     /// A status-bar indicator that advances one step every period from the given start (a download's progress,
     /// a playing video: the picture changes by itself). For live-view tests; `None` = a still screen.
@@ -179,6 +258,9 @@ impl Ui {
             plain_screen: false,
             never_idle: false,
             list_offset: 0,
+            settings_offset: 0,
+            web_query: String::new(),
+            web_focused: false,
             clicks: Vec::new(),
             ticking: None,
         }
@@ -224,18 +306,53 @@ impl Ui {
     /// Visible rows of the demo list: (1-based number, bounds clipped to the viewport, as uiautomator reports them).
     pub fn visible_rows(&self) -> Vec<(i32, Rect)> {
         let l = self.demo_layout();
-        (0..DEMO_ROWS)
-            .filter_map(|i| {
-                let top = l.list.top + i * l.row_height - self.list_offset;
-                let r = Rect {
-                    left: l.list.left,
-                    top: top.max(l.list.top),
-                    right: l.list.right,
-                    bottom: (top + l.row_height).min(l.list.bottom),
-                };
-                (r.bottom > r.top).then_some((i + 1, r))
-            })
-            .collect()
+        rows_in(l.list, l.row_height, DEMO_ROWS, self.list_offset)
+    }
+
+    pub fn on_settings(&self) -> bool {
+        self.foreground.package == SETTINGS_PACKAGE
+    }
+
+    pub fn on_browser(&self) -> bool {
+        self.foreground.package == BROWSER_PACKAGE
+    }
+
+    pub fn settings_layout(&self) -> SettingsLayout {
+        let d = self.demo_layout();
+        let (_, h) = self.logical_size();
+        let h = h as i32;
+        SettingsLayout {
+            title: d.title,
+            list: Rect { left: 0, top: h * 150 / 1000, right: d.list.right, bottom: h * 950 / 1000 },
+            row_height: d.row_height,
+        }
+    }
+
+    /// The Settings list's largest scroll offset.
+    pub fn max_settings_offset(&self) -> i32 {
+        let l = self.settings_layout();
+        (SETTINGS_ROWS.len() as i32 * l.row_height - (l.list.bottom - l.list.top)).max(0)
+    }
+
+    /// Visible rows of the Settings list: (1-based number, clipped bounds).
+    pub fn visible_settings_rows(&self) -> Vec<(i32, Rect)> {
+        let l = self.settings_layout();
+        rows_in(l.list, l.row_height, SETTINGS_ROWS.len() as i32, self.settings_offset)
+    }
+
+    pub fn browser_layout(&self) -> BrowserLayout {
+        let (w, h) = self.logical_size();
+        let (w, h) = (w as i32, h as i32);
+        let y = |permille: i32| h * permille / 1000;
+        let (left, right) = (w / 12, w * 11 / 12);
+        let link = |i: i32| Rect { left, top: y(230 + i * 70), right, bottom: y(280 + i * 70) };
+        BrowserLayout {
+            url_bar: Rect { left: w / 24, top: y(45), right: w * 23 / 24, bottom: y(95) },
+            page: Rect { left: 0, top: y(110), right: w, bottom: h },
+            heading: Rect { left, top: y(140), right, bottom: y(200) },
+            links: [link(0), link(1), link(2)],
+            search: Rect { left, top: y(470), right, bottom: y(530) },
+        }
     }
 
     /// `input swipe`: a vertical drag inside the demo list scrolls it (content follows the finger).
@@ -250,6 +367,9 @@ impl Ui {
         }
         if self.screen_on && self.on_demo() && self.demo_layout().list.contains(x1, y1) {
             self.list_offset = (self.list_offset + (y1 - y2)).clamp(0, self.max_list_offset());
+        }
+        if self.screen_on && self.on_settings() && self.settings_layout().list.contains(x1, y1) {
+            self.settings_offset = (self.settings_offset + (y1 - y2)).clamp(0, self.max_settings_offset());
         }
     }
 
@@ -280,6 +400,7 @@ impl Ui {
                 bottom: px(760, 1000, h),
             },
             demo_icon: Rect { left: px(3, 8, w), top: px(820, 1000, h), right: px(5, 8, w), bottom: px(900, 1000, h) },
+            reset: Rect { left: px(23, 32, w), top: px(375, 1000, h), right: px(15, 16, w), bottom: px(440, 1000, h) },
         }
     }
 
@@ -296,13 +417,20 @@ impl Ui {
             } else {
                 self.visible_rows().into_iter().find(|(_, r)| r.contains(x, y)).map(|(n, _)| format!("Item {n}"))
             };
-            return match hit {
-                Some(label) => {
-                    self.clicks.push(label.clone());
-                    TapOutcome::Clicked(label)
-                }
-                None => TapOutcome::Nothing,
-            };
+            return self.clicked(hit);
+        }
+        if self.screen_on && self.on_settings() {
+            let hit = self.visible_settings_rows().into_iter().find(|(_, r)| r.contains(x, y));
+            return self.clicked(hit.map(|(n, _)| SETTINGS_ROWS[n as usize - 1].to_owned()));
+        }
+        if self.screen_on && self.on_browser() {
+            let b = self.browser_layout();
+            self.web_focused = b.search.contains(x, y);
+            if self.web_focused {
+                return TapOutcome::FocusedField;
+            }
+            let hit = b.links.iter().position(|r| r.contains(x, y)).map(|i| BROWSER_LINKS[i].to_owned());
+            return self.clicked(hit);
         }
         if !self.screen_on || !self.on_home() {
             return TapOutcome::Nothing;
@@ -313,6 +441,10 @@ impl Ui {
             self.counter = self.counter.saturating_add(1);
             self.text_focused = false;
             TapOutcome::Incremented
+        } else if l.reset.contains(x, y) {
+            self.counter = 0;
+            self.text_focused = false;
+            self.clicked(Some("Reset".to_owned()))
         } else if l.text_field.contains(x, y) {
             self.text_focused = true;
             TapOutcome::FocusedField
@@ -327,6 +459,17 @@ impl Ui {
         } else {
             self.text_focused = false;
             TapOutcome::Nothing
+        }
+    }
+
+    /// Records a tap on a labelled element of an app.
+    fn clicked(&mut self, label: Option<String>) -> TapOutcome {
+        match label {
+            Some(label) => {
+                self.clicks.push(label.clone());
+                TapOutcome::Clicked(label)
+            }
+            None => TapOutcome::Nothing,
         }
     }
 
@@ -347,25 +490,32 @@ impl Ui {
 
     /// ADB Keyboard's `ADB_CLEAR_TEXT`: empties the field that has the focus.
     pub fn clear_focused(&mut self) {
-        if self.on_home() && !self.keyguard_showing && self.screen_on {
-            self.focused_text().clear();
+        if let Some(t) = self.focused_text() {
+            t.clear();
         }
     }
 
-    /// The field typed text goes to: the password field when it has the focus, else the text field.
-    fn focused_text(&mut self) -> &mut String {
-        if self.password_focused {
-            &mut self.password
+    /// The field typed text goes to: on the home screen the password field when it has the focus, else the text
+    /// field; in the browser its search field once tapped; elsewhere none.
+    fn focused_text(&mut self) -> Option<&mut String> {
+        if self.keyguard_showing || !self.screen_on {
+            None
+        } else if self.on_browser() {
+            self.web_focused.then_some(&mut self.web_query)
+        } else if !self.on_home() {
+            None
+        } else if self.password_focused {
+            Some(&mut self.password)
         } else {
-            &mut self.text
+            Some(&mut self.text)
         }
     }
 
     /// `input text`: appends to the home screen's text field (focused or not: the sim keeps the
-    /// field as the single text sink so agents need not tap first).
+    /// field as the single text sink so agents need not tap first), or to the browser's focused search field.
     pub fn type_text(&mut self, s: &str) {
-        if self.on_home() && !self.keyguard_showing && self.screen_on {
-            self.focused_text().push_str(s);
+        if let Some(t) = self.focused_text() {
+            t.push_str(s);
         }
     }
 
@@ -387,9 +537,10 @@ impl Ui {
                 true
             }
             "KEYCODE_BACK" => {
-                if self.text_focused || self.password_focused {
+                if self.text_focused || self.password_focused || (self.web_focused && self.on_browser()) {
                     self.text_focused = false;
                     self.password_focused = false;
+                    self.web_focused = false;
                 } else if let Some(prev) = self.back_stack.pop() {
                     self.foreground = prev;
                 } else if !self.on_home() {
@@ -397,7 +548,7 @@ impl Ui {
                 }
                 true
             }
-            "KEYCODE_DEL" => self.on_home() && self.focused_text().pop().is_some(),
+            "KEYCODE_DEL" => self.focused_text().is_some_and(|t| t.pop().is_some()),
             "KEYCODE_POWER" => {
                 self.set_screen(!self.screen_on);
                 true
@@ -458,75 +609,10 @@ impl Ui {
     /// The view hierarchy in the exact shape `uiautomator dump` writes (single line, same
     /// attribute order), so parsers written against real devices work unchanged.
     pub fn dump_xml(&self) -> String {
-        let l = self.layout();
-        let pkg = if self.keyguard_showing { KEYGUARD_PACKAGE } else { self.foreground.package.as_str() };
+        let pkg = self.window_package();
         let (w, h) = self.logical_size();
         let full = Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 };
-        let mut nodes = String::new();
-        let mut idx = 0;
-        let mut push = |nodes: &mut String, n: Node| {
-            nodes.push_str(&n.render(idx, pkg));
-            idx += 1;
-        };
-        if self.keyguard_showing {
-            // The lock screen: a clock and a hint, nothing an agent can usefully tap.
-            push(&mut nodes, Node::text("12:00", "com.android.systemui:id/lockscreen_clock_view", l.counter));
-            let hint = if self.lock == LockMode::Secure { "Enter PIN" } else { "Swipe up to open" };
-            push(&mut nodes, Node::text(hint, "com.android.systemui:id/keyguard_indication_text", l.bar_area));
-        } else if self.on_home() {
-            push(&mut nodes, Node::text("Sim Home", "com.xagent.sim:id/title", l.title));
-            push(&mut nodes, Node::text(&format!("Count: {}", self.counter), "com.xagent.sim:id/counter", l.counter));
-            let mut b = Node::text("Increment", "com.xagent.sim:id/increment", l.button);
-            b.class = "android.widget.Button";
-            b.clickable = true;
-            b.focusable = true;
-            b.desc = "Increment counter".into();
-            push(&mut nodes, b);
-            let mut t = Node::text(&self.text, "com.xagent.sim:id/input", l.text_field);
-            t.class = "android.widget.EditText";
-            t.clickable = true;
-            t.focusable = true;
-            t.focused = self.text_focused;
-            t.long_clickable = true;
-            push(&mut nodes, t);
-            // uiautomator reports a password field's text as the dots it shows, one per character.
-            let dots: String = "•".repeat(self.password.chars().count());
-            let mut p = Node::text(&dots, "com.xagent.sim:id/password", l.password_field);
-            p.class = "android.widget.EditText";
-            p.clickable = true;
-            p.focusable = true;
-            p.focused = self.password_focused;
-            p.password = true;
-            push(&mut nodes, p);
-            let mut icon = Node::text("Demo", "com.android.launcher3:id/icon", l.demo_icon);
-            icon.class = "android.widget.TextView";
-            icon.clickable = true;
-            icon.desc = "Demo".into();
-            push(&mut nodes, icon);
-        } else if self.on_demo() {
-            let d = self.demo_layout();
-            push(&mut nodes, Node::text("Demo list", "com.xagent.demo:id/title", d.title));
-            for (id, r) in [("ok_left", d.ok_left), ("ok_right", d.ok_right)] {
-                let mut b = Node::text("OK", &format!("com.xagent.demo:id/{id}"), r);
-                b.class = "android.widget.Button";
-                b.clickable = true;
-                b.focusable = true;
-                push(&mut nodes, b);
-            }
-            let mut list = Node::text("", "com.xagent.demo:id/list", d.list);
-            list.class = "androidx.recyclerview.widget.RecyclerView";
-            list.scrollable = true;
-            list.focusable = true;
-            push(&mut nodes, list);
-            for (n, r) in self.visible_rows() {
-                let mut row = Node::text(&format!("Item {n}"), "com.xagent.demo:id/row", r);
-                row.clickable = true;
-                push(&mut nodes, row);
-            }
-        } else {
-            push(&mut nodes, Node::text(pkg, "android:id/title", l.title));
-            push(&mut nodes, Node::text(&self.foreground.activity, "android:id/text1", l.counter));
-        }
+        let nodes: String = self.nodes().iter().enumerate().map(|(i, n)| n.render(i, pkg)).collect();
         format!(
             "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"{}\">\
              <node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"{}\" \
@@ -540,31 +626,130 @@ impl Ui {
         )
     }
 
+    /// The package of the window in front (the keyguard's while it shows).
+    fn window_package(&self) -> &str {
+        if self.keyguard_showing {
+            KEYGUARD_PACKAGE
+        } else {
+            self.foreground.package.as_str()
+        }
+    }
+
+    /// The elements on screen, below the window's root: what the dump lists and the picture draws the text of.
+    fn nodes(&self) -> Vec<Node> {
+        let l = self.layout();
+        let mut nodes = Vec::new();
+        if self.keyguard_showing {
+            // The lock screen: a clock and a hint, nothing an agent can usefully tap.
+            nodes.push(Node::text("12:00", "com.android.systemui:id/lockscreen_clock_view", l.counter));
+            let hint = if self.lock == LockMode::Secure { "Enter PIN" } else { "Swipe up to open" };
+            nodes.push(Node::text(hint, "com.android.systemui:id/keyguard_indication_text", l.bar_area));
+        } else if self.on_home() {
+            nodes.push(Node::text("Sim Home", "com.xagent.sim:id/title", l.title));
+            nodes.push(Node::text(&format!("Count: {}", self.counter), "com.xagent.sim:id/counter", l.counter));
+            let mut b = Node::button("Increment", "com.xagent.sim:id/increment", l.button);
+            b.desc = "Increment counter".into();
+            nodes.push(b);
+            let mut r = Node::button("Reset", "com.xagent.sim:id/reset", l.reset);
+            r.desc = "Reset counter".into();
+            nodes.push(r);
+            let mut t = Node::field(&self.text, "com.xagent.sim:id/input", l.text_field);
+            t.focused = self.text_focused;
+            nodes.push(t);
+            // uiautomator reports a password field's text as the dots it shows, one per character.
+            let dots: String = "•".repeat(self.password.chars().count());
+            let mut p = Node::field(&dots, "com.xagent.sim:id/password", l.password_field);
+            p.long_clickable = false;
+            p.focused = self.password_focused;
+            p.password = true;
+            nodes.push(p);
+            let mut icon = Node::text("Demo", "com.android.launcher3:id/icon", l.demo_icon);
+            icon.clickable = true;
+            icon.desc = "Demo".into();
+            nodes.push(icon);
+        } else if self.on_demo() {
+            let d = self.demo_layout();
+            nodes.push(Node::text("Demo list", "com.xagent.demo:id/title", d.title));
+            for (id, r) in [("ok_left", d.ok_left), ("ok_right", d.ok_right)] {
+                nodes.push(Node::button("OK", &format!("com.xagent.demo:id/{id}"), r));
+            }
+            nodes.push(Node::list("com.xagent.demo:id/list", d.list));
+            for (n, r) in self.visible_rows() {
+                let mut row = Node::text(&format!("Item {n}"), "com.xagent.demo:id/row", r);
+                row.clickable = true;
+                nodes.push(row);
+            }
+        } else if self.on_settings() {
+            let s = self.settings_layout();
+            nodes.push(Node::text("Settings", "com.android.settings:id/homepage_title", s.title));
+            nodes.push(Node::list("com.android.settings:id/recycler_view", s.list));
+            for (n, r) in self.visible_settings_rows() {
+                let mut row = Node::text(SETTINGS_ROWS[n as usize - 1], "android:id/title", r);
+                row.clickable = true;
+                nodes.push(row);
+            }
+        } else if self.on_browser() {
+            let b = self.browser_layout();
+            let mut url = Node::field(BROWSER_URL, "com.android.chrome:id/url_bar", b.url_bar);
+            url.long_clickable = true;
+            nodes.push(url);
+            // Chrome reports the page as one android.webkit.WebView (its text: the page title) holding the DOM's
+            // accessibility nodes: android.view.View for text and links, android.widget.EditText for inputs, the
+            // element's HTML id as resource-id.
+            let mut page = Node::text(BROWSER_TITLE, "", b.page);
+            page.class = "android.webkit.WebView";
+            page.focusable = true;
+            page.scrollable = true;
+            let mut heading = Node::text(BROWSER_TITLE, "", b.heading);
+            heading.class = "android.view.View";
+            page.children.push(heading);
+            for (text, r) in BROWSER_LINKS.iter().zip(b.links) {
+                let mut a = Node::text(text, "", r);
+                a.class = "android.view.View";
+                a.clickable = true;
+                a.focusable = true;
+                a.link = true;
+                page.children.push(a);
+            }
+            let mut q = Node::field(&self.web_query, "q", b.search);
+            q.focused = self.web_focused;
+            page.children.push(q);
+            nodes.push(page);
+        } else {
+            nodes.push(Node::text(&self.foreground.package, "android:id/title", l.title));
+            nodes.push(Node::text(&self.foreground.activity, "android:id/text1", l.counter));
+        }
+        nodes
+    }
+
     /// Renders the screen as tightly packed RGBA_8888 rows (what `screencap` without `-p` emits).
-    /// No fonts: coloured blocks stand in for widgets, the counter is drawn as big seven-segment
-    /// digits and as a bar whose length grows with the counter, so pixels change on every tap.
+    /// Coloured blocks stand in for widgets and every text of the tree is drawn at its element's bounds in the
+    /// sim's bitmap font; the counter is also a bar whose length grows with it, so pixels change on every tap.
     pub fn render_rgba(&self) -> Vec<u8> {
         let (w, h) = self.logical_size();
         let (w, h) = (w as usize, h as usize);
         let mut c = Canvas { w, h, px: vec![0u8; w * h * 4] };
+        let full = Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 };
         // A sleeping phone captures black, and so does a FLAG_SECURE window (SurfaceFlinger leaves it out of
         // screenshots); the keyguard itself is never secure.
         if !self.screen_on || (self.secure_window && !self.keyguard_showing) {
-            c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, [0, 0, 0, 255]);
+            c.fill(full, [0, 0, 0, 255]);
             return c.px;
         }
         if self.plain_screen && !self.keyguard_showing {
-            c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, [255, 255, 255, 255]);
+            c.fill(full, [255, 255, 255, 255]);
             return c.px;
         }
         let l = self.layout();
         if self.keyguard_showing {
-            c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, [26, 35, 126, 255]);
-            c.digits(l.counter, 1200, [255, 255, 255, 255]);
+            c.fill(full, [26, 35, 126, 255]);
+            for n in self.nodes() {
+                c.text(n.bounds, &n.text, WHITE, false, false);
+            }
             return c.px;
         }
         let bg = if self.on_home() { [236, 239, 241, 255] } else { package_color(&self.foreground.package) };
-        c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, bg);
+        c.fill(full, bg);
         c.fill(l.status_bar, [33, 33, 33, 255]);
         if let Some((start, period)) = self.ticking {
             // The step number in the status bar (like a download's percentage): a new picture every period, never
@@ -574,22 +759,14 @@ impl Ui {
             let area = Rect { left: sb.left + (sb.right - sb.left) / 2, ..sb };
             c.digits(area, u32::try_from(step).unwrap_or(u32::MAX), [255, 193, 7, 255]);
         }
-        c.fill(l.title, [96, 125, 139, 255]);
+        if !self.on_browser() {
+            c.fill(l.title, TITLE_BAR);
+        }
         if self.on_home() {
             c.fill(l.counter, [255, 255, 255, 255]);
-            c.digits(l.counter, self.counter, [20, 20, 20, 255]);
-            c.fill(l.button, [25, 118, 210, 255]);
+            c.fill(l.button, BUTTON);
+            c.fill(l.reset, [120, 144, 156, 255]);
             c.fill(l.text_field, if self.text_focused { [255, 248, 225, 255] } else { [255, 255, 255, 255] });
-            // One small block per typed character.
-            let cell = (l.text_field.bottom - l.text_field.top) / 2;
-            for (i, _) in self.text.chars().enumerate() {
-                let x = l.text_field.left + 10 + i as i32 * (cell / 2 + 4);
-                if x + cell / 2 > l.text_field.right {
-                    break;
-                }
-                let top = l.text_field.top + cell / 2;
-                c.fill(Rect { left: x, top, right: x + cell / 2, bottom: top + cell }, [66, 66, 66, 255]);
-            }
             c.fill(l.bar_area, [207, 216, 220, 255]);
             let step = ((l.bar_area.right - l.bar_area.left) / 50).max(1);
             let len = (self.counter.min(50) as i32) * step;
@@ -598,21 +775,50 @@ impl Ui {
             c.fill(l.demo_icon, package_color(DEMO_PACKAGE));
         } else if self.on_demo() {
             let d = self.demo_layout();
-            c.fill(d.ok_left, [25, 118, 210, 255]);
-            c.fill(d.ok_right, [25, 118, 210, 255]);
+            c.fill(d.ok_left, BUTTON);
+            c.fill(d.ok_right, BUTTON);
             c.fill(d.list, [255, 255, 255, 255]);
-            for (n, r) in self.visible_rows() {
-                let shade = if n % 2 == 0 { 224 } else { 245 };
-                c.fill(
-                    Rect { left: r.left, top: r.top + 1, right: r.right, bottom: r.bottom - 1 },
-                    [shade, shade, shade, 255],
-                );
-            }
+            c.rows(&self.visible_rows());
+        } else if self.on_settings() {
+            c.fill(self.settings_layout().list, [255, 255, 255, 255]);
+            c.rows(&self.visible_settings_rows());
+        } else if self.on_browser() {
+            let b = self.browser_layout();
+            c.fill(Rect { top: l.status_bar.bottom, bottom: b.page.top, ..full }, [241, 243, 244, 255]);
+            c.fill(b.url_bar, [255, 255, 255, 255]);
+            c.fill(b.page, [255, 255, 255, 255]);
+            // The search field: a grey outline around a white (or, focused, cream) box.
+            let s = b.search;
+            let edge = ((s.bottom - s.top) / 20).max(1);
+            c.fill(s, [154, 160, 166, 255]);
+            let inner = Rect { left: s.left + edge, top: s.top + edge, right: s.right - edge, bottom: s.bottom - edge };
+            c.fill(inner, if self.web_focused { [255, 248, 225, 255] } else { [255, 255, 255, 255] });
         }
+        self.draw_texts(&mut c, &self.nodes(), &l);
         if let (Some((start, end)), Some(_)) = (self.animating, self.animation_left()) {
             c.slide_in(start, end, bg);
         }
         c.px
+    }
+
+    /// Every element's text at its bounds: white on the title bar and buttons, link blue for web links, a dot per
+    /// character for a password field (never the text), else near-black; a container shows its children's text.
+    fn draw_texts(&self, c: &mut Canvas, nodes: &[Node], l: &Layout) {
+        for n in nodes {
+            if !n.children.is_empty() {
+                self.draw_texts(c, &n.children, l);
+                continue;
+            }
+            let button = n.class == "android.widget.Button";
+            let ink = if button || n.bounds == l.title {
+                WHITE
+            } else if n.link {
+                [26, 115, 232, 255]
+            } else {
+                [33, 33, 33, 255]
+            };
+            c.text(n.bounds, &n.text, ink, button, n.password);
+        }
     }
 
     /// PNG of [`Ui::render_rgba`], what `screencap -p` emits. Fast compression: the sim runs in
@@ -639,6 +845,27 @@ impl Ui {
         }
         out
     }
+}
+
+const WHITE: [u8; 4] = [255, 255, 255, 255];
+const TITLE_BAR: [u8; 4] = [96, 125, 139, 255];
+const BUTTON: [u8; 4] = [25, 118, 210, 255];
+
+/// Rows of a list viewport `list` (`n` rows of `row_height`, scrolled by `offset`) that show: (1-based number,
+/// bounds clipped to the viewport, as uiautomator reports them).
+fn rows_in(list: Rect, row_height: i32, n: i32, offset: i32) -> Vec<(i32, Rect)> {
+    (0..n)
+        .filter_map(|i| {
+            let top = list.top + i * row_height - offset;
+            let r = Rect {
+                left: list.left,
+                top: top.max(list.top),
+                right: list.right,
+                bottom: (top + row_height).min(list.bottom),
+            };
+            (r.bottom > r.top).then_some((i + 1, r))
+        })
+        .collect()
 }
 
 fn package_color(pkg: &str) -> [u8; 4] {
@@ -686,6 +913,10 @@ struct Node {
     scrollable: bool,
     password: bool,
     bounds: Rect,
+    /// Nested elements (a WebView's DOM nodes); the dump writes them inside this node.
+    children: Vec<Node>,
+    /// A web link: drawn in link blue (render only, not in the dump).
+    link: bool,
 }
 
 impl Node {
@@ -702,13 +933,37 @@ impl Node {
             scrollable: false,
             password: false,
             bounds,
+            children: Vec::new(),
+            link: false,
+        }
+    }
+    fn button(text: &str, id: &str, bounds: Rect) -> Self {
+        Node { class: "android.widget.Button", clickable: true, focusable: true, ..Node::text(text, id, bounds) }
+    }
+    fn field(text: &str, id: &str, bounds: Rect) -> Self {
+        Node {
+            class: "android.widget.EditText",
+            clickable: true,
+            focusable: true,
+            long_clickable: true,
+            ..Node::text(text, id, bounds)
+        }
+    }
+    fn list(id: &str, bounds: Rect) -> Self {
+        Node {
+            class: "androidx.recyclerview.widget.RecyclerView",
+            scrollable: true,
+            focusable: true,
+            ..Node::text("", id, bounds)
         }
     }
     fn render(&self, index: usize, pkg: &str) -> String {
+        let children: String = self.children.iter().enumerate().map(|(i, n)| n.render(i, pkg)).collect();
+        let close = if children.is_empty() { " />".to_owned() } else { format!(">{children}</node>") };
         format!(
             "<node index=\"{index}\" text=\"{}\" resource-id=\"{}\" class=\"{}\" package=\"{}\" content-desc=\"{}\" \
              checkable=\"false\" checked=\"false\" clickable=\"{}\" enabled=\"true\" focusable=\"{}\" focused=\"{}\" \
-             scrollable=\"{}\" long-clickable=\"{}\" password=\"{}\" selected=\"false\" bounds=\"{}\" />",
+             scrollable=\"{}\" long-clickable=\"{}\" password=\"{}\" selected=\"false\" bounds=\"{}\"{close}",
             xml_escape(&self.text),
             xml_escape(&self.id),
             self.class,
@@ -758,6 +1013,50 @@ impl Canvas {
             let row = &mut self.px[(y * self.w + x0) * 4..(y * self.w + x1) * 4];
             for p in row.chunks_exact_mut(4) {
                 p.copy_from_slice(&c);
+            }
+        }
+    }
+
+    /// Alternating row shades of a list.
+    fn rows(&mut self, rows: &[(i32, Rect)]) {
+        for (n, r) in rows {
+            let shade = if n % 2 == 0 { 224 } else { 245 };
+            self.fill(Rect { top: r.top + 1, bottom: r.bottom - 1, ..*r }, [shade, shade, shade, 255]);
+        }
+    }
+
+    /// `s` in the bitmap font inside `area` (centred or from the left), vertically centred, as large as fits (font
+    /// pixels of at least one screen pixel); characters past the area's right edge are cut off, as a TextView
+    /// ellipsizes. `password`: one dot per character instead of the characters.
+    fn text(&mut self, area: Rect, s: &str, ink: [u8; 4], center: bool, password: bool) {
+        let n = s.chars().count() as i32;
+        let (w, h) = (area.right - area.left, area.bottom - area.top);
+        if n == 0 || w <= 0 || h <= 0 {
+            return;
+        }
+        let pad = (h / 5).max(1);
+        let by_height = h * 6 / 10 / font::GLYPH_H;
+        let by_width = (w - 2 * pad) / (n * font::ADVANCE);
+        // One size for body text across a screen (about 20 sp on a 2400-pixel phone), whatever an element's height.
+        let cap = (self.w.max(self.h) as i32 / 300).max(1);
+        let scale = by_height.min(by_width).min(cap).max(1);
+        let text_w = n * font::ADVANCE * scale - scale;
+        let x0 = if center && text_w <= w - 2 * pad { area.left + (w - text_w) / 2 } else { area.left + pad };
+        let y0 = area.top + (h - font::GLYPH_H * scale) / 2;
+        for (i, ch) in s.chars().enumerate() {
+            let x = x0 + i as i32 * font::ADVANCE * scale;
+            if x + font::GLYPH_W * scale > area.right {
+                break;
+            }
+            let g = if password { font::DOT } else { font::glyph(ch) };
+            for row in 0..font::GLYPH_H {
+                for col in 0..font::GLYPH_W {
+                    if font::lit(&g, col, row) {
+                        let (px, py) = (x + col * scale, y0 + row * scale);
+                        let cell = Rect { left: px, top: py, right: px + scale, bottom: py + scale };
+                        self.fill(cell.intersect(area), ink);
+                    }
+                }
             }
         }
     }
@@ -819,9 +1118,10 @@ mod tests {
     #[test]
     fn taps_do_nothing_when_other_app_in_front() {
         let mut ui = Ui::new(1080, 2400);
+        // Not Settings or the browser: their own elements answer taps.
         ui.launch(Activity {
-            package: "com.android.settings".into(),
-            activity: "com.android.settings.Settings".into(),
+            package: "com.android.vending".into(),
+            activity: "com.android.vending.AssetBrowserActivity".into(),
         });
         let (x, y) = ui.layout().button.center();
         assert_eq!(ui.tap(x, y), TapOutcome::Nothing);
