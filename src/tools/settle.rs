@@ -85,10 +85,26 @@ pub const EXPLAINED_IN: &str = "android_tap";
 /// description says that input tools settle and report it), the same object without prose for the others.
 pub fn effect_schema(tool_id: &str) -> Value {
     if tool_id == EXPLAINED_IN {
-        json!({"type": "object", "description": "After settle: screen_changed, foreground (package/activity), \
-            foreground_changed, keyboard_shown, settled, settle_ms; null where unknown"})
+        json!({"type": "object", "description": "After settle: screen_changed (pixels, or the UI tree where one was \
+            read: tree_changed), foreground (package/activity), foreground_changed, keyboard_shown, settled, \
+            settle_ms; null where unknown"})
     } else {
         json!({"type": "object"})
+    }
+}
+
+/// A key a settling tool may put in its result when it read the UI tree before and after its input (scroll reads
+/// one per swipe): whether the tree changed. [`merge_tree_changed`] takes it out and counts it in `screen_changed`:
+/// pixels alone miss a list of look-alike rows scrolled by whole rows (issue 35).
+pub const TREE_CHANGED: &str = "_tree_changed";
+
+/// Moves the tool's [`TREE_CHANGED`] into `effect`: `tree_changed`, and `screen_changed` true when the tree changed
+/// whatever the pixels said.
+pub fn merge_tree_changed(result: &mut Map<String, Value>, effect: &mut Value) {
+    let Some(changed) = result.remove(TREE_CHANGED).and_then(|v| v.as_bool()) else { return };
+    effect["tree_changed"] = json!(changed);
+    if changed {
+        effect["screen_changed"] = json!(true);
     }
 }
 
