@@ -175,9 +175,8 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         expected_added.insert(k.to_owned());
     }
     expected_added.insert("android_key.repeat type=\"integer\"".to_owned());
-    for at in ["android_tap.element", "android_long_press.element", "android_input_text.element"]
-        .into_iter()
-        .chain(["android_scroll.element", "android_scroll.until"])
+    for at in
+        ["android_tap.element", "android_long_press.element", "android_input_text.element", "android_scroll.element"]
     {
         expected_added.insert(format!("{at}.ignore_case type=\"boolean\""));
     }

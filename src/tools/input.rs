@@ -77,7 +77,7 @@ fn with_woke(mut v: Value, woke: bool) -> Value {
 #[serde(deny_unknown_fields)]
 struct TapArgs {
     /// What to tap instead of x, y: {index, observation_id} from android_observe or android_ui_dump (or an
-    /// error's candidates), or a selector: text (exact; ignore_case: true for any case) | text_contains (any
+    /// error's candidates), or a selector: text (exact, or ignore_case) | text_contains (any
     /// case) | resource_id (pkg:id/name or name) | content_desc (substring), with optional class (Button or full
     /// name) and nth (0-based, among several matches). Re-checked on screen right before acting
     element: Option<ElementArg>,
@@ -132,7 +132,7 @@ fn ms_800() -> u32 {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct InputTextArgs {
-    /// Empty with clear: true empties the field
+    // Empty with `clear` empties the field (said in the tool's description: every byte here is paid per call).
     #[schemars(length(max = 1000))]
     text: String,
     /// The field to tap first, as android_tap's element (default: the focused field)
@@ -150,12 +150,11 @@ struct InputTextArgs {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct KeyArgs {
-    /// Key name (KEYCODE_ prefix and case optional)
+    // No description: the enum names the keys (any case and a KEYCODE_ prefix are taken, `schema::coerce`).
     #[schemars(schema_with = "key_schema")]
     key: String,
     #[serde(default)]
     long_press: bool,
-    /// Presses in a row (one command: DEL ×5 deletes five characters)
     #[schemars(range(min = 1, max = MAX_REPEAT))]
     #[serde(default = "one")]
     repeat: u32,
@@ -297,7 +296,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_input_text",
                 title: "Type text",
-                description: "Type into the focused field or `element`; `clear` replaces its content. Non-ASCII \
+                description: "Type into the focused field or `element`; `clear` replaces its content (text \"\": \
+                              empties it). Non-ASCII \
                               needs the ADB Keyboard (else unsupported_text). `verify` reads the field back.",
                 input: args::schema::<InputTextArgs>(),
                 output: json!({"type": "object", "properties": {
@@ -441,7 +441,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                     "swipes": {"type": "integer"}, "reached_end": {"type": "boolean",
                         "description": "The last swipe changed nothing"},
                     "found": {"type": "boolean"}, "element": acted_schema(), "woke": woke_schema(),
-                    "observation_id": {"type": "string", "description": "Of the tree `element` was found in"}}}),
+                    "observation_id": {"type": "string"}}}),
                 side_effect: true,
                 settles: true,
                 deadline: Duration::from_secs(90),

@@ -85,9 +85,7 @@ pub const EXPLAINED_IN: &str = "android_tap";
 /// description says that input tools settle and report it), the same object without prose for the others.
 pub fn effect_schema(tool_id: &str) -> Value {
     if tool_id == EXPLAINED_IN {
-        json!({"type": "object", "description": "After settle: screen_changed (pixels, or the UI tree where one was \
-            read: tree_changed), foreground (package/activity), foreground_changed, keyboard_shown, settled, \
-            settle_ms; null where unknown"})
+        json!({"type": "object", "description": "After settle: screen_changed, foreground (package/activity), foreground_changed, keyboard_shown, settled, settle_ms; null where unknown"})
     } else {
         json!({"type": "object"})
     }

@@ -59,7 +59,6 @@ pub struct SelectorArg {
     pub class: Option<String>,
     #[schemars(range(min = 0, max = 1000))]
     pub nth: Option<u64>,
-    pub ignore_case: Option<bool>,
 }
 
 impl SelectorArg {
@@ -79,7 +78,8 @@ impl SelectorArg {
             content_desc: self.content_desc.clone(),
             class: self.class.clone(),
             nth: self.nth,
-            ignore_case: self.ignore_case,
+            // `until` matches what it looks for: text_contains is already any case.
+            ignore_case: None,
         };
         match as_element.target(name)? {
             Target::Selector(s) => Ok(s),
