@@ -57,9 +57,9 @@ struct Kept {
     /// The dump an error's candidates were decided on (ambiguous, stale): one slot, replaced by the next error,
     /// so errors never push the agent's own observations out (issue 35).
     scratch: Option<Arc<Observation>>,
-    /// Observations that left `live` (expired or dropped for a newer one), kept [`GONE_KEPT`] more and at most
-    /// [`GONE_PER_CHANNEL`], so a late action on one answers with the element where it is now instead of a
-    /// bare "unknown".
+    /// Observations that left `live` (expired or dropped for a newer one), recognised until twice their TTL after
+    /// they were made and at most [`GONE_PER_CHANNEL`], so a late action on one answers with the element where it
+    /// is now instead of a bare "unknown".
     gone: VecDeque<(Arc<Observation>, Gone)>,
 }
 
@@ -70,8 +70,6 @@ pub enum Gone {
     Evicted,
 }
 
-/// How long an observation that left is still recognised (after its TTL or its eviction).
-const GONE_KEPT: Duration = Duration::from_secs(600);
 /// Observations that left kept per channel for [`recall`]'s answer.
 const GONE_PER_CHANNEL: usize = 8;
 
@@ -86,7 +84,7 @@ impl Kept {
         if self.scratch.as_ref().is_some_and(|o| o.created.elapsed() >= ttl) {
             self.scratch = None;
         }
-        self.gone.retain(|(o, _)| o.created.elapsed() < ttl + GONE_KEPT);
+        self.gone.retain(|(o, _)| o.created.elapsed() < ttl * 2);
         while self.gone.len() > GONE_PER_CHANNEL {
             self.gone.pop_front();
         }
@@ -137,7 +135,7 @@ pub fn forget_channel(channel: &str) {
 
 /// Frees every expired observation and every channel left with none. Run periodically (`run.rs`), so memory
 /// goes back down even when no channel observes again — e.g. channels of an instance whose lease expired: no socket,
-/// no new observation, all gone one TTL (and [`GONE_KEPT`]) after the last.
+/// no new observation, all gone two TTLs after the last (the second: recognised as expired, see [`Kept::gone`]).
 pub fn sweep() {
     let ttl = ttl();
     let mut map = store().lock().unwrap_or_else(|e| e.into_inner());
