@@ -53,6 +53,20 @@ async fn tool_list_fits_the_token_budget() {
     let bytes = tool_list_bytes(&card);
     println!("default card: {} tools, tool list {bytes} bytes compact JSON", card["tools"].as_array().unwrap().len());
     assert!(bytes <= BUDGET, "the card's tool list is {bytes} bytes of compact JSON, over the {BUDGET}-byte budget");
+    // Issue 35: `connector_channel_id` is xAgent's to fill, so it carries no prose a model reads 21 times over.
+    for t in card["tools"].as_array().unwrap() {
+        let cch = &t["input_schema"]["properties"]["connector_channel_id"];
+        assert_eq!(cch, &json!({"type": "string"}), "{}: {cch}", t["tool_id"]);
+    }
+    // What a model is shown per tool (name, description, parameters), for BENCHMARKS.md.
+    let model: usize = card["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| json!({"name": t["tool_id"], "description": t["description"], "parameters": t["input_schema"]}))
+        .map(|v| v.to_string().len())
+        .sum();
+    println!("what a model is shown: {model} bytes of compact JSON (name, description, parameters)");
     // The selector is explained once: the other `element`s refer to android_tap's.
     let text = card["tools"].to_string();
     assert_eq!(text.matches("text_contains (any case)").count(), 1, "the selector prose is repeated");
@@ -125,6 +139,10 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         if id == "android_scroll" {
             expected_new.push("observation_id");
         }
+        // Issue 33: what a picture shows (`ok`, `screen_off`, `secure_window`, `blank`).
+        if id == "android_screenshot" || id == "android_observe" {
+            expected_new.push("frame");
+        }
         expected_new.sort_unstable();
         assert_eq!(new, expected_new.iter().collect::<Vec<_>>(), "{id}: unexpected new result fields");
     }
@@ -189,6 +207,9 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
             "settle_timeout_ms maximum=10000",
             "settle_timeout_ms minimum=0",
             "settle_timeout_ms type=\"integer\"",
+            // Issue 33: the UI-tree delta in `effect`, when asked.
+            "effect_tree default=false",
+            "effect_tree type=\"boolean\"",
         ] {
             expected_added.insert(format!("{tool}.{k}"));
         }

@@ -325,3 +325,25 @@ fn ime_list_on_a_phone_without_the_adb_keyboard() {
     assert!(formats::ime_listed(&s, "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME"));
     assert!(!formats::ime_listed(&s, "com.google.android.inputmethod.latin"), "a whole id, not a prefix");
 }
+
+/// Issue 33: a black frame is named `secure_window` only when the *focused* window's `fl=` line carries `SECURE`.
+/// The focus line is written by hand in the form ≥ 11 phones print in the display section (the hash is the
+/// sample's own), since the samples are single window blocks.
+#[test]
+fn focused_window_secure_on_window_samples() {
+    let focus = |hash: &str| format!("  mCurrentFocus=Window{{{hash} u0 x/y.Z}}\n");
+    let secure = sample("window-windows-9-secure-login-alicloud.txt");
+    assert_eq!(formats::focused_window_secure(&format!("{secure}{}", focus("8db6bd6"))), Some(true));
+    // Focus on another window: this one's SECURE says nothing of it (unknown, not "not secure").
+    assert_eq!(formats::focused_window_secure(&format!("{secure}{}", focus("1234567"))), None);
+    let shade = sample("window-windows-12-notificationshade-appium-566.txt");
+    assert_eq!(formats::focused_window_secure(&format!("{}{shade}", focus("ee6218b"))), Some(false));
+    let launcher = sample("window-windows-9-appwindowtoken-appium-desktop-1250.txt");
+    assert_eq!(formats::focused_window_secure(&format!("{launcher}{}", focus("5feca1e"))), Some(false));
+    // Both blocks, focus on the secure one: the shade's flags line (first in the text) is not borrowed.
+    assert_eq!(formats::focused_window_secure(&format!("{shade}{secure}{}", focus("8db6bd6"))), Some(true));
+    // pfl=SECURE-like private flags and longer names are not FLAG_SECURE.
+    let fake = "  Window #1 Window{abc u0 a/b.C}:\n      fl=NOT_SECURE SECURED\n      pfl=SECURE\n  mCurrentFocus=Window{abc u0 a/b.C}\n";
+    assert_eq!(formats::focused_window_secure(fake), Some(false));
+    assert_eq!(formats::focused_window_secure("mCurrentFocus=null\n"), None);
+}

@@ -363,9 +363,36 @@ async fn live_view_and_takeover_in_a_real_browser() {
         assert!(scrolled > 500.0, "the long history scrolls: {rect}");
         assert!(top >= 0.0 && bottom <= height, "the picture stays in the window when scrolled down: {rect}");
 
+        // Issue 37: before a takeover the input controls are visible but disabled (they looked live and did
+        // nothing: `.ctl`'s display beat the `hidden` attribute); the card names the battery once and the uptime
+        // in a unit that reads (a freshly booted phone said "up 0 h").
+        let before = cdp
+            .eval(
+                "(() => { const b = [...document.querySelectorAll('#d-keys button, #d-type input, #d-type button')]; \
+                 return [b.length, b.filter(x => x.disabled).length, b.filter(x => x.offsetParent !== null).length]; })()",
+            )
+            .await;
+        assert_eq!(before, json!([5, 5, 5]), "keys and typing: shown, all disabled before a takeover");
+        cdp.wait_for(
+            "!document.querySelector('.card .health').textContent.includes('not read yet')",
+            Duration::from_secs(30),
+            "the phone's health",
+        )
+        .await;
+        let card = cdp.eval("document.querySelector('.card').textContent").await;
+        let card = card.as_str().unwrap_or_default().to_owned();
+        assert_eq!(card.matches('%').count(), 1, "the battery once: {card}");
+        assert!(!card.contains("up 0 h"), "uptime in a unit that reads: {card}");
+
         // Take over: the agent is refused; a click on the picture taps the mapped device point.
         cdp.eval("document.querySelector('#d-take').click(); 1").await;
         cdp.wait_for("!document.querySelector('#d-return').hidden", T, "the Return button").await;
+        cdp.wait_for(
+            "[...document.querySelectorAll('#d-keys button, #d-type input, #d-type button')].every(x => !x.disabled)",
+            T,
+            "the input controls enabled in a takeover",
+        )
+        .await;
         let a = agent.tap(&ch, 100, 100).await;
         assert_eq!(error_code(&a), "operator_control", "{a}");
         sim.clear_events();

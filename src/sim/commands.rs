@@ -1620,8 +1620,11 @@ fn dumpsys_window_windows(dev: &Device) -> String {
     let on = dev.ui.screen_on;
     let u = user_tag(dev);
     let focus = if dev.cfg.sdk <= 28 { focus_lines(dev, "  ") } else { String::new() };
+    // The app window's attributes as `LayoutParams.toString` prints them (flag names in bit order, so SECURE,
+    // 0x2000, sits between LAYOUT_IN_SCREEN and LAYOUT_INSET_DECOR: INDEX.md `window-windows-9-secure-*`).
+    let secure = if dev.ui.secure_window { " SECURE" } else { "" };
     format!(
-        "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5f3a2b1{u} {fg}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{a1b2c3 4242:u0a10123}}\n\n  mGlobalConfiguration={{1.0 ?mcc?mnc [en_US] ldltr sw411dp w411dp h914dp {dpi}dpi nrml long port finger -keyb/v/h -nav/h winConfig={{ mBounds=Rect(0, 0 - {w}, {h}) }}}}\n  mHasPermanentDpad=false\n  mTopFocusedDisplayId=0\n{focus}  mScreenOn={on}\n  mAwake={on}\n  mScreenOnEarly={on} mScreenOnFully={on}\n  mKeyguardDrawComplete=true mWindowManagerDrawComplete=true\n  mDreamingLockscreen=false\n  mShowingDream=false mDreamingLockscreen=false\n  isKeyguardShowing=false\n",
+        "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5f3a2b1{u} {fg}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{a1b2c3 4242:u0a10123}}\n    mAttrs={{(0,0)(fillxfill) sim={{adjust=resize}} ty=BASE_APPLICATION fmt=TRANSLUCENT wanim=0x10302fe\n      fl=LAYOUT_IN_SCREEN{secure} LAYOUT_INSET_DECOR SPLIT_TOUCH HARDWARE_ACCELERATED DRAWS_SYSTEM_BAR_BACKGROUNDS\n      pfl=FORCE_DRAW_STATUS_BAR_BACKGROUND\n      vsysui=LAYOUT_STABLE LAYOUT_FULLSCREEN}}\n    mHasSurface=true isReadyForDisplay()=true\n\n  mGlobalConfiguration={{1.0 ?mcc?mnc [en_US] ldltr sw411dp w411dp h914dp {dpi}dpi nrml long port finger -keyb/v/h -nav/h winConfig={{ mBounds=Rect(0, 0 - {w}, {h}) }}}}\n  mHasPermanentDpad=false\n  mTopFocusedDisplayId=0\n{focus}  mScreenOn={on}\n  mAwake={on}\n  mScreenOnEarly={on} mScreenOnFully={on}\n  mKeyguardDrawComplete=true mWindowManagerDrawComplete=true\n  mDreamingLockscreen=false\n  mShowingDream=false mDreamingLockscreen=false\n  isKeyguardShowing=false\n",
         fg = dev.ui.foreground.component(),
         dpi = dev.cfg.density,
         w = dev.cfg.screen_width,

@@ -448,6 +448,11 @@ impl SimPhone {
         self.device().ui.secure_window = on;
     }
 
+    /// The app draws one plain colour (a splash or loading screen): captures are uniform white, nothing is secure.
+    pub fn set_plain_screen(&self, on: bool) {
+        self.device().ui.plain_screen = on;
+    }
+
     /// Something animates forever: `uiautomator dump` waits `idle_timeout` (10 s on a real phone), prints
     /// `ERROR: could not get idle state.` on stderr and exits 0.
     pub fn set_never_idle(&self, on: bool, idle_timeout: Duration) {

@@ -4,6 +4,7 @@
 pub mod apps;
 pub mod args;
 pub mod capture;
+pub mod delta;
 pub mod device;
 pub mod files;
 pub mod fitting;
