@@ -116,8 +116,22 @@ How it works:
   Opens the connector's WebSocket (GET /ws) and sends what xAgent sends: connector.hello,
   channel.open, auth.start (flow adb_device: any free online phone, or --serial), tool.invoke,
   then auth.logout and channel.close, so the phone is held only for the call (also on an error,
-  --timeout or Ctrl-C). The result is printed on stdout as JSON; a file in it (screenshot, pulled
-  file) gets its one-time download URL printed on stderr, or is saved with --out.
+  --timeout or Ctrl-C). The result is printed on stdout as JSON (indented on a terminal, one
+  compact line otherwise); a file in it (screenshot, pulled file) gets its one-time download URL
+  printed on stderr, or is saved with --out.
+
+What one call cannot do (use --session):
+  Each call binds a phone, acts and gives it back, and giving it back frees the channel's
+  observations: an observation_id from one call (android_observe, android_ui_dump, an error's
+  candidates) is unknown to the next, so `element: {index, observation_id}` fails. The next
+  call may also get another phone when several are free (pass --serial).
+
+--session:
+  One binding for many calls: one call per line on stdin, `TOOL_ID [JSON_OBJECT | key=value…]`
+  (blank lines and lines starting with # are skipped; @obs stands for the observation_id of the
+  latest result that had one), one JSON line per call on stdout: the result, or
+  {\"error\":{\"code\",\"message\",\"details\"}} (the session goes on). The phone is given back at
+  the end of input, on Ctrl-C or SIGTERM. --timeout applies to each call.
 
 Arguments:
   key=value     typed by the tool's input schema: x=100 is a number for android_tap, text=123
@@ -133,11 +147,15 @@ Examples:
   xagent-adb-connector call android_tap element:='{\"text\":\"OK\",\"nth\":0}'
   xagent-adb-connector call android_screenshot --out screen.jpg
   xagent-adb-connector call android_input_text --json '{\"text\":\"hello\"}' --api-key-file key
+  xagent-adb-connector call --list
+  printf '%s\\n' 'android_observe' 'android_tap {\"element\":{\"index\":3,\"observation_id\":\"@obs\"}}' \\
+    | xagent-adb-connector call --session
 
 Exit status:
-  0 the tool succeeded · 1 it failed (its error code and message are printed, e.g. device_busy,
-  invalid_arguments) or the connector could not be reached or refused the key · 2 bad command
-  line · 3 unreadable or empty key file
+  0 the tool succeeded (--session: the input ended; each call's outcome is on its line) · 1 it
+  failed (its error code and message are printed, e.g. device_busy, invalid_arguments) or the
+  connector could not be reached or refused the key (--session: the session broke or was
+  interrupted) · 2 bad command line, unknown tool · 3 unreadable or empty key file
 
 Run as root on an installed box, it uses the service's key (/etc/xagent-adb-connector/api-key).";
 
@@ -248,9 +266,9 @@ pub fn command() -> clap::Command {
 
 #[derive(Args, Debug, Clone)]
 pub struct CallArgs {
-    /// The tool to call, e.g. android_tap, android_ui_dump, android_screenshot (`card` lists them all).
-    #[arg(value_name = "TOOL")]
-    pub tool: String,
+    /// The tool to call, e.g. android_tap, android_ui_dump, android_screenshot (`call --list` lists them).
+    #[arg(value_name = "TOOL", required_unless_present_any = ["session", "list"])]
+    pub tool: Option<String>,
     /// Tool arguments: key=value (typed by the tool's schema) or key:=JSON (raw JSON).
     #[arg(value_name = "ARG")]
     pub args: Vec<String>,
@@ -269,9 +287,17 @@ pub struct CallArgs {
     /// Save the file the tool returns (screenshot, pulled file) to FILE instead of printing its download URL.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Give up after this long (connecting, binding, the tool and the download together).
+    /// Give up after this long (connecting, binding, the tool and the download together; with --session, each
+    /// call).
     #[arg(long, value_name = "DURATION", default_value = "6m", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Keep one phone bound for many calls, read one call per line from stdin (TOOL_ID [JSON_OBJECT |
+    /// key=value…]) and print one JSON line per call; the phone is given back at the end of input or on Ctrl-C.
+    #[arg(long, conflicts_with_all = ["tool", "json", "out", "list"])]
+    pub session: bool,
+    /// Print the tools this binary knows, one line each, and exit.
+    #[arg(long, conflicts_with_all = ["tool", "json", "out"])]
+    pub list: bool,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -179,19 +179,45 @@ fn main() -> ExitCode {
         Command::Demo(args) => ExitCode::from(runtime().block_on(ops::demo::run(args)) as u8),
         Command::Sim(args) => ExitCode::from(runtime().block_on(ops::demo::run_sims(args)) as u8),
         Command::Call(args) => {
+            if args.list {
+                for line in ops::call::list() {
+                    ops::out::line(format_args!("{line}"));
+                }
+                ops::out::flush();
+                return ExitCode::SUCCESS;
+            }
             let api_key = match config::resolve_api_key(args.key.api_key_file.as_deref()) {
                 Ok(k) => k,
                 Err(e) => return fail(e),
             };
-            let arguments = match ops::call::build_arguments(&args.tool, args.json.as_deref(), &args.args) {
+            let url = args.url.clone().unwrap_or_else(ops::call::default_url);
+            if args.session {
+                if !args.args.is_empty() {
+                    let message = "--session reads its calls from stdin, one per line; give no TOOL or ARG".into();
+                    return fail(ConfigError { code: config::exit::USAGE, message });
+                }
+                let input = ops::call::SessionInput {
+                    url: &url,
+                    api_key,
+                    serial: args.serial.as_deref(),
+                    timeout: args.timeout,
+                };
+                let code = runtime().block_on(ops::call::run_session(input));
+                ops::out::flush();
+                return ExitCode::from(code as u8);
+            }
+            let tool = args.tool.clone().unwrap_or_default();
+            if ops::call::known_tool(&tool).is_none() {
+                return fail(ConfigError { code: config::exit::USAGE, message: ops::call::unknown_tool(&tool) });
+            }
+            let arguments = match ops::call::build_arguments(&tool, args.json.as_deref(), &args.args) {
                 Ok(a) => a,
                 Err(e) => return fail(ConfigError { code: e.code, message: e.message }),
             };
-            let url = args.url.clone().unwrap_or_else(ops::call::default_url);
             let input = ops::call::CallInput {
                 url: &url,
                 api_key,
-                tool: &args.tool,
+                tool: &tool,
                 arguments,
                 serial: args.serial.as_deref(),
                 out: args.out.as_deref(),

@@ -140,6 +140,13 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         if id == "android_device_status" {
             expected_new.push("unicode_input");
         }
+        // Issue 35: how many times a key was pressed; the observation scroll's find belongs to.
+        if id == "android_key" {
+            expected_new.push("repeat");
+        }
+        if id == "android_scroll" {
+            expected_new.push("observation_id");
+        }
         // Issue 33: what a picture shows (`ok`, `screen_off`, `secure_window`, `blank`).
         if id == "android_screenshot" || id == "android_observe" {
             expected_new.push("frame");
@@ -187,6 +194,18 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
     .into_iter()
     .map(String::from)
     .collect();
+    // Issue 35: an empty `text` (with clear: true it empties the field) ...
+    expected_removed.insert("android_input_text.text minLength=1".to_owned());
+    // ... keys pressed in a row, and `text` in any case when asked for.
+    for k in ["android_key.repeat default=1", "android_key.repeat maximum=100", "android_key.repeat minimum=1"] {
+        expected_added.insert(k.to_owned());
+    }
+    expected_added.insert("android_key.repeat type=\"integer\"".to_owned());
+    for at in
+        ["android_tap.element", "android_long_press.element", "android_input_text.element", "android_scroll.element"]
+    {
+        expected_added.insert(format!("{at}.ignore_case type=\"boolean\""));
+    }
     // ... and, on exactly the eleven input tools, the settle arguments the registry adds (issue 19 item 1).
     for tool in settling {
         for k in [

@@ -49,7 +49,8 @@ async fn observations_are_freed_on_logout_close_and_expiry() {
             assert_eq!(a["payload"]["status"], "authenticated", "{a}");
         }
 
-        // Nobody logs out: the sweep frees them after their lifetime (4 s here), with no further call.
+        // Nobody logs out: the sweep frees them after their lifetime (4 s here; then as long again recognised as
+        // expired, to answer a late action with its element where it is now — issue 35), with no further call.
         observe(&mut c, &ch).await;
         assert_eq!(held(&srv).await, 1);
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::adb::*;
 use common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xagent-adb-connector");
 
@@ -586,6 +586,97 @@ async fn call_gives_the_phone_back_on_every_path() {
     })
     .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Issue 35 item 1: the README's scripted agent task (observe → tap by number → verify with a dump → type → clear)
+/// run exactly as printed through `call --session`, against a connector and a simulated phone: one binding and its
+/// observation across calls, one compact JSON line per call, and the phone given back at the end of input. The
+/// same kind of lines as one-shot calls fail: the observation is freed with each call's binding (what `call --help`
+/// says).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_session_runs_the_readmes_agent_task_as_printed() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let block = readme.split("<!-- call-session-example -->\n```bash\n").nth(1).expect("the README's example");
+    let block = &block[..block.find("\n```").expect("the block's end")];
+    let (adb, _sim, _serial) = setup().await.expect("adb");
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    let url = format!("http://{}", srv.addr);
+    let script = block.replace("target/release/xagent-adb-connector", BIN).replace("http://127.0.0.1:8790", &url);
+    let run = |mut cmd: Command| {
+        blocking(move || {
+            let out = cmd
+                .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config")
+                .env_remove("XAGENT_ADB_API_KEY_FILE")
+                .output()
+                .unwrap();
+            let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+            (out.status.code(), text(&out.stdout), text(&out.stderr))
+        })
+    };
+    // The tracker may still be verifying the phone: `call` retries the binding by itself.
+    let mut sh = Command::new("sh");
+    sh.arg("-c").arg(&script);
+    let (code, out, err) = run(sh).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 5, "one compact line per call: {out}{err}");
+    let (observed, tap, dumped, typed, cleared) = (&lines[0], &lines[1], &lines[2], &lines[3], &lines[4]);
+    let listed = |i: u64| observed["elements"].as_array().unwrap().iter().find(|e| e["index"] == i).cloned();
+    assert_eq!(listed(3).unwrap()["resource_id"], "com.xagent.sim:id/increment", "{observed}");
+    assert_eq!(listed(4).unwrap()["resource_id"], "com.xagent.sim:id/input", "{observed}");
+    assert_eq!(tap["element"]["resource_id"], "com.xagent.sim:id/increment", "{tap}");
+    let count = |v: &Value| -> Vec<String> {
+        let els = v["elements"].as_array().unwrap().iter();
+        els.filter_map(|e| e["text"].as_str().filter(|t| t.starts_with("Count: ")).map(str::to_owned)).collect()
+    };
+    assert_eq!(
+        (count(observed), count(dumped)),
+        (vec!["Count: 0".to_owned()], vec!["Count: 1".to_owned()]),
+        "{dumped}"
+    );
+    assert_eq!((&typed["field_text"], &typed["verified"]), (&json!("hello"), &json!(true)), "{typed}");
+    assert_eq!((&cleared["field_text"], &cleared["verified"]), (&json!(""), &json!(true)), "{cleared}");
+
+    // Given back at the end of input: a one-shot call binds the one phone at once.
+    let one_shot = |args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("call").args(args).args(["--url", &url]);
+        cmd
+    };
+    let (code, out, err) = run(one_shot(&["android_ui_dump"])).await;
+    assert_eq!(code, Some(0), "the session did not give the phone back: {out}{err}");
+    assert_eq!(out.trim_end().lines().count(), 1, "not a terminal: one compact line: {out}");
+    let id = serde_json::from_str::<Value>(&out).unwrap()["observation_id"].as_str().unwrap().to_owned();
+    // What a one-shot call cannot do: act on the observation of an earlier call.
+    let element = format!("element:={{\"index\":3,\"observation_id\":\"{id}\"}}");
+    let (code, _, err) = run(one_shot(&["android_tap", &element])).await;
+    assert_eq!(code, Some(1));
+    assert!(err.contains("observation_expired"), "{err}");
+    let help = Command::new(BIN).args(["call", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).to_string();
+    assert!(help.contains("What one call cannot do (use --session)") && help.contains("observation_id"), "{help}");
+}
+
+/// Issue 37 item 3: `call --list` names every tool with one line, and a mistyped tool gets the nearest ones (before
+/// anything is connected: exit 2).
+#[test]
+fn call_lists_the_tools_and_suggests_for_a_typo() {
+    let out = Command::new(BIN).args(["call", "--list"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let ids: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    for id in ["android_tap", "android_observe", "android_ui_dump", "android_shell"] {
+        assert!(ids.contains(&id), "{id} missing from {text}");
+    }
+    assert_eq!(ids.len(), text.lines().count(), "one line per tool: {text}");
+    assert!(text.lines().any(|l| l.starts_with("android_tap ") && l.contains("Tap the screen")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("android_shell ") && l.contains("opt-in")), "{text}");
+    let out = Command::new(BIN).args(["call", "android_tpa", "x=1", "--url", "http://127.0.0.1:9"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(err.contains("unknown tool \"android_tpa\"; did you mean \"android_tap\""), "{err}");
+    assert!(err.contains("call --list"), "{err}");
 }
 
 /// What must never reach an operator's terminal as itself: control characters other than the line breaks of the

@@ -462,6 +462,17 @@ async fn takeover_refuses_the_agent_and_the_operators_input_lands() {
         assert_eq!(error_code(&a), "operator_control", "{a}");
         assert!(sim.events().is_empty(), "the agent touched the phone: {:?}", sim.events());
         assert_eq!(sim.commands().len(), commands_before, "no command ran for the agent: {:?}", sim.commands());
+        // Issue 35 item 5: the refusal says until when (the hold's idle deadline, 5 min by default, as a time) ...
+        let msg = a["error"]["message"].as_str().unwrap();
+        let until = a["error"]["details"]["held_until_ms"].as_u64().expect("held_until_ms");
+        let expires = t.json()["takeover"]["expires_ms"].as_u64().expect("the takeover's expires_ms");
+        assert!(until >= expires && until < expires + 10_000, "held until {until}, takeover expires {expires}");
+        let when = a["error"]["details"]["held_until"].as_str().unwrap();
+        assert!(when.ends_with('Z') && msg.contains(&format!("The hold ends at {when}")), "{a}");
+        // ... and the agent may look while the person acts (inputs stay refused, above).
+        let d = agent.invoke(&ch, "android_ui_dump", json!({})).await;
+        assert!(d.get("error").is_none() && d["payload"]["result"]["count"].as_u64() > Some(0), "{d}");
+        assert!(sim.events().is_empty(), "a read sent input: {:?}", sim.events());
 
         // Another operator (the API key) can neither take over nor type.
         let (k, v) = bearer();

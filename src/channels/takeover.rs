@@ -80,6 +80,24 @@ fn control_error() -> ProtoError {
     )
 }
 
+/// The gate's refusal while `h` holds the phone: until when at the latest if the operator stops acting (the idle
+/// deadline, moved on by each operator input), and that reading works meanwhile (issue 35 item 5).
+fn held_until(h: &Hold) -> ProtoError {
+    let until_ms = h.last_used_ms.saturating_add(h.idle.as_millis() as u64);
+    let until = crate::protocol::utc(until_ms);
+    ProtoError::new(
+        ErrorCode::OperatorControl,
+        format!(
+            "an operator is using this phone from the device wall; nothing ran. The hold ends at {until} unless the \
+             operator acts again (each input moves it on by {} s) or returns the phone sooner. Read-only tools \
+             (android_observe, android_ui_dump, android_screenshot, …) work meanwhile; retry inputs after it, or \
+             bind another phone",
+            h.idle.as_secs()
+        ),
+    )
+    .with_details(json!({"held_until": until, "held_until_ms": until_ms}))
+}
+
 impl Hub {
     fn takeovers(&self) -> std::sync::MutexGuard<'_, HashMap<DeviceKey, Hold>> {
         self.takeovers.0.lock().unwrap_or_else(|e| e.into_inner())
@@ -112,8 +130,8 @@ impl Hub {
     pub fn operator_gate(&self, key: &DeviceKey) -> Result<CancellationToken, ProtoError> {
         self.expire_takeovers();
         let holds = self.takeovers();
-        if holds.contains_key(key) {
-            return Err(control_error());
+        if let Some(h) = holds.get(key) {
+            return Err(held_until(h));
         }
         let mut calls = self.takeovers.1.lock().unwrap_or_else(|e| e.into_inner());
         Ok(calls.entry(key.clone()).or_default().clone())

@@ -129,15 +129,23 @@ pub fn build_arguments(tool: &str, json_arg: Option<&str>, words: &[String]) -> 
 
 /// The input schema this binary declares for `tool` (risky tools included: the running connector decides whether
 /// they are enabled).
+pub fn known_tool(tool: &str) -> Option<Value> {
+    input_schema(tool)
+}
+
 fn input_schema(tool: &str) -> Option<Value> {
     let adb = crate::device::adb::AdbBackend::new(Vec::new());
+    registry_with_everything(&adb).spec(tool).map(|s| s.input.clone())
+}
+
+/// This binary's registry with every opt-in tool enabled.
+fn registry_with_everything(adb: &std::sync::Arc<crate::device::adb::AdbBackend>) -> crate::tools::Registry {
     let everything = crate::policy::Policy {
         enabled_risky_tools: crate::policy::RISKY_TOOLS.iter().map(|s| s.to_string()).collect(),
         shell_allow_prefixes: vec!["true".into()],
         ..Default::default()
     };
-    let reg = crate::tools::Registry::device_tools_with(&adb, &std::sync::Arc::new(everything));
-    reg.spec(tool).map(|s| s.input.clone())
+    crate::tools::Registry::device_tools_with(adb, &std::sync::Arc::new(everything))
 }
 
 /// `key=value` text → the JSON type the schema asks for; without a schema: integer, number, boolean, else text.
@@ -297,16 +305,19 @@ impl Session {
 pub struct Failure {
     pub code: Option<String>,
     pub message: String,
+    /// The error's `details` (candidates, an observation_id to retry with), if any.
+    pub details: Option<Value>,
 }
 
 impl Failure {
     fn io(message: String) -> Failure {
-        Failure { code: None, message }
+        Failure { code: None, message, details: None }
     }
     fn from_error(err: &Value) -> Failure {
         Failure {
             code: Some(err["code"].as_str().unwrap_or("error").to_owned()),
             message: err["message"].as_str().map_or_else(|| err.to_string(), str::to_owned),
+            details: err.get("details").filter(|d| !d.is_null()).cloned(),
         }
     }
     fn into_call_error(self, during: &str) -> CallError {
@@ -345,14 +356,7 @@ pub async fn run(input: CallInput<'_>) -> i32 {
 async fn call(input: CallInput<'_>) -> Result<(), CallError> {
     let (addr, authority) = parse_url(input.url)?;
     let deadline = Instant::now() + input.timeout;
-    let mut s = Session::connect(addr, &authority, input.api_key.as_deref(), deadline).await?;
-    let hello = json!({"connector_card_id": crate::protocol::CONNECTOR_CARD_ID, "protocol_version": crate::protocol::PROTOCOL_VERSION,
-                       "supported_profiles": [crate::protocol::DEVICE_PROFILE]});
-    s.request("connector.hello", None, hello).await.map_err(|f| f.into_call_error("connector.hello"))?;
-    let ack = s.request("channel.open", None, json!({})).await.map_err(|f| f.into_call_error("channel.open"))?;
-    let Some(ch) = ack["connector_channel_id"].as_str().map(str::to_owned) else {
-        return Err(failed("channel.open.ack carries no connector_channel_id".into()));
-    };
+    let (mut s, ch) = open(addr, &authority, input.api_key.as_deref(), deadline).await?;
     // Ctrl-C / SIGTERM abandon the call but still release the phone (the connector hangs up the device command).
     let result = tokio::select! {
         r = invoke_on(&mut s, &ch, &input) => r,
@@ -360,7 +364,13 @@ async fn call(input: CallInput<'_>) -> Result<(), CallError> {
     };
     s.close(Some(&ch)).await;
     let result = result?;
-    outln!("{}", terminal_json(&serde_json::to_string_pretty(&result).unwrap_or_default()));
+    // Pretty for a person, one compact line for a program (a pipe, an agent's tool runner: −1/3 of the bytes).
+    let text = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        serde_json::to_string_pretty(&result)
+    } else {
+        serde_json::to_string(&result)
+    };
+    outln!("{}", terminal_json(&text.unwrap_or_default()));
     let files: Vec<&Value> = result["files"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
     for (i, f) in files.iter().enumerate() {
         let Some(rel) = f["download_url"].as_str().filter(|u| u.starts_with('/')) else { continue };
@@ -385,9 +395,33 @@ async fn call(input: CallInput<'_>) -> Result<(), CallError> {
     Ok(())
 }
 
+/// Connects, says hello and opens a channel: the session and its channel id.
+async fn open(
+    addr: SocketAddr,
+    authority: &str,
+    key: Option<&str>,
+    deadline: Instant,
+) -> Result<(Session, String), CallError> {
+    let mut s = Session::connect(addr, authority, key, deadline).await?;
+    let hello = json!({"connector_card_id": crate::protocol::CONNECTOR_CARD_ID, "protocol_version": crate::protocol::PROTOCOL_VERSION,
+                       "supported_profiles": [crate::protocol::DEVICE_PROFILE]});
+    s.request("connector.hello", None, hello).await.map_err(|f| f.into_call_error("connector.hello"))?;
+    let ack = s.request("channel.open", None, json!({})).await.map_err(|f| f.into_call_error("channel.open"))?;
+    let Some(ch) = ack["connector_channel_id"].as_str().map(str::to_owned) else {
+        return Err(failed("channel.open.ack carries no connector_channel_id".into()));
+    };
+    Ok((s, ch))
+}
+
 /// Binds a phone on `ch` and invokes the tool; the tool's `result`.
 async fn invoke_on(s: &mut Session, ch: &str, input: &CallInput<'_>) -> Result<Value, CallError> {
-    let flow_input = input.serial.map_or_else(|| json!({}), |serial| json!({"serial": serial}));
+    bind(s, ch, input.serial).await?;
+    invoke(s, ch, input.tool, input.arguments.clone()).await.map_err(|f| f.into_call_error(input.tool))
+}
+
+/// `auth.start` (flow `adb_device`) on `ch`: any free online phone, or `serial`.
+async fn bind(s: &mut Session, ch: &str, serial: Option<&str>) -> Result<(), CallError> {
+    let flow_input = serial.map_or_else(|| json!({}), |serial| json!({"serial": serial}));
     // Right after a phone appears the connector may still be verifying it (`device_offline`): retry briefly,
     // as `auth.start` is safe to repeat.
     let settle = Instant::now() + Duration::from_secs(10);
@@ -409,14 +443,223 @@ async fn invoke_on(s: &mut Session, ch: &str, input: &CallInput<'_>) -> Result<V
             Err(f) => return Err(f.into_call_error("auth.start (binding a phone)")),
         }
     }
-    let mut args = input.arguments.clone();
+    Ok(())
+}
+
+/// One `tool.invoke` on the bound channel `ch`: the tool's `result`.
+async fn invoke(s: &mut Session, ch: &str, tool: &str, mut args: Map<String, Value>) -> Result<Value, Failure> {
     args.insert("connector_channel_id".into(), json!(ch));
     let context = json!({"tool_call_id": format!("call_cli_{}", crate::protocol::ids::random_hex(8))});
-    let ack = s
-        .request("tool.invoke", Some(ch), json!({"tool_id": input.tool, "arguments": args, "context": context}))
-        .await
-        .map_err(|f| f.into_call_error(input.tool))?;
+    let ack =
+        s.request("tool.invoke", Some(ch), json!({"tool_id": tool, "arguments": args, "context": context})).await?;
     Ok(ack["payload"]["result"].clone())
+}
+
+/// Longest line `call --session` reads (an `android_input_text` of 1000 characters fits many times over).
+const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// What stands for the latest `observation_id` in a `call --session` line: a script cannot know the id an
+/// `android_observe` will answer, and acting by number needs it.
+pub const LAST_OBSERVATION: &str = "@obs";
+
+pub struct SessionInput<'a> {
+    pub url: &'a str,
+    pub api_key: Option<String>,
+    pub serial: Option<&'a str>,
+    /// Each call's own limit (binding included in the first).
+    pub timeout: Duration,
+}
+
+/// `call --session`: one binding for many calls, one call per line of stdin (`TOOL_ID [JSON_OBJECT | key=value…]`),
+/// one compact JSON line per call on stdout (the result, or `{"error": {code, message, details}}`). The phone and
+/// its observations stay bound between calls, so `android_observe` then `element: {index, observation_id}` works
+/// as SKILL.md teaches; end of input, Ctrl-C and SIGTERM give the phone back (`auth.logout`, `channel.close`).
+/// Exit 0 at the end of input (each call's outcome is on its line), 1 when the session could not be opened or
+/// broke, or was interrupted.
+pub async fn run_session(input: SessionInput<'_>) -> i32 {
+    match session(input).await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {}", terminal_text(&e.message));
+            e.code
+        }
+    }
+}
+
+/// One line of input, parsed: the tool and its arguments.
+pub fn parse_line(line: &str, last_observation: Option<&str>) -> Result<(String, Map<String, Value>), String> {
+    let line = line.trim();
+    let (tool, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
+    if input_schema(tool).is_none() {
+        return Err(unknown_tool(tool));
+    }
+    let mut args = if rest.starts_with('{') {
+        build_arguments(tool, Some(rest), &[])
+    } else {
+        let words: Vec<String> = rest.split_whitespace().map(str::to_owned).collect();
+        build_arguments(tool, None, &words)
+    }
+    .map_err(|e| e.message)?;
+    let mut missing = false;
+    for v in args.values_mut() {
+        replace_last_observation(v, last_observation, &mut missing);
+    }
+    if missing {
+        return Err(format!("{LAST_OBSERVATION} stands for the latest observation_id, and no result carried one yet"));
+    }
+    Ok((tool.to_owned(), args))
+}
+
+fn replace_last_observation(v: &mut Value, last: Option<&str>, missing: &mut bool) {
+    match v {
+        Value::String(s) if s == LAST_OBSERVATION => match last {
+            Some(id) => *s = id.to_owned(),
+            None => *missing = true,
+        },
+        Value::Array(a) => a.iter_mut().for_each(|v| replace_last_observation(v, last, missing)),
+        Value::Object(m) => m.values_mut().for_each(|v| replace_last_observation(v, last, missing)),
+        _ => {}
+    }
+}
+
+/// Reads stdin on a thread of its own (tokio's stdin would keep the runtime from ending while it blocks), one
+/// bounded line at a time; `None` at the end of input.
+fn stdin_lines() -> tokio::sync::mpsc::Receiver<Result<String, String>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    std::thread::spawn(move || {
+        use std::io::{BufRead, Read};
+        let mut stdin = std::io::stdin().lock();
+        loop {
+            let mut buf = Vec::new();
+            match stdin.by_ref().take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let line = if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
+                // Skip the rest of the long line.
+                let mut rest = Vec::new();
+                let _ = stdin.read_until(b'\n', &mut rest);
+                Err(format!("the line is longer than {MAX_LINE_BYTES} bytes"))
+            } else {
+                String::from_utf8(buf).map_err(|_| "the line is not UTF-8".to_owned())
+            };
+            if tx.blocking_send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Writes one line to stdout and flushes it (the reader waits for it); `false` once stdout is gone.
+fn emit(line: &str) -> bool {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(terminal_json(line).as_bytes()).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()).is_ok()
+}
+
+async fn session(input: SessionInput<'_>) -> Result<(), CallError> {
+    let (addr, authority) = parse_url(input.url)?;
+    let (mut s, ch) = open(addr, &authority, input.api_key.as_deref(), Instant::now() + input.timeout).await?;
+    s.deadline = Instant::now() + input.timeout;
+    let bound = tokio::select! {
+        r = bind(&mut s, &ch, input.serial) => r,
+        () = crate::run::signal() => Err(failed("interrupted; the phone was released".into())),
+    };
+    if let Err(e) = bound {
+        s.close(Some(&ch)).await;
+        return Err(e);
+    }
+    eprintln!(
+        "bound a phone; one call per line: TOOL_ID [JSON_OBJECT | key=value…] ({LAST_OBSERVATION} = the latest \
+         observation_id); end of input or Ctrl-C gives the phone back"
+    );
+    let mut lines = stdin_lines();
+    let mut last_observation: Option<String> = None;
+    let outcome = loop {
+        let line = tokio::select! {
+            l = lines.recv() => l,
+            () = crate::run::signal() => break Err(failed("interrupted; the phone was released".into())),
+        };
+        let Some(line) = line else { break Ok(()) };
+        let parsed = line.and_then(|l| {
+            let t = l.trim();
+            if t.is_empty() || t.starts_with('#') {
+                return Ok(None);
+            }
+            parse_line(t, last_observation.as_deref()).map(Some)
+        });
+        let (tool, args) = match parsed {
+            Ok(Some(x)) => x,
+            Ok(None) => continue,
+            Err(message) => {
+                if !emit(&json!({"error": {"code": null, "message": message}}).to_string()) {
+                    break Ok(());
+                }
+                continue;
+            }
+        };
+        s.deadline = Instant::now() + input.timeout;
+        let r = tokio::select! {
+            r = invoke(&mut s, &ch, &tool, args) => r,
+            () = crate::run::signal() => break Err(failed("interrupted; the phone was released".into())),
+        };
+        let text = match r {
+            Ok(result) => {
+                if let Some(id) = result["observation_id"].as_str() {
+                    last_observation = Some(id.to_owned());
+                }
+                for f in result["files"].as_array().into_iter().flatten() {
+                    let (Some(rel), name) = (f["download_url"].as_str(), f["filename"].as_str()) else { continue };
+                    let line =
+                        format!("download {} (one-time URL): http://{authority}{rel}", name.unwrap_or("the file"));
+                    eprintln!("{}", terminal_text(&line));
+                }
+                result.to_string()
+            }
+            Err(f) if f.code.is_none() => break Err(failed(f.message)),
+            Err(f) => {
+                let mut e = json!({"code": f.code, "message": f.message});
+                if let Some(d) = f.details {
+                    e["details"] = d;
+                }
+                json!({"error": e}).to_string()
+            }
+        };
+        if !emit(&text) {
+            break Ok(());
+        }
+    };
+    s.close(Some(&ch)).await;
+    outcome
+}
+
+/// `call --list`: every tool this binary knows, one line each (id, then its title), opt-in ones marked.
+pub fn list() -> Vec<String> {
+    let adb = crate::device::adb::AdbBackend::new(Vec::new());
+    let all = registry_with_everything(&adb);
+    let default = crate::tools::Registry::device_tools(&adb);
+    let width = all.ids().map(str::len).max().unwrap_or(0);
+    all.ids()
+        .filter_map(|id| all.spec(id))
+        .map(|spec| {
+            let opt_in =
+                if default.spec(spec.id).is_none() { " (opt-in: the operator's policy enables it)" } else { "" };
+            format!("{:width$}  {}{opt_in}", spec.id, spec.title)
+        })
+        .collect()
+}
+
+/// The usage error of a tool id this binary does not know, with the nearest ones.
+pub fn unknown_tool(tool: &str) -> String {
+    let adb = crate::device::adb::AdbBackend::new(Vec::new());
+    let reg = registry_with_everything(&adb);
+    let shown: String = tool.chars().take(64).collect();
+    format!(
+        "unknown tool {shown:?}; {} (`call --list` lists them)",
+        crate::tools::suggest::did_you_mean(&shown, reg.ids())
+    )
 }
 
 /// The file `--out` writes before it is complete: a random name beside the target (`.NAME.<random>.part`), created

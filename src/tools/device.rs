@@ -73,7 +73,11 @@ impl Tool for DeviceTool {
                 return body;
             }
             return Box::pin(async move {
-                let r = body.await;
+                let mut r = body.await;
+                // No settle, no `effect`: the tool's tree-change note goes nowhere.
+                if let Ok(Value::Object(m)) = &mut r {
+                    m.remove(settle::TREE_CHANGED);
+                }
                 // The agent acted on the screen: what the UI tree's memory says of it may be out of date.
                 super::ui::forget_not_idle(&key);
                 r
@@ -103,6 +107,7 @@ impl Tool for DeviceTool {
                 effect["tree"] = super::delta::after(t, before).await;
             }
             if let Some(obj) = result.as_object_mut() {
+                settle::merge_tree_changed(obj, &mut effect);
                 obj.insert("effect".to_owned(), effect);
             }
             Ok(result)

@@ -77,9 +77,9 @@ fn with_woke(mut v: Value, woke: bool) -> Value {
 #[serde(deny_unknown_fields)]
 struct TapArgs {
     /// What to tap instead of x, y: {index, observation_id} from android_observe or android_ui_dump (or an
-    /// error's candidates), or a selector: text (exact) | text_contains (any case) | resource_id (pkg:id/name or
-    /// name) | content_desc (substring), with optional class (Button or full name) and nth (0-based, among
-    /// several matches). Re-checked on screen right before acting
+    /// error's candidates), or a selector: text (exact, or ignore_case) | text_contains (any
+    /// case) | resource_id (pkg:id/name or name) | content_desc (substring), with optional class (Button or full
+    /// name) and nth (0-based, among several matches). Re-checked on screen right before acting
     element: Option<ElementArg>,
     /// Device pixels (android_device_status gives the screen size)
     #[schemars(range(min = 0, max = MAX_COORD))]
@@ -132,7 +132,8 @@ fn ms_800() -> u32 {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct InputTextArgs {
-    #[schemars(length(min = 1, max = 1000))]
+    // Empty with `clear` empties the field (said in the tool's description: every byte here is paid per call).
+    #[schemars(length(max = 1000))]
     text: String,
     /// The field to tap first, as android_tap's element (default: the focused field)
     element: Option<ElementArg>,
@@ -149,11 +150,21 @@ struct InputTextArgs {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct KeyArgs {
-    /// Key name without KEYCODE_
+    // No description: the enum names the keys (any case and a KEYCODE_ prefix are taken, `schema::coerce`).
     #[schemars(schema_with = "key_schema")]
     key: String,
     #[serde(default)]
     long_press: bool,
+    #[schemars(range(min = 1, max = MAX_REPEAT))]
+    #[serde(default = "one")]
+    repeat: u32,
+}
+
+/// Upper bound of `android_key`'s `repeat` (one `input keyevent` command; [`DELS_PER_COMMAND`] keys fit one).
+const MAX_REPEAT: u64 = 100;
+
+fn one() -> u32 {
+    1
 }
 
 fn key_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -285,7 +296,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_input_text",
                 title: "Type text",
-                description: "Type into the focused field or `element`; `clear` replaces its content. Non-ASCII \
+                description: "Type into the focused field or `element`; `clear` replaces its content (text \"\": \
+                              empties it). Non-ASCII \
                               needs the ADB Keyboard (else unsupported_text). `verify` reads the field back.",
                 input: args::schema::<InputTextArgs>(),
                 output: json!({"type": "object", "properties": {
@@ -312,6 +324,11 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                     )));
                 }
                 let (submit, verify) = (a.submit, a.verify);
+                if text.is_empty() && !a.clear {
+                    return Err(invalid(
+                        "argument `text` is empty: nothing to type (with clear: true, empty text empties the field)",
+                    ));
+                }
                 let ready = ready_for_input(&c, gate).await?;
                 let on = match target::parse(a.element.as_ref(), "element")? {
                     Some(t) => {
@@ -330,7 +347,13 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 // Read back before ENTER: submitting often empties the field or moves the focus away. Without a
                 // read-back, ENTER travels in the typing's own command (one round trip less).
                 let enter_with_text = submit && !verify;
-                let method = if text.is_ascii() {
+                let method = if text.is_empty() {
+                    // Only the clear: nothing to type (ENTER, if asked, follows below).
+                    if enter_with_text {
+                        c.adb.shell_ok(&c.device, ENTER, true, c.spec.deadline).await?;
+                    }
+                    "input_text"
+                } else if text.is_ascii() {
                     type_ascii(&c, &text, enter_with_text).await?
                 } else {
                     type_unicode(&c, &text).await?
@@ -356,7 +379,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                               APP_SWITCH, …).",
                 input: args::schema::<KeyArgs>(),
                 output: json!({"type": "object", "properties": {
-                    "key": {"type": "string"}, "long_press": {"type": "boolean"}, "woke": woke_schema()}}),
+                    "key": {"type": "string"}, "long_press": {"type": "boolean"}, "repeat": {"type": "integer"},
+                    "woke": woke_schema()}}),
                 side_effect: true,
                 settles: true,
                 deadline: Duration::from_secs(10),
@@ -373,14 +397,15 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 let ready =
                     if POWER_KEYS.contains(&key.as_str()) { None } else { Some(ready_for_input(&c, gate).await?) };
                 let long = a.long_press;
-                let flag = if long { "--longpress " } else { "" };
-                c.adb
-                    .shell_ok(&c.device, &format!("input keyevent {flag}KEYCODE_{key}"), true, c.spec.deadline)
-                    .await?;
+                let flag = if long { " --longpress" } else { "" };
+                let repeat = a.repeat.clamp(1, MAX_REPEAT as u32);
+                let keys = format!(" KEYCODE_{key}").repeat(repeat as usize);
+                c.adb.shell_ok(&c.device, &format!("input keyevent{flag}{keys}"), true, c.spec.deadline).await?;
                 if let Some(r) = ready {
                     r.sent(&c);
                 }
-                Ok(with_woke(json!({"key": key, "long_press": long}), ready.is_some_and(|r| r.woke)))
+                let out = json!({"key": key, "long_press": long, "repeat": repeat});
+                Ok(with_woke(out, ready.is_some_and(|r| r.woke)))
             },
         ),
         tool(
@@ -415,7 +440,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "swipes": {"type": "integer"}, "reached_end": {"type": "boolean",
                         "description": "The last swipe changed nothing"},
-                    "found": {"type": "boolean"}, "element": acted_schema(), "woke": woke_schema()}}),
+                    "found": {"type": "boolean"}, "element": acted_schema(), "woke": woke_schema(),
+                    "observation_id": {"type": "string"}}}),
                 side_effect: true,
                 settles: true,
                 deadline: Duration::from_secs(90),
@@ -469,15 +495,36 @@ async fn scroll(c: &Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
     let mut seen: Vec<String> = Vec::new();
     let mut swipes = 0;
     let mut last: Option<Vec<(String, [i32; 4])>> = None;
+    let mut first: Option<Vec<(String, [i32; 4])>> = None;
     loop {
         let now = ui::dump(c, Duration::from_secs(15)).await?;
+        let view = shown(&now);
+        // Whether the content moved between the first tree read and this one: a settle compares pixels only, and
+        // a list of look-alike rows scrolled by whole rows looks the same (`settle::TREE_CHANGED`).
+        let moved = first.as_ref().map(|f| *f != view);
+        first.get_or_insert_with(|| view.clone());
         if let Some(sel) = &until {
             if let Some(e) = now.iter().find(|e| sel.matches(e)) {
                 let r = Resolved { element: e.clone(), re_resolved: false };
-                return Ok(json!({"found": true, "swipes": swipes, "reached_end": false, "element": r.to_json()}));
+                // The tree it was found in is kept as an observation: the element's index can be acted on.
+                let id = super::observe::new_id();
+                super::observe::remember(
+                    &c.call.channel_id,
+                    super::observe::Observation {
+                        id: id.clone(),
+                        device: c.device.clone(),
+                        created: std::time::Instant::now(),
+                        elements: now,
+                    },
+                );
+                let mut out = json!({"found": true, "swipes": swipes, "reached_end": false, "element": r.to_json(),
+                                     "observation_id": id});
+                if let Some(m) = moved {
+                    out[super::settle::TREE_CHANGED] = json!(m);
+                }
+                return Ok(out);
             }
         }
-        let view = shown(&now);
         for (text, _) in &view {
             if !text.is_empty() && !seen.contains(text) {
                 seen.push(text.clone());
@@ -486,7 +533,11 @@ async fn scroll(c: &Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
         let reached_end = last.as_ref() == Some(&view);
         if reached_end || swipes >= max {
             let Some(sel) = until else {
-                return Ok(json!({"swipes": swipes, "reached_end": reached_end}));
+                let mut out = json!({"swipes": swipes, "reached_end": reached_end});
+                if let Some(m) = moved {
+                    out[super::settle::TREE_CHANGED] = json!(m);
+                }
+                return Ok(out);
             };
             let why = if reached_end { "the content stopped moving (end reached)" } else { "max_swipes reached" };
             let mut list: Vec<String> = seen.iter().take(SEEN_LISTED).map(|t| format!("{t:?}")).collect();

@@ -21,6 +21,7 @@ pub mod screen;
 pub mod settle;
 pub mod shell;
 pub mod status;
+pub mod suggest;
 pub mod target;
 pub mod ui;
 
@@ -215,10 +216,16 @@ impl Registry {
     /// Looks a tool up and validates `arguments` against its served input schema.
     pub fn prepare(&self, tool_id: &str, arguments: &Value) -> Result<Prepared, ProtoError> {
         let &i = self.by_id.get(tool_id).ok_or_else(|| {
-            ProtoError::new(ErrorCode::ToolNotFound, format!("tool `{tool_id}` is not in this connector's card"))
+            // The id is the client's: bounded in the answer, and compared only in its bounded form.
+            let shown: String = tool_id.chars().take(64).collect();
+            let hint = suggest::did_you_mean(&shown, self.ids());
+            ProtoError::new(ErrorCode::ToolNotFound, format!("tool `{shown}` is not in this connector's card; {hint}"))
         })?;
         let (_, input, tool) = &self.tools[i];
-        schema::validate(input, arguments, "").map_err(|m| ProtoError::new(ErrorCode::InvalidArguments, m))?;
+        // Lenient where unambiguous ("540" for an integer, "back" for BACK), then the served schema's check.
+        let mut arguments = arguments.clone();
+        schema::coerce(input, &mut arguments);
+        schema::validate(input, &arguments, "").map_err(|m| ProtoError::new(ErrorCode::InvalidArguments, m))?;
         let mut args = arguments.as_object().cloned().unwrap_or_default();
         args.remove("connector_channel_id");
         let settle = tool.spec().settles.then(|| settle::take(&mut args));

@@ -48,7 +48,62 @@ pub struct Observation {
     pub elements: Vec<Element>,
 }
 
-type Store = Mutex<HashMap<String, VecDeque<Arc<Observation>>>>;
+/// One channel's observations.
+#[derive(Default)]
+struct Kept {
+    /// The agent's observations (observe, ui_dump, scroll's find), least recently used first: acting on one
+    /// moves it to the back, so the ones in use are not the ones dropped.
+    live: VecDeque<Arc<Observation>>,
+    /// The dump an error's candidates were decided on (ambiguous, stale): one slot, replaced by the next error,
+    /// so errors never push the agent's own observations out (issue 35).
+    scratch: Option<Arc<Observation>>,
+    /// Observations that left `live` (expired or dropped for a newer one), recognised until twice their TTL after
+    /// they were made and at most [`GONE_PER_CHANNEL`], so a late action on one answers with the element where it
+    /// is now instead of a bare "unknown".
+    gone: VecDeque<(Arc<Observation>, Gone)>,
+}
+
+/// Why an observation left the live set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gone {
+    Expired,
+    Evicted,
+}
+
+/// Observations that left kept per channel for [`recall`]'s answer.
+const GONE_PER_CHANNEL: usize = 8;
+
+impl Kept {
+    /// Moves expired live observations to `gone`, and drops what is past `gone`'s bounds.
+    fn expire(&mut self, ttl: Duration) {
+        while let Some(i) = self.live.iter().position(|o| o.created.elapsed() >= ttl) {
+            if let Some(o) = self.live.remove(i) {
+                self.gone.push_back((o, Gone::Expired));
+            }
+        }
+        if self.scratch.as_ref().is_some_and(|o| o.created.elapsed() >= ttl) {
+            self.scratch = None;
+        }
+        self.gone.retain(|(o, _)| o.created.elapsed() < ttl * 2);
+        while self.gone.len() > GONE_PER_CHANNEL {
+            self.gone.pop_front();
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.live.is_empty() && self.scratch.is_none() && self.gone.is_empty()
+    }
+
+    fn newest(&self) -> Option<Instant> {
+        self.live.iter().chain(&self.scratch).map(|o| o.created).max()
+    }
+
+    fn holds(&self, id: &str) -> bool {
+        self.live.iter().chain(&self.scratch).chain(self.gone.iter().map(|(o, _)| o)).any(|o| o.id == id)
+    }
+}
+
+type Store = Mutex<HashMap<String, Kept>>;
 
 /// Process-wide: channel ids are unique per process and an observation is only ever read by its own channel.
 fn store() -> &'static Store {
@@ -80,25 +135,26 @@ pub fn forget_channel(channel: &str) {
 
 /// Frees every expired observation and every channel left with none. Run periodically (`run.rs`), so memory
 /// goes back down even when no channel observes again — e.g. channels of an instance whose lease expired: no socket,
-/// no new observation, all gone one TTL after the last.
+/// no new observation, all gone two TTLs after the last (the second: recognised as expired, see [`Kept::gone`]).
 pub fn sweep() {
     let ttl = ttl();
     let mut map = store().lock().unwrap_or_else(|e| e.into_inner());
-    map.retain(|_, q| {
-        q.retain(|o| o.created.elapsed() < ttl);
-        !q.is_empty()
+    map.retain(|_, k| {
+        k.expire(ttl);
+        !k.is_empty()
     });
 }
 
-/// Observations held right now (the `/metrics` gauge `xagent_observations_held`).
+/// Observations held right now (the `/metrics` gauge `xagent_observations_held`): live ones and error scratch
+/// dumps (the ones recognised after they left are counted too: they hold their elements).
 pub fn held() -> usize {
-    store().lock().unwrap_or_else(|e| e.into_inner()).values().map(VecDeque::len).sum()
+    let map = store().lock().unwrap_or_else(|e| e.into_inner());
+    map.values().map(|k| k.live.len() + usize::from(k.scratch.is_some()) + k.gone.len()).sum()
 }
 
-/// Keeps `obs` for `channel`, dropping expired observations and the channel's oldest beyond the per-channel cap.
-/// At most [`MAX_ELEMENTS_KEPT`] elements and [`MAX_BYTES_KEPT`] bytes of their strings are kept (document order:
-/// a later target past the cut is `stale_element`, as for an element that left the screen).
-pub fn remember(channel: &str, mut obs: Observation) -> Arc<Observation> {
+/// At most [`MAX_ELEMENTS_KEPT`] elements and [`MAX_BYTES_KEPT`] bytes of their strings (document order: a later
+/// target past the cut is `stale_element`, as for an element that left the screen).
+fn bounded(mut obs: Observation) -> Arc<Observation> {
     let mut bytes = 0usize;
     let keep = obs
         .elements
@@ -112,25 +168,49 @@ pub fn remember(channel: &str, mut obs: Observation) -> Arc<Observation> {
         })
         .count();
     obs.elements.truncate(keep);
-    let obs = Arc::new(obs);
-    let ttl = ttl();
-    let mut map = store().lock().unwrap_or_else(|e| e.into_inner());
-    if map.len() >= MAX_CHANNELS {
-        map.retain(|_, q| q.back().is_some_and(|o| o.created.elapsed() < ttl));
+    Arc::new(obs)
+}
+
+/// The channel's entry, making room among channels first (bounds memory whatever the number of channels).
+fn entry<'a>(map: &'a mut HashMap<String, Kept>, channel: &str, ttl: Duration) -> &'a mut Kept {
+    if !map.contains_key(channel) && map.len() >= MAX_CHANNELS {
+        map.retain(|_, k| k.newest().is_some_and(|t| t.elapsed() < ttl));
         if map.len() >= MAX_CHANNELS {
             // Still full of live channels: forget the one whose newest observation is oldest.
-            let oldest = map.iter().min_by_key(|(_, q)| q.back().map(|o| o.created)).map(|(k, _)| k.clone());
+            let oldest = map.iter().min_by_key(|(_, k)| k.newest()).map(|(k, _)| k.clone());
             if let Some(k) = oldest {
                 map.remove(&k);
             }
         }
     }
-    let q = map.entry(channel.to_owned()).or_default();
-    q.retain(|o| o.created.elapsed() < ttl);
-    while q.len() >= OBSERVATIONS_PER_CHANNEL {
-        q.pop_front();
+    let k = map.entry(channel.to_owned()).or_default();
+    k.expire(ttl);
+    k
+}
+
+/// Keeps `obs` for `channel` (bounded: see [`bounded`]): the least recently used beyond the per-channel cap leave.
+pub fn remember(channel: &str, obs: Observation) -> Arc<Observation> {
+    let obs = bounded(obs);
+    let ttl = ttl();
+    let mut map = store().lock().unwrap_or_else(|e| e.into_inner());
+    let k = entry(&mut map, channel, ttl);
+    while k.live.len() >= OBSERVATIONS_PER_CHANNEL {
+        if let Some(o) = k.live.pop_front() {
+            k.gone.push_back((o, Gone::Evicted));
+        }
     }
-    q.push_back(obs.clone());
+    k.live.push_back(obs.clone());
+    k.expire(ttl);
+    obs
+}
+
+/// Keeps the dump an error was decided on in the channel's one scratch slot: its id can be acted on like any
+/// observation's, but it never takes the place of one the agent made.
+pub fn remember_scratch(channel: &str, obs: Observation) -> Arc<Observation> {
+    let obs = bounded(obs);
+    let ttl = ttl();
+    let mut map = store().lock().unwrap_or_else(|e| e.into_inner());
+    entry(&mut map, channel, ttl).scratch = Some(obs.clone());
     obs
 }
 
@@ -139,27 +219,79 @@ pub fn new_id() -> String {
     format!("obs_{}", crate::protocol::ids::random_hex(8))
 }
 
-/// The observation `id` of `channel` on `device`, or `observation_expired` saying what to do.
-pub fn recall(channel: &str, device: &DeviceKey, id: &str) -> Result<Arc<Observation>, ProtoError> {
-    let map = store().lock().unwrap_or_else(|e| e.into_inner());
-    let found = map.get(channel).and_then(|q| q.iter().find(|o| o.id == id)).cloned();
-    match found {
-        Some(o) if o.created.elapsed() < ttl() && &o.device == device => Ok(o),
-        Some(o) if &o.device != device => Err(ProtoError::new(
-            ErrorCode::ObservationExpired,
-            format!("observation {id:?} was taken on another device; call android_observe again"),
-        )),
-        _ => Err(ProtoError::new(
+/// Why [`recall`] found no observation to act on.
+#[derive(Debug)]
+pub enum Missing {
+    /// It left this channel's live set; its elements are still known, to look for on screen.
+    Gone(Arc<Observation>, Gone, ProtoError),
+    /// Unknown here, or from another channel or device: the error says which.
+    Refused(ProtoError),
+}
+
+impl Missing {
+    pub fn into_error(self) -> ProtoError {
+        match self {
+            Missing::Gone(_, _, e) | Missing::Refused(e) => e,
+        }
+    }
+}
+
+/// The observation `id` of `channel` on `device` (marked as just used), or why not, saying what to do.
+pub fn recall(channel: &str, device: &DeviceKey, id: &str) -> Result<Arc<Observation>, Missing> {
+    let ttl = ttl();
+    let shown = id.chars().take(64).collect::<String>();
+    let mut map = store().lock().unwrap_or_else(|e| e.into_inner());
+    let expired = |what: &str| {
+        ProtoError::new(
             ErrorCode::ObservationExpired,
             format!(
-                "observation {:?} is unknown or expired (observations live {} s, the last {} per channel are \
-                 kept); call android_observe again",
-                id.chars().take(64).collect::<String>(),
+                "observation {shown:?} {what} (observations live {} s, the {} most recently used per channel are                  kept)",
                 OBSERVATION_TTL.as_secs(),
                 OBSERVATIONS_PER_CHANNEL
             ),
-        )),
+        )
+    };
+    if let Some(k) = map.get_mut(channel) {
+        k.expire(ttl);
+        let found = if let Some(i) = k.live.iter().position(|o| o.id == id) {
+            // Used: to the back of the queue.
+            let o = k.live.remove(i).expect("position is in range");
+            k.live.push_back(o.clone());
+            Some(o)
+        } else {
+            k.scratch.clone().filter(|o| o.id == id)
+        };
+        if let Some(o) = found {
+            if &o.device != device {
+                return Err(Missing::Refused(ProtoError::new(
+                    ErrorCode::ObservationExpired,
+                    format!("observation {shown:?} was taken on another device; call android_observe again"),
+                )));
+            }
+            return Ok(o);
+        }
+        if let Some((o, why)) = k.gone.iter().rev().find(|(o, _)| o.id == id).cloned() {
+            let what = match why {
+                Gone::Expired => "has expired",
+                Gone::Evicted => "was dropped for newer observations",
+            };
+            if &o.device == device {
+                return Err(Missing::Gone(o, why, expired(what)));
+            }
+            return Err(Missing::Refused(expired(&format!("{what} and was taken on another device"))));
+        }
     }
+    if map.iter().any(|(c, k)| c != channel && k.holds(id)) {
+        return Err(Missing::Refused(ProtoError::new(
+            ErrorCode::ObservationExpired,
+            format!(
+                "observation {shown:?} belongs to another channel: observations are per channel; call                  android_observe on this one"
+            ),
+        )));
+    }
+    let mut e = expired("is unknown or expired");
+    e.message.push_str("; call android_observe again");
+    Err(Missing::Refused(e))
 }
 
 // ---- marks -------------------------------------------------------------------------------------------------------
@@ -586,13 +718,46 @@ mod tests {
             created: Instant::now(),
             elements: vec![],
         };
+        let err = |r: Result<Arc<Observation>, Missing>| r.unwrap_err().into_error();
         for i in 0..OBSERVATIONS_PER_CHANNEL + 2 {
             remember(&ch, mk(i));
         }
-        assert_eq!(recall(&ch, &dev, &format!("obs_{ch}_0")).unwrap_err().code, ErrorCode::ObservationExpired);
+        // Dropped for newer ones: recognised, its elements kept to look for on screen.
+        let e = recall(&ch, &dev, &format!("obs_{ch}_0")).unwrap_err();
+        assert!(matches!(e, Missing::Gone(_, Gone::Evicted, _)), "{e:?}");
+        assert_eq!(e.into_error().code, ErrorCode::ObservationExpired);
         assert!(recall(&ch, &dev, &format!("obs_{ch}_{}", OBSERVATIONS_PER_CHANNEL + 1)).is_ok());
-        let e = recall(&ch, &other, &format!("obs_{ch}_{}", OBSERVATIONS_PER_CHANNEL + 1)).unwrap_err();
+        let e = err(recall(&ch, &other, &format!("obs_{ch}_{}", OBSERVATIONS_PER_CHANNEL + 1)));
         assert!(e.message.contains("another device"), "{e}");
-        assert!(recall("some_other_channel", &dev, &format!("obs_{ch}_9")).is_err(), "other channels never see it");
+        // Another channel's id says so (it is never acted on).
+        let e = err(recall("some_other_channel", &dev, &format!("obs_{ch}_9")));
+        assert!(e.message.contains("belongs to another channel"), "{e}");
+        let e = err(recall(&ch, &dev, "obs_never"));
+        assert!(e.message.contains("unknown or expired"), "{e}");
+        forget_channel(&ch);
+    }
+
+    /// Issue 35 item 3: the observation in use stays, errors' dumps never push one out.
+    #[test]
+    fn recently_used_observations_stay_and_error_dumps_take_no_place() {
+        let dev = DeviceKey { server: "s".into(), serial: "a".into() };
+        let ch = format!("ch_{}", crate::protocol::ids::random_hex(4));
+        let mk = |id: String| Observation { id, device: dev.clone(), created: Instant::now(), elements: vec![] };
+        remember(&ch, mk("first".into()));
+        for i in 0..OBSERVATIONS_PER_CHANNEL * 3 {
+            // Acting on the first between newer observations keeps it.
+            assert!(recall(&ch, &dev, "first").is_ok(), "after {i} more");
+            remember(&ch, mk(format!("newer_{i}")));
+            // Any number of errors' dumps: one slot, replaced.
+            remember_scratch(&ch, mk(format!("scratch_{i}")));
+        }
+        assert!(recall(&ch, &dev, "first").is_ok());
+        assert!(recall(&ch, &dev, &format!("scratch_{}", OBSERVATIONS_PER_CHANNEL * 3 - 1)).is_ok());
+        assert!(recall(&ch, &dev, "scratch_0").is_err(), "the scratch slot holds the latest error's dump only");
+        let map = store().lock().unwrap();
+        assert_eq!(map[&ch].live.len(), OBSERVATIONS_PER_CHANNEL);
+        assert!(map[&ch].gone.len() <= GONE_PER_CHANNEL);
+        drop(map);
+        forget_channel(&ch);
     }
 }

@@ -70,6 +70,81 @@ fn matches_type(expected: &str, v: &Value) -> bool {
         || (expected == "integer" && v.as_f64().is_some_and(|f| f.fract() == 0.0 && f.is_finite()))
 }
 
+/// Enum members an error lists in full; a longer enum of names answers with the nearest three.
+const LISTED_ENUM: usize = 8;
+
+/// A client's value as an error quotes it: at most 64 characters.
+fn cut(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 64 {
+        format!("{}…", s.chars().take(64).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Prefixes a name in a string enum may carry in the client's spelling: Android's own key names
+/// (`KEYCODE_BACK` for `BACK`).
+const NAME_PREFIXES: &[&str] = &["KEYCODE_"];
+
+/// Makes `value` what `schema` asks for where the client's meaning is unambiguous, before [`validate`]: a numeric
+/// string for an integer or number that takes no string (`"540"` → 540), a string enum member in any case or with
+/// a [`NAME_PREFIXES`] prefix when exactly one member is meant (`"back"`, `"KEYCODE_BACK"` → `"BACK"`). Anything else
+/// is left for [`validate`] to refuse with its message.
+pub fn coerce(schema: &Value, value: &mut Value) {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    match value {
+        Value::String(s) if !types.contains(&"string") => {
+            let t = s.trim();
+            if types.contains(&"integer") {
+                if let Ok(n) = t.parse::<i64>() {
+                    *value = Value::from(n);
+                    return;
+                }
+            }
+            if types.contains(&"number") {
+                if let Some(n) = t.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                    *value = Value::Number(n);
+                }
+            }
+        }
+        Value::String(s) => {
+            let Some(Value::Array(allowed)) = schema.get("enum") else { return };
+            if allowed.iter().any(|a| a.as_str() == Some(s.as_str())) {
+                return;
+            }
+            let bare = NAME_PREFIXES
+                .iter()
+                .find_map(|p| s.get(..p.len()).filter(|h| h.eq_ignore_ascii_case(p)).map(|_| &s[p.len()..]))
+                .unwrap_or(s.as_str());
+            let meant: Vec<&str> =
+                allowed.iter().filter_map(Value::as_str).filter(|a| a.eq_ignore_ascii_case(bare)).collect();
+            if let [one] = meant.as_slice() {
+                *value = Value::from(*one);
+            }
+        }
+        Value::Object(m) => {
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, v) in m.iter_mut() {
+                    if let Some(sub) = props.get(k) {
+                        coerce(sub, v);
+                    }
+                }
+            }
+        }
+        Value::Array(a) => {
+            if let Some(items) = schema.get("items") {
+                a.iter_mut().for_each(|v| coerce(items, v));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Validates `value` against `schema`. The error names the argument path (`x`, `keys[2]`) and says what was
 /// expected and what came, so an agent can correct its call.
 pub fn validate(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
@@ -91,8 +166,16 @@ pub fn validate(schema: &Value, value: &Value, path: &str) -> Result<(), String>
     }
     if let Some(Value::Array(allowed)) = schema.get("enum") {
         if !allowed.contains(value) {
+            let names: Vec<&str> = allowed.iter().filter_map(Value::as_str).collect();
+            if allowed.len() > LISTED_ENUM && names.len() == allowed.len() {
+                // A long list costs an agent's context and hides the name it meant: the nearest three.
+                let given = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+                let hint = super::suggest::did_you_mean(&given, names.iter().copied());
+                let got = cut(value);
+                return Err(format!("{} must be one of {} names ({hint}), got {got}", at(path), allowed.len()));
+            }
             let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            return Err(format!("{} must be one of {}, got {}", at(path), list.join(", "), value));
+            return Err(format!("{} must be one of {}, got {}", at(path), list.join(", "), cut(value)));
         }
     }
     if let Some(n) = value.as_f64() {
@@ -213,6 +296,33 @@ mod tests {
         assert!(err(json!({"connector_channel_id": "c", "x": 1, "serial": "abc"}))
             .contains("argument `serial` is not a parameter"));
         assert!(err(json!([1])).starts_with("arguments must be of type object"));
+    }
+
+    /// Issue 35 item 4: lenient where the meaning is unambiguous, the validator's message otherwise.
+    #[test]
+    fn numeric_strings_and_enum_spellings_are_taken_when_unambiguous() {
+        let s = json!({"type": "object", "properties": {
+            "x": {"type": "integer"}, "f": {"type": "number"}, "t": {"type": "string"},
+            "key": {"type": "string", "enum": ["BACK", "HOME", "MOVE_HOME"]},
+            "both": {"type": "string", "enum": ["a", "A"]},
+            "el": {"type": "object", "properties": {"index": {"type": "integer"}}}}});
+        let mut v = json!({"x": " 540 ", "f": "1.5", "t": "12", "key": "KEYCODE_back", "both": "a",
+                           "el": {"index": "3"}});
+        coerce(&s, &mut v);
+        assert_eq!(v, json!({"x": 540, "f": 1.5, "t": "12", "key": "BACK", "both": "a", "el": {"index": 3}}));
+        for (given, kept) in [("x", json!("5.5")), ("x", json!("five")), ("both", json!("B")), ("key", json!("HOM"))] {
+            let mut v = json!({ given: kept.clone() });
+            coerce(&s, &mut v);
+            assert_eq!(v[given], kept, "{given} left for the validator");
+        }
+        let mut v = json!({"key": "home"});
+        coerce(&s, &mut v);
+        assert_eq!(v["key"], "HOME");
+        // A long enum answers with three names, not all of them.
+        let many: Vec<String> = (0..20).map(|i| format!("NAME_{i}")).chain(["HOME".to_owned()]).collect();
+        let e = validate(&json!({"type": "string", "enum": many}), &json!("HOM"), "key").unwrap_err();
+        assert!(e.starts_with("argument `key` must be one of 21 names (did you mean \"HOME\", "), "{e}");
+        assert!(e.ends_with("?), got \"HOM\""), "{e}");
     }
 
     #[test]

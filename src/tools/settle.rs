@@ -96,6 +96,21 @@ pub fn effect_schema(tool_id: &str) -> Value {
     }
 }
 
+/// A key a settling tool may put in its result when it read the UI tree before and after its input (scroll reads
+/// one per swipe): whether the tree changed. [`merge_tree_changed`] takes it out and counts it in `screen_changed`:
+/// pixels alone miss a list of look-alike rows scrolled by whole rows (issue 35).
+pub const TREE_CHANGED: &str = "_tree_changed";
+
+/// Moves the tool's [`TREE_CHANGED`] into `effect`: `tree_changed`, and `screen_changed` true when the tree changed
+/// whatever the pixels said.
+pub fn merge_tree_changed(result: &mut Map<String, Value>, effect: &mut Value) {
+    let Some(changed) = result.remove(TREE_CHANGED).and_then(|v| v.as_bool()) else { return };
+    effect["tree_changed"] = json!(changed);
+    if changed {
+        effect["screen_changed"] = json!(true);
+    }
+}
+
 /// Removes `settle`/`settle_timeout_ms`/`effect_tree` from validated arguments (tools never see them) and parses
 /// them.
 pub fn take(args: &mut Map<String, Value>) -> SettleArgs {

@@ -45,6 +45,7 @@ pub struct ElementArg {
     pub class: Option<String>,
     #[schemars(range(min = 0, max = 1000))]
     pub nth: Option<u64>,
+    pub ignore_case: Option<bool>,
 }
 
 /// A selector-only argument (`android_scroll`'s `until`: what to look for, so no `{index, observation_id}`).
@@ -77,6 +78,8 @@ impl SelectorArg {
             content_desc: self.content_desc.clone(),
             class: self.class.clone(),
             nth: self.nth,
+            // `until` matches what it looks for: text_contains is already any case.
+            ignore_case: None,
         };
         match as_element.target(name)? {
             Target::Selector(s) => Ok(s),
@@ -114,6 +117,7 @@ impl ElementArg {
             content_desc: self.content_desc.clone(),
             class: self.class.clone(),
             nth: self.nth.map(|n| n as usize),
+            ignore_case: self.ignore_case.unwrap_or(false),
         };
         let has_criterion = sel.text.is_some()
             || sel.text_contains.is_some()
@@ -121,7 +125,7 @@ impl ElementArg {
             || sel.content_desc.is_some();
         match (self.index, &self.observation_id) {
             (Some(index), Some(observation_id)) => {
-                if has_criterion || sel.class.is_some() || sel.nth.is_some() {
+                if has_criterion || sel.class.is_some() || sel.nth.is_some() || self.ignore_case.is_some() {
                     return Err(invalid(format!(
                         "argument `{name}`: give either {{index, observation_id}} or a selector, not both"
                     )));
@@ -161,12 +165,16 @@ pub struct Selector {
     pub content_desc: Option<String>,
     pub class: Option<String>,
     pub nth: Option<usize>,
+    /// `text` compared ignoring case (`ignore_case: true`).
+    pub ignore_case: bool,
 }
 
 impl Selector {
     pub fn matches(&self, e: &Element) -> bool {
         let area = e.bounds[2] > e.bounds[0] && e.bounds[3] > e.bounds[1];
-        area && self.text.as_ref().is_none_or(|t| !e.password && e.text == *t)
+        let same_text =
+            |t: &String| if self.ignore_case { e.text.to_lowercase() == t.to_lowercase() } else { e.text == *t };
+        area && self.text.as_ref().is_none_or(|t| !e.password && same_text(t))
             && self
                 .text_contains
                 .as_ref()
@@ -342,8 +350,9 @@ pub fn resolve_in(
                 (0, _) => Err(ProtoError::new(
                     ErrorCode::ElementNotFound,
                     format!(
-                        "no element matches {}; nearest texts on screen: {}",
+                        "no element matches {}; {}nearest texts on screen: {}",
                         sel.describe(),
+                        case_hint(sel, now),
                         nearest(sel.needle(), now)
                     ),
                 )),
@@ -369,6 +378,17 @@ pub fn resolve_in(
     }
 }
 
+/// `"ok" matches #3 "OK" ignoring case (ignore_case: true); ` when the selector's `text` misses only by case.
+fn case_hint(sel: &Selector, now: &[Element]) -> String {
+    let Some(t) = sel.text.as_ref().filter(|_| !sel.ignore_case) else { return String::new() };
+    let loose = Selector { ignore_case: true, ..sel.clone() };
+    let by_case: Vec<&Element> = now.iter().filter(|e| loose.matches(e)).collect();
+    if by_case.is_empty() {
+        return String::new();
+    }
+    format!("{t:?} matches {} only ignoring case (pass the exact text, or ignore_case: true); ", list(&by_case))
+}
+
 /// The texts (and content descriptions) on screen closest to `needle`, best first, for "did you mean".
 fn nearest(needle: &str, now: &[Element]) -> String {
     let needle = needle.to_lowercase();
@@ -392,30 +412,28 @@ fn nearest(needle: &str, now: &[Element]) -> String {
         .join(", ")
 }
 
-/// Levenshtein distance over chars, with a containing string counted as closest.
+/// Levenshtein distance, a containing string counted as closest (`suggest::distance`, one definition).
 fn distance(a: &str, b: &str) -> usize {
     if !a.is_empty() && b.contains(a) {
         return b.chars().count() - a.chars().count();
     }
-    let a: Vec<char> = a.chars().take(100).collect();
-    let b: Vec<char> = b.chars().take(100).collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    super::suggest::distance(a, b)
 }
 
 /// Resolves `target` on the bound phone: looks up the observation (same channel, same device, not expired),
 /// dumps the UI now and applies [`resolve_in`].
 pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
     let obs = match target {
-        Target::Observed { observation_id, .. } => {
-            Some(observe::recall(&c.call.channel_id, &c.device, observation_id)?)
+        Target::Observed { observation_id, index } => {
+            match observe::recall(&c.call.channel_id, &c.device, observation_id) {
+                Ok(o) => Some(o),
+                Err(observe::Missing::Gone(o, _, e)) => {
+                    // Its elements are still known: say where the element is now, with an id to act on it.
+                    let now = ui::dump(c, DUMP_DEADLINE).await.map_err(|_| e.clone())?;
+                    return Err(with_observation(c, found_again(e, &o, *index, &now), now));
+                }
+                Err(missing) => return Err(missing.into_error()),
+            }
         }
         Target::Selector(_) => None,
     };
@@ -423,16 +441,35 @@ pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
     resolve_in(target, obs.as_deref(), &now).map_err(|e| with_observation(c, e, now))
 }
 
-/// An error that lists candidates (ambiguous, stale, `nth` past the matches) keeps the dump it was decided on as an
-/// observation, so the agent can retry at once with `{index, observation_id}` of the candidate it means — checked
-/// against the screen again like any observed target — instead of observing first.
+/// The answer to an observation that expired or was dropped (`e`): when element `index` of it is on screen now
+/// (same identity; one of them, or the one where it was), the message and `details.candidates` name it where it is
+/// now; otherwise `e` as it is. Nothing was done either way: the agent decides with what it sees now.
+pub fn found_again(mut e: ProtoError, obs: &observe::Observation, index: usize, now: &[Element]) -> ProtoError {
+    let Some(was) = obs.elements.get(index).filter(|w| has_identity(w)) else {
+        e.message.push_str("; call android_observe again");
+        return e;
+    };
+    let same: Vec<&Element> = now.iter().filter(|n| same_identity(n, was)).collect();
+    let here = same.iter().find(|n| near(&n.bounds, &was.bounds)).copied();
+    let Some(is) = here.or_else(|| (same.len() == 1).then(|| same[0])) else {
+        e.message.push_str(&format!("; its element {} is not on screen now; call android_observe again", brief(was)));
+        return e;
+    };
+    e.message.push_str(&format!("; nothing was done. Its element {} is on screen now as {}", brief(was), brief(is)));
+    e.with_details(candidates(&[is]))
+}
+
+/// An error that lists candidates (ambiguous, stale, `nth` past the matches, an expired observation's element found
+/// again) keeps the dump it was decided on in the channel's scratch slot (`observe::remember_scratch`: it never
+/// pushes out an observation the agent made), so the agent can retry at once with `{index, observation_id}` of the
+/// candidate it means — checked against the screen again like any observed target — instead of observing first.
 fn with_observation(c: &Ctx, mut e: ProtoError, now: Vec<Element>) -> ProtoError {
     let Some(Value::Object(details)) = e.details.as_mut() else { return e };
     if details.get("candidates").and_then(Value::as_array).is_none_or(Vec::is_empty) {
         return e;
     }
     let id = observe::new_id();
-    observe::remember(
+    observe::remember_scratch(
         &c.call.channel_id,
         observe::Observation {
             id: id.clone(),
@@ -543,6 +580,20 @@ mod tests {
         );
         let e = resolve_in(&sel(|s| (s.text, s.nth) = (Some("OK".into()), Some(2))), None, &now).unwrap_err();
         assert_eq!(e.code, ErrorCode::ElementNotFound);
+        // Issue 35 item 4: a text that differs only in case says so, and ignore_case takes it.
+        let e = resolve_in(&sel(|s| s.text = Some("settings".into())), None, &now).unwrap_err();
+        assert_eq!(e.code, ErrorCode::ElementNotFound);
+        assert!(
+            e.message.contains(
+                "\"settings\" matches #2 \"Settings\" at (150, 125) only ignoring case (pass the exact \
+                                text, or ignore_case: true)"
+            ),
+            "{e}"
+        );
+        let r = resolve_in(&sel(|s| (s.text, s.ignore_case) = (Some("settings".into()), true)), None, &now).unwrap();
+        assert_eq!(r.element.index, 2);
+        let e = resolve_in(&sel(|s| s.text = Some("Setings".into())), None, &now).unwrap_err();
+        assert!(!e.message.contains("ignoring case"), "no case hint without a case-only match: {e}");
     }
 
     #[test]

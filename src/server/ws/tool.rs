@@ -84,6 +84,46 @@ fn taken_over(sent: &crate::device::sent::Sent) -> ProtoError {
     .with_details(json!({"input_may_have_been_sent": sent}))
 }
 
+/// A `connector_channel_id` in the arguments that is not the envelope's: refused, naming both. Routing uses the
+/// envelope only (§8.18: "xAgent 当前不使用模型参数中的 connector_channel_id 选择或覆盖 Channel；实际路由只认 envelope
+/// 顶层字段" — the model's argument neither selects nor overrides the channel), so a differing one means the model
+/// meant another channel than the one the call would act on: acting would be a silent misplacement (issue 35).
+fn check_argument_channel(arguments: &Value, channel: &str) -> Result<(), ProtoError> {
+    match arguments.get("connector_channel_id").and_then(Value::as_str) {
+        Some(given) if given != channel => Err(ProtoError::new(
+            ErrorCode::InvalidArguments,
+            format!(
+                "argument `connector_channel_id` is \"{}\" but this call came on channel {channel:?} (the packet's \
+                 envelope, which alone routes a call: protocol §8.18); nothing ran. Pass the channel's own id",
+                super::dispatch::log_str(given)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The outcome recorded for a repeated `tool_call_id`, marked as such: `replayed: true` in a result object, in an
+/// error's `details` and its message — the agent learns its repeat did not act again.
+fn replayed(o: Result<Value, ProtoError>) -> Result<Value, ProtoError> {
+    match o {
+        Ok(Value::Object(mut m)) => {
+            m.insert("replayed".into(), json!(true));
+            Ok(Value::Object(m))
+        }
+        Ok(other) => Ok(other),
+        Err(mut e) => {
+            match e.details.as_mut() {
+                Some(Value::Object(d)) => {
+                    d.insert("replayed".into(), json!(true));
+                }
+                _ => e.details = Some(json!({"replayed": true})),
+            }
+            e.message.push_str(" (replayed: the recorded outcome of this tool_call_id; nothing ran again)");
+            Err(e)
+        }
+    }
+}
+
 pub async fn invoke(session: &mut Session, pkt: Packet) {
     let hub = session.app.hub.clone();
     // Routing errors are `type = "error"` (§7); everything after routing is a business failure on the ack.
@@ -120,6 +160,9 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
             .await;
     }
     let arguments = payload.get("arguments").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+    if let Err(e) = check_argument_channel(&arguments, &channel) {
+        return session.send(fail(e)).await;
+    }
     let (tool, args, settle) = match hub.registry().prepare(&tool_id, &arguments) {
         Ok(x) => x,
         Err(e) => return session.send(fail(e)).await,
@@ -158,6 +201,12 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         // A call waiting for a person waits for exactly this takeover: it runs under a token nothing cancels.
         Ok(_) if tool.waits_for_operator() => tokio_util::sync::CancellationToken::new(),
         Ok(t) => t,
+        // A read-only call made during a hold is the agent looking while the person acts (issue 35 item 5): it runs,
+        // and nothing ends it. Inputs stay refused; and a call already on its way when a hold begins is still
+        // stopped by it (the token above, issue 36): it did not ask to read what the operator then did.
+        Err(e) if !tool.spec().side_effect && e.code == ErrorCode::OperatorControl => {
+            tokio_util::sync::CancellationToken::new()
+        }
         Err(e) => return session.send(fail(e)).await,
     };
     let waits_for_operator = tool.waits_for_operator();
@@ -239,12 +288,12 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                 Begin::Replay(o) => {
                     drop(activity);
                     tracing::info!("repeated tool_call_id: answering with the recorded outcome");
-                    o
+                    replayed(o)
                 }
                 Begin::Wait(rx) => {
                     drop(activity);
                     tracing::info!("repeated tool_call_id while running: waiting for the first call");
-                    Calls::wait(rx, spec.deadline + WAIT_SLACK).await
+                    replayed(Calls::wait(rx, spec.deadline + WAIT_SLACK).await)
                 }
                 Begin::Run => {
                     // Lets the device wall's thumbnails step aside and records the call's duration.
