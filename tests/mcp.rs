@@ -197,7 +197,7 @@ async fn the_mcp_tool_list_is_the_cards() {
         assert_eq!(rest.len(), card_tools.len());
         for (m, c) in rest.iter().zip(card_tools) {
             assert_eq!(m["name"], c["tool_id"]);
-            assert_eq!(m["description"], c["description"]);
+            assert_eq!((&m["title"], &m["description"]), (&c["title"], &c["description"]));
             let mut want = c["input_schema"].clone();
             want["properties"].as_object_mut().unwrap().remove("connector_channel_id");
             want["required"].as_array_mut().unwrap().retain(|v| v != "connector_channel_id");
