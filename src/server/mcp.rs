@@ -364,7 +364,9 @@ async fn bind(s: &McpSession, input: Map<String, Value>) -> Result<Map<String, V
             // `pending`: the phone waits for its USB debugging prompt; the next call binds it (or another).
             let message = p.get("message").and_then(Value::as_str).unwrap_or("");
             let status = status.unwrap_or("failed");
-            Err(tool_error("auth_failed", &format!("no phone was bound ({status}): {message}"), None))
+            // Only `pending` gets here (a failed `auth.start` has an error): the phone waits for its RSA prompt.
+            let code = crate::protocol::errors::ErrorCode::DeviceUnauthorized.as_str();
+            Err(tool_error(code, &format!("no phone was bound ({status}): {message}"), None))
         }
     }
 }
