@@ -96,19 +96,6 @@ pub struct Security {
 /// The description every tool's `connector_channel_id` carries.
 pub const CHANNEL_ID_DESCRIPTION: &str = "From connector_channels_list";
 
-/// The inverse of [`with_connector_channel_id`]: a card input schema as a client that never names a channel sees it
-/// (the MCP endpoint's `tools/list`: one MCP session is one channel, so the argument is the endpoint's to fill in).
-pub fn without_connector_channel_id(schema: &Value) -> Value {
-    let mut schema = schema.clone();
-    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-        props.remove("connector_channel_id");
-    }
-    if let Some(Value::Array(req)) = schema.get_mut("required") {
-        req.retain(|v| v.as_str() != Some("connector_channel_id"));
-    }
-    schema
-}
-
 /// The one helper that injects the reserved `connector_channel_id` argument into a tool's input schema
 /// (§10: "input_schema 必须通过协议层 helper ... 注入标准 connector_channel_id 参数"). It is placed first in
 /// `required`, and replaces any hand-written declaration of the same name.
@@ -137,6 +124,19 @@ pub fn with_connector_channel_id(schema: Value) -> Value {
     }
     schema.insert("required".into(), Value::Array(required));
     Value::Object(schema)
+}
+
+/// The inverse of [`with_connector_channel_id`]: a card input schema as a client that never names a channel sees it
+/// (the MCP endpoint's `tools/list`: one MCP session is one channel, so the argument is the endpoint's to fill in).
+pub fn without_connector_channel_id(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        props.remove("connector_channel_id");
+    }
+    if let Some(Value::Array(req)) = schema.get_mut("required") {
+        req.retain(|v| v.as_str() != Some("connector_channel_id"));
+    }
+    schema
 }
 
 /// `^[A-Za-z0-9_.-]{1,256}$` (§4.1): tool ids become model function names.
