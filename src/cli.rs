@@ -69,6 +69,11 @@ pub enum Command {
     /// Call one tool on a phone through a running connector (as xAgent would) and print its result as JSON.
     #[command(after_help = CALL_HELP)]
     Call(CallArgs),
+    /// A stdio MCP server for editors and agents that start one: forwards to a running connector's /mcp.
+    #[command(
+        after_help = "Claude Desktop, Cursor, VS Code: {\"command\": \"xagent-adb-connector\", \"args\": [\"mcp\", \"--url\", \"http://127.0.0.1:8790\", \"--api-key-file\", \"/path/to/key\"]}"
+    )]
+    Mcp(McpArgs),
 }
 
 const SERVE_HELP: &str = "\
@@ -298,6 +303,15 @@ pub struct CallArgs {
     /// Print the tools this binary knows, one line each, and exit.
     #[arg(long, conflicts_with_all = ["tool", "json", "out"])]
     pub list: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct McpArgs {
+    /// The connector's base URL (plain HTTP; `/mcp` is added when the URL has no path). Default: as `call`.
+    #[arg(long, value_name = "URL", env = "XAGENT_ADB_URL")]
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub key: KeyArgs,
 }
 
 #[derive(Args, Debug, Clone)]

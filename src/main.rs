@@ -106,7 +106,7 @@ fn main() -> ExitCode {
     tune_allocator();
     // Inspecting commands check the installed service, with its settings (before any thread starts).
     let service = match subcommand_word().as_deref() {
-        Some("doctor" | "devices" | "audit" | "call") => ops::settings::apply(),
+        Some("doctor" | "devices" | "audit" | "call" | "mcp") => ops::settings::apply(),
         _ => ops::settings::ServiceSettings::default(),
     };
     let cli = parse();
@@ -226,6 +226,14 @@ fn main() -> ExitCode {
             let code = runtime().block_on(ops::call::run(input));
             ops::out::flush();
             ExitCode::from(code as u8)
+        }
+        Command::Mcp(args) => {
+            let api_key = match config::resolve_api_key(args.key.api_key_file.as_deref()) {
+                Ok(k) => k,
+                Err(e) => return fail(e),
+            };
+            let url = args.url.clone().unwrap_or_else(ops::call::default_url);
+            ExitCode::from(runtime().block_on(ops::mcp::run(&url, api_key)) as u8)
         }
         Command::Audit(args) => {
             let code = match args.action {

@@ -305,6 +305,7 @@ async fn start_inner(
         health: crate::server::control::WriteHealth::new(store_for_health, cfg.data_dir.clone(), files_dir.clone()),
         wall,
         auth: Default::default(),
+        mcp: Default::default(),
     });
     hub.backend().clone().start(shutdown_rx.clone());
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));

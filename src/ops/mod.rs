@@ -1,4 +1,5 @@
-//! Operator commands beside `serve`: `devices`, `doctor`, `demo`, `sim`, `audit` and `call`. Each prints for a person and returns
+//! Operator commands beside `serve`: `devices`, `doctor`, `demo`, `sim`, `audit`, `call` and `mcp`
+//! (the stdio bridge to `/mcp`). Each prints for a person and returns
 //! an exit code; none of them holds protocol logic.
 
 pub mod audit;
@@ -6,6 +7,7 @@ pub mod call;
 pub mod demo;
 pub mod devices;
 pub mod doctor;
+pub mod mcp;
 pub mod out;
 pub mod settings;
 

@@ -126,6 +126,19 @@ pub fn with_connector_channel_id(schema: Value) -> Value {
     Value::Object(schema)
 }
 
+/// The inverse of [`with_connector_channel_id`]: a card input schema as a client that never names a channel sees it
+/// (the MCP endpoint's `tools/list`: one MCP session is one channel, so the argument is the endpoint's to fill in).
+pub fn without_connector_channel_id(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        props.remove("connector_channel_id");
+    }
+    if let Some(Value::Array(req)) = schema.get_mut("required") {
+        req.retain(|v| v.as_str() != Some("connector_channel_id"));
+    }
+    schema
+}
+
 /// `^[A-Za-z0-9_.-]{1,256}$` (§4.1): tool ids become model function names.
 pub fn is_valid_tool_id(id: &str) -> bool {
     !id.is_empty()

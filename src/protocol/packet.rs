@@ -152,6 +152,14 @@ impl Packet {
         self.payload.clone().unwrap_or_default()
     }
 
+    /// A request as a data-plane client sends it (fresh `packet_id` and `request_id`): what the in-process client
+    /// of the MCP endpoint (`server::ws::local`) feeds the same dispatcher a socket's frames go to.
+    pub fn request(kind: &str, channel: Option<&str>, payload: Map<String, Value>) -> Packet {
+        let mut p = Packet::push(kind, channel, payload);
+        p.request_id = Some(ids::packet_id());
+        p
+    }
+
     /// A fresh packet sent by the connector on its own initiative (a push).
     pub fn push(kind: &str, channel: Option<&str>, payload: Map<String, Value>) -> Packet {
         Packet {

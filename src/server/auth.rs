@@ -48,10 +48,11 @@ pub enum Surface {
     Upload,
     Download,
     Ws,
+    Mcp,
 }
 
 impl Surface {
-    pub const ALL: [Surface; 7] = [
+    pub const ALL: [Surface; 8] = [
         Surface::Login,
         Surface::Api,
         Surface::Health,
@@ -59,6 +60,7 @@ impl Surface {
         Surface::Upload,
         Surface::Download,
         Surface::Ws,
+        Surface::Mcp,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -70,6 +72,7 @@ impl Surface {
             Surface::Upload => "upload",
             Surface::Download => "download",
             Surface::Ws => "ws",
+            Surface::Mcp => "mcp",
         }
     }
 }
@@ -83,8 +86,8 @@ struct Entry {
 #[derive(Default)]
 pub struct AuthGate {
     table: Mutex<HashMap<IpAddr, Entry>>,
-    failures: [AtomicU64; 7],
-    throttled: [AtomicU64; 7],
+    failures: [AtomicU64; Surface::ALL.len()],
+    throttled: [AtomicU64; Surface::ALL.len()],
 }
 
 /// The key a source is counted under.

@@ -66,10 +66,15 @@ fn method_not_allowed(allow: &'static str) -> Response<Body> {
 /// - `/ws` and `POST /files/uploads`: the `Origin` rule. A browser sends `Origin` on both (on every WebSocket
 ///   upgrade and every POST), rebound or not, and agents and xAgent's backend send none — they may use any host
 ///   name, so the `Host` rule would lock out an agent that names the box without an `--allowed-host`;
+/// - `/mcp`: the `Origin` rule whether or not there is a key (the MCP transport's guidance: a page of another
+///   origin never drives phones), and without a key the `Host` rule too (`server::mcp::foreign_page`);
 /// - `/files/refs/…`: neither; the one-time token in the path is the protection, and a page cannot know it;
 /// - `/connector-card.json` and `/skill.md`: neither; public by protocol (the platform fetches them before it has
 ///   anything else), and the same for every reader — they name no phone, channel or address.
 fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<Body>> {
+    if path == "/mcp" {
+        return super::mcp::foreign_page(app, req);
+    }
     if app.cfg.api_key.is_some() {
         return None;
     }
@@ -119,6 +124,7 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
             Err(r) => *r,
         },
         "/ws" if method == Method::GET => ws::upgrade(app.clone(), req),
+        "/mcp" => super::mcp::handle(app.clone(), req).await,
         "/files/uploads" if method == Method::POST => transfer::upload(&app, req).await,
         "/files/uploads" => method_not_allowed("POST"),
         p if p.starts_with("/files/refs/") => match &p["/files/refs/".len()..] {

@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod control;
 pub mod http;
+pub mod mcp;
 pub mod origin;
 pub mod parts;
 pub mod stall;
@@ -106,6 +107,8 @@ pub struct App {
     pub wall: Arc<dyn Mount>,
     /// Per-source limit on wrong API keys, and the failure counters of `/metrics`.
     pub auth: auth::AuthGate,
+    /// The open MCP sessions of `/mcp` (each one channel on an in-process data plane).
+    pub mcp: mcp::Sessions,
 }
 
 /// A boxed future that may move between threads (what [`Mount::route`] answers with).

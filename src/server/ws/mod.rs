@@ -1,6 +1,7 @@
 //! Data plane `GET /ws` (protocol §6): the upgrade, then one [`session`] per socket.
 
 mod dispatch;
+pub mod local;
 mod session;
 mod tool;
 

@@ -1,0 +1,471 @@
+//! `/mcp`: the Model Context Protocol endpoint (Streamable HTTP transport, handshake revisions 2025-03-26 to
+//! 2025-11-25), so any MCP client can use the same phones, under the same leases, audit, policy and takeover.
+//!
+//! Why by hand and not the `rmcp` SDK: its Streamable HTTP server is a tower service with its own session manager
+//! (sessions in its own unbounded map, its own SSE streams) and brings tower, axum-style routing, SSE and uuid
+//! crates; what the endpoint needs is a JSON-RPC dispatch of four methods on the hyper server we have, behind our
+//! key check, per-source failure limit and caps. Answers are single JSON responses (`application/json`, which the
+//! transport allows for every request); `GET /mcp` (a server-initiated stream) is 405, as the transport allows.
+//!
+//! One MCP session is one connector channel, opened at `initialize` on an in-process data plane
+//! ([`super::ws::local`]): every `tools/call` is a `tool.invoke` packet through the same dispatcher a WebSocket frame
+//! reaches, so validation, idempotency (`_meta.tool_call_id`), deadlines, settle, effect, audit, policy, permits and
+//! the operator's takeover apply unchanged. The phone is bound on the first call (`auth.start` without input: any
+//! free phone) or by `select_device` (`auth.start`'s own fields and matching), and released when the session ends
+//! (`DELETE`, [`IDLE`] without a request, or shutdown). The tool list is the card's, each input schema the card's
+//! without `connector_channel_id` (the session's channel fills it in).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Map, Value};
+
+use super::auth::{check_api_key, Surface};
+use super::ws::local::Local;
+use super::App;
+use crate::http::{error, json_response, Body};
+use crate::protocol::packet::obj;
+use crate::protocol::{self as proto, Packet};
+
+/// The handshake revisions answered, newest first (the first is offered to a client asking for another).
+pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+/// A session with no request for this long ends: its phone goes back to the pool.
+pub const IDLE: Duration = Duration::from_secs(30 * 60);
+/// Largest image put into a result as MCP image content; a larger file is a resource link to its one-time URL.
+pub const MAX_INLINE_IMAGE: u64 = 1 << 20;
+/// The MCP-only tool that binds a phone by `auth.start`'s fields (the card's auth flow `adb_device`).
+pub const SELECT_DEVICE: &str = "select_device";
+const FLOW: &str = "adb_device";
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The open MCP sessions, and the connector instance they share (one instance for every MCP session, so ended
+/// sessions leave no instance behind waiting for its lease).
+#[derive(Default)]
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<McpSession>>>,
+    instance: Mutex<Option<String>>,
+}
+
+struct McpSession {
+    local: Local,
+    channel: String,
+    last: Mutex<Instant>,
+    /// Two first calls at once bind one phone, not two.
+    bind: tokio::sync::Mutex<()>,
+    ended: tokio_util::sync::CancellationToken,
+    /// A place under `--max-sessions`, shared with the WebSocket sessions.
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Sessions {
+    fn get(&self, id: &str) -> Option<Arc<McpSession>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
+    }
+
+    /// Sessions open now.
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The transport's security rules (MCP "Security Warning": validate `Origin`, against DNS rebinding): a request
+/// carrying an `Origin` (a browser page) is refused unless it is the connector's own origin, key or no key — a
+/// page of another origin has no business driving phones. Without a key the `Host` rule of the wall applies too
+/// (a rebound page is same-origin under the attacker's name, which its `Host` gives away).
+pub fn foreign_page<B>(app: &App, req: &Request<B>) -> Option<Response<Body>> {
+    let header = |name| req.headers().get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let host = header(hyper::header::HOST).unwrap_or("");
+    let allowed = &app.cfg.allowed_hosts;
+    if let Some(origin) = header(hyper::header::ORIGIN) {
+        if !super::origin::origin_allowed(origin, host, allowed) {
+            return Some(error(
+                StatusCode::FORBIDDEN,
+                "origin_not_allowed",
+                "/mcp refuses requests from web pages of other origins",
+            ));
+        }
+    }
+    if app.cfg.api_key.is_none() && !super::origin::host_allowed(host, allowed) {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+            "unknown Host: without an API key /mcp answers only IP addresses, localhost and the names given with \
+             --allowed-host",
+        ));
+    }
+    None
+}
+
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
+    if let Err(r) = check_api_key(&app, &req, Surface::Mcp) {
+        return *r;
+    }
+    if let Some(v) = req.headers().get(VERSION_HEADER) {
+        let v = v.to_str().unwrap_or("");
+        if !PROTOCOL_VERSIONS.contains(&v) {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "protocol_version_unsupported",
+                &format!("MCP-Protocol-Version must be one of {}", PROTOCOL_VERSIONS.join(", ")),
+            );
+        }
+    }
+    let session_id = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    match *req.method() {
+        Method::POST => post(app, req, session_id).await,
+        Method::DELETE => match session_id.and_then(|id| app.mcp.get(&id).map(|s| (id, s))) {
+            Some((id, s)) => {
+                end(&app, &id, &s, "ended by the client").await;
+                let mut r = Response::new(crate::http::full(""));
+                *r.status_mut() = StatusCode::NO_CONTENT;
+                r
+            }
+            None => error(StatusCode::NOT_FOUND, "session_not_found", "no such MCP session (it ended or expired)"),
+        },
+        _ => {
+            // No server-initiated stream: every answer comes on the POST that asked (the transport allows 405).
+            let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "use POST or DELETE on /mcp");
+            r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST, DELETE"));
+            r
+        }
+    }
+}
+
+fn rpc_result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+fn answer(status: StatusCode, v: &Value) -> Response<Body> {
+    json_response(status, v.to_string())
+}
+
+async fn post(app: Arc<App>, req: Request<Incoming>, session_id: Option<String>) -> Response<Body> {
+    let host = req.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let (max, deadline) = (app.cfg.max_message_bytes, app.cfg.limits.body_timeout);
+    let body = match super::http::read_small_body(req.into_body(), max, deadline).await {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let msg: Map<String, Value> = match serde_json::from_slice(&body) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => {
+            let e = rpc_error(&Value::Null, -32600, "one JSON-RPC message (an object) per POST");
+            return answer(StatusCode::BAD_REQUEST, &e);
+        }
+        Err(_) => return answer(StatusCode::BAD_REQUEST, &rpc_error(&Value::Null, -32700, "not valid JSON")),
+    };
+    let method = msg.get("method").and_then(Value::as_str).unwrap_or("").to_owned();
+    let Some(id) = msg.get("id").cloned().filter(|_| !method.is_empty()) else {
+        // A notification (`notifications/initialized`, `notifications/cancelled`) or a response: nothing to answer.
+        if let Some(s) = session_id.as_deref().and_then(|id| app.mcp.get(id)) {
+            *s.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        }
+        let mut r = Response::new(crate::http::full(""));
+        *r.status_mut() = StatusCode::ACCEPTED;
+        return r;
+    };
+    let params = msg.get("params").and_then(Value::as_object).cloned().unwrap_or_default();
+    if method == "initialize" {
+        return initialize(&app, &id, &params).await;
+    }
+    let Some(sid) = session_id else {
+        let e = rpc_error(&id, -32600, "Mcp-Session-Id is required after initialize");
+        return answer(StatusCode::BAD_REQUEST, &e);
+    };
+    let Some(session) = app.mcp.get(&sid) else {
+        // 404 tells the client to start a new session (the transport's rule).
+        let e = rpc_error(&id, -32001, "no such MCP session (it ended or expired); initialize again");
+        return answer(StatusCode::NOT_FOUND, &e);
+    };
+    *session.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    let reply = match method.as_str() {
+        "ping" => rpc_result(&id, json!({})),
+        "tools/list" => rpc_result(&id, json!({"tools": tool_list(&app)})),
+        "tools/call" => match call(&app, &session, &params, &host).await {
+            Ok(result) => rpc_result(&id, result),
+            Err(message) => rpc_error(&id, -32602, &message),
+        },
+        _ => rpc_error(&id, -32601, "method not found: this server offers tools (tools/list, tools/call) and ping"),
+    };
+    answer(StatusCode::OK, &reply)
+}
+
+async fn initialize(app: &Arc<App>, id: &Value, params: &Map<String, Value>) -> Response<Body> {
+    if *app.shutdown.borrow() {
+        return answer(StatusCode::SERVICE_UNAVAILABLE, &rpc_error(id, -32603, "the connector is shutting down"));
+    }
+    let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+    let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).unwrap_or(&PROTOCOL_VERSIONS[0]);
+    let Ok(permit) = app.sessions.clone().try_acquire_owned() else {
+        let m = format!(
+            "this connector already has {} sessions open (--max-sessions); end one and retry",
+            app.cfg.limits.max_sessions
+        );
+        return answer(StatusCode::SERVICE_UNAVAILABLE, &rpc_error(id, -32603, &m));
+    };
+    let local = Local::new(app.clone());
+    let instance = app.mcp.instance.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut hello = obj([
+        ("connector_card_id", json!(proto::CONNECTOR_CARD_ID)),
+        ("protocol_version", json!(proto::PROTOCOL_VERSION)),
+        ("supported_profiles", json!([proto::DEVICE_PROFILE])),
+    ]);
+    if let Some(cid) = instance {
+        hello.insert("connector_id".into(), json!(cid));
+    }
+    let ack = local.request("connector.hello", None, hello).await;
+    let opened = match (&ack.error, ack.payload().get("connector_id").and_then(Value::as_str)) {
+        (None, Some(cid)) => {
+            *app.mcp.instance.lock().unwrap_or_else(|e| e.into_inner()) = Some(cid.to_owned());
+            local.request("channel.open", None, Map::new()).await
+        }
+        _ => ack,
+    };
+    let Some(channel) = opened.connector_channel_id.clone().filter(|_| opened.error.is_none()) else {
+        local.close().await;
+        let m = opened.error.map_or_else(|| "could not open a channel".to_owned(), |e| e.message);
+        return answer(StatusCode::SERVICE_UNAVAILABLE, &rpc_error(id, -32603, &m));
+    };
+    let sid = proto::ids::random_hex(16);
+    let session = Arc::new(McpSession {
+        local,
+        channel: channel.clone(),
+        last: Mutex::new(Instant::now()),
+        bind: tokio::sync::Mutex::new(()),
+        ended: tokio_util::sync::CancellationToken::new(),
+        _permit: permit,
+    });
+    app.mcp.map.lock().unwrap_or_else(|e| e.into_inner()).insert(sid.clone(), session.clone());
+    tokio::spawn(expire(app.clone(), sid.clone(), session));
+    tracing::info!(%channel, "MCP session started");
+    let result = json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": {"name": "xagent-adb-connector", "title": "xAgent ADB Connector", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "Android phones over ADB. The first tool call binds any free phone to this session (or call \
+                         select_device first to pick one by serial, model, manufacturer, SDK range or labels); the \
+                         phone is yours until the session ends. Start with android_observe: it returns a marked \
+                         screenshot and numbered elements; the control tools take {index, observation_id} as \
+                         `element`.",
+    });
+    let mut r = answer(StatusCode::OK, &rpc_result(id, result));
+    r.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(&sid).expect("hex is a valid header"));
+    r
+}
+
+/// Ends a session once: the phone is given back (`auth.logout`, which also stops its running calls), the channel
+/// unregistered, the in-process socket closed.
+async fn end(app: &Arc<App>, sid: &str, s: &Arc<McpSession>, why: &str) {
+    if s.ended.is_cancelled() {
+        return;
+    }
+    s.ended.cancel();
+    app.mcp.map.lock().unwrap_or_else(|e| e.into_inner()).remove(sid);
+    if app.hub.binding(&s.channel).is_some() {
+        let _ = s.local.request("auth.logout", Some(&s.channel), Map::new()).await;
+    }
+    let _ = s.local.request("channel.close", Some(&s.channel), Map::new()).await;
+    app.hub.cleanup_channel(&s.channel);
+    s.local.close().await;
+    tracing::info!(channel = %s.channel, why, "MCP session ended");
+}
+
+/// Ends the session after [`IDLE`] without a request, or at shutdown (an MCP session does not outlive the process:
+/// its phone must not stay held by a channel nobody can reach again).
+async fn expire(app: Arc<App>, sid: String, s: Arc<McpSession>) {
+    let _guard = app.tasks.enter();
+    let mut shutdown = app.shutdown.clone();
+    loop {
+        let idle = s.last.lock().unwrap_or_else(|e| e.into_inner()).elapsed();
+        if idle >= IDLE {
+            return end(&app, &sid, &s, "idle").await;
+        }
+        tokio::select! {
+            _ = s.ended.cancelled() => return,
+            _ = shutdown.changed() => return end(&app, &sid, &s, "connector shutting down").await,
+            _ = tokio::time::sleep(IDLE - idle) => {}
+        }
+    }
+}
+
+/// `tools/list`: `select_device`, then the card's tools with the card's input schemas (less `connector_channel_id`).
+pub fn tool_list(app: &App) -> Vec<Value> {
+    let card = app.hub.card();
+    let mut tools = vec![select_device_tool(card)];
+    tools.extend(card.tools.iter().map(|t| {
+        json!({
+            "name": t.tool_id,
+            "title": t.title,
+            "description": t.description,
+            "inputSchema": proto::card::without_connector_channel_id(&t.input_schema),
+        })
+    }));
+    tools
+}
+
+/// `select_device`'s input: the fields of the card's `adb_device` auth flow, all optional text, as `auth.start`
+/// takes them.
+fn select_device_tool(card: &proto::card::Card) -> Value {
+    let mut props = Map::new();
+    for f in card.auth_flows.iter().filter(|f| f.id == FLOW).flat_map(|f| &f.fields) {
+        let about = [f.help_text, f.placeholder].into_iter().flatten().collect::<Vec<_>>().join(" ");
+        props.insert(f.name.to_owned(), json!({"type": "string", "description": about}));
+    }
+    json!({
+        "name": SELECT_DEVICE,
+        "title": "Select the phone",
+        "description": "Binds a phone to this MCP session (giving back the one it held): by serial, or any free \
+                        phone matching every given constraint. Without it, the first tool call binds any free phone.",
+        "inputSchema": {"type": "object", "properties": props, "additionalProperties": false},
+    })
+}
+
+/// A tool error as MCP carries it (`isError`), with the connector's code, message and details.
+fn tool_error(code: &str, message: &str, details: Option<&Value>) -> Value {
+    let mut e = json!({"code": code, "message": message});
+    if let Some(d) = details {
+        e["details"] = d.clone();
+    }
+    json!({
+        "content": [{"type": "text", "text": format!("{code}: {message}")}],
+        "structuredContent": {"error": e},
+        "isError": true,
+    })
+}
+
+fn packet_error(p: &Packet) -> Option<Value> {
+    p.error.as_ref().map(|e| tool_error(&e.code, &e.message, e.details.as_ref()))
+}
+
+/// Binds a phone with `auth.start` (`input` as given); `Err` is the tool error to answer.
+async fn bind(s: &McpSession, input: Map<String, Value>) -> Result<Map<String, Value>, Value> {
+    let payload = obj([("flow_id", json!(FLOW)), ("input", Value::Object(input))]);
+    let ack = s.local.request("auth.start", Some(&s.channel), payload).await;
+    if let Some(e) = packet_error(&ack) {
+        return Err(e);
+    }
+    let p = ack.payload();
+    match p.get("status").and_then(Value::as_str) {
+        Some("authenticated") => Ok(p),
+        status => {
+            // `pending`: the phone waits for its USB debugging prompt; the next call binds it (or another).
+            let message = p.get("message").and_then(Value::as_str).unwrap_or("");
+            let status = status.unwrap_or("failed");
+            // Only `pending` gets here (a failed `auth.start` has an error): the phone waits for its RSA prompt.
+            let code = crate::protocol::errors::ErrorCode::DeviceUnauthorized.as_str();
+            Err(tool_error(code, &format!("no phone was bound ({status}): {message}"), None))
+        }
+    }
+}
+
+async fn call(app: &App, s: &McpSession, params: &Map<String, Value>, host: &str) -> Result<Value, String> {
+    let name = params.get("name").and_then(Value::as_str).ok_or("tools/call needs params.name")?;
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(a)) => a.clone(),
+        Some(_) => return Err("tools/call params.arguments must be an object".into()),
+    };
+    let bound = || app.hub.binding(&s.channel).is_some();
+    if name == SELECT_DEVICE {
+        let _bind = s.bind.lock().await;
+        if bound() {
+            s.local.request("auth.logout", Some(&s.channel), Map::new()).await;
+        }
+        return Ok(match bind(s, args).await {
+            Ok(p) => {
+                let d = p.get("connection_descriptor").cloned().unwrap_or(Value::Null);
+                json!({"content": [{"type": "text", "text": d.to_string()}], "structuredContent": d})
+            }
+            Err(e) => e,
+        });
+    }
+    if !bound() {
+        let _bind = s.bind.lock().await;
+        if !bound() {
+            if let Err(e) = bind(s, Map::new()).await {
+                return Ok(e);
+            }
+        }
+    }
+    let mut arguments = args;
+    arguments.insert("connector_channel_id".into(), json!(s.channel));
+    let mut payload = obj([("tool_id", json!(name)), ("arguments", Value::Object(arguments))]);
+    // A retry-safe call identity, as `payload.context.tool_call_id` of `tool.invoke`.
+    if let Some(call_id) = params.get("_meta").and_then(|m| m.get("tool_call_id")).and_then(Value::as_str) {
+        payload.insert("context".into(), json!({"tool_call_id": call_id}));
+    }
+    let ack = s.local.request("tool.invoke", Some(&s.channel), payload).await;
+    if let Some(e) = packet_error(&ack) {
+        return Ok(e);
+    }
+    let result = ack.payload().remove("result").unwrap_or(Value::Null);
+    let mut content = vec![json!({"type": "text", "text": result.to_string()})];
+    for f in result.get("files").and_then(Value::as_array).into_iter().flatten() {
+        content.push(file_content(app, &s.channel, f, host).await);
+    }
+    let mut out = json!({"content": content});
+    if result.is_object() {
+        out["structuredContent"] = result;
+    }
+    Ok(out)
+}
+
+/// A file of a result: an image small enough inline (its one-time URL still unused), anything else a resource
+/// link to that URL.
+async fn file_content(app: &App, channel: &str, f: &Value, host: &str) -> Value {
+    let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("");
+    let (mime, size) = (s("mime_type"), f.get("byte_size").and_then(Value::as_u64).unwrap_or(u64::MAX));
+    if mime.starts_with("image/") && size <= MAX_INLINE_IMAGE {
+        if let Some(row) = app.files.get(s("file_ref")).filter(|r| r.channel_id == channel) {
+            let path = app.files.path(&row);
+            if let Ok(bytes) = tokio::fs::read(&path).await {
+                if bytes.len() as u64 <= MAX_INLINE_IMAGE {
+                    return json!({"type": "image", "data": base64(&bytes), "mimeType": mime});
+                }
+            }
+        }
+    }
+    let url = s("download_url");
+    let uri = if host.is_empty() { url.to_owned() } else { format!("http://{host}{url}") };
+    json!({"type": "resource_link", "uri": uri, "name": s("filename"), "mimeType": mime, "size": f.get("byte_size")})
+}
+
+/// Standard base64 with padding (RFC 4648 §4), for image content.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_is_rfc4648() {
+        for (raw, enc) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foobar", "Zm9vYmFy")] {
+            assert_eq!(super::base64(raw.as_bytes()), enc);
+        }
+    }
+}

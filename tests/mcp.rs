@@ -1,0 +1,318 @@
+//! Issue 38: the MCP endpoint (`/mcp`, Streamable HTTP) and the stdio bridge (`mcp --url`), driven by a real MCP
+//! client no one here wrote — the official Python SDK (`mcp` on PyPI, pinned in tests/mcp/requirements.txt,
+//! installed by README's test command into /opt/mcpvenv; `MCP_PYTHON` names another interpreter) — against the
+//! simulated phone through the real adb server. Beside it, raw HTTP: the tool list is the card's, a session holds its
+//! phone until it ends, and the key and the Origin/Host rules refuse what they must.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::adb::{setup_with, AdbServer};
+use common::{http, ws, HttpResponse, Server};
+use serde_json::{json, Value};
+use xagent_adb_connector::sim::{SimConfig, SimPhone};
+
+const KEY: &str = "mcp-test-key-5f1c2a9e7b3d";
+
+fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(240), f)
+}
+
+/// The interpreter with the MCP SDK: a missing one fails the test (never a skip), saying how to install it.
+fn python() -> PathBuf {
+    let p = std::env::var_os("MCP_PYTHON").map_or_else(|| PathBuf::from("/opt/mcpvenv/bin/python"), PathBuf::from);
+    let ok = std::process::Command::new(&p).args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "{} cannot import the MCP Python SDK: python3 -m venv /opt/mcpvenv && /opt/mcpvenv/bin/pip install -r \
+         tests/mcp/requirements.txt (README's test command does this), or set MCP_PYTHON",
+        p.display()
+    );
+    p
+}
+
+/// A connector with a key, one simulated phone behind the real adb server, the phone seen and free.
+struct Lab {
+    _adb: std::sync::Arc<AdbServer>,
+    sim: SimPhone,
+    srv: Server,
+    dir: tempfile::TempDir,
+    keyfile: PathBuf,
+}
+
+async fn lab() -> Lab {
+    let (adb, sim, _serial) = setup_with(SimConfig::default()).await.expect("adb is required (apt-get install adb)");
+    let dir = tempfile::tempdir().unwrap();
+    let keyfile = dir.path().join("key");
+    std::fs::write(&keyfile, format!("{KEY}\n")).unwrap();
+    let server = format!("127.0.0.1:{}", adb.port);
+    let data = dir.path().join("data");
+    let srv = Server::start(&data, &["--adb-server", &server, "--api-key-file", keyfile.to_str().unwrap()], &[]);
+    // Wait until the tracker has the phone (bound once over the data plane, then given back).
+    let mut c = ws(srv.addr, Some(KEY)).await;
+    c.hello(None).await;
+    let ch = c.bind(None).await;
+    let out = c.request("auth.logout", Some(&ch), json!({})).await;
+    assert!(out.get("error").is_none(), "{out}");
+    Lab { _adb: adb, sim, srv, dir, keyfile }
+}
+
+/// Runs tests/mcp/client.py; the JSON it printed.
+async fn client(args: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
+    let mut cmd = tokio::process::Command::new(python());
+    cmd.arg(script).args(args).kill_on_drop(true);
+    let out =
+        tokio::time::timeout(Duration::from_secs(180), cmd.output()).await.expect("MCP client timed out").unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "MCP client failed: {stderr}\n{stdout}");
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// What the client saw of one observe → tap "Increment" → observe round, and of a call with bad arguments.
+fn check_round(out: &Value, sim: &SimPhone) {
+    let tools: Vec<&str> = out["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(tools.contains(&"select_device") && tools.contains(&"android_observe"), "{tools:?}");
+    assert_eq!(out["observe_error"], false, "{out}");
+    assert_eq!(out["images"][0]["mime"], "image/jpeg", "the marked screenshot comes as MCP image content: {out}");
+    assert_eq!(out["jpeg"], true, "{out}");
+    assert_eq!(out["tap_error"], false, "{out}");
+    assert_eq!(out["tap"]["element"]["text"], "Increment", "{out}");
+    // Settle ran around the tap and its effect came back (tests/settle.rs owns its values; on a loaded box the frame
+    // before the tap may miss its deadline, which leaves `screen_changed` null, never false).
+    let effect = &out["tap"]["effect"];
+    assert!(effect["settled"].is_boolean() && effect["settle_ms"].is_u64(), "{out}");
+    assert!(effect["foreground"].as_str().is_some_and(|f| f.starts_with("com.android.launcher3/")), "{out}");
+    assert_ne!(effect["screen_changed"], false, "{out}");
+    assert!(out["texts_after"].as_array().unwrap().contains(&json!("Count: 1")), "{out}");
+    assert_eq!(sim.counter(), 1, "the phone saw one tap");
+    assert_eq!(out["bad"]["is_error"], true, "{out}");
+    assert_eq!(out["bad"]["structured"]["error"]["code"], "invalid_arguments", "{out}");
+    assert!(out["bad"]["text"].as_str().unwrap().starts_with("invalid_arguments: "), "{out}");
+}
+
+/// The session ended with the client (its DELETE): the phone is free for the data plane again, and the tap is in
+/// the audit chain like any other call.
+async fn check_released_and_audited(lab: &Lab) {
+    let mut c = ws(lab.srv.addr, Some(KEY)).await;
+    c.hello(None).await;
+    let (ch, _) = c.open(None).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let a = c.request("auth.start", Some(&ch), json!({"flow_id": "adb_device", "input": {}})).await;
+        if a["payload"]["status"] == "authenticated" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the MCP session did not give its phone back: {a}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let data = lab.dir.path().join("data");
+    let audit = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+        .args(["audit", "tail", "--json", "--data-dir", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&audit.stdout);
+    assert!(text.contains("android_tap"), "the MCP tap is audited: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_mcp_client_observes_taps_an_element_and_reads_the_effect() {
+    bounded(async {
+        let lab = lab().await;
+        let url = format!("http://{}/mcp", lab.srv.addr);
+        let out = client(&["http", &url, KEY]).await;
+        assert_eq!(out["server"], "xagent-adb-connector");
+        check_round(&out, &lab.sim);
+        check_released_and_audited(&lab).await;
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_bridge_carries_a_real_mcp_client_to_the_same_phone() {
+    bounded(async {
+        let lab = lab().await;
+        let url = format!("http://{}", lab.srv.addr);
+        let bin = env!("CARGO_BIN_EXE_xagent-adb-connector");
+        let out = client(&["stdio", bin, &url, lab.keyfile.to_str().unwrap()]).await;
+        check_round(&out, &lab.sim);
+        check_released_and_audited(&lab).await;
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// One JSON-RPC request to `/mcp`.
+async fn rpc(srv: &Server, session: Option<&str>, headers: &[(&str, &str)], msg: Value) -> HttpResponse {
+    let auth = format!("Bearer {KEY}");
+    let mut h: Vec<(&str, &str)> = vec![
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(s) = session {
+        h.push(("Mcp-Session-Id", s));
+    }
+    h.extend_from_slice(headers);
+    http(srv.addr, "POST", "/mcp", &h, msg.to_string().as_bytes()).await
+}
+
+async fn initialize(srv: &Server) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let r = rpc(srv, None, &[], init).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
+    r.header("mcp-session-id").expect("a session id").to_owned()
+}
+
+fn call(id: u64, name: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
+}
+
+/// The MCP tool list and the card agree: the same tools in the same order, each input schema the card's without
+/// `connector_channel_id` (the session's channel fills it in), plus `select_device` with the auth flow's fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_tool_list_is_the_cards() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &[], &[("XAGENT_CONNECTOR_API_KEY", KEY)]);
+        let card = http(srv.addr, "GET", "/connector-card.json", &[], b"").await.json();
+        let sid = initialize(&srv).await;
+        let list = rpc(&srv, Some(&sid), &[], json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+        assert_eq!(list.status, 200);
+        let listed = list.json()["result"]["tools"].as_array().unwrap().clone();
+        let (select, rest) = listed.split_first().unwrap();
+        assert_eq!(select["name"], "select_device");
+        let fields: Vec<&str> =
+            card["auth_flows"][0]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+        let props: Vec<&str> =
+            select["inputSchema"]["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(props.len(), fields.len());
+        assert!(fields.iter().all(|f| props.contains(f)), "{props:?} vs {fields:?}");
+        let card_tools = card["tools"].as_array().unwrap();
+        assert_eq!(rest.len(), card_tools.len());
+        for (m, c) in rest.iter().zip(card_tools) {
+            assert_eq!(m["name"], c["tool_id"]);
+            assert_eq!((&m["title"], &m["description"]), (&c["title"], &c["description"]));
+            let mut want = c["input_schema"].clone();
+            want["properties"].as_object_mut().unwrap().remove("connector_channel_id");
+            want["required"].as_array_mut().unwrap().retain(|v| v != "connector_channel_id");
+            assert_eq!(m["inputSchema"], want, "{}", c["tool_id"]);
+        }
+        let bytes = list.body.len();
+        let card_tools_bytes = serde_json::to_string(&card["tools"]).unwrap().len();
+        eprintln!("tools/list answer: {bytes} bytes; the card's tools: {card_tools_bytes} bytes");
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// One session is one channel holding one phone: the wall lists it as held, a second session finds no free phone
+/// (as a second `auth.start` would), and the phone is free again the moment the first session ends (`DELETE`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_session_holds_its_phone_until_it_ends() {
+    bounded(async {
+        let lab = lab().await;
+        let a = initialize(&lab.srv).await;
+        let status = rpc(&lab.srv, Some(&a), &[], call(2, "android_device_status", json!({}))).await.json();
+        assert_eq!(status["result"]["isError"], Value::Null, "{status}");
+        let auth = format!("Bearer {KEY}");
+        let wall = http(lab.srv.addr, "GET", "/api/v1/devices", &[("Authorization", &auth)], b"").await;
+        assert!(
+            wall.text().contains("\"held_by\":{"),
+            "the wall sees the MCP session's phone as held: {}",
+            wall.text()
+        );
+
+        let b = initialize(&lab.srv).await;
+        let busy = rpc(&lab.srv, Some(&b), &[], call(2, "android_device_status", json!({}))).await.json();
+        assert_eq!(busy["result"]["isError"], true, "{busy}");
+
+        let del = http(lab.srv.addr, "DELETE", "/mcp", &[("Authorization", &auth), ("Mcp-Session-Id", &a)], b"").await;
+        assert_eq!(del.status, 204);
+        let gone = rpc(&lab.srv, Some(&a), &[], json!({"jsonrpc": "2.0", "id": 3, "method": "ping"})).await;
+        assert_eq!(gone.status, 404, "an ended session is unknown: {}", gone.text());
+        let now = rpc(&lab.srv, Some(&b), &[], call(3, "android_device_status", json!({}))).await.json();
+        assert_eq!(now["result"]["isError"], Value::Null, "the phone went to the waiting session: {now}");
+        let del = http(lab.srv.addr, "DELETE", "/mcp", &[("Authorization", &auth), ("Mcp-Session-Id", &b)], b"").await;
+        assert_eq!(del.status, 204);
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// The system API key as a Bearer token (under the per-source failure limit), and the transport's Origin rule:
+/// a page of another origin is refused with or without a key; without a key, a foreign `Host` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_refuses_no_key_a_wrong_key_and_foreign_pages() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &[], &[("XAGENT_CONNECTOR_API_KEY", KEY)]);
+        let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+        let h = [("Content-Type", "application/json")];
+        let none = http(srv.addr, "POST", "/mcp", &h, ping.as_bytes()).await;
+        assert_eq!(none.status, 401, "{}", none.text());
+        let wrong = [("Content-Type", "application/json"), ("Authorization", "Bearer not-the-key")];
+        assert_eq!(http(srv.addr, "POST", "/mcp", &wrong, ping.as_bytes()).await.status, 401);
+        let metrics =
+            http(srv.addr, "GET", "/metrics", &[("Authorization", &format!("Bearer {KEY}"))], b"").await.text();
+        assert!(metrics.contains("xagent_auth_failures_total{surface=\"mcp\"} 1"), "{metrics}");
+        // The per-source limit counts /mcp like every surface: after its failures even the right key waits.
+        for _ in 0..10 {
+            http(srv.addr, "POST", "/mcp", &wrong, ping.as_bytes()).await;
+        }
+        let throttled =
+            rpc(&srv, None, &[], json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})).await;
+        assert_eq!(throttled.status, 429, "{}", throttled.text());
+
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &[], &[("XAGENT_CONNECTOR_API_KEY", KEY)]);
+        let foreign = rpc(
+            &srv,
+            None,
+            &[("Origin", "http://evil.example")],
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+        )
+        .await;
+        assert_eq!(foreign.status, 403, "{}", foreign.text());
+        assert_eq!(foreign.json()["error"]["code"], "origin_not_allowed");
+        let own = format!("http://{}", srv.addr);
+        assert_eq!(initialize_with(&srv, &[("Origin", &own)]).await, 200, "the connector's own origin is fine");
+
+        // No key: a rebound name (`Host` the attacker's) is refused, an IP literal answered.
+        let dir = tempfile::tempdir().unwrap();
+        let open = Server::start(dir.path(), &[], &[]);
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).to_string();
+        let rebound = raw_post_status(open.addr, &format!("rebind.evil.example:{}", open.addr.port()), &init).await;
+        assert_eq!(rebound, 403, "a rebound name is refused");
+        let page = http(open.addr, "POST", "/mcp", &[("Origin", "http://evil.example")], init.as_bytes()).await;
+        assert_eq!(page.status, 403, "{}", page.text());
+        assert_eq!(http(open.addr, "POST", "/mcp", &[], init.as_bytes()).await.status, 200);
+    })
+    .await
+    .expect("test timed out");
+}
+
+async fn initialize_with(srv: &Server, headers: &[(&str, &str)]) -> u16 {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}});
+    rpc(srv, None, headers, init).await.status
+}
+
+/// A POST to `/mcp` under the given `Host` (the shared helper always names the address); its status.
+async fn raw_post_status(addr: std::net::SocketAddr, host: &str, body: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut raw)).await.unwrap().unwrap();
+    String::from_utf8_lossy(&raw).split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
