@@ -47,6 +47,7 @@ pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
     adb.configure_health(r.recovery, r.policy.health.clone());
     adb.set_capture_compression(r.capture_compression);
     adb.set_capture_streams_max(r.capture_streams);
+    adb.helpers().set_enabled(r.phone_helper);
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
     let mut wall = r.wall;
     wall.data_dir = r.serve.data_dir.clone();

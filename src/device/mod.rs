@@ -6,6 +6,7 @@ pub mod fake;
 pub mod formats;
 pub mod gunzip;
 pub mod health;
+pub mod helper;
 pub mod host;
 pub mod identity;
 pub mod power;

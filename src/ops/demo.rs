@@ -224,6 +224,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
     let resolved = crate::config::Resolved {
         capture_compression: true,
         capture_streams: 4,
+        phone_helper: true,
         serve: crate::config::ServeConfig {
             listen: args.listen,
             data_dir: Some(dir.path.clone()),
