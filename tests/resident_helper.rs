@@ -189,6 +189,11 @@ async fn refused_injection_falls_back_and_says_why() {
         // The screen state still comes from the helper.
         assert_eq!(st["screen_on"], true);
         assert!(!cmds.iter().any(|c| c.contains("dumpsys power")), "{cmds:?}");
+        // `/health` carries the same in one line per phone, which `doctor` prints (and the wall shows).
+        let health = common::get(r.srv.addr, "/health").await.json();
+        let line = health["phone_helpers"][&r.serial].as_str().unwrap_or_default().to_owned();
+        assert!(line.starts_with("running (helper 2); shell path for "), "{health}");
+        assert!(line.contains("key (denied") && line.contains("tap (denied"), "{line}");
     })
     .await;
 }

@@ -1055,6 +1055,10 @@ const ROTATION_COMMAND: &str =
     "dumpsys input | grep -E 'SurfaceOrientation:|InputDeviceOrientation:|Viewport INTERNAL:'; true";
 
 impl Backend for AdbBackend {
+    fn phone_helper(&self, key: &DeviceKey) -> Option<String> {
+        Some(super::helper::summary(&self.helpers.report(key)))
+    }
+
     fn side_effects_started(&self, key: &DeviceKey) -> Option<u64> {
         Some(self.side_effects.lock().unwrap_or_else(|e| e.into_inner()).get(key).copied().unwrap_or(0))
     }

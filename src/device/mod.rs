@@ -136,6 +136,12 @@ pub trait Backend: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The phone's resident helper in one line for people (the wall, `doctor` through `/health`): running, or why
+    /// it uses the shell path. `None` for backends without helpers.
+    fn phone_helper(&self, _key: &DeviceKey) -> Option<String> {
+        None
+    }
+
     /// One phone's entry of [`Backend::health`] (the devices API asks per phone).
     fn health_of(&self, key: &DeviceKey) -> Option<(health::Snapshot, Vec<health::Warning>)> {
         self.health().into_iter().find(|(k, _, _)| k == key).map(|(_, s, w)| (s, w))
