@@ -194,7 +194,27 @@ for t in "${TARGETS[@]}"; do
     [ -f "$f" ] || continue
     if [ -x "$f" ]; then install -m 0755 "$f" "$stage/$name/systemd/"; else install -m 0644 "$f" "$stage/$name/systemd/"; fi
   done
-  install -m 0644 "$ROOT/README.md" "$stage/$name/README.md"
+  # What an operator reads beside the binary: the alert rules and dashboard, the device profile (protocol, tool
+  # schemas, the phone helper's wire protocol), the agent's skill and the wall's picture. The README is the
+  # repository's; a note on top says where what it names but the tarball lacks (sources, tests, benchmarks) is.
+  for d in monitoring device-profile skills docs; do
+    [ -d "$ROOT/$d" ] || continue
+    cp -R "$ROOT/$d" "$stage/$name/$d"
+    find "$stage/$name/$d" -type d -exec chmod 0755 {} + -o -type f -exec chmod 0644 {} +
+  done
+  {
+    printf '> This README is the source repository'"'"'s. This tarball holds the binary, `systemd/`, `monitoring/`,\n'
+    printf '> `device-profile/`, `skills/` and `docs/`; the sources, tests, benchmarks and build scripts it also names\n'
+    printf '> (`src/`, `tests/`, `bench/`, `cross/`, `phone-helper/`, `BENCHMARKS.md`, `ARCHITECTURE.md`) are in the\n'
+    printf '> repository the tarball was built from (%s).\n\n' "$VERSION"
+    cat "$ROOT/README.md"
+  } >"$stage/$name/README.md"
+  chmod 0644 "$stage/$name/README.md"
+  # Every file or folder the README names under a packed folder (a repository path, not `/etc/systemd/…`) must
+  # be in the tarball.
+  missing=$(grep -oP '(?<![/\w.-])(systemd|monitoring|device-profile|skills|docs)/[\w./-]*[\w/]' "$ROOT/README.md" \
+    | sort -u | while read -r p; do [ -e "$stage/$name/$p" ] || echo "$p"; done)
+  [ -z "$missing" ] || die "the README names files the tarball does not hold: $(echo $missing)"
   for lic in LICENSE LICENSE.md LICENSE.txt LICENSE-APACHE LICENSE-MIT; do
     if [ -f "$ROOT/$lic" ]; then install -m 0644 "$ROOT/$lic" "$stage/$name/$lic"; fi
   done
@@ -202,6 +222,8 @@ for t in "${TARGETS[@]}"; do
     -C "$stage" -cf - "$name" | gzip -9n >"$DIST/$name.tar.gz.tmp"
   mv -f "$DIST/$name.tar.gz.tmp" "$DIST/$name.tar.gz"
   rm -rf "$stage"
+  log "$name.tar.gz holds $(tar -tzf "$DIST/$name.tar.gz" | grep -vc '/$') files:"
+  tar -tzvf "$DIST/$name.tar.gz" | awk '$1 !~ /^d/ { printf "    %10s  %s\n", $3, $6 }' >&2
   BIN_SIZE[$t]=$(stat -c %s "$out")
   TAR_SIZE[$t]=$(stat -c %s "$DIST/$name.tar.gz")
 done

@@ -8,8 +8,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{
-    check_exposure, exit, load_policy, parse_duration, parse_listen, resolve_adb_servers, resolve_api_key, ConfigError,
-    Resolved,
+    check_exposure, exit, load_policy, parse_duration, parse_listen, parse_size, parse_size_usize, resolve_adb_servers,
+    resolve_api_key, ConfigError, Resolved,
 };
 
 const AFTER_HELP: &str = "\
@@ -51,12 +51,14 @@ pub enum LogFormat {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the connector: control plane, data plane (WebSocket) and transfer plane on one port.
+    #[command(after_long_help = SERVE_HELP)]
     Serve(ServeArgs),
     /// Print the Connector Card JSON that GET /connector-card.json serves, and exit.
     Card(CardArgs),
     /// List every device the adb server(s) see, with its state and the channel that holds it.
     Devices(DevicesArgs),
     /// Check adb servers, devices, data dir, key, port and clock; print a fix for each problem.
+    #[command(long_about = DOCTOR_ABOUT, after_long_help = DOCTOR_HELP)]
     Doctor(ServeArgs),
     /// Try it without a phone: simulated phones + a private adb server + the connector, and a scripted session.
     Demo(DemoArgs),
@@ -68,6 +70,46 @@ pub enum Command {
     #[command(after_help = CALL_HELP)]
     Call(CallArgs),
 }
+
+const SERVE_HELP: &str = "\
+Examples:
+  xagent-adb-connector serve
+      loopback only, no key: for trying it and for `call` on the same box
+  xagent-adb-connector serve --listen 0.0.0.0:8790 --api-key-file /etc/xagent-adb-connector/api-key
+      what the systemd unit runs: reachable by xAgent, every request needs the key
+  xagent-adb-connector serve --adb-server 127.0.0.1:5037 --adb-server 10.0.0.12:5037 --policy policy.json
+      front the phones of two boxes, with an operator policy
+  XAGENT_ADB_CACHE_MAX_BYTES=64MiB xagent-adb-connector serve
+      every flag has an environment variable (shown with it), for the unit's env file
+
+Sizes take B, KiB, MiB or GiB (1MiB = 1048576); durations ms, s, m or h (90s, 15m, 1h).
+`doctor` takes the same flags and checks what `serve` would use. -h shows the flags only.";
+
+const DOCTOR_ABOUT: &str =
+    "Check what `serve` would use, with the same flags and environment, and print a fix for each \
+problem.
+
+It only reads: it changes no file, no setting and no phone (it opens the state database read-only and asks the adb \
+servers what they list). On an installed box run it with sudo, so that it reads the service's settings and key \
+(/etc/xagent-adb-connector/env, api-key) and the state dir (/var/lib/xagent-adb-connector) as the service does; \
+without, every check it may not read is reported as a permission problem. Exit status 0 when every check passed \
+(warnings allowed), 1 when one failed.";
+
+const DOCTOR_HELP: &str = "\
+What it checks, in the order it prints them:
+  settings   the installed service's env file (when there is one), and that the --policy file parses
+  adb        the adb binary; each --adb-server answers (its protocol version, the user running it); each
+             device it lists and its state, with the fix for unauthorized and offline phones
+  state      the data dir and whether the service's user can write it, where the file cache lives (memory or
+             disk), the state database (opened read-only) and its schema version
+  security   a system API key is configured and readable (its value is never printed), the key file's mode
+  network    --listen is free, or held by a running connector (asked on /health)
+  clock      the system clock is past 2024 (a Pi without RTC starts in 1970 until NTP syncs)
+
+Examples:
+  xagent-adb-connector doctor
+  sudo xagent-adb-connector doctor            on an installed box: the service's settings and key
+  xagent-adb-connector doctor --adb-server 10.0.0.12:5037";
 
 const CALL_HELP: &str = "\
 How it works:
@@ -98,6 +140,112 @@ Exit status:
   line · 3 unreadable or empty key file
 
 Run as root on an installed box, it uses the service's key (/etc/xagent-adb-connector/api-key).";
+
+/// `serve --help` in groups (`doctor` takes the same flags and gets the same groups). Every flag of
+/// [`ServeArgs`] belongs to one; a unit test keeps that true when a flag is added.
+const SERVE_HEADINGS: &[(&str, &[&str])] = &[
+    (
+        "Network and access",
+        &[
+            "listen",
+            "api_key_file",
+            "allowed_hosts",
+            "allow_no_api_key_on_network",
+            "max_connections_per_ip",
+            "header_timeout",
+            "body_timeout",
+        ],
+    ),
+    (
+        "Phones",
+        &[
+            "adb_servers",
+            "allow_serials",
+            "policy",
+            "capture_compression",
+            "capture_streams",
+            "phone_helper",
+            "recover_command",
+            "recover_command_timeout",
+            "recover_wait",
+            "recover_offline_after",
+        ],
+    ),
+    (
+        "Agents (the data plane)",
+        &[
+            "lease_grace",
+            "max_message_bytes",
+            "drain_timeout",
+            "tool_deadline_max",
+            "max_sessions",
+            "max_channels",
+            "hello_timeout",
+            "ws_write_timeout",
+        ],
+    ),
+    (
+        "State and files",
+        &["data_dir", "file_ttl", "cache_dir", "cache_max_bytes", "cache_max_files", "upload_max_bytes"],
+    ),
+    (
+        "Device wall",
+        &[
+            "wall_session_ttl",
+            "wall_secure_cookie",
+            "wall_thumbnail_interval",
+            "wall_takeover_idle",
+            "wall_live_write_timeout",
+        ],
+    ),
+];
+
+/// The first sentence of a flag's help, when there is more after it: up to the first `. ` or `; ` that is not
+/// inside parentheses and does not end an abbreviation (`e.g.`, `i.e.`).
+fn first_sentence(help: &str) -> Option<String> {
+    let mut depth = 0i32;
+    let bytes = help.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            b'.' | b';' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
+                let head = &help[..i];
+                if head.ends_with("e.g") || head.ends_with("i.e") {
+                    continue;
+                }
+                return Some(head.to_owned());
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The command line as `main` parses it: the derived [`Cli`] with `serve`'s and `doctor`'s flags in headed groups.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let group = |mut cmd: clap::Command| {
+        for (heading, ids) in SERVE_HEADINGS {
+            for id in *ids {
+                cmd = cmd.mut_arg(*id, |a| a.help_heading(*heading));
+            }
+        }
+        // `-h` lists each flag with its first sentence, `--help` with all of it (ripgrep's split).
+        let ids: Vec<String> = cmd.get_arguments().map(|a| a.get_id().to_string()).collect();
+        for id in ids {
+            cmd = cmd.mut_arg(id, |a| {
+                let Some(full) = a.get_help().map(ToString::to_string) else { return a };
+                match first_sentence(&full) {
+                    Some(short) if a.get_long_help().is_none() => a.help(short).long_help(full),
+                    _ => a,
+                }
+            });
+        }
+        cmd
+    };
+    Cli::command().mut_subcommand("serve", group).mut_subcommand("doctor", group)
+}
 
 #[derive(Args, Debug, Clone)]
 pub struct CallArgs {
@@ -246,8 +394,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration, env = "XAGENT_ADB_LEASE_GRACE")]
     pub lease_grace: Duration,
 
-    /// Largest accepted WebSocket message in bytes; larger ones are refused and the socket closed (1009).
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, env = "XAGENT_ADB_MAX_MESSAGE_BYTES")]
+    /// Largest accepted WebSocket message (e.g. 1MiB); larger ones are refused and the socket closed (1009).
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size_usize, env = "XAGENT_ADB_MAX_MESSAGE_BYTES")]
     pub max_message_bytes: usize,
 
     /// How long running tool calls may take to finish after SIGTERM/Ctrl-C.
@@ -270,16 +418,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR", env = "XAGENT_ADB_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
 
-    /// File cache capacity in bytes; storing beyond it evicts the oldest files first.
-    #[arg(long, value_name = "BYTES", default_value_t = 512 << 20, env = "XAGENT_ADB_CACHE_MAX_BYTES")]
+    /// File cache capacity (e.g. 512MiB); storing beyond it evicts the oldest files first.
+    #[arg(long, value_name = "SIZE", default_value = "512MiB", value_parser = parse_size, env = "XAGENT_ADB_CACHE_MAX_BYTES")]
     pub cache_max_bytes: u64,
 
     /// File cache capacity in files; storing beyond it evicts the oldest files first.
     #[arg(long, value_name = "N", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..), env = "XAGENT_ADB_CACHE_MAX_FILES")]
     pub cache_max_files: u64,
 
-    /// Largest file accepted by POST /files/uploads, in bytes (larger ones get 413).
-    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20, env = "XAGENT_ADB_UPLOAD_MAX_BYTES")]
+    /// Largest file accepted by POST /files/uploads (e.g. 256MiB; larger ones get 413).
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size, env = "XAGENT_ADB_UPLOAD_MAX_BYTES")]
     pub upload_max_bytes: u64,
 
     /// Operator policy (JSON): allowed serials, disabled tools, opt-in risky tools (see README).
@@ -374,6 +522,12 @@ pub struct ServeArgs {
     #[arg(long, value_enum, value_name = "MODE", default_value = "auto", env = "XAGENT_ADB_PHONE_HELPER")]
     pub phone_helper: AutoOff,
 
+    /// Webhook told (JSON POST, 3 attempts) when an agent asks for a person (android_request_human), e.g. a chat
+    /// relay: `http://relay.lan:8080/hooks/<token>`. http:// only; the API key is never sent, and only the URL's
+    /// host and port are logged.
+    #[arg(long, value_name = "URL", env = "XAGENT_ADB_NOTIFY_URL")]
+    pub notify_url: Option<String>,
+
     /// An operator's takeover of a phone (device wall) ends after this long without input; the agent may act
     /// again then. Between 10s and 1h.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, env = "XAGENT_ADB_WALL_TAKEOVER_IDLE")]
@@ -426,6 +580,12 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             ),
         });
     }
+    let notify_url = match args.notify_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+        Some(u) => {
+            Some(crate::notify::NotifyUrl::parse(u).map_err(|message| ConfigError { code: exit::CONFIG, message })?)
+        }
+        None => None,
+    };
     let recovery = crate::device::recovery::Config {
         command,
         command_timeout: args.recover_command_timeout,
@@ -435,6 +595,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     };
     Ok(Resolved {
         recovery,
+        notify_url,
         capture_compression: args.capture_compression == AutoOff::Auto,
         capture_streams: usize::from(args.capture_streams),
         phone_helper: args.phone_helper == AutoOff::Auto,
@@ -531,9 +692,46 @@ mod tests {
         assert!(serve(&["--listen", "[::1]:8790"]).is_ok());
     }
 
+    /// Every flag of `serve` (and so of `doctor`) sits in a headed group of `--help`: a new flag must be given
+    /// one in `SERVE_HEADINGS`.
+    #[test]
+    fn every_serve_flag_has_a_heading() {
+        let cmd = super::command();
+        for name in ["serve", "doctor"] {
+            let sub = cmd.find_subcommand(name).unwrap();
+            for a in sub.get_arguments() {
+                let id = a.get_id().as_str();
+                if ["help", "version", "log_format"].contains(&id) {
+                    continue;
+                }
+                assert!(a.get_help_heading().is_some(), "{name} --{id} has no heading in SERVE_HEADINGS");
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_in_help_are_human() {
+        assert_eq!(crate::config::parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(crate::config::parse_size("64K"), Ok(64 << 10));
+        assert_eq!(crate::config::parse_size("1048576"), Ok(1 << 20));
+        assert!(crate::config::parse_size("1.5MiB").is_err() && crate::config::parse_size("9Zb").is_err());
+        assert!(crate::config::parse_size("99999999999GiB").is_err(), "overflow is an error, not a wrap");
+        let help = super::command().find_subcommand_mut("serve").unwrap().render_long_help().to_string();
+        assert!(help.contains("[default: 512MiB]") && !help.contains("536870912"), "{help}");
+        for heading in ["Network and access:", "Phones:", "Device wall:", "Examples:"] {
+            assert!(help.contains(heading), "{heading} missing in serve --help");
+        }
+        let doctor = super::command().find_subcommand_mut("doctor").unwrap().render_long_help().to_string();
+        assert!(
+            doctor.contains("It only reads") && doctor.contains("sudo") && doctor.contains("What it checks"),
+            "{doctor}"
+        );
+    }
+
     impl Cli {
         fn command_for_test() {
             <Cli as clap::CommandFactory>::command().debug_assert();
+            super::command().debug_assert();
         }
     }
 }

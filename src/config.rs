@@ -71,6 +71,8 @@ pub struct Resolved {
     pub capture_streams: usize,
     /// `--phone-helper auto`: the resident phone helper where it works (`device::helper`).
     pub phone_helper: bool,
+    /// `--notify-url`: the webhook told of requests for a person.
+    pub notify_url: Option<crate::notify::NotifyUrl>,
 }
 
 /// No key and a non-loopback listen address: every host that reaches the port drives the phones. Refused unless
@@ -156,6 +158,28 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("{s:?} is not a valid duration"));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// A size in bytes: a whole number with an optional binary unit (`B`, `KiB`, `MiB`, `GiB`; `K`, `M`, `G` mean the
+/// same), so that `--help` can show `512MiB` instead of `536870912`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (examples: 1048576, 64KiB, 1MiB, 2GiB)"))?;
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        u => return Err(format!("unknown unit {u:?} in {s:?} (use B, KiB, MiB or GiB)")),
+    };
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
+}
+
+/// [`parse_size`] for a value held in memory at once (a WebSocket message).
+pub fn parse_size_usize(s: &str) -> Result<usize, String> {
+    usize::try_from(parse_size(s)?).map_err(|_| format!("{s:?} is too large for this machine"))
 }
 
 /// A configuration problem, with the exit code it maps to.

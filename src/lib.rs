@@ -11,6 +11,7 @@ pub mod files;
 pub mod http;
 pub mod idempotency;
 pub mod metrics;
+pub mod notify;
 pub mod ops;
 pub mod policy;
 pub mod protocol;

@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
 use xagent_adb_connector::cli::{self, Cli, Command, LogFormat};
 use xagent_adb_connector::config::{self, ConfigError};
 use xagent_adb_connector::device::adb::AdbBackend;
@@ -91,7 +90,8 @@ fn subcommand_word() -> Option<String> {
 
 /// Parses the command line; `--help`/`--version` output into a closed pipe ends quietly (see `ops::out`).
 fn parse() -> Cli {
-    match Cli::try_parse() {
+    use clap::FromArgMatches;
+    match cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             ops::out::line(format_args!("{}", e.render().to_string().trim_end()));

@@ -57,6 +57,8 @@ pub struct Gauges {
     pub auth: Vec<(&'static str, u64, u64)>,
     /// `android_observe` observations held (all channels).
     pub observations_held: u64,
+    /// Agents waiting for a person now (`android_request_human`): at most one per phone.
+    pub human_requests_open: u64,
     /// `(host:port, up)` of every configured adb server (`--adb-server`): bounded by the configuration.
     pub adb_servers_up: Vec<(String, bool)>,
     /// Per phone health (`device::health`): bounded by the phones the adb servers list (`health::MAX_PHONES`).
@@ -256,6 +258,13 @@ impl Metrics {
             "android_observe observations kept for element targets (freed on logout, close and expiry).",
             format!("xagent_observations_held {}\n", g.observations_held),
         );
+        block(
+            &mut out,
+            "xagent_human_requests_open",
+            "gauge",
+            "Agents waiting for a person (android_request_human) now: take the phone over on the wall and return it.",
+            format!("xagent_human_requests_open {}\n", g.human_requests_open),
+        );
         let mut body = String::new();
         for (server, up) in &g.adb_servers_up {
             let _ = writeln!(body, "xagent_adb_server_up{{server=\"{}\"}} {}", label(server), u8::from(*up));
@@ -363,6 +372,7 @@ mod tests {
             in_flight_tools: 1,
             auth: vec![("login", 4, 1)],
             observations_held: 5,
+            human_requests_open: 1,
             adb_servers_up: vec![("127.0.0.1:5037".into(), true), ("a\"b\\c\nd".into(), false)],
             phones: vec![PhoneHealth {
                 serial: "R58\"x".into(),
@@ -381,6 +391,7 @@ mod tests {
             "xagent_auth_throttled_total{surface=\"login\"} 1",
             "xagent_tool_calls_total{tool=\"android_tap\",result=\"ok\"} 2",
             "xagent_observations_held 5",
+            "xagent_human_requests_open 1",
             "xagent_adb_server_up{server=\"127.0.0.1:5037\"} 1",
             "xagent_device_battery_temperature_celsius{serial=\"R58\\\"x\",adb_server=\"127.0.0.1:5037\"} 45.1",
             "xagent_device_battery_level_percent{serial=\"R58\\\"x\",adb_server=\"127.0.0.1:5037\"} 9",

@@ -50,6 +50,10 @@ pub struct Policy {
     /// package `pm list packages -s` lists are refused).
     #[serde(default)]
     pub clear_data_allow_system: Vec<String>,
+    /// Whose notifications `android_notifications` returns (`None`: every app's; `[]`: nobody's). The others are
+    /// left out before anything reaches the agent, and counted as `withheld`.
+    #[serde(default)]
+    pub notification_packages: Option<Vec<String>>,
     /// Upper bound on every tool's deadline (`--tool-deadline-max`; not a policy-file key). `None`: each tool's own.
     #[serde(skip)]
     pub tool_deadline_max: Option<std::time::Duration>,
@@ -110,6 +114,9 @@ impl Policy {
         };
         if let Some(p) = self.clear_data_allow_system.iter().find(|p| !package_like(p)) {
             return Err(format!("clear_data_allow_system entry {p:?} is not a package name"));
+        }
+        if let Some(p) = self.notification_packages.iter().flatten().find(|p| !package_like(p)) {
+            return Err(format!("notification_packages entry {p:?} is not a package name"));
         }
         if let Some(p) = self.shell_allow_prefixes.iter().find(|p| !valid_pattern(p)) {
             return Err(format!(

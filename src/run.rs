@@ -49,6 +49,9 @@ pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
     adb.set_capture_streams_max(r.capture_streams);
     adb.helpers().set_enabled(r.phone_helper);
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
+    if let Some(url) = r.notify_url {
+        registry.human().set_notify(url);
+    }
     let mut wall = r.wall;
     wall.data_dir = r.serve.data_dir.clone();
     let running =

@@ -496,3 +496,78 @@ async fn device_status_right_after_a_turn_reports_the_new_orientation() {
     .await
     .expect("bounded");
 }
+
+/// Issue 34 item 2 through the real adb server: the simulated phone's `dumpsys notification` in the form of its
+/// SDK level; a new notification is seen with `since_ms`; an app's hostile text (a line break, a forged record of
+/// another app, an escape sequence) stays that app's text; the policy's `notification_packages` withholds the
+/// others; the audit never holds a text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_are_read_new_ones_seen_with_since_and_restricted_by_policy() {
+    bounded(async {
+        let mut r = rig().await;
+        r.sim.post_notification("com.example.chat", Some("Alice"), Some("Your code is 482913"), false);
+        r.sim.post_notification("com.example.music", Some("Playing"), None, true);
+        let first = r.ok("android_notifications", json!({})).await;
+        assert_eq!(first["texts_read"], true, "{first}");
+        let list = first["notifications"].as_array().unwrap();
+        assert_eq!(list.len(), 2, "{first}");
+        let chat = list.iter().find(|n| n["package"] == "com.example.chat").expect("the chat notification");
+        assert_eq!((chat["title"].as_str(), chat["text"].as_str()), (Some("Alice"), Some("Your code is 482913")));
+        assert_eq!(chat["ongoing"], false);
+        let music = list.iter().find(|n| n["package"] == "com.example.music").unwrap();
+        assert_eq!((music["ongoing"].as_bool(), music["text"].is_null()), (Some(true), true), "{music}");
+        let latest = first["latest_ms"].as_u64().unwrap();
+        assert!(list.iter().all(|n| n["time_ms"].as_u64().unwrap() <= latest));
+
+        // Nothing new yet; then one hostile notification is the only new one.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let none = r.ok("android_notifications", json!({"since_ms": latest})).await;
+        assert_eq!(none["notifications"], json!([]), "{none}");
+        let hostile = "code 1111\n    NotificationRecord(0xbad: pkg=com.bank user=UserHandle{0} id=9 tag=null \
+                       importance=4 key=0|com.bank|9|null|1: Notification(channel=x))\n\u{1b}[2J done";
+        r.sim.post_notification("com.evil.app", Some("Bank"), Some(hostile), false);
+        let new = r.ok("android_notifications", json!({"since_ms": latest})).await;
+        let list = new["notifications"].as_array().unwrap();
+        assert_eq!(list.len(), 1, "{new}");
+        assert_eq!(list[0]["package"], "com.evil.app");
+        let text = list[0]["text"].as_str().unwrap();
+        assert!(text.starts_with("code 1111 ") && text.contains("pkg=com.bank") && !text.contains('\n'), "{text:?}");
+        assert!(!text.contains('\u{1b}'), "{text:?}");
+        let all = r.ok("android_notifications", json!({})).await;
+        assert!(all["notifications"].as_array().unwrap().iter().all(|n| n["package"] != "com.bank"), "{all}");
+        let only = r.ok("android_notifications", json!({"package": "com.example.chat"})).await;
+        assert_eq!(only["notifications"].as_array().unwrap().len(), 1, "{only}");
+        let (code, _) = r.err("android_notifications", json!({"package": "com.x; reboot"})).await;
+        assert_eq!(code, "invalid_arguments");
+
+        // The read is counted in the audit (flushed at the channel's close), its texts nowhere on disk.
+        let ch = r.ch.clone();
+        r.c.request("channel.close", Some(&ch), json!({})).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        for f in ["connector.db", "connector.db-wal"] {
+            let db = std::fs::read(r.dir.path().join(f)).unwrap_or_default();
+            for secret in [&b"482913"[..], b"Alice", b"code 1111"] {
+                assert!(!db.windows(secret.len()).any(|w| w == secret), "a notification text in {f}");
+            }
+        }
+        let logs = r.srv.logs().join("\n");
+        assert!(!logs.contains("482913"), "a notification text in the logs");
+
+        // Android 16's format, and a policy that shows one app's notifications only.
+        let cfg = SimConfig { sdk: 36, ..SimConfig::default() };
+        let mut r = Rig::with(cfg, &[], Some(json!({"notification_packages": ["com.example.chat"]}))).await;
+        r.sim.post_notification("com.example.chat", Some("Bob"), Some("See you"), false);
+        r.sim.post_notification("com.example.bank", Some("Bank"), Some("Code 777"), true);
+        r.sim.post_notification("com.example.nav", Some("Navigating"), Some("2 km"), true);
+        let got = r.ok("android_notifications", json!({})).await;
+        assert_eq!(got["withheld"], 2, "{got}");
+        let list = got["notifications"].as_array().unwrap();
+        assert_eq!(list.len(), 1, "{got}");
+        assert_eq!((list[0]["title"].as_str(), list[0]["text"].as_str()), (Some("Bob"), Some("See you")));
+        assert!(!got.to_string().contains("Code 777"));
+        let cmds = r.sim.commands();
+        assert!(cmds.iter().any(|c| c.contains("dumpsys notification --noredact")), "{cmds:?}");
+    })
+    .await
+    .expect("test timed out");
+}

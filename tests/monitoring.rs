@@ -130,6 +130,8 @@ fn the_rules_cover_hot_battery_unhealthy_adb_server_and_connector_down() {
         "XagentPhoneUnhealthy",
         "XagentAdbServerDown",
         "XagentConnectorDown",
+        // Issue 34: an agent waits for a person.
+        "XagentHumanRequested",
     ] {
         let at = yaml.find(&format!("- alert: {alert}\n")).unwrap_or_else(|| panic!("no alert {alert}"));
         let block = &yaml[at..];

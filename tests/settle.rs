@@ -377,3 +377,33 @@ async fn one_phones_settling_taps_leave_another_phones_screenshots_alone() {
     })
     .await;
 }
+
+/// Issue 33 item 1: with `effect_tree`, the effect says what the tap changed in the UI tree — the counter's text,
+/// with what it was — and its elements are targets: a tap by `{index, observation_id}` from the delta works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn effect_tree_names_the_changed_counter_and_its_element_is_a_target() {
+    bounded(async {
+        let mut r = rig(phone(0)).await;
+        let t = r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1, "effect_tree": true})).await;
+        let tree = &t["effect"]["tree"];
+        assert_eq!(tree["counts"], json!({"appeared": 0, "disappeared": 0, "changed": 1}), "{t}");
+        let changed = &tree["changed"][0];
+        assert_eq!((changed["text"].clone(), changed["was"].clone()), (json!("Count: 1"), json!({"text": "Count: 0"})));
+        assert!(tree["ms"].as_u64().is_some() && tree["observation_id"].as_str().is_some(), "{tree}");
+        // The delta's element is a target of the next action.
+        let again = r
+            .ok(
+                "android_tap",
+                json!({"element": {"index": changed["index"], "observation_id": tree["observation_id"]}, "settle": false}),
+            )
+            .await;
+        assert_eq!(again["element"]["text"], "Count: 1", "{again}");
+        // Without the argument no tree is read (its cost is the caller's choice).
+        let plain = r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1})).await;
+        assert!(plain["effect"].get("tree").is_none(), "{plain}");
+        // A tap on nothing changes nothing: an empty delta, not a missing one.
+        let none = r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1, "effect_tree": true})).await;
+        assert_eq!(none["effect"]["tree"]["counts"], json!({"appeared": 0, "disappeared": 0, "changed": 0}), "{none}");
+    })
+    .await;
+}

@@ -152,7 +152,7 @@ async fn android_unlock_wakes_and_swipes_when_the_phone_is_asleep_on_a_swipe_loc
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_secure_window_captures_blank_but_the_elements_are_still_listed() {
+async fn a_secure_window_is_named_from_its_flags_a_plain_screen_is_blank_and_a_sleeping_one_screen_off() {
     bounded(async {
         let mut r = rig(None).await;
         let normal = r.ok("android_observe", json!({})).await;
@@ -165,12 +165,24 @@ async fn a_secure_window_captures_blank_but_the_elements_are_still_listed() {
         assert!(obs["elements"].as_array().unwrap().iter().any(|e| e["text"] == "Increment"), "{obs}");
         let shot = r.ok("android_screenshot", json!({"format": "png"})).await;
         assert_eq!(shot["frame_blank"], true, "{shot}");
-        assert!(shot["hint"].as_str().unwrap().contains("#000000"), "{shot}");
-        // A sleeping phone's black frame is not "blank": screen_on says why.
+        // Issue 33: named from the focused window's flags (`dumpsys window windows`' `fl=… SECURE …`).
+        assert_eq!((obs["frame"].clone(), shot["frame"].clone()), (json!("secure_window"), json!("secure_window")));
+        assert!(shot["hint"].as_str().unwrap().contains("focused window is secure"), "{shot}");
+        assert_eq!(normal["frame"], "ok", "{normal}");
+        // A plain white app screen (a splash) is blank, not secure: the flags say so.
         r.sim.set_secure_window(false);
+        r.sim.set_plain_screen(true);
+        let shot = r.ok("android_screenshot", json!({"format": "png"})).await;
+        assert_eq!((shot["frame"].clone(), shot["frame_blank"].clone()), (json!("blank"), json!(true)), "{shot}");
+        assert!(shot["hint"].as_str().unwrap().contains("#ffffff"), "{shot}");
+        let obs = r.ok("android_observe", json!({})).await;
+        assert_eq!(obs["frame"], "blank", "{obs}");
+        r.sim.set_plain_screen(false);
+        // A sleeping phone's black frame is not "blank": screen_on says why.
         r.sim.set_screen_on(false);
         let shot = r.ok("android_screenshot", json!({})).await;
         assert_eq!((shot["frame_blank"].clone(), shot["screen_on"].clone()), (json!(false), json!(false)), "{shot}");
+        assert_eq!(shot["frame"], "screen_off", "{shot}");
     })
     .await
     .expect("bounded");

@@ -363,9 +363,36 @@ async fn live_view_and_takeover_in_a_real_browser() {
         assert!(scrolled > 500.0, "the long history scrolls: {rect}");
         assert!(top >= 0.0 && bottom <= height, "the picture stays in the window when scrolled down: {rect}");
 
+        // Issue 37: before a takeover the input controls are visible but disabled (they looked live and did
+        // nothing: `.ctl`'s display beat the `hidden` attribute); the card names the battery once and the uptime
+        // in a unit that reads (a freshly booted phone said "up 0 h").
+        let before = cdp
+            .eval(
+                "(() => { const b = [...document.querySelectorAll('#d-keys button, #d-type input, #d-type button')]; \
+                 return [b.length, b.filter(x => x.disabled).length, b.filter(x => x.offsetParent !== null).length]; })()",
+            )
+            .await;
+        assert_eq!(before, json!([5, 5, 5]), "keys and typing: shown, all disabled before a takeover");
+        cdp.wait_for(
+            "!document.querySelector('.card .health').textContent.includes('not read yet')",
+            Duration::from_secs(30),
+            "the phone's health",
+        )
+        .await;
+        let card = cdp.eval("document.querySelector('.card').textContent").await;
+        let card = card.as_str().unwrap_or_default().to_owned();
+        assert_eq!(card.matches('%').count(), 1, "the battery once: {card}");
+        assert!(!card.contains("up 0 h"), "uptime in a unit that reads: {card}");
+
         // Take over: the agent is refused; a click on the picture taps the mapped device point.
         cdp.eval("document.querySelector('#d-take').click(); 1").await;
         cdp.wait_for("!document.querySelector('#d-return').hidden", T, "the Return button").await;
+        cdp.wait_for(
+            "[...document.querySelectorAll('#d-keys button, #d-type input, #d-type button')].every(x => !x.disabled)",
+            T,
+            "the input controls enabled in a takeover",
+        )
+        .await;
         let a = agent.tap(&ch, 100, 100).await;
         assert_eq!(error_code(&a), "operator_control", "{a}");
         sim.clear_events();
@@ -494,4 +521,62 @@ fn base64_decode(s: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Issue 34 item 1 in a real browser: an agent asks for a person; the phone's card shows the request (its reason as
+/// text, never as markup) with a button straight into the takeover; the detail shows the instructions; the agent's
+/// call is not stopped by the takeover it waits for; the operator returns the phone with a note, and the call
+/// answers the note, who resolved it and how long it waited. The banner goes with the request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_for_a_person_is_answered_from_the_wall_with_a_note() {
+    tokio::time::timeout(Duration::from_secs(180), async {
+        let r = rig(&[(720, 1600)], true).await;
+        r.wait_all_online().await;
+        let serial = r.sims[0].serial();
+        let args = json!({"reason": "SMS login code <b id=x>now</b>", "instructions": "Open Messages, read the code",
+                          "timeout_s": 300});
+        let (_, call) = request_human(r.srv.addr, &serial, args, Duration::from_secs(170)).await;
+
+        let browser = Browser::launch();
+        let mut cdp = Cdp::connect(&browser.ws_url).await;
+        cdp.page().await;
+        cdp.call("Page.navigate", json!({"url": format!("http://{}/", r.srv.addr)})).await;
+        cdp.wait_for("!!document.querySelector('#login') && !document.querySelector('#login').hidden", T, "login form")
+            .await;
+        cdp.eval(&format!(
+            "document.querySelector('#key').value = '{KEY}'; document.querySelector('#login button').click(); 1"
+        ))
+        .await;
+        cdp.wait_for(
+            "!!document.querySelector('.card .human') && !document.querySelector('.card .human').hidden",
+            Duration::from_secs(30),
+            "the request's banner on the phone's card",
+        )
+        .await;
+        let reason = cdp.eval("document.querySelector('.card .hreason').textContent").await;
+        assert_eq!(reason, json!("SMS login code <b id=x>now</b>"), "the reason as the agent wrote it");
+        assert_eq!(cdp.eval("document.getElementById('x') === null").await, json!(true), "the reason is no markup");
+
+        // The banner's button: the detail opens on the phone, taken over; the instructions beside it.
+        cdp.eval("document.querySelector('.card .hgo').click(); 1").await;
+        cdp.wait_for("!document.querySelector('#d-return').hidden && !document.querySelector('#d-note').hidden", T, "the takeover")
+            .await;
+        let instr = cdp.eval("document.querySelector('#d-human').hidden ? null : document.querySelector('#d-hinstr').textContent").await;
+        assert_eq!(instr, json!("Open Messages, read the code"));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!call.is_finished(), "the takeover stopped the call that waits for it");
+
+        cdp.eval("document.querySelector('#d-note').value = 'Typed the code 4711; you are logged in'; document.querySelector('#d-return').click(); 1")
+            .await;
+        let ack = call.await.unwrap();
+        assert!(ack.get("error").is_none(), "{ack}");
+        let res = &ack["payload"]["result"];
+        assert_eq!(res["note"], "Typed the code 4711; you are logged in", "{ack}");
+        assert_eq!(res["resolved_by"], "session", "{ack}");
+        assert!(res["waited_ms"].as_u64().unwrap() > 500, "{ack}");
+        cdp.wait_for("document.querySelector('.card .human').hidden", Duration::from_secs(10), "the banner gone").await;
+        cdp.wait_for("!document.querySelector('#d-take').hidden", T, "the Take over button again").await;
+    })
+    .await
+    .expect("test timed out");
 }

@@ -241,10 +241,12 @@ async fn thumbnails_are_cached_rate_limited_and_step_aside_for_agents() {
         assert_eq!(first.status, 200, "{}", first.text());
         assert_eq!(first.header("content-type"), Some("image/jpeg"));
         let etag = first.header("etag").unwrap().to_owned();
-        for resp in &all {
-            assert_eq!(resp.header("etag"), Some(etag.as_str()));
-        }
+        // On a loaded box the eight may be answered over more than the 2 s interval: a late one then rightly gets
+        // a new capture, so one picture and one capture are asserted only for answers within the interval.
         if within_window {
+            for resp in &all {
+                assert_eq!(resp.header("etag"), Some(etag.as_str()));
+            }
             assert_eq!(captures(sim) - before, 1, "one capture for eight concurrent requests");
         }
         let img = image::load_from_memory(&first.body).expect("a decodable JPEG");

@@ -729,3 +729,169 @@ async fn a_pool_binding_never_lands_on_a_phone_an_operator_holds() {
     .await
     .expect("test timed out");
 }
+
+/// A loopback webhook receiver: records every request (head and body as text) and answers `500` to the first,
+/// `200` to the others (so the connector's retry is seen).
+async fn webhook() -> (SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = got.clone();
+    tokio::spawn(async move {
+        for n in 0..10 {
+            let Ok(Ok((mut s, _))) = tokio::time::timeout(Duration::from_secs(120), listener.accept()).await else {
+                return;
+            };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // Head, then as many body bytes as Content-Length says (bounded).
+            while buf.len() < 1 << 20 {
+                let text = String::from_utf8_lossy(&buf).to_string();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
+                        })
+                        .and_then(|v| v.parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if buf.len() >= end + 4 + len {
+                        break;
+                    }
+                }
+                match tokio::time::timeout(Duration::from_secs(5), s.read(&mut chunk)).await {
+                    Ok(Ok(k)) if k > 0 => buf.extend_from_slice(&chunk[..k]),
+                    _ => break,
+                }
+            }
+            seen.lock().unwrap().push(String::from_utf8_lossy(&buf).to_string());
+            let status = if n == 0 { "500 Internal Server Error" } else { "200 OK" };
+            let _ = s.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes()).await;
+        }
+    });
+    (addr, got)
+}
+
+async fn open_requests(addr: SocketAddr) -> u64 {
+    let (k, v) = bearer();
+    let m = http(addr, "GET", "/metrics", &[(k, &v)], b"").await.text();
+    m.lines()
+        .find_map(|l| l.strip_prefix("xagent_human_requests_open "))
+        .unwrap_or_else(|| panic!("no xagent_human_requests_open in /metrics:\n{m}"))
+        .parse()
+        .unwrap()
+}
+
+/// Issue 34 item 1 without a browser: nobody answers → `human_unavailable` after the request's timeout; meanwhile
+/// the wall's API shows the request, `/metrics` counts it and the `--notify-url` webhook got it (retried after a
+/// 500, with the URL's user info as Basic credentials, never the API key; the URL's secrets in no log line); the
+/// call is audited. The call's deadline caps the wait (`--tool-deadline-max`), a channel closed while waiting closes
+/// the request, and a return with a note answers it with that note.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_for_a_person_nobody_answers_is_human_unavailable_and_the_webhook_has_it() {
+    bounded(async {
+        let (hook, got) = webhook().await;
+        let url = format!("http://bot:hook-pass-93@{hook}/hooks/HOOK-TOKEN-61?via=test");
+        let r =
+            rig_with(&[(720, 1600), (720, 1600)], true, &["--notify-url", &url, "--tool-deadline-max", "20s"]).await;
+        r.wait_all_online().await;
+        let (serial, other) = (r.sims[0].serial(), r.sims[1].serial());
+        let id = r.id_of(&serial).await;
+        let addr = r.srv.addr;
+        assert_eq!(open_requests(addr).await, 0);
+        // Each step binds the phone on a socket of its own; the one before keeps its binding (lease grace).
+        let release = |id: String| async move {
+            let (k, v) = bearer();
+            let resp = post(addr, &format!("/api/v1/devices/{id}/release"), &[(k, &v)], json!({})).await;
+            assert_eq!(resp.status, 200, "{}", resp.text());
+        };
+
+        let started = Instant::now();
+        let args = json!({"reason": "captcha on the sign-up page", "timeout_s": 10});
+        let (ch, call) = request_human(addr, &serial, args, Duration::from_secs(60)).await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while open_requests(addr).await != 1 {
+            assert!(Instant::now() < deadline, "the request never counted in /metrics");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (k, v) = bearer();
+        let d = http(addr, "GET", &format!("/api/v1/devices/{id}"), &[(k, &v)], b"").await.json();
+        assert_eq!(d["human_request"]["reason"], "captcha on the sign-up page", "{d:#}");
+        assert!(d["human_request"]["expires_ms"].as_u64().unwrap() > d["human_request"]["since_ms"].as_u64().unwrap());
+
+        let ack = call.await.unwrap();
+        assert_eq!(error_code(&ack), "human_unavailable", "{ack}");
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_secs(10) && waited < Duration::from_secs(20), "{waited:?}");
+        assert_eq!(open_requests(addr).await, 0, "the answered request is closed");
+        let d = http(addr, "GET", &format!("/api/v1/devices/{id}"), &[(k, &v)], b"").await.json();
+        assert!(d["human_request"].is_null(), "{d:#}");
+        let audited = d["recent_actions"].as_array().unwrap().iter().find(|a| a["tool_id"] == "android_request_human");
+        let audited = audited.unwrap_or_else(|| panic!("the request is not in the audit: {d:#}"));
+        assert_eq!(audited["outcome"], "human_unavailable", "{audited}");
+        assert_eq!(audited["channel_id"], json!(ch), "{audited}");
+
+        // The webhook: the 500 retried, then 200; the event as JSON; Basic credentials; no API key anywhere.
+        let hooks = got.lock().unwrap().clone();
+        assert_eq!(hooks.len(), 2, "one retry after the 500: {hooks:#?}");
+        for h in &hooks {
+            assert!(h.starts_with("POST /hooks/HOOK-TOKEN-61?via=test HTTP/1.1\r\n"), "{h}");
+            assert!(h.contains("Authorization: Basic Ym90Omhvb2stcGFzcy05Mw==\r\n"), "{h}");
+            assert!(!h.contains(KEY), "the API key went to the webhook: {h}");
+            let body: Value = serde_json::from_str(&h[h.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+            assert_eq!(body["event"], "human_request");
+            assert_eq!(body["reason"], "captcha on the sign-up page");
+            assert_eq!(body["device"]["serial"], json!(serial));
+        }
+        let logs = r.srv.logs().join("\n");
+        for secret in ["HOOK-TOKEN-61", "hook-pass-93", "via=test"] {
+            assert!(!logs.contains(secret), "{secret} in the logs");
+        }
+
+        // The call's deadline caps the wait: 600 s asked, 20 s allowed → human_unavailable before the deadline.
+        let started = Instant::now();
+        let args = json!({"reason": "payment confirmation", "timeout_s": 600});
+        let (_, call) = request_human(addr, &other, args, Duration::from_secs(60)).await;
+        let ack = call.await.unwrap();
+        assert_eq!(error_code(&ack), "human_unavailable", "{ack}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+
+        // The API key's return answers a request with its note (cleaned of control characters); a return without a
+        // request answers none.
+        release(id.clone()).await;
+        let url = |a: &str| format!("/api/v1/devices/{id}/{a}");
+        let ret = post(addr, &url("return"), &[(k, &v)], json!({})).await;
+        assert_eq!(ret.status, 200, "{}", ret.text());
+        assert_eq!(ret.json()["returned"], false);
+        let (_, call) =
+            request_human(addr, &serial, json!({"reason": "r", "timeout_s": 600}), Duration::from_secs(60)).await;
+        assert_eq!(post(addr, &url("takeover"), &[(k, &v)], json!({})).await.status, 200);
+        let bad = post(addr, &url("return"), &[(k, &v)], json!({"note": "x".repeat(2001)})).await;
+        assert_eq!(bad.status, 400, "{}", bad.text());
+        let bad = post(addr, &url("return"), &[(k, &v)], json!({"note": "ok", "extra": 1})).await;
+        assert_eq!(bad.status, 400, "{}", bad.text());
+        let ret = post(addr, &url("return"), &[(k, &v)], json!({"note": "done\u{1b}[2J\u{202e} here"})).await;
+        assert_eq!(ret.status, 200, "{}", ret.text());
+        assert_eq!(ret.json()["human_request_answered"], true, "{}", ret.text());
+        let ack = call.await.unwrap();
+        assert_eq!(ack["payload"]["result"]["note"], "done[2J here", "{ack}");
+        assert_eq!(ack["payload"]["result"]["resolved_by"], "api_key", "{ack}");
+        // A channel closed while it waits: the request goes with it.
+        release(id.clone()).await;
+        let (_, call) =
+            request_human(addr, &serial, json!({"reason": "r", "timeout_s": 600}), Duration::from_secs(60)).await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while open_requests(addr).await != 1 {
+            assert!(Instant::now() < deadline, "the request never counted in /metrics");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        call.abort();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while open_requests(addr).await != 0 {
+            assert!(Instant::now() < deadline, "a request outlived its closed socket");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("test timed out");
+}

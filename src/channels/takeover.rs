@@ -186,8 +186,10 @@ impl Hub {
         }
     }
 
-    /// Ends `by`'s takeover of `key` (the Return button). `Ok(false)`: nothing was held.
-    pub fn operator_return(&self, key: &DeviceKey, by: &Operator) -> Result<bool, ProtoError> {
+    /// Ends `by`'s takeover of `key` (the Return button). `Ok(false)`: nothing was held. The return answers the
+    /// agent's open request for a person on that phone (`tools::human`), with the operator's `note` — only a
+    /// return does: an idle expiry or a logout is nobody having helped, and the request keeps waiting.
+    pub fn operator_return(&self, key: &DeviceKey, by: &Operator, note: Option<String>) -> Result<bool, ProtoError> {
         self.expire_takeovers();
         let removed = {
             let mut g = self.takeovers();
@@ -198,7 +200,14 @@ impl Hub {
             }
         };
         if let Some(h) = &removed {
-            self.audit_return(key, &h.by, "return");
+            // The note is the operator's words to the agent: the audit keeps its length only (it may be a code).
+            let note_chars = note.as_ref().map_or(0, |n| n.chars().count());
+            let answered = self.registry().human().resolve(key, h.by.kind(), note);
+            let args = obj(
+                json!({"by": h.by.kind(), "reason": "return", "human_request": answered, "note_chars": note_chars}),
+            );
+            self.audit(OPERATOR_CHANNEL, None, "operator.return", key, &args, "ok");
+            tracing::info!(device = %key, by = h.by.kind(), human_request = answered, "operator returned the phone to its agent");
         }
         Ok(removed.is_some())
     }

@@ -23,6 +23,49 @@ pub fn foreground_command(sdk: Option<u32>) -> String {
     }
 }
 
+/// What [`focused_window_secure`] reads: every window's header (`Window #N Window{HASH u0 title}:`) and flags
+/// line (`fl=…`, one line of `WindowManager.LayoutParams.toString`), and the focus lines of
+/// [`foreground_command`]. Asked only for a uniform frame, so its cost is paid when a picture already failed.
+pub fn secure_window_command(sdk: Option<u32>) -> String {
+    // Plain alternatives, no anchors: `pfl=` lines match too and are told apart by the parser.
+    format!("dumpsys window windows | grep -E 'Window #|fl='; {}", foreground_command(sdk))
+}
+
+/// Whether the focused window carries `FLAG_SECURE` (SurfaceFlinger leaves such a layer out of every capture, so
+/// the frame is black while the accessibility tree is intact), from [`secure_window_command`]'s output.
+///
+/// The focused window is found by the hash that `mCurrentFocus=Window{HASH …}` and its `Window #N Window{HASH …}:`
+/// header share, never by title (an app chooses its own window title, so a title cannot vouch for another
+/// window); its `fl=` line is the first one after that header and before the next. `SECURE` is the name
+/// `LayoutParams.flagsToString` gives `FLAG_SECURE` (0x2000), matched as a whole word. `None`: no focused window
+/// with a hash, or no flags line for it (the answer is unknown, not "not secure").
+pub fn focused_window_secure(text: &str) -> Option<bool> {
+    fn hash_after(line: &str, marker: &str) -> Option<String> {
+        let rest = &line[line.find(marker)? + marker.len()..];
+        let hash = rest.split(|c: char| c.is_whitespace() || c == '}').next()?;
+        (!hash.is_empty() && hash.len() <= 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then(|| hash.to_owned())
+    }
+    let focus = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("mCurrentFocus="))
+        .find_map(|l| hash_after(l, "mCurrentFocus=Window{"))?;
+    let mut in_focused = false;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with("Window #") {
+            if in_focused {
+                return None;
+            }
+            in_focused = hash_after(t, "Window{").as_deref() == Some(focus.as_str());
+        } else if in_focused {
+            if let Some(flags) = t.strip_prefix("fl=") {
+                return Some(flags.split_whitespace().any(|f| f == "SECURE"));
+            }
+        }
+    }
+    None
+}
+
 /// `pkg/.Act` or `pkg/pkg.Act` → (package, fully qualified activity), when both are well-formed names.
 fn component(word: &str) -> Option<(String, String)> {
     let word = word.trim_end_matches(['}', ',', ':']);

@@ -9,6 +9,7 @@ pub mod health;
 pub mod helper;
 pub mod host;
 pub mod identity;
+pub mod notifications;
 pub mod power;
 pub mod recovery;
 pub mod sent;

@@ -225,6 +225,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         capture_compression: true,
         capture_streams: 4,
         phone_helper: true,
+        notify_url: None,
         serve: crate::config::ServeConfig {
             listen: args.listen,
             data_dir: Some(dir.path.clone()),

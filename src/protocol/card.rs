@@ -93,9 +93,6 @@ pub struct Security {
     pub data_classes: Vec<&'static str>,
 }
 
-/// The description every tool's `connector_channel_id` carries.
-pub const CHANNEL_ID_DESCRIPTION: &str = "From connector_channels_list";
-
 /// The one helper that injects the reserved `connector_channel_id` argument into a tool's input schema
 /// (§10: "input_schema 必须通过协议层 helper ... 注入标准 connector_channel_id 参数"). It is placed first in
 /// `required`, and replaces any hand-written declaration of the same name.
@@ -111,7 +108,10 @@ pub fn with_connector_channel_id(schema: Value) -> Value {
     }
     let props = props.as_object_mut().expect("just ensured");
     let mut new_props = serde_json::Map::new();
-    new_props.insert("connector_channel_id".into(), json!({"type": "string", "description": CHANNEL_ID_DESCRIPTION}));
+    // No prose: §4.2 requires only the property, its type and its place in `required`; xAgent fills the value
+    // from the channel the model works in, and a description repeated in every tool costs ~1 KB of every
+    // model's context (issue 35).
+    new_props.insert("connector_channel_id".into(), json!({"type": "string"}));
     for (k, v) in std::mem::take(props) {
         if k != "connector_channel_id" {
             new_props.insert(k, v);

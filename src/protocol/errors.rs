@@ -62,6 +62,8 @@ pub enum ErrorCode {
     /// An operator has taken the bound phone over from the device wall: the agent's calls touch nothing until it
     /// is returned (or the takeover's idle timeout ends it).
     OperatorControl,
+    /// `android_request_human`: no operator answered the request within its timeout (or the call's deadline).
+    HumanUnavailable,
     /// Too many tool calls running on one channel.
     RateLimited,
     /// The server is shutting down and takes no new work.
@@ -110,6 +112,7 @@ impl ErrorCode {
             Self::SecureLock => "secure_lock",
             Self::UiUnavailable => "ui_unavailable",
             Self::OperatorControl => "operator_control",
+            Self::HumanUnavailable => "human_unavailable",
             Self::RateLimited => "rate_limited",
             Self::ShuttingDown => "shutting_down",
             Self::Internal => "internal_error",
@@ -157,6 +160,7 @@ impl ErrorCode {
         Self::SecureLock,
         Self::UiUnavailable,
         Self::OperatorControl,
+        Self::HumanUnavailable,
         Self::RateLimited,
         Self::ShuttingDown,
         Self::Internal,

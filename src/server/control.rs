@@ -222,6 +222,7 @@ pub fn metrics(app: &App) -> Response<Body> {
         in_flight_tools: app.tools_in_flight.live() as u64,
         auth: app.auth.counts(),
         observations_held: crate::tools::observe::held() as u64,
+        human_requests_open: app.hub.registry().human().open_count() as u64,
         adb_servers_up: app
             .hub
             .backend()

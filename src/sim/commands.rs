@@ -1576,11 +1576,62 @@ fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
         Some("activity") => io.out(&dumpsys_activities(dev)),
         Some("input_method") => io.out(&dumpsys_input_method(dev)),
         Some("power") => io.out(&power_dump(dev)),
+        Some("notification") => io.out(&notification_dump(dev, args.contains(&"--noredact"))),
         Some("display") => io.out(&format!("DISPLAY MANAGER (dumpsys display)\n  mDefaultDisplay: DisplayDeviceInfo{{\"Built-in Screen\": {} x {}, {} fps, density {}}}\n", dev.cfg.screen_width, dev.cfg.screen_height, 60, dev.cfg.density)),
         Some(other) => io.out(&format!("Can't find service: {other}\n")),
-        None => io.out("Currently running services:\n  activity\n  battery\n  display\n  input_method\n  package\n  power\n  window\n"),
+        None => io.out("Currently running services:\n  activity\n  battery\n  display\n  input_method\n  notification\n  package\n  power\n  window\n"),
     }
     0
+}
+
+/// `dumpsys notification [--noredact]` in the form of the SDK level (tests/fixtures/real/notification-*): hex
+/// `flags=0x62` and one `when=N` up to 15, symbolic `flags=ONGOING_EVENT|…` and `when=N/N` from 16 (API 36); the
+/// titles and texts redacted as `String [length=N]` (Java's UTF-16 length) unless `--noredact` (from 8.0, where
+/// redaction came; before, always as written). The app's text is printed as it is, newlines included, as real
+/// phones do.
+fn notification_dump(dev: &Device, noredact: bool) -> String {
+    let sdk = dev.cfg.sdk;
+    let redact = !noredact && sdk >= 26;
+    let mut out = String::from("Current Notification Manager state:\n  Notification List:\n");
+    for n in dev.notifications.iter().rev() {
+        let uid = 10_100 + n.id;
+        let key = format!("0|{}|{}|null|{uid}", n.package, n.id);
+        let flags = match (sdk >= 36, n.ongoing) {
+            (true, true) => "ONGOING_EVENT|NO_CLEAR|FOREGROUND_SERVICE".to_owned(),
+            (true, false) => "AUTO_CANCEL".to_owned(),
+            (false, true) => "0x62".to_owned(),
+            (false, false) => "0x10".to_owned(),
+        };
+        let when = if sdk >= 36 { format!("{0}/{0}", n.posted_ms) } else { n.posted_ms.to_string() };
+        let value = |v: &Option<String>| match v {
+            None => "null".to_owned(),
+            Some(s) if redact => format!("String [length={}]", s.encode_utf16().count()),
+            Some(s) => format!("String ({s})"),
+        };
+        out.push_str(&format!(
+            "    NotificationRecord(0x{:08x}: pkg={} user=UserHandle{{0}} id={} tag=null importance=3 key={key}: \
+             Notification(channel=default shortcut=null contentView=null vibrate=null sound=null defaults=0x0 \
+             flags={flags} color=0x00000000 vis=PRIVATE))\n      uid={uid} userId=0\n      opPkg={}\n      \
+             flags={flags}\n      pri=0\n      key={key}\n      seen=false\n      notification=\n            \
+             when={when}\n            tickerText=null\n            extras={{\n                \
+             android.title={}\n                android.reduced.images=Boolean (true)\n                \
+             android.text={}\n                android.showWhen=Boolean (true)\n            }}\n      stats=\
+             SingleNotificationStats{{posttimeElapsedMs=1000, airtimeMs={}}}\n      mCreationTimeMs={}\n      \
+             mUpdateTimeMs={}\n",
+            0x1a2b_0000u32 + n.id,
+            n.package,
+            n.id,
+            n.package,
+            value(&n.title),
+            value(&n.text),
+            // Changes between two reads, as on a real phone (the merge must not need it equal).
+            std::time::Instant::now().duration_since(dev.booted).as_millis(),
+            n.posted_ms,
+            n.posted_ms,
+        ));
+    }
+    out.push_str("  Snoozed notifications:\n");
+    out
 }
 
 /// The simulated display's rotation (quarter turns): `settings put system user_rotation N` (auto-rotate is off).
@@ -1637,8 +1688,11 @@ fn dumpsys_window_windows(dev: &Device) -> String {
     let on = dev.ui.screen_on;
     let u = user_tag(dev);
     let focus = if dev.cfg.sdk <= 28 { focus_lines(dev, "  ") } else { String::new() };
+    // The app window's attributes as `LayoutParams.toString` prints them (flag names in bit order, so SECURE,
+    // 0x2000, sits between LAYOUT_IN_SCREEN and LAYOUT_INSET_DECOR: INDEX.md `window-windows-9-secure-*`).
+    let secure = if dev.ui.secure_window { " SECURE" } else { "" };
     format!(
-        "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5f3a2b1{u} {fg}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{a1b2c3 4242:u0a10123}}\n\n  mGlobalConfiguration={{1.0 ?mcc?mnc [en_US] ldltr sw411dp w411dp h914dp {dpi}dpi nrml long port finger -keyb/v/h -nav/h winConfig={{ mBounds=Rect(0, 0 - {w}, {h}) }}}}\n  mHasPermanentDpad=false\n  mTopFocusedDisplayId=0\n{focus}  mScreenOn={on}\n  mAwake={on}\n  mScreenOnEarly={on} mScreenOnFully={on}\n  mKeyguardDrawComplete=true mWindowManagerDrawComplete=true\n  mDreamingLockscreen=false\n  mShowingDream=false mDreamingLockscreen=false\n  isKeyguardShowing=false\n",
+        "WINDOW MANAGER WINDOWS (dumpsys window windows)\n  Window #0 Window{{5f3a2b1{u} {fg}}}:\n    mDisplayId=0 rootTaskId=12 mSession=Session{{a1b2c3 4242:u0a10123}}\n    mAttrs={{(0,0)(fillxfill) sim={{adjust=resize}} ty=BASE_APPLICATION fmt=TRANSLUCENT wanim=0x10302fe\n      fl=LAYOUT_IN_SCREEN{secure} LAYOUT_INSET_DECOR SPLIT_TOUCH HARDWARE_ACCELERATED DRAWS_SYSTEM_BAR_BACKGROUNDS\n      pfl=FORCE_DRAW_STATUS_BAR_BACKGROUND\n      vsysui=LAYOUT_STABLE LAYOUT_FULLSCREEN}}\n    mHasSurface=true isReadyForDisplay()=true\n\n  mGlobalConfiguration={{1.0 ?mcc?mnc [en_US] ldltr sw411dp w411dp h914dp {dpi}dpi nrml long port finger -keyb/v/h -nav/h winConfig={{ mBounds=Rect(0, 0 - {w}, {h}) }}}}\n  mHasPermanentDpad=false\n  mTopFocusedDisplayId=0\n{focus}  mScreenOn={on}\n  mAwake={on}\n  mScreenOnEarly={on} mScreenOnFully={on}\n  mKeyguardDrawComplete=true mWindowManagerDrawComplete=true\n  mDreamingLockscreen=false\n  mShowingDream=false mDreamingLockscreen=false\n  isKeyguardShowing=false\n",
         fg = dev.ui.foreground.component(),
         dpi = dev.cfg.density,
         w = dev.cfg.screen_width,

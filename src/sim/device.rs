@@ -33,6 +33,18 @@ pub struct LogLine {
     pub msg: String,
 }
 
+/// One posted notification, as an app's `NotificationManager.notify` leaves it.
+#[derive(Clone, Debug)]
+pub struct SimNotification {
+    pub package: String,
+    pub id: u32,
+    pub title: Option<String>,
+    pub text: Option<String>,
+    pub ongoing: bool,
+    /// Posting time on the phone's clock (ms since the epoch): `mCreationTimeMs` and `when`.
+    pub posted_ms: u64,
+}
+
 pub struct Device {
     pub cfg: SimConfig,
     pub serial: String,
@@ -50,6 +62,8 @@ pub struct Device {
     pub battery_temperature_tenths: i32,
     /// On USB power (`USB powered: true`, `status: 2` charging); false: on battery (`status: 3` discharging).
     pub battery_plugged: bool,
+    /// The notifications the phone shows (`SimPhone::post_notification`), printed by `dumpsys notification`.
+    pub notifications: Vec<SimNotification>,
     /// The /data file system as `df` reports it, in KiB.
     pub data_free_kib: u64,
     pub data_total_kib: u64,
@@ -206,6 +220,7 @@ impl Device {
             battery_level: 87,
             battery_temperature_tenths: 268,
             battery_plugged: true,
+            notifications: Vec::new(),
             // A 128 GB phone with half of it free (toybox reports 1K blocks).
             data_free_kib: 56_089_024,
             data_total_kib: 112_178_048,

@@ -468,6 +468,11 @@ impl SimPhone {
         self.device().ui.secure_window = on;
     }
 
+    /// The app draws one plain colour (a splash or loading screen): captures are uniform white, nothing is secure.
+    pub fn set_plain_screen(&self, on: bool) {
+        self.device().ui.plain_screen = on;
+    }
+
     /// Something animates forever: `uiautomator dump` waits `idle_timeout` (10 s on a real phone), prints
     /// `ERROR: could not get idle state.` on stderr and exits 0.
     pub fn set_never_idle(&self, on: bool, idle_timeout: Duration) {
@@ -480,6 +485,24 @@ impl SimPhone {
     /// or a video would), so that consecutive captures differ; `None` stills it. For live-view tests.
     pub fn set_ticking_screen(&self, period: Option<Duration>) {
         self.device().ui.ticking = period.map(|p| (std::time::Instant::now(), p));
+    }
+
+    /// Posts a notification as app `package` would (`NotificationManager.notify`); its text is the app's own, so
+    /// any characters (newlines, lines that look like the dump) may be in it. Returns its id.
+    pub fn post_notification(&self, package: &str, title: Option<&str>, text: Option<&str>, ongoing: bool) -> u32 {
+        let mut d = self.device();
+        let id = d.notifications.iter().map(|n| n.id).max().unwrap_or(0) + 1;
+        let posted_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |t| t.as_millis() as u64);
+        d.notifications.push(device::SimNotification {
+            package: package.to_owned(),
+            id,
+            title: title.map(str::to_owned),
+            text: text.map(str::to_owned),
+            ongoing,
+            posted_ms,
+        });
+        id
     }
 
     /// Appends one line to the phone's logcat buffer, as an app calling `android.util.Log` would.

@@ -144,6 +144,8 @@ pub struct Ui {
     pub keyguard_showing: bool,
     /// The foreground window has FLAG_SECURE (banking app, DRM video): captures are black, the tree is there.
     pub secure_window: bool,
+    /// The app shows one plain colour (a splash or loading screen): a uniform frame that is not secure.
+    pub plain_screen: bool,
     /// Something on screen animates forever (video, spinner): UiAutomation never sees the UI idle.
     pub never_idle: bool,
     /// How far the demo list is scrolled, in pixels (0 = top).
@@ -174,6 +176,7 @@ impl Ui {
             lock: LockMode::None,
             keyguard_showing: false,
             secure_window: false,
+            plain_screen: false,
             never_idle: false,
             list_offset: 0,
             clicks: Vec::new(),
@@ -570,6 +573,10 @@ impl Ui {
         // screenshots); the keyguard itself is never secure.
         if !self.screen_on || (self.secure_window && !self.keyguard_showing) {
             c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, [0, 0, 0, 255]);
+            return c.px;
+        }
+        if self.plain_screen && !self.keyguard_showing {
+            c.fill(Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 }, [255, 255, 255, 255]);
             return c.px;
         }
         let l = self.layout();

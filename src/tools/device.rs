@@ -82,15 +82,26 @@ impl Tool for DeviceTool {
         // Settling (tools::settle): the frame before the input, the input, then the wait for a still screen. The
         // before-frame is taken before the tool's own checks (which only read), so it is what the screen showed
         // when the call arrived.
+        let tree_ctx = settle.tree.then(|| ctx.for_tree());
         let body = (self.body)(ctx);
         Box::pin(async move {
-            let before = settle::before(&adb, &key).await;
+            // With `effect_tree`, the tree before is read alongside the frame (both before the input).
+            let (before, tree_before) = match &tree_ctx {
+                Some(t) => {
+                    let (b, t) = tokio::join!(settle::before(&adb, &key), super::delta::read(t));
+                    (b, Some(t))
+                }
+                None => (settle::before(&adb, &key).await, None),
+            };
             let result = body.await;
             if side_effect {
                 super::ui::forget_not_idle(&key);
             }
             let mut result = result?;
-            let effect = settle::after(&adb, &key, before, settle.timeout).await;
+            let mut effect = settle::after(&adb, &key, before, settle.timeout).await;
+            if let (Some(t), Some(before)) = (&tree_ctx, tree_before) {
+                effect["tree"] = super::delta::after(t, before).await;
+            }
             if let Some(obj) = result.as_object_mut() {
                 obj.insert("effect".to_owned(), effect);
             }
@@ -100,6 +111,27 @@ impl Tool for DeviceTool {
 }
 
 impl Ctx {
+    /// A context for the connector's own reads around the tool (the tree of `effect_tree`): the same device,
+    /// channel and deadline, no arguments.
+    fn for_tree(&self) -> Ctx {
+        Ctx {
+            adb: self.adb.clone(),
+            files: self.files.clone(),
+            device: self.device.clone(),
+            args: Map::new(),
+            spec: self.spec.clone(),
+            call: super::ToolCall {
+                channel_id: self.call.channel_id.clone(),
+                binding: self.call.binding.clone(),
+                args: Map::new(),
+                tool_call_id: None,
+                progress: self.call.progress.clone(),
+                settle: None,
+                deadline: self.call.deadline,
+            },
+        }
+    }
+
     /// The call's arguments as the tool's argument struct (see `args.rs`): already validated against the schema
     /// derived from that struct, so a failure here is a rule the schema cannot express.
     pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ProtoError> {

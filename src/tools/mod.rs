@@ -4,12 +4,15 @@
 pub mod apps;
 pub mod args;
 pub mod capture;
+pub mod delta;
 pub mod device;
 pub mod files;
 pub mod fitting;
 pub mod frame;
+pub mod human;
 pub mod input;
 pub mod logcat;
+pub mod notifications;
 pub mod observe;
 pub mod permits;
 pub mod power;
@@ -66,6 +69,9 @@ pub struct ToolCall {
     pub progress: ProgressFn,
     /// `settle`/`settle_timeout_ms` of a settling tool (removed from `args`); `None` for the others.
     pub settle: Option<settle::SettleArgs>,
+    /// The deadline this call runs under (the tool's, capped by `--tool-deadline-max`): a tool that waits on
+    /// purpose (`android_request_human`) ends its wait before it, with its own answer.
+    pub deadline: Duration,
 }
 
 pub trait Tool: Send + Sync + 'static {
@@ -74,6 +80,12 @@ pub trait Tool: Send + Sync + 'static {
     /// Hands the tool the transfer plane's cache when the server starts; tools that produce or consume files keep
     /// it, others ignore it.
     fn attach_files(&self, _files: &Arc<crate::files::FileCache>) {}
+    /// A call that waits for a person (`android_request_human`): an operator's takeover of the phone is what it
+    /// waits for, so the takeover does not stop it (`server/ws/tool.rs`), and it is audited as a record of its own
+    /// whatever its outcome (it sends the phone nothing, yet asking a person is an action).
+    fn waits_for_operator(&self) -> bool {
+        false
+    }
 }
 
 /// A looked-up tool, its validated arguments (`connector_channel_id`, `settle` and `settle_timeout_ms` removed) and,
@@ -85,13 +97,16 @@ pub struct Registry {
     by_id: HashMap<&'static str, usize>,
     /// The operator's cap on tool deadlines (`--tool-deadline-max`), if any.
     deadline_max: Option<std::time::Duration>,
+    /// The open requests for a person (`android_request_human`): the wall shows them, a return answers them.
+    human: Arc<human::Requests>,
 }
 
 impl Registry {
     /// Builds the registry and enforces the tool rules of §4.1/§10 once, at start-up: valid unique ids, an object
     /// schema the argument validator fully understands.
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Registry, String> {
-        let mut reg = Registry { tools: Vec::new(), by_id: HashMap::new(), deadline_max: None };
+        let mut reg =
+            Registry { tools: Vec::new(), by_id: HashMap::new(), deadline_max: None, human: Default::default() };
         for tool in tools {
             let mut spec = tool.spec().clone();
             if !card::is_valid_tool_id(spec.id) {
@@ -126,15 +141,24 @@ impl Registry {
         tools.extend(ui::tools(adb));
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));
+        tools.extend(notifications::tools(adb, policy));
         tools.extend(screen::tools(adb));
         tools.extend(observe::tools(adb));
         tools.extend(files::tools(adb));
+        let human = Arc::new(human::Requests::default());
+        tools.extend(human::tools(&human));
         tools.extend(apps::risky_tools(adb, policy));
         tools.extend(shell::tools(adb, policy));
         tools.retain(|t| policy.tool_enabled(t.spec().id));
         let mut reg = Registry::new(tools).expect("the built-in tool registry is valid (checked by tests)");
         reg.deadline_max = policy.tool_deadline_max;
+        reg.human = human;
         reg
+    }
+
+    /// The open requests for a person (see [`human::Requests`]).
+    pub fn human(&self) -> &Arc<human::Requests> {
+        &self.human
     }
 
     /// The deadline a call of `spec` runs under: its own, capped by the operator's `--tool-deadline-max`.
@@ -161,7 +185,7 @@ impl Registry {
     }
 
     pub fn empty() -> Registry {
-        Registry { tools: Vec::new(), by_id: HashMap::new(), deadline_max: None }
+        Registry { tools: Vec::new(), by_id: HashMap::new(), deadline_max: None, human: Default::default() }
     }
 
     pub fn ids(&self) -> impl Iterator<Item = &'static str> + '_ {

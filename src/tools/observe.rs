@@ -328,7 +328,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "keyboard_shown": {"type": "boolean"},
                     "screen_on": {"type": ["boolean", "null"], "description": "false: asleep (black picture)"},
                     "locked": {"type": ["boolean", "null"], "description": "Lock screen showing: android_unlock"},
-                    "frame_blank": {"type": "boolean", "description": "One uniform colour although the screen is on (secure window)"},
+                    "frame": {"type": "string", "enum": ["ok", "screen_off", "secure_window", "blank"]},
+                    "frame_blank": {"type": "boolean", "description": "frame is secure_window or blank"},
                     "ui_available": {"type": "boolean", "description": "false: no UI tree (ui_unavailable_reason), no elements"},
                     "ui_unavailable_reason": {"type": "string"},
                     "hint": {"type": "string"},
@@ -440,7 +441,7 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
         "rotation_degrees": u16::from(rotation.unwrap_or(0)) * 90,
         "keyboard_shown": formats::keyboard_shown(&state).unwrap_or(false),
         "screen_on": power.screen_on, "locked": power.locked,
-        "frame_blank": false, "ui_available": ui_unavailable.is_none(),
+        "ui_available": ui_unavailable.is_none(),
         "count": listed.len(), "truncated": truncated, "elements": listed,
     });
     let power = if uniform.is_some() {
@@ -453,9 +454,11 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     out["screen_on"] = json!(power.screen_on);
     out["locked"] = json!(power.locked);
     let mut hints = Vec::new();
-    if let Some(hint) = screen::blank_frame(uniform, power.screen_on) {
-        out["frame_blank"] = json!(true);
-        hints.push(hint);
+    let frame = screen::frame_verdict(&c, uniform, power.screen_on).await;
+    out["frame"] = json!(frame.as_str());
+    out["frame_blank"] = json!(frame.blank());
+    if frame.blank() {
+        hints.extend(frame.hint());
     }
     if power.asleep() {
         hints.push("the screen is off (black picture): input tools wake it, or call android_wake".to_owned());

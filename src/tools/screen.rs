@@ -47,6 +47,7 @@ use super::frame::Shape;
 pub use super::frame::{Frame, MAX_FRAME_BYTES, MAX_PIXELS, MAX_SIDE};
 use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
+use crate::device::formats;
 use crate::device::gunzip;
 use crate::device::transport::{FbHeader, PixelSink};
 use crate::device::DeviceKey;
@@ -729,18 +730,78 @@ pub fn uniform_colour(img: &RgbImage) -> Option<[u8; 3]> {
     Some(first)
 }
 
-/// `frame_blank` and its `hint` for a result: a uniform frame while the screen is on (or its state unknown). A
-/// sleeping phone's black frame is not "blank": `screen_on: false` says why.
-pub fn blank_frame(colour: Option<[u8; 3]>, screen_on: Option<bool>) -> Option<String> {
-    let [r, g, b] = colour?;
-    if screen_on == Some(false) {
-        return None;
+/// What a captured frame shows, for a result's `frame`: the picture, or why it shows nothing. Peers hand an agent
+/// a black picture without a word (peers-2026 §2.8); a wrong word is worse, so each verdict rests on a read of
+/// the phone, not on the pixels alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shows {
+    /// The picture shows the screen.
+    Ok,
+    /// Black because the screen is off.
+    ScreenOff,
+    /// Black because the focused window has `FLAG_SECURE` (SurfaceFlinger leaves it out of captures); the
+    /// accessibility tree is not affected, so the elements are the way to see it.
+    SecureWindow,
+    /// One uniform colour while the screen is on and no secure window is known: a splash or loading screen, an
+    /// app that draws nothing yet, or a failed capture.
+    Blank([u8; 3]),
+}
+
+impl Shows {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shows::Ok => "ok",
+            Shows::ScreenOff => "screen_off",
+            Shows::SecureWindow => "secure_window",
+            Shows::Blank(_) => "blank",
+        }
     }
-    Some(format!(
-        "the picture is one uniform colour (#{r:02x}{g:02x}{b:02x}) although the screen is on: a secure window \
-         (FLAG_SECURE: banking, passwords, DRM video) or a failed capture. The picture shows nothing; use the \
-         element list (android_ui_dump / the elements of android_observe) to see and act"
-    ))
+
+    /// `frame_blank` (kept beside `frame` for agents written against it): a uniform frame of a lit screen.
+    pub fn blank(self) -> bool {
+        matches!(self, Shows::SecureWindow | Shows::Blank(_))
+    }
+
+    /// What the agent can do about it, when anything.
+    pub fn hint(self) -> Option<String> {
+        match self {
+            Shows::Ok => None,
+            Shows::ScreenOff => {
+                Some("the screen is off, so the picture is black: input tools wake it, or call android_wake".into())
+            }
+            Shows::SecureWindow => Some(
+                "the picture is black because the focused window is secure (FLAG_SECURE: banking, passwords, DRM \
+                 video): the phone leaves it out of every capture. Its elements are readable: use the element list \
+                 (android_ui_dump, or the elements of android_observe) to see and act"
+                    .into(),
+            ),
+            Shows::Blank([r, g, b]) => Some(format!(
+                "the picture is one uniform colour (#{r:02x}{g:02x}{b:02x}) although the screen is on and no secure \
+                 window has focus: a splash or loading screen, or a failed capture. Wait a moment and look again, or \
+                 use the element list (android_ui_dump / the elements of android_observe)"
+            )),
+        }
+    }
+}
+
+/// The [`Shows`] verdict of a capture whose uniform colour is `uniform` (from `uniform_colour`), with the screen
+/// state read for it (see [`screen_on_for`]). Only a uniform frame of a lit screen costs a round trip: the window
+/// flags of [`formats::secure_window_command`]. An unreadable screen state counts as on (the picture failed
+/// either way); unreadable window flags give `blank`, never a guessed `secure_window`.
+pub async fn frame_verdict(c: &Ctx, uniform: Option<[u8; 3]>, screen_on: Option<bool>) -> Shows {
+    let Some(colour) = uniform else {
+        return if screen_on == Some(false) { Shows::ScreenOff } else { Shows::Ok };
+    };
+    if screen_on == Some(false) {
+        return Shows::ScreenOff;
+    }
+    let sdk = crate::device::Backend::info(&*c.adb, &c.device).and_then(|i| i.sdk);
+    let cmd = formats::secure_window_command(sdk);
+    let out = c.adb.shell(&c.device, &cmd, false, Duration::from_secs(5)).await;
+    match out.ok().and_then(|o| formats::focused_window_secure(&o.stdout)) {
+        Some(true) => Shows::SecureWindow,
+        _ => Shows::Blank(colour),
+    }
 }
 
 /// Whether the screen is on, to go with a capture: the cached state for a normal frame; read afresh for a uniform
@@ -803,7 +864,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "screen_width": {"type": "integer"}, "screen_height": {"type": "integer"},
                     "scale": {"type": "number"},
                     "screen_on": {"type": ["boolean", "null"], "description": "false: asleep, black picture"},
-                    "frame_blank": {"type": "boolean", "description": "One uniform colour although the screen is on (secure window); see hint"},
+                    "frame": {"type": "string", "enum": ["ok", "screen_off", "secure_window", "blank"]},
+                    "frame_blank": {"type": "boolean", "description": "frame is secure_window or blank"},
                     "hint": {"type": "string"}}}),
             side_effect: false,
             settles: false,
@@ -863,13 +925,12 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "screen_width": screen_w, "screen_height": screen_h,
                 "scale": (scale * 10_000.0).round() / 10_000.0,
                 "screen_on": screen_on,
-                "frame_blank": false,
             });
-            if let Some(hint) = blank_frame(uniform, screen_on) {
-                out["frame_blank"] = json!(true);
+            let frame = frame_verdict(&c, uniform, screen_on).await;
+            out["frame"] = json!(frame.as_str());
+            out["frame_blank"] = json!(frame.blank());
+            if let Some(hint) = frame.hint() {
                 out["hint"] = json!(hint);
-            } else if screen_on == Some(false) {
-                out["hint"] = json!("the screen is off, so the picture is black: android_wake turns it on");
             }
             Ok(out)
         },
@@ -893,10 +954,10 @@ pub(crate) mod tests {
             }
         }
         assert_eq!(uniform_colour(&img), None);
-        assert!(blank_frame(Some([0, 0, 0]), Some(true)).unwrap().contains("FLAG_SECURE"));
-        assert!(blank_frame(Some([0, 0, 0]), None).is_some(), "unknown screen state: still reported");
-        assert_eq!(blank_frame(Some([0, 0, 0]), Some(false)), None, "a sleeping phone is not a blank frame");
-        assert_eq!(blank_frame(None, Some(true)), None);
+        assert!(Shows::SecureWindow.hint().unwrap().contains("FLAG_SECURE"));
+        assert!(Shows::Blank([0, 0, 0]).hint().unwrap().contains("#000000"));
+        assert!(Shows::SecureWindow.blank() && Shows::Blank([1, 2, 3]).blank());
+        assert!(!Shows::ScreenOff.blank() && !Shows::Ok.blank() && Shows::Ok.hint().is_none());
     }
 
     fn raw(w: u32, h: u32, format: u32, header16: bool, px: &[u8]) -> Vec<u8> {

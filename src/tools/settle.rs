@@ -11,9 +11,9 @@
 //! cell, and dropped. Each frame still costs the phone a display read, which is why the loop stops at the first
 //! stable pair.
 //!
-//! What `effect` does not carry: the texts that appeared and disappeared. They would need a UI dump before and
-//! after every action (a second or more each on real phones, since uiautomator waits for an idle UI); an agent that
-//! needs them observes once, after the ack.
+//! What the UI tree gained and lost (`effect.tree`, [`super::delta`]) costs a UI dump before and after the action
+//! — on the shell path a second or more each on real phones, since uiautomator waits for an idle UI — so it comes
+//! only when asked (`effect_tree: true`); the elements it lists are targets with the observation id beside them.
 //!
 //! Failure is never the action's: a frame or a state query that fails leaves its fields `null` (and `settled`
 //! false), the input already happened and the result says so. Everything here is an observation (no per-device
@@ -57,22 +57,25 @@ pub const GRID_H: u32 = 48;
 /// noise on real panels; a glyph appearing in a cell moves its average by tens).
 const TOLERANCE: u8 = 3;
 
-/// The parsed `settle` / `settle_timeout_ms` of one call (see [`take`]).
+/// The parsed `settle` / `settle_timeout_ms` / `effect_tree` of one call (see [`take`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SettleArgs {
     pub settle: bool,
     pub timeout: Duration,
+    /// `effect.tree`: the UI-tree delta of the action (a UI dump before and after it).
+    pub tree: bool,
 }
 
-/// The two input properties the registry adds to every settling tool (kept terse: the card's token budget; the
+/// The input properties the registry adds to every settling tool (kept terse: the card's token budget; the
 /// device profile and SKILL.md explain them).
-pub fn input_properties() -> [(&'static str, Value); 2] {
+pub fn input_properties() -> [(&'static str, Value); 3] {
     [
         ("settle", json!({"type": "boolean", "default": true})),
         (
             "settle_timeout_ms",
             json!({"type": "integer", "minimum": 0, "maximum": MAX_TIMEOUT_MS, "default": DEFAULT_TIMEOUT_MS}),
         ),
+        ("effect_tree", json!({"type": "boolean", "default": false})),
     ]
 }
 
@@ -86,18 +89,21 @@ pub const EXPLAINED_IN: &str = "android_tap";
 pub fn effect_schema(tool_id: &str) -> Value {
     if tool_id == EXPLAINED_IN {
         json!({"type": "object", "description": "After settle: screen_changed, foreground (package/activity), \
-            foreground_changed, keyboard_shown, settled, settle_ms; null where unknown"})
+            foreground_changed, keyboard_shown, settled, settle_ms; null where unknown; with effect_tree: tree \
+            (appeared, disappeared, changed elements, observation_id)"})
     } else {
         json!({"type": "object"})
     }
 }
 
-/// Removes `settle`/`settle_timeout_ms` from validated arguments (tools never see them) and parses them.
+/// Removes `settle`/`settle_timeout_ms`/`effect_tree` from validated arguments (tools never see them) and parses
+/// them.
 pub fn take(args: &mut Map<String, Value>) -> SettleArgs {
     let settle = args.remove("settle").and_then(|v| v.as_bool()).unwrap_or(true);
     let ms =
         args.remove("settle_timeout_ms").and_then(|v| v.as_f64()).map_or(DEFAULT_TIMEOUT_MS, |f| f.max(0.0) as u64);
-    SettleArgs { settle, timeout: Duration::from_millis(ms.min(MAX_TIMEOUT_MS)) }
+    let tree = args.remove("effect_tree").and_then(|v| v.as_bool()).unwrap_or(false);
+    SettleArgs { settle, timeout: Duration::from_millis(ms.min(MAX_TIMEOUT_MS)), tree }
 }
 
 /// A frame reduced to its grid of cell averages (RGB), or `None` when no frame could be taken.
@@ -245,10 +251,11 @@ mod tests {
     fn arguments_default_and_are_removed() {
         let mut a = Map::new();
         a.insert("x".into(), json!(1));
-        assert_eq!(take(&mut a), SettleArgs { settle: true, timeout: Duration::from_millis(3000) });
+        assert_eq!(take(&mut a), SettleArgs { settle: true, timeout: Duration::from_millis(3000), tree: false });
         a.insert("settle".into(), json!(false));
         a.insert("settle_timeout_ms".into(), json!(500));
-        assert_eq!(take(&mut a), SettleArgs { settle: false, timeout: Duration::from_millis(500) });
+        a.insert("effect_tree".into(), json!(true));
+        assert_eq!(take(&mut a), SettleArgs { settle: false, timeout: Duration::from_millis(500), tree: true });
         assert_eq!(a.keys().collect::<Vec<_>>(), ["x"], "tools never see the settle arguments");
     }
 

@@ -62,6 +62,8 @@ pub struct Element {
     pub enabled: bool,
     pub focused: bool,
     pub checked: bool,
+    /// A selected tab, list row or chip (`selected="true"`).
+    pub selected: bool,
     pub scrollable: bool,
     pub focusable: bool,
     /// A password field: its text is never returned (defence in depth; Android usually masks it already).
@@ -103,6 +105,7 @@ impl Element {
             ("clickable", self.clickable),
             ("focused", self.focused),
             ("checked", self.checked),
+            ("selected", self.selected),
             ("scrollable", self.scrollable),
         ] {
             if b {
@@ -193,6 +196,7 @@ pub fn parse_dump(out: &str) -> Result<Vec<Element>, String> {
             enabled: n.attribute("enabled") != Some("false"),
             focused: flag("focused"),
             checked: flag("checked"),
+            selected: flag("selected"),
             scrollable: flag("scrollable"),
             focusable: flag("focusable"),
             password: flag("password"),
@@ -391,7 +395,7 @@ fn on_screen(all: &[Element]) -> (Vec<String>, usize) {
 pub fn element_schema(listed: bool) -> Value {
     let fields = if listed {
         "index, class, package, text, resource_id, content_desc, bounds [l,t,r,b], center [x,y] (device px); \
-         clickable, focused, checked, scrollable, password when true; enabled when false"
+         clickable, focused, checked, selected, scrollable, password when true; enabled when false"
     } else {
         "The element acted on, as observed before"
     };

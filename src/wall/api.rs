@@ -100,7 +100,7 @@ pub async fn route(
             }
             match action {
                 "takeover" => super::control::takeover(app, &w, &key, &principal),
-                "return" => super::control::give_back(app, &key, &principal),
+                "return" => super::control::give_back(app, &key, &principal, req).await,
                 _ => super::control::input(app, &w, &key, &principal, req).await,
             }
         }
@@ -298,6 +298,8 @@ fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder]) -> Value
         "screen_url": format!("/api/v1/devices/{id}/screen.jpg"),
         "live_url": format!("/api/v1/devices/{id}/live.mjpeg"),
         "takeover": app.hub.takeover_of(&d.key).map(|t| super::control::takeover_json(&t, None)),
+        // The agent's open request for a person (`android_request_human`): the card's banner and the detail's.
+        "human_request": app.hub.registry().human().view(&d.key),
         "health": health_json(app, &d.key),
     })
 }

@@ -96,14 +96,49 @@ pub fn takeover(app: &App, w: &Wall, key: &DeviceKey, p: &Principal) -> Response
     }
 }
 
-/// `POST …/return`: the agent may act again.
-pub fn give_back(app: &App, key: &DeviceKey, p: &Principal) -> Response<Body> {
+/// `POST …/return` (body empty or `{"note": "…"}`): the agent may act again; the note answers its open request for
+/// a person, if any (`tools::human`).
+pub async fn give_back(app: &App, key: &DeviceKey, p: &Principal, req: Request<Incoming>) -> Response<Body> {
     let Some(by) = operator(p) else {
         return fail(&ProtoError::new(ErrorCode::PermissionDenied, "log in on the wall first"));
     };
-    match app.hub.operator_return(key, &by) {
-        Ok(returned) => ok(json!({"device_id": device_id(key), "returned": returned})),
+    let body = match read_small_body(req.into_body(), MAX_INPUT_BODY, app.cfg.limits.body_timeout).await {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let note = match parse_return(&body) {
+        Ok(n) => n,
+        Err(e) => return fail(&e),
+    };
+    let pending = app.hub.registry().human().view(key).is_some();
+    match app.hub.operator_return(key, &by, note) {
+        Ok(returned) => ok(json!({"device_id": device_id(key), "returned": returned,
+                                  "human_request_answered": returned && pending})),
         Err(e) => fail(&e),
+    }
+}
+
+/// A return body: nothing, `{}` or `{"note": string}` (≤ [`MAX_NOTE`](crate::tools::human::MAX_NOTE) characters,
+/// cleaned of control and bidi characters: the agent's model reads it, a terminal may print it). Empty → no note.
+pub fn parse_return(body: &[u8]) -> Result<Option<String>, ProtoError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let v: Value = serde_json::from_slice(body).map_err(|_| invalid("the return body is not valid JSON"))?;
+    let Value::Object(m) = v else { return Err(invalid("the return body must be a JSON object")) };
+    if m.keys().any(|k| k != "note") {
+        return Err(invalid("the return body takes only `note`"));
+    }
+    match m.get("note") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(n)) if n.chars().count() <= crate::tools::human::MAX_NOTE => {
+            let n = crate::device::text::phone_text(n, crate::tools::human::MAX_NOTE);
+            Ok(Some(n).filter(|n| !n.is_empty()))
+        }
+        Some(Value::String(_)) => {
+            Err(invalid(format!("`note` is at most {} characters", crate::tools::human::MAX_NOTE)))
+        }
+        Some(_) => Err(invalid("`note` must be a string")),
     }
 }
 

@@ -7,8 +7,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import javax.xml.parsers.DocumentBuilderFactory;
+import org.xml.sax.InputSource;
 
 /**
  * Runs the phone helper's real bytecode (the committed dex, turned into a jar by enjarify) against the stub
@@ -18,7 +21,13 @@ import java.util.concurrent.TimeUnit;
  *
  * Case file lines:  "# ..." comment; "! key=value ..." stub settings (-Dstub.key=value);
  * "> LINE" a request (LINE + "\n"); ">hex 41 0a" raw bytes; ">long ID N" the request "ID ping " + N x's;
- * "< LINE" an expected reply; "= LINE" an expected stub record (only this JVM run has records).
+ * ">pause MS" wait until the helper has written every reply expected so far, then MS ms more, before sending
+ * the rest (for the UiAutomation's release after 3 s without a tree/idle);
+ * "< LINE" an expected reply; "<xml ID XML" the reply "ID ok xml " + base64 of XML's UTF-8 bytes (compared as
+ * the decoded XML); "<xmlsum ID windows=W nodes=N truncated=T bytes=B line=L" a tree reply with W windows, N nodes, B bytes
+ * of XML, L bytes of reply line;
+ * "= LINE" an expected stub record (only this JVM run has records).
+ * Every tree reply must also parse as XML 1.0 (the JDK's parser): escaping that breaks it fails the case.
  *
  * Usage: java Driver HELPER_JAR STUB_CLASSES CASE_DIR
  */
@@ -47,7 +56,10 @@ public final class Driver {
         List<String> cmd = new ArrayList<>();
         cmd.add(new File(System.getProperty("java.home"), "bin/java").getPath());
         cmd.add("-Xshare:auto");
+        // the input in pieces: bytes to send, or a pause (a Long: MS, after the replies counted so far)
+        List<Object> pieces = new ArrayList<>();
         ByteArrayOutputStream input = new ByteArrayOutputStream();
+        List<Integer> pauseAfter = new ArrayList<>();
         List<String> replies = new ArrayList<>();
         List<String> records = new ArrayList<>();
         for (String line : Files.readAllLines(file.toPath(), StandardCharsets.UTF_8)) {
@@ -62,14 +74,20 @@ public final class Driver {
                 String[] p = line.substring(6).trim().split(" ");
                 input.write((p[0] + " ping " + "x".repeat(Integer.parseInt(p[1])) + "\n")
                         .getBytes(StandardCharsets.US_ASCII));
-            } else if (line.startsWith("< ")) {
-                replies.add(line.substring(2));
+            } else if (line.startsWith(">pause ")) {
+                pieces.add(input.toByteArray());
+                input.reset();
+                pieces.add(Long.parseLong(line.substring(7).trim()));
+                pauseAfter.add(replies.size());
+            } else if (line.startsWith("< ") || line.startsWith("<xml ") || line.startsWith("<xmlsum ")) {
+                replies.add(line);
             } else if (line.startsWith("= ")) {
                 records.add(line.substring(2));
             } else {
                 throw new IllegalArgumentException(file + ": cannot read line: " + line);
             }
         }
+        pieces.add(input.toByteArray());
         cmd.add("-cp");
         cmd.add(jar + File.pathSeparator + stubs);
         cmd.add("xagent.Helper");
@@ -78,8 +96,19 @@ public final class Driver {
         Collector err = new Collector(p.getErrorStream());
         out.start();
         err.start();
+        int pauses = 0;
         try (OutputStream in = p.getOutputStream()) {
-            in.write(input.toByteArray());
+            for (Object piece : pieces) {
+                if (piece instanceof byte[]) {
+                    in.write((byte[]) piece);
+                    in.flush();
+                    continue;
+                }
+                int want = pauseAfter.get(pauses++);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (out.count() < want && System.nanoTime() < deadline && p.isAlive()) Thread.sleep(5);
+                Thread.sleep((Long) piece);
+            }
         } catch (IOException e) {
             // the helper may have exited already; what it printed says why
         }
@@ -91,9 +120,52 @@ public final class Driver {
         err.join();
         StringBuilder problems = new StringBuilder();
         if (p.exitValue() != 0) problems.append("  exit status ").append(p.exitValue()).append('\n');
-        compare("reply (stdout)", replies, out.lines(), problems);
+        compareReplies(replies, out.lines(), problems);
         compare("record (stderr)", records, err.lines(), problems);
         return problems.length() == 0 ? null : problems.toString();
+    }
+
+    /** The replies, with tree replies decoded: each must parse as XML and match its "<xml" or "<xmlsum" line. */
+    static void compareReplies(List<String> want, List<String> got, StringBuilder problems) {
+        List<String> w = new ArrayList<>();
+        List<String> g = new ArrayList<>();
+        for (int i = 0; i < Math.max(want.size(), got.size()); i++) {
+            String e = i < want.size() ? want.get(i) : "< (nothing)";
+            String r = i < got.size() ? got.get(i) : "(nothing)";
+            String[] f = r.split(" ", 4);
+            String xml = null;
+            if (f.length == 4 && f[1].equals("ok") && f[2].equals("xml")) {
+                try {
+                    xml = new String(Base64.getDecoder().decode(f[3]), StandardCharsets.UTF_8);
+                    DocumentBuilderFactory.newInstance().newDocumentBuilder()
+                            .parse(new InputSource(new java.io.StringReader(xml)));
+                } catch (Exception x) {
+                    problems.append("  reply ").append(i + 1).append(" is not well-formed XML (").append(x)
+                            .append("):\n    ").append(xml == null ? r : xml).append('\n');
+                    return;
+                }
+            }
+            if (e.startsWith("<xml ")) {
+                String[] p = e.split(" ", 3);
+                w.add(p[1] + " ok xml " + p[2]);
+                g.add(xml == null ? r : f[0] + " ok xml " + xml);
+            } else if (e.startsWith("<xmlsum ")) {
+                w.add(e.substring(8));
+                g.add(xml == null ? r : f[0] + " windows=" + occurrences(xml, "<window ") + " nodes="
+                        + occurrences(xml, "<node ") + " truncated=" + xml.contains(" truncated=\"true\"") + " bytes="
+                        + xml.getBytes(StandardCharsets.UTF_8).length + " line=" + r.length());
+            } else {
+                w.add(e.substring(2));
+                g.add(r);
+            }
+        }
+        compare("reply (stdout)", w, g, problems);
+    }
+
+    static int occurrences(String s, String what) {
+        int n = 0;
+        for (int i = s.indexOf(what); i >= 0; i = s.indexOf(what, i + 1)) n++;
+        return n;
     }
 
     static void compare(String what, List<String> want, List<String> got, StringBuilder problems) {
@@ -119,16 +191,29 @@ public final class Driver {
             this.in = in;
         }
 
+        private int newlines;
+
         @Override
         public void run() {
+            byte[] b = new byte[65536];
             try {
-                in.transferTo(buf);
+                for (int n; (n = in.read(b)) > 0; ) {
+                    synchronized (this) {
+                        buf.write(b, 0, n);
+                        for (int i = 0; i < n; i++) if (b[i] == '\n') newlines++;
+                    }
+                }
             } catch (IOException e) {
                 // the process ended; keep what was read
             }
         }
 
-        List<String> lines() {
+        /** Lines written so far. */
+        synchronized int count() {
+            return newlines;
+        }
+
+        synchronized List<String> lines() {
             String s = buf.toString(StandardCharsets.UTF_8);
             List<String> l = new ArrayList<>(Arrays.asList(s.split("\n", -1)));
             // every line ends in "\n": the piece after the last one must be empty, else it is shown as a line

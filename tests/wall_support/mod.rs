@@ -114,3 +114,36 @@ pub fn captures(sim: &SimPhone) -> usize {
     let to_file = |c: &str| c.starts_with("umask 077; screencap /data/local/tmp/xagent-");
     sim.commands().iter().filter(|c| c.as_str() == "framebuffer:" || c.as_str() == gzip || to_file(c)).count()
 }
+
+/// An agent on a socket of its own, bound to `serial`, that has sent `android_request_human` with `args`; the task
+/// answers the call's ack (read straight off the socket: the wait may outlast [`Client::recv`]'s timeout), or
+/// panics after `within`.
+pub async fn request_human(
+    addr: std::net::SocketAddr,
+    serial: &str,
+    args: Value,
+    within: Duration,
+) -> (String, tokio::task::JoinHandle<Value>) {
+    use futures_util::StreamExt;
+    let mut c = ws(addr, Some(KEY)).await;
+    c.hello(None).await;
+    let ch = c.bind(Some(serial)).await;
+    let mut args = args;
+    args["connector_channel_id"] = serde_json::json!(ch);
+    let (_, rid) = c
+        .send("tool.invoke", Some(&ch), serde_json::json!({"tool_id": "android_request_human", "arguments": args}))
+        .await;
+    let task = tokio::spawn(async move {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = tokio::time::timeout(left, c.ws.next()).await.expect("android_request_human never answered");
+            let Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t))) = m else { continue };
+            let v: Value = serde_json::from_str(t.as_str()).unwrap();
+            if v["request_id"] == serde_json::json!(rid) {
+                return v;
+            }
+        }
+    });
+    (ch, task)
+}

@@ -27,6 +27,9 @@
 .field static display:Ljava/lang/Object;
 .field static screenState:Ljava/lang/String;
 
+# the UI tree and idle wait (Ui.smali): "ok" or why not, kept here so a Ui class that cannot load is a reason too
+.field static uiState:Ljava/lang/String;
+
 # the gesture being played (single-threaded: one request at a time)
 .field static gDown:J
 .field static gN:I
@@ -60,7 +63,13 @@
     invoke-static {v0}, Lxagent/Helper;->handle(Ljava/lang/String;)V
     goto :loop
     :eof
-    # stdin closed: the session is over. exit() also ends any framework threads.
+    # stdin closed: the session is over. The UiAutomation is let go first (a held one would outlive us in the
+    # system until it noticed the death); exit() also ends any framework threads.
+    :try_end_ui
+    invoke-static {}, Lxagent/Ui;->end()V
+    :try_end_ui_end
+    .catch Ljava/lang/Throwable; {:try_end_ui .. :try_end_ui_end} :exit
+    :exit
     const/4 v0, 0
     invoke-static {v0}, Ljava/lang/System;->exit(I)V
     return-void
@@ -443,11 +452,11 @@
     const-string v1, "tree"
     invoke-virtual {v0, v1}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
     move-result v1
-    if-nez v1, :later
+    if-nez v1, :tree
     const-string v1, "idle"
     invoke-virtual {v0, v1}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
     move-result v1
-    if-nez v1, :later
+    if-nez v1, :idle
     const-string v0, "unknown_verb"
     const-string v1, "unknown verb"
     invoke-static {v0, v1}, Lxagent/Helper;->err(Ljava/lang/String;Ljava/lang/String;)Lxagent/Err;
@@ -492,13 +501,14 @@
     invoke-static {}, Lxagent/Helper;->helloPayload()Ljava/lang/String;
     move-result-object v0
     return-object v0
-    :later
-    # the UI tree and the accessibility idle wait are specified but not in this helper version
-    const-string v0, "unavailable"
-    const-string v1, "not_implemented"
-    invoke-static {v0, v1}, Lxagent/Helper;->err(Ljava/lang/String;Ljava/lang/String;)Lxagent/Err;
+    :tree
+    invoke-static {p0}, Lxagent/Ui;->opTree([Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
-    throw v0
+    return-object v0
+    :idle
+    invoke-static {p0}, Lxagent/Ui;->opIdle([Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    return-object v0
 .end method
 
 # ---------------------------------------------------------------- probing
@@ -507,7 +517,7 @@
 .method static helloPayload()Ljava/lang/String;
     .locals 4
     sget-object v3, Lxagent/Helper;->touch:Ljava/lang/String;
-    const-string v0, "1 1 "
+    const-string v0, "1 2 "
     sget v1, Lxagent/Helper;->sdk:I
     invoke-static {v1}, Ljava/lang/String;->valueOf(I)Ljava/lang/String;
     move-result-object v1
@@ -545,7 +555,16 @@
     sget-object v1, Lxagent/Helper;->screenState:Ljava/lang/String;
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
-    const-string v1, " tree=not_implemented idle=not_implemented"
+    const-string v1, " tree="
+    invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    sget-object v1, Lxagent/Helper;->uiState:Ljava/lang/String;
+    invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    const-string v1, " idle="
+    invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    sget-object v1, Lxagent/Helper;->uiState:Ljava/lang/String;
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     return-object v0
@@ -672,6 +691,15 @@
     const-string v5, "no_power_service"
     :power_ok
     sput-object v5, Lxagent/Helper;->screenState:Ljava/lang/String;
+    const-string v0, "no_uiautomation"
+    sput-object v0, Lxagent/Helper;->uiState:Ljava/lang/String;
+    :try_ui
+    invoke-static {}, Lxagent/Ui;->probe()V
+    sget-object v0, Lxagent/Ui;->state:Ljava/lang/String;
+    sput-object v0, Lxagent/Helper;->uiState:Ljava/lang/String;
+    :try_ui_end
+    .catch Ljava/lang/Throwable; {:try_ui .. :try_ui_end} :ui_done
+    :ui_done
     return-void
 .end method
 

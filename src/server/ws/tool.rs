@@ -155,9 +155,12 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     // An operator holds the phone (device wall takeover): the agent's call touches nothing. Otherwise the call
     // runs under the phone's hold token: a takeover from now on stops it (see the `select!` below).
     let hold = match hub.operator_gate(&binding) {
+        // A call waiting for a person waits for exactly this takeover: it runs under a token nothing cancels.
+        Ok(_) if tool.waits_for_operator() => tokio_util::sync::CancellationToken::new(),
         Ok(t) => t,
         Err(e) => return session.send(fail(e)).await,
     };
+    let waits_for_operator = tool.waits_for_operator();
     let mut spec = tool.spec().clone();
     spec.deadline = hub.registry().call_deadline(&spec, settle);
     let context = payload.get("context").and_then(Value::as_object);
@@ -212,7 +215,15 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     let audit_args = args.clone();
     let audit_call_id = tool_call_id.clone();
     let audit_device = binding.clone();
-    let call = ToolCall { channel_id: channel.clone(), binding: Some(binding), args, tool_call_id, progress, settle };
+    let call = ToolCall {
+        channel_id: channel.clone(),
+        binding: Some(binding),
+        args,
+        tool_call_id,
+        progress,
+        settle,
+        deadline: spec.deadline,
+    };
     let cancel = session.call_cancel(&channel);
     let shutdown = session.app.shutdown.clone();
     let guard = (session.in_flight.enter(), session.app.tools_in_flight.enter());
@@ -278,6 +289,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     // out of the retention window). Its idempotency record, if it has a key, is still written.
                     let effects_after = hub.backend().side_effects_started(&audit_device);
                     let sent_nothing = spec.side_effect
+                        && !waits_for_operator
                         && r.is_err()
                         && matches!((effects_before, effects_after), (Some(a), Some(b)) if a == b);
                     refused = sent_nothing;

@@ -1,0 +1,303 @@
+//! What an action changed in the UI tree: the elements that appeared, disappeared or changed between a tree read
+//! before the action and one read after it (issue 33). No peer reports this (Google's own CLI dropped its
+//! `layout --diff`); an agent otherwise observes again and compares by eye.
+//!
+//! [`read`] and [`after`] are the reads around the action (`effect_tree`, wired by `device.rs`); the rest is pure:
+//! two element lists in, a bounded delta out. Only elements an agent can name count (`is_interesting`:
+//! text, description, resource id, or interactive), so a layout container that moved by a pixel is no news.
+//! Matching is by identity first, then by place, so a counter whose text changed is one *changed* element, not a
+//! disappearance and an appearance:
+//!
+//! 1. the same element unchanged (class, resource id, description, text, bounds all equal);
+//! 2. the same resource id and class at the same bounds (its text or state changed);
+//! 3. the same resource id and class anywhere (it moved; nearest first);
+//! 4. no resource id: the same class at the same bounds;
+//! 5. no resource id: the same class and text or description anywhere (it moved; nearest first).
+//!
+//! What is left is gone (before) or new (after). A changed element lists what it was for each of `text`,
+//! `content_desc`, `checked`, `enabled`, `focused`, `selected`, `bounds` that differs — a password field's text
+//! never (its `to_json` hides it, and so does `was`).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::device::Ctx;
+use super::ui::Element;
+
+/// Bound of one tree read around an action: longer than uiautomator's own 10 s idle wait, so a screen that never
+/// idles ends in its real cause.
+const READ_LIMIT: Duration = Duration::from_secs(14);
+
+/// The tree before the action, and what reading it cost.
+pub struct TreeBefore(Result<Vec<Element>, String>, Duration);
+
+/// Reads the tree before the action (alongside settle's frame, before the input).
+pub async fn read(c: &Ctx) -> TreeBefore {
+    let t = Instant::now();
+    let r = super::ui::dump(c, READ_LIMIT).await.map_err(|e| e.message);
+    TreeBefore(r, t.elapsed())
+}
+
+/// Reads the tree after the action (once settled) and returns `effect.tree`: the delta, its counts, the
+/// observation its elements belong to (so `element: {index, observation_id}` acts on them), and `ms`, what the
+/// two reads cost. A read that failed gives `{"unavailable": reason, "ms": …}` — never an empty delta that would
+/// read as "nothing changed".
+pub async fn after(c: &Ctx, before: TreeBefore) -> Value {
+    let TreeBefore(before, spent) = before;
+    let t = Instant::now();
+    let after = super::ui::dump(c, READ_LIMIT).await.map_err(|e| e.message);
+    let ms = (spent + t.elapsed()).as_millis() as u64;
+    match (before, after) {
+        (Ok(before), Ok(after)) => {
+            let d = diff(&before, &after);
+            let mut v = to_json(&before, &after, &d);
+            let id = super::observe::new_id();
+            super::observe::remember(
+                &c.call.channel_id,
+                super::observe::Observation {
+                    id: id.clone(),
+                    device: c.device.clone(),
+                    created: Instant::now(),
+                    elements: after,
+                },
+            );
+            v["observation_id"] = json!(id);
+            v["ms"] = json!(ms);
+            v
+        }
+        (Err(e), _) | (_, Err(e)) => json!({"unavailable": e, "ms": ms}),
+    }
+}
+
+/// Most elements listed per kind; the counts say how many there were.
+pub const DELTA_MAX: usize = 20;
+
+/// A delta between two trees: indices into `before` and `after`.
+#[derive(Debug, Default, PartialEq)]
+pub struct Delta {
+    pub appeared: Vec<usize>,
+    pub disappeared: Vec<usize>,
+    /// (before, after) pairs whose attributes differ.
+    pub changed: Vec<(usize, usize)>,
+}
+
+impl Delta {
+    pub fn is_empty(&self) -> bool {
+        self.appeared.is_empty() && self.disappeared.is_empty() && self.changed.is_empty()
+    }
+}
+
+fn same_attrs(a: &Element, b: &Element) -> bool {
+    a.text == b.text
+        && a.content_desc == b.content_desc
+        && a.checked == b.checked
+        && a.enabled == b.enabled
+        && a.focused == b.focused
+        && a.selected == b.selected
+        && a.bounds == b.bounds
+}
+
+fn distance(a: &Element, b: &Element) -> i64 {
+    let ([ax, ay], [bx, by]) = (a.center(), b.center());
+    i64::from(ax - bx).abs() + i64::from(ay - by).abs()
+}
+
+/// The delta from `before` to `after` (see the module docs for the matching rules).
+pub fn diff(before: &[Element], after: &[Element]) -> Delta {
+    let b: Vec<usize> = (0..before.len()).filter(|&i| before[i].is_interesting()).collect();
+    let a: Vec<usize> = (0..after.len()).filter(|&i| after[i].is_interesting()).collect();
+    let mut used_b = vec![false; before.len()];
+    let mut used_a = vec![false; after.len()];
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    // One pass per rule: each takes, for every unmatched before-element in document order, the nearest unmatched
+    // after-element the rule accepts.
+    type Rule = fn(&Element, &Element) -> bool;
+    let rules: [Rule; 5] = [
+        |x, y| {
+            x.class == y.class
+                && x.resource_id == y.resource_id
+                && x.content_desc == y.content_desc
+                && x.text == y.text
+                && x.bounds == y.bounds
+        },
+        |x, y| {
+            !x.resource_id.is_empty() && x.resource_id == y.resource_id && x.class == y.class && x.bounds == y.bounds
+        },
+        |x, y| !x.resource_id.is_empty() && x.resource_id == y.resource_id && x.class == y.class,
+        |x, y| x.resource_id.is_empty() && y.resource_id.is_empty() && x.class == y.class && x.bounds == y.bounds,
+        |x, y| {
+            x.resource_id.is_empty()
+                && y.resource_id.is_empty()
+                && x.class == y.class
+                && ((!x.text.is_empty() && x.text == y.text)
+                    || (!x.content_desc.is_empty() && x.content_desc == y.content_desc))
+        },
+    ];
+    for rule in rules {
+        for &i in &b {
+            if used_b[i] {
+                continue;
+            }
+            let best = a
+                .iter()
+                .copied()
+                .filter(|&j| !used_a[j] && rule(&before[i], &after[j]))
+                .min_by_key(|&j| distance(&before[i], &after[j]));
+            if let Some(j) = best {
+                used_b[i] = true;
+                used_a[j] = true;
+                pairs.push((i, j));
+            }
+        }
+    }
+    let mut changed: Vec<(usize, usize)> =
+        pairs.into_iter().filter(|&(i, j)| !same_attrs(&before[i], &after[j])).collect();
+    changed.sort_by_key(|&(_, j)| j);
+    Delta {
+        appeared: a.into_iter().filter(|&j| !used_a[j]).collect(),
+        disappeared: b.into_iter().filter(|&i| !used_b[i]).collect(),
+        changed,
+    }
+}
+
+/// What a changed element was, for each attribute that differs.
+fn was(x: &Element, y: &Element) -> Value {
+    let mut m = Map::new();
+    if x.text != y.text && !x.password && !y.password {
+        m.insert("text".into(), json!(x.text));
+    }
+    if x.content_desc != y.content_desc {
+        m.insert("content_desc".into(), json!(x.content_desc));
+    }
+    for (k, p, q) in [
+        ("checked", x.checked, y.checked),
+        ("enabled", x.enabled, y.enabled),
+        ("focused", x.focused, y.focused),
+        ("selected", x.selected, y.selected),
+    ] {
+        if p != q {
+            m.insert(k.into(), json!(p));
+        }
+    }
+    if x.bounds != y.bounds {
+        m.insert("bounds".into(), json!(x.bounds));
+    }
+    Value::Object(m)
+}
+
+/// The delta as a result shows it: elements in observe's shape (indices of the after-tree, so they are targets
+/// with the observation that goes with them), at most [`DELTA_MAX`] of each kind, and the counts.
+pub fn to_json(before: &[Element], after: &[Element], d: &Delta) -> Value {
+    let list = |els: &[Element], idx: &[usize]| -> Vec<Value> {
+        idx.iter().take(DELTA_MAX).map(|&i| els[i].to_json()).collect()
+    };
+    let changed: Vec<Value> = d
+        .changed
+        .iter()
+        .take(DELTA_MAX)
+        .map(|&(i, j)| {
+            let mut v = after[j].to_json();
+            v["was"] = was(&before[i], &after[j]);
+            v
+        })
+        .collect();
+    json!({
+        "appeared": list(after, &d.appeared),
+        "disappeared": list(before, &d.disappeared),
+        "changed": changed,
+        "counts": {"appeared": d.appeared.len(), "disappeared": d.disappeared.len(), "changed": d.changed.len()},
+        "truncated": d.appeared.len().max(d.disappeared.len()).max(d.changed.len()) > DELTA_MAX,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn el(index: usize, class: &str, id: &str, text: &str, bounds: [i32; 4]) -> Element {
+        Element {
+            index,
+            text: text.into(),
+            resource_id: id.into(),
+            class: class.into(),
+            package: "p".into(),
+            content_desc: String::new(),
+            clickable: false,
+            enabled: true,
+            focused: false,
+            checked: false,
+            selected: false,
+            scrollable: false,
+            focusable: false,
+            password: false,
+            bounds,
+        }
+    }
+
+    #[test]
+    fn a_counter_whose_text_changed_is_one_changed_element() {
+        let before = vec![
+            el(0, "TextView", "p:id/count", "Count: 0", [0, 0, 100, 50]),
+            el(1, "Button", "p:id/inc", "+", [0, 60, 100, 110]),
+        ];
+        let mut after = before.clone();
+        after[0].text = "Count: 1".into();
+        let d = diff(&before, &after);
+        assert_eq!(d, Delta { appeared: vec![], disappeared: vec![], changed: vec![(0, 0)] });
+        let j = to_json(&before, &after, &d);
+        assert_eq!(j["changed"][0]["text"], "Count: 1");
+        assert_eq!(j["changed"][0]["was"], json!({"text": "Count: 0"}));
+        assert_eq!(j["counts"], json!({"appeared": 0, "disappeared": 0, "changed": 1}));
+    }
+
+    #[test]
+    fn a_dialog_appears_and_a_row_moves_by_its_id_or_its_text() {
+        let before = vec![
+            el(0, "TextView", "", "Wi-Fi", [0, 100, 500, 150]),
+            el(1, "Switch", "p:id/sw", "", [500, 100, 600, 150]),
+        ];
+        let mut after = vec![
+            el(0, "TextView", "", "Wi-Fi", [0, 300, 500, 350]),
+            el(1, "Switch", "p:id/sw", "", [500, 300, 600, 350]),
+            el(2, "Button", "android:id/button1", "Allow", [100, 900, 400, 1000]),
+        ];
+        after[1].checked = true;
+        let d = diff(&before, &after);
+        assert_eq!(d.appeared, vec![2]);
+        assert!(d.disappeared.is_empty());
+        assert_eq!(d.changed, vec![(0, 0), (1, 1)], "both moved; the switch also turned on");
+        let j = to_json(&before, &after, &d);
+        assert_eq!(j["changed"][1]["was"], json!({"checked": false, "bounds": [500, 100, 600, 150]}));
+        assert_eq!(j["appeared"][0]["text"], "Allow");
+    }
+
+    #[test]
+    fn layout_containers_and_unchanged_elements_are_no_news() {
+        let mut frame = el(0, "FrameLayout", "", "", [0, 0, 1080, 2400]);
+        let before = vec![frame.clone(), el(1, "TextView", "", "Title", [0, 0, 100, 50])];
+        frame.bounds = [0, 10, 1080, 2400];
+        let after = vec![frame, el(1, "TextView", "", "Title", [0, 0, 100, 50])];
+        assert!(diff(&before, &after).is_empty());
+    }
+
+    #[test]
+    fn a_password_fields_text_is_never_in_was_and_lists_are_bounded() {
+        let mut p = el(0, "EditText", "p:id/pw", "••", [0, 0, 10, 10]);
+        p.password = true;
+        let mut q = p.clone();
+        q.text = "•••".into();
+        q.focused = true;
+        let j = to_json(&[p.clone()], &[q.clone()], &diff(&[p], &[q]));
+        assert_eq!(j["changed"][0]["was"], json!({"focused": false}), "{j}");
+        assert!(!j.to_string().contains('•'), "{j}");
+        let many: Vec<Element> = (0..50)
+            .map(|i| el(i, "TextView", "", &format!("row {i}"), [0, i as i32 * 10, 10, i as i32 * 10 + 9]))
+            .collect();
+        let j = to_json(&[], &many, &diff(&[], &many));
+        assert_eq!(
+            (j["appeared"].as_array().unwrap().len(), j["counts"]["appeared"].clone(), j["truncated"].clone()),
+            (DELTA_MAX, json!(50), json!(true))
+        );
+    }
+}

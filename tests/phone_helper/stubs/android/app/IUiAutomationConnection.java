@@ -1,0 +1,3 @@
+package android.app;
+
+public interface IUiAutomationConnection {}
