@@ -187,6 +187,7 @@ const SERVE_HEADINGS: &[(&str, &[&str])] = &[
             "policy",
             "capture_compression",
             "capture_streams",
+            "phone_helper",
             "recover_command",
             "recover_command_timeout",
             "recover_wait",
@@ -548,12 +549,19 @@ pub struct ServeArgs {
     /// probed once per phone), the uncompressed framebuffer otherwise. `off`: always the framebuffer (a vendor
     /// build whose gzip misbehaves; on a fast local link the phone's CPU may cost more than the bytes).
     #[arg(long, value_enum, value_name = "MODE", default_value = "auto", env = "XAGENT_ADB_CAPTURE_COMPRESSION")]
-    pub capture_compression: CaptureCompression,
+    pub capture_compression: AutoOff,
 
     /// Most parallel streams one compressed capture uses on a phone with several CPUs (each deflates one part
     /// of the frame on its own core; 1 to 4). 1: one `screencap | gzip -1` stream, no temp file on the phone.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=4), env = "XAGENT_ADB_CAPTURE_STREAMS")]
     pub capture_streams: u8,
+
+    /// The resident phone helper (Android 8+): a small dex pushed to /data/local/tmp and run with `app_process` as
+    /// the shell user for as long as the phone is connected, spoken to over its own adb stream — taps, keys and
+    /// text in milliseconds, any script typed through the clipboard, the UI tree without uiautomator's idle wait.
+    /// Each operation falls back to the shell path on its own. `off`: always the shell path.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto", env = "XAGENT_ADB_PHONE_HELPER")]
+    pub phone_helper: AutoOff,
 
     /// Webhook told (JSON POST, 3 attempts) when an agent asks for a person (android_request_human), e.g. a chat
     /// relay: `http://relay.lan:8080/hooks/<token>`. http:// only; the API key is never sent, and only the URL's
@@ -572,9 +580,9 @@ pub struct ServeArgs {
     pub wall_live_write_timeout: Duration,
 }
 
-/// `--capture-compression`.
+/// `--capture-compression`, `--phone-helper`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CaptureCompression {
+pub enum AutoOff {
     Auto,
     Off,
 }
@@ -629,8 +637,9 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
     Ok(Resolved {
         recovery,
         notify_url,
-        capture_compression: args.capture_compression == CaptureCompression::Auto,
+        capture_compression: args.capture_compression == AutoOff::Auto,
         capture_streams: usize::from(args.capture_streams),
+        phone_helper: args.phone_helper == AutoOff::Auto,
         serve: crate::config::ServeConfig {
             listen: args.listen,
             data_dir: Some(args.data_dir.clone()),

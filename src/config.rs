@@ -69,6 +69,8 @@ pub struct Resolved {
     pub capture_compression: bool,
     /// `--capture-streams`: most parallel streams per compressed capture (1..=4).
     pub capture_streams: usize,
+    /// `--phone-helper auto`: the resident phone helper where it works (`device::helper`).
+    pub phone_helper: bool,
     /// `--notify-url`: the webhook told of requests for a person.
     pub notify_url: Option<crate::notify::NotifyUrl>,
 }

@@ -130,15 +130,17 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         assert!(fb.is_subset(&fa), "{id} lost result fields: {:?}", fb.difference(&fa).collect::<Vec<_>>());
         // Issue 19: `effect` on every settling (input) tool; the typed text read back on android_input_text.
         let settles = after[id]["input_schema"]["properties"].get("settle").is_some();
-        let mut expected_new: Vec<&str> = if id == "android_ui_dump" { vec!["observation_id"] } else { vec![] };
+        // Issue 32: who read the tree, the clipboard after a paste, the phone helper's state.
+        let mut expected_new: Vec<&str> =
+            if id == "android_ui_dump" { vec!["observation_id", "source"] } else { vec![] };
         if settles {
             expected_new.push("effect");
         }
         if id == "android_input_text" {
-            expected_new.extend(["field_text", "password", "read_back", "read_back_ms", "verified"]);
+            expected_new.extend(["clipboard", "field_text", "password", "read_back", "read_back_ms", "verified"]);
         }
         if id == "android_device_status" {
-            expected_new.push("unicode_input");
+            expected_new.extend(["phone_helper", "unicode_input"]);
         }
         // Issue 35: how many times a key was pressed; the observation scroll's find belongs to.
         if id == "android_key" {

@@ -6,7 +6,9 @@
 //! per service, the capture path of issue 24. Two profiles, the same figures: an Android 14 phone (sdk 34) and an
 //! Android 11 phone (sdk 30). Sides, interleaved sample by sample so drift hits all alike: this build, optionally
 //! another build (`BENCH_BEFORE_BIN`, e.g. the commit before a change: "before" and "after" of one run), and the
-//! adb CLI. Besides time, each sample counts the streams the phone saw open (its round trips).
+//! adb CLI. Besides time, each sample counts the streams the phone saw open (its round trips). "after" uses the
+//! resident phone helper (issue 32; its start is paid in the warm-up), "helper off" is the same build on the shell
+//! path.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -100,7 +102,11 @@ fn run_profile(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, p
         });
         Side { name: name.to_owned(), conn, ws, ch }
     };
-    let mut sides = vec![bind("after", Connector::start(adb.port, QUIET_LOG))];
+    // Issue 32: this build with its phone helper (the default) and with `--phone-helper off` (the shell path).
+    let mut sides = vec![
+        bind("after", Connector::start(adb.port, QUIET_LOG)),
+        bind("helper off", Connector::start_with(adb.port, QUIET_LOG, &["--phone-helper", "off"])),
+    ];
     if let Some(bin) = std::env::var("BENCH_BEFORE_BIN").ok().filter(|b| std::path::Path::new(b).is_file()) {
         sides.push(bind("before", Connector::start_bin(&bin, adb.port, QUIET_LOG, &[])));
     }

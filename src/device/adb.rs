@@ -81,6 +81,8 @@ pub struct AdbBackend {
     conditions: super::conditions::State,
     /// The backend's own `Arc` (weak): `Backend::released` spawns the release job, which outlives the call.
     me: std::sync::Weak<AdbBackend>,
+    /// Per phone: the resident helper (`helper.rs`), started at first use, ended when the phone changes state.
+    helpers: super::helper::Helpers,
 }
 
 /// Decrements the phone's in-flight count when its operation ends or is dropped.
@@ -197,7 +199,13 @@ impl AdbBackend {
             recovery: Mutex::new(Default::default()),
             audit: Mutex::new(None),
             conditions: Default::default(),
+            helpers: Default::default(),
         })
+    }
+
+    /// The phones' resident helpers (`--phone-helper`, reports).
+    pub fn helpers(&self) -> &super::helper::Helpers {
+        &self.helpers
     }
 
     /// Per-phone health and recovery state.
@@ -501,6 +509,8 @@ impl AdbBackend {
             self.shell_v2.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             self.gzip.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             self.capture_streams.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+            // Its helper's stream is gone with it, or belongs to a connection that is no more.
+            self.helpers.forget(&key);
             let state =
                 self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map_or("gone", |d| d.state.as_str());
             tracing::info!(device = %key, state, "device state changed");
@@ -943,8 +953,12 @@ impl AdbBackend {
             }
         }
         let read_at = Instant::now();
-        let out = self.shell(key, power::QUERY, false, Duration::from_secs(5)).await?;
-        let s = ScreenState::parse(&out.stdout);
+        // The helper's `screen` answers from the system services in a few ms on its open stream; else one shell
+        // round trip of `dumpsys`.
+        let s = match self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await? {
+            Some(p) => ScreenState::from_helper(&p),
+            None => ScreenState::parse(&self.shell(key, power::QUERY, false, Duration::from_secs(5)).await?.stdout),
+        };
         let mut map = self.screen_states.lock().unwrap_or_else(|e| e.into_inner());
         if map.get(key).is_none_or(|k| k.at <= read_at) {
             let known = KnownState { at: read_at, trusted_until: read_at + SCREEN_STATE_TTL, state: Some(s) };
@@ -1017,6 +1031,11 @@ pub struct Device {
 }
 
 impl Device {
+    /// The adb server and the serial this operation reaches the phone through.
+    pub fn path(&self) -> (SocketAddr, &str) {
+        (self.server, &self.serial)
+    }
+
     pub async fn shell(&self, cmd: &str) -> Result<ShellOut, ProtoError> {
         self.shell_capped(cmd, transport::SHELL_OUTPUT_MAX).await
     }
@@ -1051,6 +1070,10 @@ const ROTATION_COMMAND: &str =
     "dumpsys input | grep -E 'SurfaceOrientation:|InputDeviceOrientation:|Viewport INTERNAL:'; true";
 
 impl Backend for AdbBackend {
+    fn phone_helper(&self, key: &DeviceKey) -> Option<String> {
+        Some(super::helper::summary(&self.helpers.report(key)))
+    }
+
     fn side_effects_started(&self, key: &DeviceKey) -> Option<u64> {
         Some(self.side_effects.lock().unwrap_or_else(|e| e.into_inner()).get(key).copied().unwrap_or(0))
     }
@@ -1172,7 +1195,20 @@ impl Backend for AdbBackend {
     }
 
     fn start(self: Arc<Self>, shutdown: watch::Receiver<bool>) {
+        let mut stop = shutdown.clone();
+        let me = Arc::downgrade(&self);
         self.spawn_trackers(shutdown.clone());
+        // Shutting down ends every phone helper (each stream closed: the helper exits at the end of its input).
+        tokio::spawn(async move {
+            while !*stop.borrow_and_update() {
+                if stop.changed().await.is_err() {
+                    break;
+                }
+            }
+            if let Some(me) = me.upgrade() {
+                me.helpers.shutdown();
+            }
+        });
         tokio::spawn(super::conditions::sweep(self, shutdown));
     }
 

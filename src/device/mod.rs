@@ -7,6 +7,7 @@ pub mod fake;
 pub mod formats;
 pub mod gunzip;
 pub mod health;
+pub mod helper;
 pub mod host;
 pub mod identity;
 pub mod notifications;
@@ -154,6 +155,12 @@ pub trait Backend: Send + Sync + 'static {
     /// it raises under the operator's thresholds. Empty for backends without phones.
     fn health(&self) -> Vec<(DeviceKey, health::Snapshot, Vec<health::Warning>)> {
         Vec::new()
+    }
+
+    /// The phone's resident helper in one line for people (the wall, `doctor` through `/health`): running, or why
+    /// it uses the shell path. `None` for backends without helpers.
+    fn phone_helper(&self, _key: &DeviceKey) -> Option<String> {
+        None
     }
 
     /// One phone's entry of [`Backend::health`] (the devices API asks per phone).

@@ -73,6 +73,19 @@ impl ScreenState {
         ScreenState { screen_on, locked, secure: flag("secure") }
     }
 
+    /// Parses the phone helper's `screen` payload (`interactive=1 locked=0 secure=0 rotation=0 width=… height=…`,
+    /// `-` for a field its service could not give: unknown).
+    pub fn from_helper(payload: &str) -> ScreenState {
+        let field = |key: &str| -> Option<bool> {
+            payload.split(' ').find_map(|f| f.strip_prefix(key)?.strip_prefix('=')).and_then(|v| match v {
+                "1" => Some(true),
+                "0" => Some(false),
+                _ => None,
+            })
+        };
+        ScreenState { screen_on: field("interactive"), locked: field("locked"), secure: field("secure") }
+    }
+
     pub fn asleep(&self) -> bool {
         self.screen_on == Some(false)
     }

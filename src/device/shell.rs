@@ -81,9 +81,45 @@ pub fn base64(data: &[u8]) -> String {
     out
 }
 
+/// Standard base64 (padding optional) back to bytes; `None` on any other character or a dangling bit group.
+pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let body = s.trim_end_matches('=');
+    if s.len() - body.len() > 2 || body.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() / 4 * 3 + 2);
+    let (mut acc, mut bits) = (0u32, 0);
+    for &c in body.as_bytes() {
+        acc = ((acc << 6) | u32::from(val(c)?)) & 0xFF_FFFF;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_round_trips() {
+        for t in ["", "a", "ab", "abc", "Hello, 世界 ✓"] {
+            assert_eq!(base64_decode(&base64(t.as_bytes())).as_deref(), Some(t.as_bytes()));
+        }
+        assert_eq!(base64_decode("YQ").as_deref(), Some(&b"a"[..]));
+        assert!(base64_decode("Y").is_none() && base64_decode("a*b=").is_none() && base64_decode("YQ===").is_none());
+    }
 
     #[test]
     fn labels_name_the_command_but_never_its_arguments() {

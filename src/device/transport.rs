@@ -128,6 +128,12 @@ pub async fn open(server: SocketAddr, serial: &str, service: &str) -> Result<Str
 }
 
 impl Stream {
+    /// The connection itself, for a service that lives as long as its stream (the phone helper's stdin and stdout,
+    /// `device::helper`): dropping it still closes the device stream.
+    pub fn into_tcp(self) -> TcpStream {
+        self.s
+    }
+
     async fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), ProtoError> {
         self.s.read_exact(buf).await.map(|_| ()).map_err(|e| io_failed(&self.what, e))
     }

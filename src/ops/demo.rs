@@ -377,6 +377,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
     let resolved = |listen| crate::config::Resolved {
         capture_compression: true,
         capture_streams: 4,
+        phone_helper: true,
         notify_url: None,
         serve: crate::config::ServeConfig {
             listen,

@@ -321,6 +321,11 @@ async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<Strin
             );
             if status == "ok" {
                 r.ok(&what);
+                // What each phone's resident helper does (issue 32): running, or why the shell path is used.
+                for (serial, line) in v["phone_helpers"].as_object().into_iter().flatten() {
+                    let line = crate::device::text::terminal_text(line.as_str().unwrap_or(""));
+                    r.ok(&format!("phone helper on {}: {line}", crate::device::text::terminal_text(serial)));
+                }
             } else {
                 let problems = v["problems"]
                     .as_array()

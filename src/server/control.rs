@@ -175,6 +175,15 @@ pub async fn health(app: &App) -> Response<Body> {
     if !problems.is_empty() {
         body["problems"] = problems.iter().map(|p| p.message.clone()).collect();
     }
+    // Each online phone's resident helper in one line (`doctor` prints them).
+    let helpers: serde_json::Map<String, serde_json::Value> = devices
+        .iter()
+        .filter(|d| d.state == crate::device::DeviceState::Online)
+        .filter_map(|d| Some((d.key.serial.clone(), json!(app.hub.backend().phone_helper(&d.key)?))))
+        .collect();
+    if !helpers.is_empty() {
+        body["phone_helpers"] = json!(helpers);
+    }
     let code = if fatal { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
     json_response(code, body.to_string())
 }

@@ -146,6 +146,8 @@ fn dispatch(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> 
         "cat" => cat(dev, &args, stdin, io),
         "df" => df(dev, &args, io),
         "rm" => rm(dev, &args, io),
+        "ps" => super::helper::ps(dev, io),
+        "kill" => super::helper::kill(dev, &args, io),
         "ls" => ls(dev, &args, io),
         "mkdir" => {
             let parents = args.contains(&"-p");
@@ -427,6 +429,44 @@ pub fn keycode_name(s: &str) -> Option<String> {
     KEYCODES.iter().find(|(_, name)| name.eq_ignore_ascii_case(bare)).map(|(_, name)| format!("KEYCODE_{name}"))
 }
 
+/// A tap reaching the UI: recorded, logged as the dispatcher would, applied. `input tap` and the phone helper's
+/// `tap` both end here, so either path changes the phone the same way.
+pub(crate) fn tap(dev: &mut Device, x: i32, y: i32) {
+    dev.record_event(InputEvent::Tap { x, y });
+    dev.log('D', "InputDispatcher", &format!("Delivering touch to window: tap x={x} y={y}"));
+    match dev.ui.tap(x, y) {
+        TapOutcome::Incremented => {
+            let n = dev.ui.counter;
+            dev.log('I', "SimHome", &format!("Increment clicked, Count: {n}"));
+        }
+        TapOutcome::FocusedField => dev.log('I', "SimHome", "Text field focused"),
+        TapOutcome::Launched => dev.log('I', "ActivityTaskManager", "START u0 {cmp=com.xagent.demo/.MainActivity}"),
+        TapOutcome::Clicked(label) => dev.log('I', "DemoList", &format!("Clicked {label}")),
+        TapOutcome::Nothing => {}
+    }
+}
+
+/// A swipe (or, start = end, a long press) reaching the UI; the caller holds its duration.
+pub(crate) fn swipe(dev: &mut Device, [x1, y1, x2, y2]: [i32; 4], duration_ms: u32) {
+    dev.record_event(InputEvent::Swipe { x1, y1, x2, y2, duration_ms });
+    dev.ui.swipe(x1, y1, x2, y2);
+    dev.log('D', "InputDispatcher", &format!("Delivering swipe ({x1},{y1})->({x2},{y2}) {duration_ms}ms"));
+}
+
+/// Text reaching the focused field (as key events or pasted).
+pub(crate) fn type_text(dev: &mut Device, text: &str) {
+    dev.record_event(InputEvent::Text(text.to_owned()));
+    dev.log('D', "InputDispatcher", &format!("Injecting text ({} chars)", text.chars().count()));
+    dev.ui.type_text(text);
+}
+
+/// One key press (`KEYCODE_…` name) reaching the UI.
+pub(crate) fn key(dev: &mut Device, name: &str) {
+    dev.record_event(InputEvent::Key(name.to_owned()));
+    dev.log('D', "InputDispatcher", &format!("Injecting key {name}"));
+    dev.ui.key(name);
+}
+
 fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     let mut args = args;
     // Optional `-d DISPLAY` and input source, as in `input [-d DISPLAY] [source] command`.
@@ -455,20 +495,7 @@ fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
             if rest.len() != 2 {
                 return usage(io, cmd);
             }
-            dev.record_event(InputEvent::Tap { x, y });
-            dev.log('D', "InputDispatcher", &format!("Delivering touch to window: tap x={x} y={y}"));
-            match dev.ui.tap(x, y) {
-                TapOutcome::Incremented => {
-                    let n = dev.ui.counter;
-                    dev.log('I', "SimHome", &format!("Increment clicked, Count: {n}"));
-                }
-                TapOutcome::FocusedField => dev.log('I', "SimHome", "Text field focused"),
-                TapOutcome::Launched => {
-                    dev.log('I', "ActivityTaskManager", "START u0 {cmp=com.xagent.demo/.MainActivity}")
-                }
-                TapOutcome::Clicked(label) => dev.log('I', "DemoList", &format!("Clicked {label}")),
-                TapOutcome::Nothing => {}
-            }
+            tap(dev, x, y);
             0
         }
         "swipe" | "draganddrop" => {
@@ -478,13 +505,7 @@ fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
             }
             let n: Vec<i32> = nums.into_iter().flatten().collect();
             let duration_ms = n.get(4).copied().unwrap_or(300).max(0) as u32;
-            dev.record_event(InputEvent::Swipe { x1: n[0], y1: n[1], x2: n[2], y2: n[3], duration_ms });
-            dev.ui.swipe(n[0], n[1], n[2], n[3]);
-            dev.log(
-                'D',
-                "InputDispatcher",
-                &format!("Delivering swipe ({},{})->({},{}) {duration_ms}ms", n[0], n[1], n[2], n[3]),
-            );
+            swipe(dev, [n[0], n[1], n[2], n[3]], duration_ms);
             io.sleep += Duration::from_millis(u64::from(duration_ms.min(10_000)));
             0
         }
@@ -494,9 +515,7 @@ fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
             };
             // Android's `input text` turns "%s" into a space (spaces cannot cross `adb shell`).
             let text = t.replace("%s", " ");
-            dev.record_event(InputEvent::Text(text.clone()));
-            dev.log('D', "InputDispatcher", &format!("Injecting text ({} chars)", text.chars().count()));
-            dev.ui.type_text(&text);
+            type_text(dev, &text);
             0
         }
         "keyevent" | "press" => {
@@ -523,9 +542,7 @@ fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
                     io.err(&format!("Error: Unknown keycode '{c}'\n"));
                     return 1;
                 };
-                dev.record_event(InputEvent::Key(name.clone()));
-                dev.log('D', "InputDispatcher", &format!("Injecting key {name}"));
-                dev.ui.key(&name);
+                key(dev, &name);
             }
             0
         }
@@ -1503,7 +1520,7 @@ fn adb_keyboard_broadcast(dev: &mut Device, args: &[&str]) {
 }
 
 /// Standard base64 (with or without padding); `None` on any invalid character.
-fn decode_base64(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_base64(s: &str) -> Option<Vec<u8>> {
     let val = |c: u8| match c {
         b'A'..=b'Z' => Some(c - b'A'),
         b'a'..=b'z' => Some(c - b'a' + 26),

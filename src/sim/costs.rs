@@ -68,6 +68,15 @@ pub struct PhoneCosts {
     pub dumpsys_activity: Duration,
     /// `getprop`: a read of the property area, no binder.
     pub getprop: Duration,
+    /// The resident phone helper's start (`app_process`: a VM, its dex, the reflective look-ups), paid once per
+    /// phone connection (`helper.rs`).
+    pub helper_start: Duration,
+    /// One request of a running helper that injects or reads the screen state (`tap`, `key`, `text`, `screen`):
+    /// a few binder calls, no VM, no synchronous wait for the app.
+    pub helper_call: Duration,
+    /// A helper's `tree`: the UiAutomation walk, plus [`PhoneCosts::helper_tree_per_kb`] per KiB of XML.
+    pub helper_tree: Duration,
+    pub helper_tree_per_kb: Duration,
 }
 
 impl PhoneCosts {
@@ -109,6 +118,11 @@ impl PhoneCosts {
             dumpsys_window: Duration::from_millis(50),
             dumpsys_activity: Duration::from_millis(100),
             getprop: Duration::from_millis(5),
+            // The phone helper (issue 32; mobilecli measured a tap at 5.6 ms with its resident dex).
+            helper_start: Duration::from_millis(1000),
+            helper_call: Duration::from_millis(5),
+            helper_tree: Duration::from_millis(20),
+            helper_tree_per_kb: Duration::from_millis(4),
             ..PhoneCosts::usb2()
         }
     }

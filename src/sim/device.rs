@@ -84,6 +84,11 @@ pub struct Device {
     /// The file-creation mask of the shell running the current command line (`umask`); each command line is a
     /// new shell, which starts from adbd's.
     pub umask: u32,
+    /// The primary clip (`ClipboardManager`): what the phone helper's paste sets and puts back.
+    pub clipboard: Option<String>,
+    /// Processes a test can see with `ps` and end with `kill` beyond the fixed system ones: running phone helpers.
+    pub processes: Vec<super::helper::Process>,
+    pub next_pid: u32,
 }
 
 pub fn now_unix_ms() -> u64 {
@@ -227,6 +232,9 @@ impl Device {
             answers: Vec::new(),
             cores: super::Cores::default(),
             umask: ADBD_UMASK,
+            clipboard: None,
+            processes: Vec::new(),
+            next_pid: 5000,
             cfg,
             serial,
         };

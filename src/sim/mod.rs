@@ -27,6 +27,7 @@ pub mod costs;
 pub mod device;
 pub mod font;
 pub mod fs;
+pub mod helper;
 pub mod services;
 pub mod shell;
 pub mod sync;
@@ -76,6 +77,9 @@ pub struct SimConfig {
     /// What the phone's hardware spends (display read, PNG encoding, the USB link, phone-side tools). All zero by
     /// default, so functional tests run at loopback speed; the benchmark and the demo turn them on ([`PhoneCosts::phone`]).
     pub costs: PhoneCosts,
+    /// How the resident phone helper (`app_process … xagent.Helper`, `helper.rs`) behaves on this phone: it works
+    /// (default), cannot start, finds no injection API, is refused injection (Xiaomi), finds UiAutomation taken…
+    pub helper: helper::Mode,
 }
 
 /// The phone's CPU cores as phone-side tools see them ([`PhoneCosts::cores`]): each job takes the core that frees
@@ -137,6 +141,7 @@ impl Default for SimConfig {
             cpus: 8,
             missing_commands: Vec::new(),
             costs: PhoneCosts::default(),
+            helper: helper::Mode::default(),
         }
     }
 }
@@ -388,6 +393,21 @@ impl SimPhone {
     /// Every input event injected so far (oldest first).
     pub fn events(&self) -> Vec<InputEvent> {
         self.device().events.clone()
+    }
+
+    /// Processes beyond the fixed system ones (running phone helpers): pid and arguments, as `ps` lists them.
+    pub fn processes(&self) -> Vec<(u32, String)> {
+        self.device().processes.iter().map(|p| (p.pid, p.args.clone())).collect()
+    }
+
+    /// The primary clip (what the phone helper's paste sets and puts back).
+    pub fn clipboard(&self) -> Option<String> {
+        self.device().clipboard.clone()
+    }
+
+    /// Sets the primary clip, as an app copying text would.
+    pub fn set_clipboard(&self, clip: Option<&str>) {
+        self.device().clipboard = clip.map(str::to_owned);
     }
 
     /// Forgets the recorded input events (a test's "from here on").

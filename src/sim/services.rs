@@ -241,7 +241,7 @@ async fn execute(
 
 /// Waits out `Latency`/`Hang`; false if the connection died or the host closed the stream meanwhile (adbd hangs
 /// up a command whose host went away).
-async fn apply_fault(shared: &Arc<Shared>, input: &mut StreamIn, out: &StreamOut) -> bool {
+pub(crate) async fn apply_fault(shared: &Arc<Shared>, input: &mut StreamIn, out: &StreamOut) -> bool {
     let mut fault_rx = shared.fault.subscribe();
     loop {
         let f = fault_rx.borrow_and_update().clone();
@@ -353,6 +353,12 @@ fn shell_quote(s: &str) -> String {
 }
 
 async fn run_command(shared: &Arc<Shared>, cmd: &str, input: &mut StreamIn, out: &mut StreamOut, v2: bool) {
+    // The resident phone helper talks over its stdin and stdout for as long as the stream lives (shell v2 only:
+    // that is how the host starts it, and only v2 can close stdin without closing the stream).
+    if let (true, Some(dex)) = (v2, super::helper::command_dex(cmd)) {
+        super::helper::serve(shared, cmd, dex, input, out).await;
+        return;
+    }
     let stdin = match stdin_needed(cmd) {
         Some(n) => match read_stdin(input, n, v2).await {
             Some(d) => d,

@@ -606,23 +606,46 @@ impl Ui {
         }
     }
 
-    /// The view hierarchy in the exact shape `uiautomator dump` writes (single line, same
-    /// attribute order), so parsers written against real devices work unchanged.
-    pub fn dump_xml(&self) -> String {
+    /// The root node of the view hierarchy (with every node below it), its package and the full-screen bounds:
+    /// what `uiautomator dump` prints under `<hierarchy>` and the phone helper's `tree` under its `<window>`.
+    fn root_node(&self) -> (String, String, Rect) {
         let pkg = self.window_package();
         let (w, h) = self.logical_size();
         let full = Rect { left: 0, top: 0, right: w as i32, bottom: h as i32 };
         let nodes: String = self.nodes().iter().enumerate().map(|(i, n)| n.render(i, pkg)).collect();
-        format!(
-            "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"{}\">\
-             <node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"{}\" \
+        let root = format!(
+            "<node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"{}\" \
              content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" \
              focusable=\"false\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" \
-             selected=\"false\" bounds=\"{}\">{}</node></hierarchy>",
-            self.rotation % 4,
+             selected=\"false\" bounds=\"{}\">{}</node>",
             xml_escape(pkg),
             full.bounds(),
             nodes
+        );
+        (root, pkg.to_owned(), full)
+    }
+
+    /// The view hierarchy in the exact shape `uiautomator dump` writes (single line, same
+    /// attribute order), so parsers written against real devices work unchanged.
+    pub fn dump_xml(&self) -> String {
+        let (root, _, _) = self.root_node();
+        format!(
+            "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"{}\">{root}</hierarchy>",
+            self.rotation % 4
+        )
+    }
+
+    /// The phone helper's `tree`: the same nodes inside one `<window>` level (the application window; the
+    /// simulator draws no keyboard or status bar windows), as the helper's protocol describes it.
+    pub fn tree_xml(&self) -> String {
+        let (root, pkg, full) = self.root_node();
+        format!(
+            "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"{}\" source=\"helper\" \
+             truncated=\"false\"><window id=\"1\" type=\"application\" layer=\"1\" active=\"true\" \
+             focused=\"true\" package=\"{}\" title=\"\" bounds=\"{}\">{root}</window></hierarchy>",
+            self.rotation % 4,
+            xml_escape(&pkg),
+            full.bounds()
         )
     }
 

@@ -296,3 +296,169 @@ async fn framebuffer_and_streamed_install() {
     assert_eq!(h.read_to_close(2, remote).await, b"Success\n");
     sim.shutdown().await;
 }
+
+/// The helper's start command for a dex at `path` (as the host sends it).
+fn helper_cmd(path: &str) -> String {
+    format!("shell,v2,raw:CLASSPATH={path} {}", super::helper::ARGS)
+}
+
+/// Plays `input` to a helper on a fresh v2 stream (closing stdin after it) and returns its stdout lines and exit.
+async fn play_helper(sim: &SimPhone, input: &[u8]) -> (Vec<String>, Vec<u8>) {
+    let (mut h, _) = Host::connect(sim.addr(), MAX_PAYLOAD).await;
+    let remote = h.open(1, &helper_cmd("/data/local/tmp/xagent-helper-0123456789abcdef.dex")).await;
+    let mut stdin = super::services::packet(super::services::ID_STDIN, input);
+    stdin.extend(super::services::packet(super::services::ID_CLOSE_STDIN, &[]));
+    let mut data = Vec::new();
+    let mut closed = false;
+    for chunk in stdin.chunks(4096) {
+        h.send(A_WRTE, 1, remote, chunk).await;
+        // Our WRTE's OKAY, with the helper's own output (the greeting, replies) in between.
+        loop {
+            let m = h.recv().await.expect("OKAY");
+            match m.command {
+                A_OKAY => break,
+                A_WRTE => {
+                    data.extend_from_slice(&m.data);
+                    h.send(A_OKAY, 1, remote, &[]).await;
+                }
+                _ => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        if closed {
+            break;
+        }
+    }
+    if !closed {
+        data.extend(h.read_to_close(1, remote).await);
+    }
+    let (mut out, mut exit) = (Vec::new(), Vec::new());
+    for (id, d) in v2_packets(&data) {
+        match id {
+            ID_STDOUT => out.extend_from_slice(&d),
+            ID_EXIT => exit = d,
+            _ => {}
+        }
+    }
+    let lines = String::from_utf8(out).unwrap().lines().map(str::to_owned).collect();
+    (lines, exit)
+}
+
+/// The protocol cases of `tests/fixtures/phone-helper/` (which the real dex passes on a host JVM) against the
+/// simulator's native helper: the same `<` lines for the same requests, where the simulator can play the case's
+/// `!` settings. The simulator is helper 2 (tree and idle implemented), so a greeting is compared without the
+/// helper version and those two states, and a case's `not_implemented` answer to tree/idle must be an `ok` here.
+#[tokio::test]
+async fn the_native_helper_answers_the_protocol_cases() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/phone-helper");
+    let mut played = 0;
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    'case: for path in names.into_iter().filter(|p| p.extension().is_some_and(|x| x == "case")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut cfg = SimConfig::default();
+        let mut clip = None;
+        let (mut input, mut want) = (Vec::new(), Vec::new());
+        // Text requests by id: all printable ASCII or not.
+        let mut ascii: Vec<(String, bool)> = Vec::new();
+        for line in text.lines() {
+            if let Some(s) = line.strip_prefix("! ") {
+                for kv in s.split_whitespace() {
+                    match kv.split_once('=').unwrap_or((kv, "")) {
+                        ("sdk", n) => cfg.sdk = n.parse().unwrap(),
+                        ("deny", "1") => cfg.helper = super::helper::Mode::Denied,
+                        ("clip_read_denied", "1") => cfg.helper = super::helper::Mode::ClipUnreadable,
+                        ("clip", c) => clip = Some(c.to_owned()),
+                        ("interactive", "1") => {}
+                        // What the simulator cannot play: a missing service, a throwing call, a refused event.
+                        _ => continue 'case,
+                    }
+                }
+            } else if let Some(r) = line.strip_prefix("> ") {
+                if let Some((id, b64)) = r.split_once(" text ") {
+                    let t = super::commands::decode_base64(b64).unwrap_or_default();
+                    ascii.push((id.to_owned(), t.iter().all(|b| (0x20..=0x7e).contains(b))));
+                }
+                input.extend_from_slice(r.as_bytes());
+                input.push(b'\n');
+            } else if let Some(h) = line.strip_prefix(">hex ") {
+                input.extend(h.split_whitespace().map(|b| u8::from_str_radix(b, 16).unwrap()));
+            } else if let Some(l) = line.strip_prefix(">long ") {
+                let (id, n) = l.split_once(' ').unwrap();
+                input.extend_from_slice(format!("{id} ping {}\n", "x".repeat(n.parse().unwrap())).as_bytes());
+            } else if let Some(r) = line.strip_prefix("< ") {
+                want.push(r.to_owned());
+            }
+        }
+        let sim = SimPhone::start("127.0.0.1:0".parse().unwrap(), cfg).await.unwrap();
+        sim.write_file("/data/local/tmp/xagent-helper-0123456789abcdef.dex", b"dex\n038\0");
+        sim.device().clipboard = clip;
+        let (got, exit) = play_helper(&sim, &input).await;
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(exit, vec![0], "{name}: exit status");
+        assert_eq!(got.len(), want.len(), "{name}: {got:#?}");
+        let plain = |l: &str| -> String {
+            // `1 <helper version> <sdk> op=state…` without the helper version and the tree/idle states.
+            let w: Vec<&str> = l.split(' ').collect();
+            let (head, rest) = (&w[..3], &w[4..]);
+            let rest: Vec<&str> =
+                rest.iter().copied().filter(|f| !f.starts_with("tree=") && !f.starts_with("idle=")).collect();
+            format!("{} {}", head.join(" "), rest.join(" "))
+        };
+        for (g, w) in got.iter().zip(&want) {
+            if w.starts_with("* hello ") || w.split(' ').nth(2) == Some("1") && w.contains(" touch=") {
+                assert_eq!(plain(g), plain(w), "{name}: greeting");
+            } else if let Some(id) = w.strip_suffix(" err unavailable not_implemented") {
+                assert!(g.starts_with(&format!("{id} ok ")), "{name}: the sim implements tree and idle: {g}");
+            } else if w.contains(" ok paste ") && g.contains(" ok keys ") {
+                // The JVM stubs' key map is smaller than Android's on purpose (letters, digits, space, ',' '.'); the
+                // simulator's types every printable ASCII character as keys, as Android's virtual keyboard does.
+                let id = w.split(' ').next().unwrap();
+                assert!(ascii.iter().any(|(i, a)| i == id && *a), "{name}: {g} for non-ASCII text");
+            } else {
+                assert_eq!(g, w, "{name}");
+            }
+        }
+        played += 1;
+        sim.shutdown().await;
+    }
+    assert!(played >= 10, "only {played} cases could be played");
+}
+
+#[tokio::test]
+async fn the_native_helper_needs_its_dex_and_shows_in_ps_until_killed() {
+    let sim = sim().await;
+    // No dex pushed: app_process finds no class and exits 1 without a greeting.
+    let (lines, exit) = play_helper(&sim, b"a ping\n").await;
+    assert_eq!((lines.len(), exit), (0, vec![1]));
+    sim.write_file("/data/local/tmp/xagent-helper-0123456789abcdef.dex", b"dex\n038\0");
+    let (lines, exit) = play_helper(&sim, b"a ping\nb tree\nc idle 10 100\n").await;
+    assert_eq!(exit, vec![0]);
+    assert_eq!(lines[1], "a ok pong");
+    assert!(lines[2].starts_with("b ok xml "), "{lines:?}");
+    assert_eq!(lines[3], "c ok idle 10");
+    // A running helper is listed by `ps` and ends (status 137) when killed.
+    let (mut h, _) = Host::connect(sim.addr(), MAX_PAYLOAD).await;
+    let remote = h.open(1, &helper_cmd("/data/local/tmp/xagent-helper-0123456789abcdef.dex")).await;
+    let greeting = loop {
+        let m = h.recv().await.unwrap();
+        if m.command == A_WRTE {
+            h.send(A_OKAY, 1, remote, &[]).await;
+            break m.data;
+        }
+    };
+    assert!(String::from_utf8_lossy(&greeting).contains("* hello 1 2 34 "));
+    let ps = {
+        let mut d = sim.device();
+        super::shell::run_script(&mut d, "ps -A -o PID,ARGS", &[])
+    };
+    let ps = String::from_utf8(ps.stdout).unwrap();
+    let line = ps.lines().find(|l| l.ends_with("app_process / xagent.Helper")).expect("listed");
+    let pid = line.split_whitespace().next().unwrap().to_owned();
+    let killed = super::shell::run_script(&mut sim.device(), &format!("kill -9 {pid}"), &[]);
+    assert_eq!(killed.status, 0);
+    let data = h.read_to_close(1, remote).await;
+    assert_eq!(v2_packets(&data).last(), Some(&(ID_EXIT, vec![137])));
+}

@@ -15,6 +15,7 @@ use super::target::{self, ElementArg, Resolved, SelectorArg};
 use super::ui::{self, Element};
 use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
+use crate::device::helper::Input;
 use crate::device::shell::{base64, input_text_chunks, quote};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
@@ -235,7 +236,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 let a: TapArgs = c.parse()?;
                 let ready = ready_for_input(&c, gate).await?;
                 let (x, y, on) = locate(&c, a.element.as_ref(), a.x, a.y, "tap point").await?;
-                c.adb.shell_ok(&c.device, &format!("input tap {x} {y}"), true, c.spec.deadline).await?;
+                c.adb.input(&c.device, Input::Tap { x, y }, c.spec.deadline).await?;
                 ready.sent(&c);
                 Ok(with_woke(with_element(json!({"x": x, "y": y}), on), ready.woke))
             },
@@ -257,12 +258,10 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             move |c| async move {
                 let a: SwipeArgs = c.parse()?;
                 let ready = ready_for_input(&c, gate).await?;
-                let (x1, y1, x2, y2, ms) = (a.x1, a.y1, a.x2, a.y2, a.duration_ms);
+                let (x1, y1, x2, y2, ms) = (a.x1, a.y1, a.x2, a.y2, u64::from(a.duration_ms));
                 c.check_point(x1, y1, "swipe start").await?;
                 c.check_point(x2, y2, "swipe end").await?;
-                c.adb
-                    .shell_ok(&c.device, &format!("input swipe {x1} {y1} {x2} {y2} {ms}"), true, c.spec.deadline)
-                    .await?;
+                c.adb.input(&c.device, Input::Swipe { x1, y1, x2, y2, ms }, c.spec.deadline).await?;
                 ready.sent(&c);
                 Ok(with_woke(json!({"duration_ms": ms}), ready.woke))
             },
@@ -284,10 +283,9 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             move |c| async move {
                 let a: LongPressArgs = c.parse()?;
                 let ready = ready_for_input(&c, gate).await?;
-                let ms = a.duration_ms;
+                let ms = u64::from(a.duration_ms);
                 let (x, y, on) = locate(&c, a.element.as_ref(), a.x, a.y, "press point").await?;
-                // A swipe that does not move is how `input` expresses a long press on every Android version.
-                c.adb.shell_ok(&c.device, &format!("input swipe {x} {y} {x} {y} {ms}"), true, c.spec.deadline).await?;
+                c.adb.input(&c.device, Input::Press { x, y, ms }, c.spec.deadline).await?;
                 ready.sent(&c);
                 Ok(with_woke(with_element(json!({"x": x, "y": y, "duration_ms": ms}), on), ready.woke))
             },
@@ -297,8 +295,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 id: "android_input_text",
                 title: "Type text",
                 description: "Type into the focused field or `element`; `clear` replaces its content (text \"\": \
-                              empties it). Non-ASCII \
-                              needs the ADB Keyboard (else unsupported_text). `verify` reads the field back.",
+                              empties it). Non-ASCII needs the phone helper or ADB Keyboard (else \
+                              unsupported_text). `verify` reads back.",
                 input: args::schema::<InputTextArgs>(),
                 output: json!({"type": "object", "properties": {
                     "typed_chars": {"type": "integer"}, "submitted": {"type": "boolean"}, "woke": woke_schema(),
@@ -307,7 +305,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                     "field_text": {"type": ["string", "null"], "description": "The field after typing (null: password or not found)"},
                     "password": {"type": "boolean"}, "verified": {"type": ["boolean", "null"]},
                     "read_back_ms": {"type": "integer"},
-                    "method": {"type": "string", "enum": ["input_text", "adb_keyboard"]}}}),
+                    "method": {"type": "string", "enum": ["input_text", "adb_keyboard", "helper_keys", "helper_paste"]},
+                    "clipboard": {"type": "string", "enum": ["restored", "cleared", "not_restored"]}}}),
                 side_effect: true,
                 settles: true,
                 deadline: Duration::from_secs(30),
@@ -335,7 +334,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                         let r = target::resolve(&c, &t).await?;
                         let (x, y) = r.point();
                         c.check_point(x, y, "element centre").await?;
-                        c.adb.shell_ok(&c.device, &format!("input tap {x} {y}"), true, c.spec.deadline).await?;
+                        c.adb.input(&c.device, Input::Tap { x, y }, c.spec.deadline).await?;
                         Some(r)
                     }
                     None => None,
@@ -347,24 +346,39 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 // Read back before ENTER: submitting often empties the field or moves the focus away. Without a
                 // read-back, ENTER travels in the typing's own command (one round trip less).
                 let enter_with_text = submit && !verify;
-                let method = if text.is_empty() {
+                let (method, clipboard, enter_sent) = if text.is_empty() {
                     // Only the clear: nothing to type (ENTER, if asked, follows below).
-                    if enter_with_text {
-                        c.adb.shell_ok(&c.device, ENTER, true, c.spec.deadline).await?;
-                    }
-                    "input_text"
-                } else if text.is_ascii() {
-                    type_ascii(&c, &text, enter_with_text).await?
+                    ("input_text", None, false)
                 } else {
-                    type_unicode(&c, &text).await?
+                    // The phone helper types ASCII as key events and anything else through the clipboard and a paste
+                    // (no ADB Keyboard needed); where it cannot, the shell path as before.
+                    let b64 = base64(text.as_bytes());
+                    let helper = c.adb.helper(&c.device, true, c.spec.deadline, "text", &b64, Duration::ZERO).await?;
+                    match helper.as_deref().map(|p| p.split_once(' ').unwrap_or((p, ""))) {
+                        Some(("paste", how)) => {
+                            // The helper's word about the clipboard, reported as one of the three it may say.
+                            let how = ["restored", "cleared", "not_restored"].into_iter().find(|h| *h == how);
+                            ("helper_paste", Some(how.unwrap_or("not_restored")), false)
+                        }
+                        Some(_) => ("helper_keys", None, false),
+                        None if text.is_ascii() => {
+                            (type_ascii(&c, &text, enter_with_text).await?, None, enter_with_text)
+                        }
+                        None => (type_unicode(&c, &text).await?, None, false),
+                    }
                 };
                 let back = if verify { Some(read_back(&c, &text, clear).await) } else { None };
-                if submit && (verify || !text.is_ascii()) {
-                    c.adb.shell_ok(&c.device, ENTER, true, c.spec.deadline).await?;
+                if submit && !enter_sent {
+                    c.adb
+                        .input(&c.device, Input::Key { name: "ENTER", long: false, times: 1 }, c.spec.deadline)
+                        .await?;
                 }
                 ready.sent(&c);
                 let mut r = json!({"typed_chars": text.chars().count(), "submitted": submit, "method": method,
                                    "read_back": verify, "verified": null});
+                if let Some(how) = clipboard {
+                    r["clipboard"] = json!(how);
+                }
                 if let (Some(obj), Some(back)) = (r.as_object_mut(), back) {
                     obj.extend(back);
                 }
@@ -397,10 +411,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 let ready =
                     if POWER_KEYS.contains(&key.as_str()) { None } else { Some(ready_for_input(&c, gate).await?) };
                 let long = a.long_press;
-                let flag = if long { " --longpress" } else { "" };
                 let repeat = a.repeat.clamp(1, MAX_REPEAT as u32);
-                let keys = format!(" KEYCODE_{key}").repeat(repeat as usize);
-                c.adb.shell_ok(&c.device, &format!("input keyevent{flag}{keys}"), true, c.spec.deadline).await?;
+                c.adb.input(&c.device, Input::Key { name: &key, long, times: repeat }, c.spec.deadline).await?;
                 if let Some(r) = ready {
                     r.sent(&c);
                 }
@@ -554,7 +566,8 @@ async fn scroll(c: &Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
             ));
         }
         last = Some(view);
-        c.adb.shell_ok(&c.device, &format!("input swipe {x1} {y1} {x2} {y2} 400"), true, c.spec.deadline).await?;
+        let (x1, y1, x2, y2) = (i64::from(x1), i64::from(y1), i64::from(x2), i64::from(y2));
+        c.adb.input(&c.device, Input::Swipe { x1, y1, x2, y2, ms: 400 }, c.spec.deadline).await?;
         swipes += 1;
     }
 }

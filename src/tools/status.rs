@@ -36,7 +36,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "screen_on": {"type": ["boolean", "null"]},
                 "locked": {"type": ["boolean", "null"]},
                 "lock_secure": {"type": ["boolean", "null"], "description": "Needs a PIN, pattern or password"},
-                "unicode_input": {"type": "boolean", "description": "ADB Keyboard enabled: non-ASCII text can be typed"}}}),
+                "unicode_input": {"type": "boolean", "description": "Non-ASCII can be typed (helper paste or ADB Keyboard)"},
+                "phone_helper": {"type": "object", "description": "Phone helper: state, version, fell_back"}}}),
             side_effect: false,
             settles: false,
             deadline: Duration::from_secs(15),
@@ -77,6 +78,11 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             let (w, h) = if rotation.is_some_and(|r| r % 2 == 1) { (h, w) } else { (w, h) };
             let adb_state = c.adb.info(&c.device).map_or("gone", |d| d.state.as_str());
             let power = c.adb.screen_state(&c.device).await.unwrap_or_default();
+            // Read after the screen state, which starts the helper on a phone that has not used it yet.
+            let helper = c.adb.helpers().report(&c.device);
+            let fell_back = |op: &str| helper["fell_back"].get(op).is_some();
+            let paste = helper["state"] == "running" && helper["operations"]["paste"] == "ok";
+            let unicode_input = unicode_input || (paste && !fell_back("paste") && !fell_back("text"));
             let mut r = json!({
                 "orientation": orientation, "rotation": rotation, "adb_state": adb_state,
                 "rotation_degrees": rotation.map(|r| u16::from(r) * 90),
@@ -84,7 +90,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "android_version": release.unwrap_or_default(), "sdk": sdk.and_then(|s| s.parse::<i64>().ok()),
                 "screen_width": w, "screen_height": h, "density": density, "battery": battery(&bat),
                 "screen_on": power.screen_on, "locked": power.locked, "lock_secure": power.secure,
-                "unicode_input": unicode_input,
+                "unicode_input": unicode_input, "phone_helper": helper,
             });
             if let Some((pkg, act)) = formats::foreground(&win) {
                 r["foreground_package"] = json!(pkg);

@@ -270,10 +270,52 @@ pub fn not_idle_error(ago: Option<Duration>) -> ProtoError {
     )
 }
 
+/// Who read each device's last tree: the phone helper (`tree`, every window, no idle wait) or `uiautomator dump`.
+fn sources() -> &'static Mutex<HashMap<DeviceKey, &'static str>> {
+    static S: std::sync::OnceLock<Mutex<HashMap<DeviceKey, &'static str>>> = std::sync::OnceLock::new();
+    S.get_or_init(Default::default)
+}
+
+/// `helper` or `uiautomator`: who read `device`'s last tree.
+pub fn last_source(device: &DeviceKey) -> &'static str {
+    sources().lock().unwrap_or_else(|e| e.into_inner()).get(device).copied().unwrap_or("uiautomator")
+}
+
+/// The tree from the phone helper's `tree` (`device::helper`): no idle wait, so a screen that never idles has one
+/// too. `None` when the helper cannot give it for this read (not running, busy, a reply that does not parse): the
+/// caller runs `uiautomator dump`.
+async fn helper_tree(
+    adb: &AdbBackend,
+    device: &DeviceKey,
+    deadline: Duration,
+) -> Result<Option<Vec<Element>>, ProtoError> {
+    let Some(payload) = adb.helper(device, false, deadline, "tree", "", Duration::ZERO).await? else {
+        return Ok(None);
+    };
+    let xml = payload.strip_prefix("xml ").and_then(crate::device::shell::base64_decode).map(String::from_utf8);
+    match xml.map(|x| x.map_err(|e| e.to_string()).and_then(|x| parse_dump(&x))) {
+        Some(Ok(els)) => Ok(Some(els)),
+        other => {
+            let why = match other {
+                Some(Err(m)) => crate::device::text::phone_text(&m, 200),
+                _ => "not base64 XML".to_owned(),
+            };
+            tracing::warn!(device = %device, why, "the phone helper's tree did not parse; using uiautomator dump");
+            Ok(None)
+        }
+    }
+}
+
 /// Runs one dump to the end: retries a transient "null root node" (between windows) and falls back to a file when
 /// `/dev/tty` prints nothing, but never retries a screen that does not idle (see [`NOT_IDLE`]).
 async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) -> DumpOutcome {
     let started = Instant::now();
+    if let Some(els) = helper_tree(&adb, &device, deadline).await? {
+        not_idle().lock().unwrap_or_else(|e| e.into_inner()).remove(&device);
+        sources().lock().unwrap_or_else(|e| e.into_inner()).insert(device, "helper");
+        return Ok(Arc::new(els));
+    }
+    sources().lock().unwrap_or_else(|e| e.into_inner()).insert(device.clone(), "uiautomator");
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -415,6 +457,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "observation_id": {"type": "string"}, "package": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
+                    "source": {"type": "string", "enum": ["helper", "uiautomator"]},
                     "elements": {"type": "array", "items": element_schema(true)}}}),
                 side_effect: false,
                 settles: false,
@@ -443,7 +486,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     },
                 );
                 Ok(json!({"observation_id": id, "package": package, "count": elements.len(), "truncated": truncated,
-                          "elements": elements}))
+                          "source": last_source(&c.device), "elements": elements}))
             },
         ),
         tool(

@@ -290,6 +290,8 @@ fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder]) -> Value
         "android_version": facts.android_version,
         // The health reader's last reading: the wall runs no battery read of its own (one reader per phone).
         "battery_percent": app.hub.backend().health_of(&d.key).and_then(|(s, _)| s.reading?.battery_percent),
+        // The resident phone helper in one line (running, or why this phone uses the shell path).
+        "phone_helper": app.hub.backend().phone_helper(&d.key),
         "allowed": app.hub.device_allowed(&d.key),
         "held_by": held_by,
         "running_calls": w.activity.running(&d.key),

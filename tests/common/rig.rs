@@ -38,6 +38,15 @@ impl Rig {
     /// with `--policy`. Binds with pool semantics (no serial), retrying until the tracker has seen the phone.
     pub async fn with(cfg: SimConfig, flags: &[&str], policy: Option<Value>) -> Rig {
         let (adb, sim, serial) = setup_with(cfg).await.expect("adb is required (apt-get install adb)");
+        Rig::bind(adb, sim, serial, flags, policy).await
+    }
+
+    /// The connector started on a phone a test prepared first (files, processes left from an earlier run).
+    pub async fn attach(adb: Arc<AdbServer>, sim: SimPhone, serial: String, flags: &[&str]) -> Rig {
+        Rig::bind(adb, sim, serial, flags, None).await
+    }
+
+    async fn bind(adb: Arc<AdbServer>, sim: SimPhone, serial: String, flags: &[&str], policy: Option<Value>) -> Rig {
         let dir = tempfile::tempdir().unwrap();
         let server = format!("127.0.0.1:{}", adb.port);
         let mut args = vec!["--adb-server".to_owned(), server];

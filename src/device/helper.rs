@@ -1,0 +1,813 @@
+//! The host side of the resident phone helper (issue 32): the dex of `phone-helper/`, embedded in the binary,
+//! pushed content-addressed, started once per phone connection on one `shell,v2` stream and spoken to over its
+//! stdin and stdout (protocol: `device-profile/phone-helper.md`). A tap through it is one line each way on a stream
+//! that is already open, instead of a new stream and (Android ≤ 11) a new VM for `input`.
+//!
+//! Lifetime, per phone: nothing happens until the first operation that could use it (lazy). That one cleans up
+//! (other `xagent-helper-*.dex` files, a stale `xagent.Helper` process of an earlier connector run), pushes the dex
+//! when it is not there with the right size, starts `app_process` and waits for the greeting. The session lives
+//! until the phone changes state (it went away, or came back: [`Helpers::forget`]) or the connector shuts down
+//! ([`Helpers::shutdown`]); dropping it closes the stream, and the helper exits at the end of its input. A session
+//! whose stream dies is started once more; the second death, like a start that fails, is kept as the reason and
+//! the phone stays on the shell path until it reconnects.
+//!
+//! Every operation falls back on its own: an operation the greeting says is unavailable, or that answers
+//! `unavailable`, `denied` (Xiaomi's security toggle), `unknown_verb` or, twice, `failed`, goes to the shell path
+//! from then on with that reason kept; `busy` (another UiAutomation connected) and a request that times out fall
+//! back for that one call. What fell back and why is in [`Helpers::report`] (`android_device_status`, the wall,
+//! `doctor`).
+//!
+//! The phone is hostile too: reply lines are bounded (a greeting 1 KiB, a `tree` 8 MiB, anything else 4 KiB), a
+//! reply must answer the request in front of the queue (ids are checked), every request has its own timeout, and
+//! payloads are parsed as untrusted input by their users.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+use super::adb::Device;
+use super::DeviceKey;
+use crate::protocol::errors::ProtoError;
+
+/// An input an input tool sends: through the helper when it can, else as today's `input` command.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    Tap {
+        x: i64,
+        y: i64,
+    },
+    Swipe {
+        x1: i64,
+        y1: i64,
+        x2: i64,
+        y2: i64,
+        ms: u64,
+    },
+    /// A long press (a swipe that does not move, for `input`).
+    Press {
+        x: i64,
+        y: i64,
+        ms: u64,
+    },
+    /// One of `android_key`'s keys (`HOME`, `BACK`, …), long-pressed or not, pressed `times` times (1–50 through
+    /// the helper; the shell path names the key that often in one `input keyevent`).
+    Key {
+        name: &'a str,
+        long: bool,
+        times: u32,
+    },
+}
+
+impl Input<'_> {
+    /// The helper's verb, its arguments and how long the verb itself holds (`None`: no helper verb for it).
+    fn request(&self) -> Option<(&'static str, String, Duration)> {
+        let ms = Duration::from_millis;
+        Some(match *self {
+            Input::Tap { x, y } => ("tap", format!("{x} {y}"), Duration::ZERO),
+            Input::Swipe { x1, y1, x2, y2, ms: t } => ("swipe", format!("{x1} {y1} {x2} {y2} {t}"), ms(t)),
+            Input::Press { x, y, ms: t } => ("press", format!("{x} {y} {t}"), ms(t)),
+            Input::Key { name, long, times } => {
+                let hold = if long { LONG_KEY_HOLD_MS } else { 0 };
+                // The helper's bound (device-profile/phone-helper.md §4); more goes the shell's way.
+                if !(1..=50).contains(&times) {
+                    return None;
+                }
+                ("key", format!("{} {times} {hold}", keycode(name)?), ms(hold.saturating_mul(u64::from(times))))
+            }
+        })
+    }
+
+    /// Today's shell command for it.
+    pub fn shell(&self) -> String {
+        match *self {
+            Input::Tap { x, y } => format!("input tap {x} {y}"),
+            Input::Swipe { x1, y1, x2, y2, ms } => format!("input swipe {x1} {y1} {x2} {y2} {ms}"),
+            // A swipe that does not move is how `input` expresses a long press on every Android version.
+            Input::Press { x, y, ms } => format!("input swipe {x} {y} {x} {y} {ms}"),
+            Input::Key { name, long, times } => {
+                let keys = format!(" KEYCODE_{name}").repeat(times.max(1) as usize);
+                format!("input keyevent{}{keys}", if long { " --longpress" } else { "" })
+            }
+        }
+    }
+}
+
+/// How an input reached the phone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Helper,
+    Shell,
+}
+
+impl super::adb::AdbBackend {
+    /// One request to `key`'s helper as a device operation (`ordered` for side effects, within `deadline`, the
+    /// helper started first when needed): its payload, or `None` when the caller must use the shell path.
+    /// `held` is how long the verb itself takes (a gesture's duration).
+    pub async fn helper(
+        &self,
+        key: &DeviceKey,
+        ordered: bool,
+        deadline: Duration,
+        verb: &str,
+        args: &str,
+        held: Duration,
+    ) -> Result<Option<String>, ProtoError> {
+        if !self.helpers().enabled() {
+            return Ok(None);
+        }
+        let sdk = super::Backend::info(self, key).and_then(|i| i.sdk);
+        let timeout = timeout_for(verb, held);
+        self.op(
+            key,
+            ordered,
+            deadline,
+            |d| async move { Ok(self.helpers().call(key, &d, sdk, verb, args, timeout).await) },
+        )
+        .await
+    }
+
+    /// Sends an input: through the helper when it can, else the `input` command (a side effect, ordered).
+    pub async fn input(&self, key: &DeviceKey, input: Input<'_>, deadline: Duration) -> Result<Via, ProtoError> {
+        if let Some((verb, args, held)) = input.request() {
+            if self.helper(key, true, deadline, verb, &args, held).await?.is_some() {
+                return Ok(Via::Helper);
+            }
+        }
+        self.shell_ok(key, &input.shell(), true, deadline).await?;
+        Ok(Via::Shell)
+    }
+}
+
+/// The assembled helper (`phone-helper/xagent-helper.dex`; `tests/phone_helper.rs` checks that it is what its smali
+/// source assembles to).
+pub const DEX: &[u8] = include_bytes!("../../phone-helper/xagent-helper.dex");
+
+/// Where the dex is pushed: the phone's shell-writable directory, named by the dex's own hash, so a stale or
+/// foreign file under another name is never run and a new connector never runs an old dex.
+pub fn dex_path() -> String {
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(DEX);
+    let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("/data/local/tmp/xagent-helper-{hex}.dex")
+}
+
+/// What `ps` shows for a helper (`app_process` keeps its arguments; the class path is in the environment).
+const PROCESS_MARK: &str = "xagent.Helper";
+
+/// The first Android release the dex runs on (dex version 038, `smali --api 26`).
+pub const MIN_SDK: u32 = 26;
+
+/// The protocol version this host speaks.
+const PROTOCOL: &str = "1";
+
+/// How long `app_process` may take to greet: ~1 s on a phone, more on a slow or busy one.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest greeting line accepted.
+const GREETING_MAX: usize = 1024;
+/// Longest reply line of a `tree` (the protocol's bound) and of anything else (helper 1 writes ≤ ~300 bytes).
+const TREE_REPLY_MAX: usize = 8 << 20;
+const REPLY_MAX: usize = 4096;
+/// Bytes of stderr kept from a helper that did not start (for the reason).
+const STDERR_KEPT: usize = 2048;
+/// What a request may take beyond its own duration (a gesture's, an idle wait's): the protocol's "1 s plus".
+const REQUEST_SLACK: Duration = Duration::from_secs(1);
+/// `text` through the clipboard waits for the focused app to read it (the dispatcher gives up after 10 s).
+const PASTE_TIMEOUT: Duration = Duration::from_secs(12);
+/// A `tree` of a large screen: the walk, the XML, the base64, the transfer.
+const TREE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Starts per phone connection: the first, and once more after its stream died.
+const STARTS: u32 = 2;
+
+/// `--phone-helper`: whether helpers are used at all, and every phone's helper.
+pub struct Helpers {
+    enabled: AtomicBool,
+    phones: Mutex<HashMap<DeviceKey, Arc<Phone>>>,
+}
+
+impl Default for Helpers {
+    fn default() -> Self {
+        Helpers { enabled: AtomicBool::new(true), phones: Mutex::default() }
+    }
+}
+
+/// One phone's helper.
+#[derive(Default)]
+struct Phone {
+    /// The session, once started; held across a start so that one start runs at a time.
+    session: tokio::sync::Mutex<Option<Session>>,
+    book: Mutex<Book>,
+}
+
+/// What is known about one phone's helper (its `report`).
+#[derive(Default, Clone)]
+struct Book {
+    /// Starts so far (≤ [`STARTS`]).
+    starts: u32,
+    /// Why the helper is not used on this phone (nothing: running, or not tried yet).
+    down: Option<String>,
+    version: Option<String>,
+    /// The greeting's `operation=state` pairs.
+    operations: BTreeMap<String, String>,
+    /// Verbs that fell back to the shell path for good, and why.
+    fallbacks: BTreeMap<String, String>,
+    /// The last verb that fell back for one call only (busy, timeout), and why.
+    last_fallback: Option<(String, String)>,
+    /// Requests answered by the helper so far.
+    answered: u64,
+    running: bool,
+}
+
+/// A running helper: requests go to its task, which owns the stream.
+struct Session {
+    tx: mpsc::Sender<Request>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Closing the stream ends the helper (end of its input): no process outlives the session.
+        self.task.abort();
+    }
+}
+
+impl Session {
+    fn alive(&self) -> bool {
+        !self.tx.is_closed() && !self.task.is_finished()
+    }
+}
+
+struct Request {
+    id: String,
+    line: String,
+    max: usize,
+    reply: oneshot::Sender<String>,
+}
+
+/// A verb's answer as the caller sees it.
+enum Answer {
+    Ok(String),
+    /// Fall back for this call (and, with `sticky`, for every later one).
+    Fallback {
+        reason: String,
+        sticky: bool,
+    },
+    /// The stream died or timed out: the session is gone.
+    Died(String),
+}
+
+/// The greeting operation a verb needs.
+fn operation(verb: &str, args: &str) -> &'static str {
+    match verb {
+        "tap" | "swipe" | "press" | "gesture" => "touch",
+        "key" => "key",
+        "text" => {
+            let ascii = super::shell::base64_decode(args).is_some_and(|b| b.iter().all(|c| (0x20..=0x7e).contains(c)));
+            if ascii {
+                "text"
+            } else {
+                "paste"
+            }
+        }
+        "screen" => "screen",
+        "tree" => "tree",
+        "idle" => "idle",
+        _ => "ping",
+    }
+}
+
+impl Helpers {
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    fn phone(&self, key: &DeviceKey) -> Arc<Phone> {
+        self.phones.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default().clone()
+    }
+
+    /// The phone changed state (went away, came back, reconnected): its session ends, and the next use starts
+    /// afresh (with the reasons forgotten: a phone that reconnects is probed again).
+    pub fn forget(&self, key: &DeviceKey) {
+        self.phones.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+    }
+
+    /// The connector shuts down: every session ends (each stream closed, each helper at the end of its input).
+    pub fn shutdown(&self) {
+        self.phones.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Sends `verb args` to `key`'s helper (started first when needed) within `timeout`: the reply's payload, or
+    /// `None` when the caller must use the shell path (the reason is kept). `sdk` gates Android 8+.
+    pub(crate) async fn call(
+        &self,
+        key: &DeviceKey,
+        d: &Device,
+        sdk: Option<u32>,
+        verb: &str,
+        args: &str,
+        timeout: Duration,
+    ) -> Option<String> {
+        if !self.enabled() {
+            return None;
+        }
+        let phone = self.phone(key);
+        let op = operation(verb, args);
+        {
+            let b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+            if b.fallbacks.contains_key(verb) || b.fallbacks.contains_key(op) {
+                return None;
+            }
+        }
+        // A failed request is retried once (`failed`: the protocol's "retry once, then fall back").
+        let mut failed_once = false;
+        loop {
+            let tx = self.session(&phone, d, sdk).await?;
+            let state = phone.book.lock().unwrap_or_else(|e| e.into_inner()).operations.get(op).cloned();
+            match state.as_deref() {
+                Some("ok") => {}
+                // A verb the greeting does not name (an older helper): ask; it answers unknown_verb if so.
+                None if op == "ping" => {}
+                None => {
+                    let why = "not offered by this helper".to_owned();
+                    phone.book.lock().unwrap_or_else(|e| e.into_inner()).fallbacks.insert(op.to_owned(), why);
+                    return None;
+                }
+                Some(reason) => {
+                    let why = format!("unavailable: {reason}");
+                    phone.book.lock().unwrap_or_else(|e| e.into_inner()).fallbacks.insert(op.to_owned(), why);
+                    return None;
+                }
+            }
+            match request(&tx, verb, args, timeout).await {
+                Answer::Ok(payload) => {
+                    phone.book.lock().unwrap_or_else(|e| e.into_inner()).answered += 1;
+                    return Some(payload);
+                }
+                Answer::Fallback { reason, sticky: false } if reason.starts_with("failed") && !failed_once => {
+                    failed_once = true;
+                }
+                Answer::Fallback { reason, sticky } => {
+                    tracing::info!(device = %key, verb, reason = %reason, "phone helper: falling back to the shell");
+                    let mut b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+                    if sticky || reason.starts_with("failed") {
+                        b.fallbacks.insert(verb.to_owned(), reason);
+                    } else {
+                        b.last_fallback = Some((verb.to_owned(), reason));
+                    }
+                    return None;
+                }
+                Answer::Died(reason) => {
+                    tracing::warn!(device = %key, verb, reason = %reason, "phone helper: its stream ended");
+                    let mut s = phone.session.lock().await;
+                    // Only the session this request went to: another caller may have restarted it already.
+                    if s.as_ref().is_some_and(|s| s.tx.same_channel(&tx)) {
+                        *s = None;
+                    }
+                    let mut b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+                    b.running = false;
+                    b.last_fallback = Some((verb.to_owned(), reason.clone()));
+                    if b.starts >= STARTS {
+                        b.down = Some(format!("its stream ended again ({reason})"));
+                    }
+                    // The request may have reached the phone before the stream died: not sent again.
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// The phone's session, started when there is none yet (and starts are left).
+    async fn session(&self, phone: &Phone, d: &Device, sdk: Option<u32>) -> Option<mpsc::Sender<Request>> {
+        let mut s = phone.session.lock().await;
+        if let Some(sess) = s.as_ref().filter(|s| s.alive()) {
+            return Some(sess.tx.clone());
+        }
+        if s.take().is_some() {
+            // Found dead without a request noticing (killed between requests).
+            let mut b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+            b.running = false;
+            if b.starts >= STARTS {
+                b.down = Some("its stream ended again".to_owned());
+            }
+        }
+        {
+            let mut b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+            if b.down.is_some() {
+                return None;
+            }
+            if sdk.is_some_and(|v| v < MIN_SDK) {
+                b.down = Some(format!("Android older than 8 (API {}; the helper needs {MIN_SDK})", sdk.unwrap_or(0)));
+                return None;
+            }
+            b.starts += 1;
+        }
+        match start(d).await {
+            Ok((sess, version, operations)) => {
+                let tx = sess.tx.clone();
+                *s = Some(sess);
+                let mut b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+                b.version = Some(version);
+                b.operations = operations;
+                b.running = true;
+                Some(tx)
+            }
+            Err(reason) => {
+                tracing::warn!(reason = %reason, "phone helper did not start; the shell path is used");
+                phone.book.lock().unwrap_or_else(|e| e.into_inner()).down = Some(reason);
+                None
+            }
+        }
+    }
+
+    /// What `android_device_status`, `doctor` and the wall show about `key`'s helper.
+    pub fn report(&self, key: &DeviceKey) -> Value {
+        if !self.enabled() {
+            return json!({"state": "off", "reason": "--phone-helper off"});
+        }
+        let Some(phone) = self.phones.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned() else {
+            return json!({"state": "not_started"});
+        };
+        let b = phone.book.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let state = match (&b.down, b.running) {
+            (Some(_), _) => "unavailable",
+            (None, true) => "running",
+            (None, false) if b.starts == 0 => "not_started",
+            (None, false) => "stopped",
+        };
+        let mut v = json!({"state": state, "starts": b.starts, "answered": b.answered});
+        if let Some(r) = &b.down {
+            v["reason"] = json!(r);
+        }
+        if let Some(ver) = &b.version {
+            v["version"] = json!(ver);
+        }
+        if !b.operations.is_empty() {
+            v["operations"] = json!(b.operations);
+        }
+        if !b.fallbacks.is_empty() {
+            v["fell_back"] = json!(b.fallbacks);
+        }
+        if let Some((verb, why)) = &b.last_fallback {
+            v["last_fallback"] = json!({"verb": verb, "reason": why});
+        }
+        v
+    }
+}
+
+/// One line of the report for people (`doctor`, the wall).
+pub fn summary(report: &Value) -> String {
+    let state = report["state"].as_str().unwrap_or("unknown");
+    let mut s = match (state, report["version"].as_str()) {
+        ("running", Some(v)) => format!("running (helper {v})"),
+        (st, _) => st.replace('_', " "),
+    };
+    if let Some(r) = report["reason"].as_str() {
+        s.push_str(&format!(": {r}"));
+    }
+    if let Some(fb) = report["fell_back"].as_object() {
+        let list: Vec<String> = fb.iter().map(|(k, v)| format!("{k} ({})", v.as_str().unwrap_or(""))).collect();
+        s.push_str(&format!("; shell path for {}", list.join(", ")));
+    }
+    s
+}
+
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// Sends one request and waits for its reply line.
+async fn request(tx: &mpsc::Sender<Request>, verb: &str, args: &str, timeout: Duration) -> Answer {
+    let id = format!("r{}", NEXT_ID.fetch_add(1, Ordering::Relaxed) % 1_000_000_000);
+    let line = if args.is_empty() { format!("{id} {verb}\n") } else { format!("{id} {verb} {args}\n") };
+    let max = if verb == "tree" { TREE_REPLY_MAX } else { REPLY_MAX };
+    let (reply, rx) = oneshot::channel();
+    if tx.send(Request { id: id.clone(), line, max, reply }).await.is_err() {
+        return Answer::Died("the helper's stream is closed".to_owned());
+    }
+    let line = match tokio::time::timeout(timeout, rx).await {
+        Ok(Ok(l)) => l,
+        Ok(Err(_)) => return Answer::Died("the helper's stream ended".to_owned()),
+        // A helper that stops answering holds every request queued behind this one: it is ended (the caller's
+        // session is dropped) and, once, started again.
+        Err(_) => return Answer::Died(format!("no answer to `{verb}` within {} ms", timeout.as_millis())),
+    };
+    let rest = &line[id.len()..];
+    if let Some(p) = rest.strip_prefix(" ok") {
+        return Answer::Ok(p.strip_prefix(' ').unwrap_or(p).to_owned());
+    }
+    let err = rest.strip_prefix(" err ").unwrap_or("");
+    let (code, msg) = err.split_once(' ').unwrap_or((err, ""));
+    // The phone's words, on their way into logs and reports: printable and bounded.
+    let msg = super::text::phone_text(msg, 120);
+    match code {
+        "unavailable" => Answer::Fallback { reason: format!("unavailable: {msg}"), sticky: true },
+        "denied" => Answer::Fallback {
+            reason: "denied: the system refused injection (on Xiaomi phones enable \"USB debugging (Security \
+                     settings)\")"
+                .to_owned(),
+            sticky: true,
+        },
+        "unknown_verb" => Answer::Fallback { reason: "unknown_verb: an older helper".to_owned(), sticky: true },
+        "busy" => Answer::Fallback { reason: format!("busy: {msg}"), sticky: false },
+        "failed" => Answer::Fallback { reason: format!("failed: {msg}"), sticky: false },
+        other => {
+            let code = super::text::phone_text(other, 40);
+            Answer::Fallback { reason: format!("{code}: {msg}"), sticky: true }
+        }
+    }
+}
+
+/// Cleans up, pushes the dex when needed, starts the helper and reads its greeting: the session, the helper
+/// version and the operations' states; or why it cannot be used.
+async fn start(d: &Device) -> Result<(Session, String, BTreeMap<String, String>), String> {
+    let path = dex_path();
+    let name = path.rsplit('/').next().unwrap_or_default().to_owned();
+    // One round trip finds what an earlier run left: dex files of other versions, a helper still running.
+    let found = d
+        .shell("ls /data/local/tmp 2>/dev/null; echo __xagent_ps__; ps -A -o PID,ARGS")
+        .await
+        .map_err(|e| format!("the clean-up probe failed: {}", e.message))?;
+    let (files, procs) = found.stdout.split_once("__xagent_ps__").unwrap_or((&found.stdout, ""));
+    let stale: Vec<String> = files
+        .lines()
+        .map(str::trim)
+        .filter(|f| is_helper_dex(f) && *f != name)
+        .map(|f| super::shell::quote(&format!("/data/local/tmp/{f}")))
+        .collect();
+    let pids: Vec<String> = procs
+        .lines()
+        .filter(|l| l.contains(PROCESS_MARK))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|p| !p.is_empty() && p.len() <= 10 && p.bytes().all(|b| b.is_ascii_digit()))
+        .map(str::to_owned)
+        .collect();
+    if !stale.is_empty() || !pids.is_empty() {
+        let mut cmd = Vec::new();
+        if !stale.is_empty() {
+            cmd.push(format!("rm -f {}", stale.join(" ")));
+        }
+        if !pids.is_empty() {
+            cmd.push(format!("kill -9 {}", pids.join(" ")));
+        }
+        tracing::info!(files = stale.len(), processes = pids.len(), "phone helper: removing what an earlier run left");
+        // Best effort: a process that ended meanwhile makes `kill` fail, which changes nothing here.
+        let _ = d.shell(&format!("{}; true", cmd.join("; "))).await;
+    }
+    let mut sync = d.sync().await.map_err(|e| format!("sync failed: {}", e.message))?;
+    let st = sync.stat(&path).await.map_err(|e| format!("sync STAT failed: {}", e.message))?;
+    if !st.is_file() || st.size as usize != DEX.len() {
+        let mut r: &[u8] = DEX;
+        sync.send(&path, 0o644, &mut r, |_| {})
+            .await
+            .map_err(|e| format!("pushing the helper failed: {}", e.message))?;
+    }
+    drop(sync);
+    let (server, serial) = d.path();
+    let cmd = format!("CLASSPATH={path} app_process / xagent.Helper");
+    let st = super::transport::open(server, serial, &format!("shell,v2,raw:{cmd}"))
+        .await
+        .map_err(|e| format!("could not open the helper's stream: {}", e.message))?;
+    let mut s = st.into_tcp();
+    let mut rd = Reader::default();
+    let greeting = match tokio::time::timeout(START_TIMEOUT, rd.line(&mut s, GREETING_MAX)).await {
+        Err(_) => return Err(format!("no greeting within {} s", START_TIMEOUT.as_secs())),
+        Ok(Err(e)) => return Err(e),
+        Ok(Ok(l)) => l,
+    };
+    let fields: Vec<&str> = greeting.split(' ').collect();
+    if fields.len() < 5 || fields[0] != "*" || fields[1] != "hello" {
+        return Err("its first line was not a greeting".to_owned());
+    }
+    if fields[2] != PROTOCOL {
+        return Err(format!(
+            "it speaks protocol {}, this connector {PROTOCOL}",
+            super::text::phone_text(fields[2], 10)
+        ));
+    }
+    let version = super::text::phone_text(fields[3], 10);
+    let mut operations = BTreeMap::new();
+    for f in &fields[5..] {
+        if let Some((op, state)) = f.split_once('=') {
+            let ok = |s: &str| !s.is_empty() && s.len() <= 40 && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+            if ok(op) && ok(state) && operations.len() < 32 {
+                operations.insert(op.to_owned(), state.to_owned());
+            }
+        }
+    }
+    let (tx, rx) = mpsc::channel(64);
+    let task = tokio::spawn(serve(s, rd, rx));
+    Ok((Session { tx, task }, version, operations))
+}
+
+/// `xagent-helper-<hex>.dex`, nothing else (a name the host recognises as one of its own).
+fn is_helper_dex(name: &str) -> bool {
+    name.strip_prefix("xagent-helper-")
+        .and_then(|r| r.strip_suffix(".dex"))
+        .is_some_and(|h| (1..=64).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The session's task: writes requests as stdin packets and matches reply lines to them in order. The reading and
+/// the writing are two futures of their own: a read is never cut by a request arriving (it is not cancel-safe).
+async fn serve(s: TcpStream, mut rd: Reader, mut rx: mpsc::Receiver<Request>) {
+    type Pending = VecDeque<(String, usize, oneshot::Sender<String>)>;
+    let (mut r, mut w) = s.into_split();
+    let pending: Mutex<Pending> = Mutex::default();
+    let writer = async {
+        while let Some(req) = rx.recv().await {
+            // Queued before it is written: the reply may come back before the write returns.
+            pending.lock().unwrap_or_else(|e| e.into_inner()).push_back((req.id, req.max, req.reply));
+            if w.write_all(&v2(0, req.line.as_bytes())).await.is_err() {
+                return;
+            }
+        }
+        // Every sender is gone: close stdin so the helper exits (status 0).
+        let _ = w.write_all(&v2(4, &[])).await;
+    };
+    let reader = async {
+        loop {
+            let Ok(line) = rd.line(&mut r, TREE_REPLY_MAX).await else { return };
+            let Some((id, max, reply)) = pending.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else {
+                // A line nobody asked for: not the protocol.
+                return;
+            };
+            if !line.starts_with(&format!("{id} ")) || line.len() > max {
+                return;
+            }
+            let _ = reply.send(line);
+        }
+    };
+    tokio::select! {
+        _ = writer => {}
+        _ = reader => {}
+    }
+}
+
+/// A shell v2 packet.
+fn v2(id: u8, data: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(5 + data.len());
+    b.push(id);
+    b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    b.extend_from_slice(data);
+    b
+}
+
+/// Reads the helper's stdout lines out of shell v2 packets, bounded.
+#[derive(Default)]
+struct Reader {
+    /// Stdout bytes not yet returned as a line.
+    buf: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+impl Reader {
+    /// The next stdout line (without `\n`), at most `max` bytes; an error when the stream ends first, the line
+    /// runs past `max`, or the helper exits (with what it said on stderr).
+    async fn line<R: tokio::io::AsyncRead + Unpin>(&mut self, s: &mut R, max: usize) -> Result<String, String> {
+        loop {
+            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+                let rest = self.buf.split_off(i + 1);
+                let mut line = std::mem::replace(&mut self.buf, rest);
+                line.pop();
+                if line.len() > max {
+                    return Err(format!("a reply line longer than {max} bytes"));
+                }
+                if !line.iter().all(|b| (0x20..=0x7e).contains(b)) {
+                    return Err("a reply line that is not printable ASCII".to_owned());
+                }
+                return Ok(String::from_utf8_lossy(&line).into_owned());
+            }
+            if self.buf.len() > max {
+                return Err(format!("a reply line longer than {max} bytes"));
+            }
+            let mut head = [0u8; 5];
+            s.read_exact(&mut head).await.map_err(|_| "the stream ended".to_owned())?;
+            let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
+            // Checked before anything is allocated: no packet may carry more than the line left to read.
+            if self.buf.len().saturating_add(len) > max + 1 + 64 * 1024 {
+                return Err(format!("a packet of {len} bytes"));
+            }
+            let mut data = vec![0u8; len];
+            s.read_exact(&mut data).await.map_err(|_| "the stream ended".to_owned())?;
+            match head[0] {
+                1 => self.buf.extend_from_slice(&data),
+                2 => {
+                    let room = STDERR_KEPT.saturating_sub(self.stderr.len());
+                    self.stderr.extend_from_slice(&data[..data.len().min(room)]);
+                }
+                3 => {
+                    let code = data.first().copied().unwrap_or(255);
+                    let said = String::from_utf8_lossy(&self.stderr);
+                    let said = super::text::phone_text(said.lines().next().unwrap_or(""), 160);
+                    return Err(if said.is_empty() {
+                        format!("it exited with status {code}")
+                    } else {
+                        format!("it exited with status {code}: {said}")
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A request's timeout: the protocol's 1 s plus what the verb itself takes.
+pub fn timeout_for(verb: &str, held: Duration) -> Duration {
+    match verb {
+        "text" => PASTE_TIMEOUT,
+        "tree" => TREE_TIMEOUT,
+        _ => REQUEST_SLACK + held,
+    }
+}
+
+/// Android key codes (`KeyEvent.KEYCODE_*`) of the keys `android_key` offers.
+pub fn keycode(name: &str) -> Option<u16> {
+    Some(match name {
+        "HOME" => 3,
+        "BACK" => 4,
+        "DPAD_UP" => 19,
+        "DPAD_DOWN" => 20,
+        "DPAD_LEFT" => 21,
+        "DPAD_RIGHT" => 22,
+        "DPAD_CENTER" => 23,
+        "VOLUME_UP" => 24,
+        "VOLUME_DOWN" => 25,
+        "POWER" => 26,
+        "CAMERA" => 27,
+        "TAB" => 61,
+        "SPACE" => 62,
+        "ENTER" => 66,
+        "DEL" => 67,
+        "MENU" => 82,
+        "SEARCH" => 84,
+        "MEDIA_PLAY_PAUSE" => 85,
+        "PAGE_UP" => 92,
+        "PAGE_DOWN" => 93,
+        "ESCAPE" => 111,
+        "FORWARD_DEL" => 112,
+        "MOVE_HOME" => 122,
+        "MOVE_END" => 123,
+        "VOLUME_MUTE" => 164,
+        "APP_SWITCH" => 187,
+        "SLEEP" => 223,
+        "WAKEUP" => 224,
+        _ => return None,
+    })
+}
+
+/// How long a long key press is held: past `ViewConfiguration`'s long-press timeout on every version (500 ms
+/// before Android 12, 400 ms since).
+pub const LONG_KEY_HOLD_MS: u64 = 600;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dex_is_embedded_and_named_by_its_hash() {
+        assert!(DEX.starts_with(b"dex\n"));
+        let p = dex_path();
+        let name = p.strip_prefix("/data/local/tmp/").unwrap();
+        assert!(is_helper_dex(name), "{p}");
+        assert!(!is_helper_dex("xagent-helper-.dex") && !is_helper_dex("xagent-helper-x;rm.dex"));
+        assert!(!is_helper_dex("other.dex"));
+    }
+
+    #[test]
+    fn every_key_of_android_key_has_its_code() {
+        for k in crate::tools::input::KEYS {
+            assert!(keycode(k).is_some(), "{k}");
+        }
+    }
+
+    #[test]
+    fn the_summary_says_what_fell_back() {
+        let r = json!({"state": "running", "version": "2", "fell_back": {"touch": "denied: x"}});
+        assert_eq!(summary(&r), "running (helper 2); shell path for touch (denied: x)");
+        assert_eq!(summary(&json!({"state": "off", "reason": "--phone-helper off"})), "off: --phone-helper off");
+    }
+
+    /// A helper that sends a packet announcing more than a reply line may hold is refused before allocating.
+    #[tokio::test]
+    async fn an_oversized_reply_is_refused() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let srv = tokio::spawn(async move {
+            let (mut c, _) = l.accept().await.unwrap();
+            let mut p = vec![1u8];
+            p.extend_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+            c.write_all(&p).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        });
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let r = tokio::time::timeout(Duration::from_secs(2), Reader::default().line(&mut s, REPLY_MAX)).await;
+        assert!(r.expect("answered at once").unwrap_err().contains("packet"));
+        srv.abort();
+    }
+}

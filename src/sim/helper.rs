@@ -1,0 +1,473 @@
+//! The resident phone helper, spoken natively: what `CLASSPATH=/data/local/tmp/xagent-helper-<hash>.dex
+//! app_process / xagent.Helper` does on a real phone (the dex in `phone-helper/`), here acting on the simulated
+//! phone's UI model exactly as the shell path's `input` does (`commands::tap`, `swipe`, `key`, `type_text`).
+//!
+//! The wire protocol is `device-profile/phone-helper.md` (protocol 1; this is helper version 2, with `tree` and
+//! `idle`): one request line on stdin, one reply line on stdout, the greeting first. It runs only when the host has
+//! pushed a dex under that name (it must start with the dex magic: `app_process` loads nothing else), on a
+//! `shell,v2` stream, and ends at the end of stdin (exit 0), when the host drops the stream, or when `kill` ends
+//! its process (exit 137, as adbd reports a SIGKILL). `ps -A -o PID,ARGS` lists it, so a host can find a stale one.
+//!
+//! [`Mode`] makes it fail the ways real phones do, so every fallback of the host can be tested: no start at all,
+//! no injection API, injection refused (Xiaomi's "USB debugging (Security settings)"), UiAutomation taken by
+//! another tool, a clipboard that cannot be read back. What it costs a phone is [`super::PhoneCosts`]'s
+//! `helper_*` figures (zero unless the cost profile is on); gestures and idle waits take their real time always.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::device::Device;
+use super::services::{packet, PacketReader, ID_CLOSE_STDIN, ID_EXIT, ID_STDERR, ID_STDIN, ID_STDOUT};
+use super::shell::CmdIo;
+use super::transport::{StreamIn, StreamOut};
+use super::Shared;
+
+/// The protocol version and helper version the greeting carries.
+pub const PROTOCOL: u32 = 1;
+pub const VERSION: u32 = 2;
+
+/// Longest request line (without its `\n`).
+const MAX_LINE: usize = 16384;
+
+/// What `ps` shows for a running helper (the class path travels in the environment, not in the arguments).
+pub const ARGS: &str = "app_process / xagent.Helper";
+
+/// How the helper behaves on this phone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Everything works.
+    #[default]
+    Works,
+    /// `app_process` dies before the greeting (a vendor build that refuses it, a dex it cannot load).
+    NoStart,
+    /// It starts, but no injection method was found (a release whose hidden API moved): the greeting says
+    /// `no_inject_method` for every injecting operation and `no_uiautomation` for tree and idle.
+    Unavailable,
+    /// Injection is refused with a SecurityException (Xiaomi/MIUI/HyperOS without "USB debugging (Security
+    /// settings)"): every injecting request answers `denied`; `screen` and `tree` still work.
+    Denied,
+    /// Another UiAutomation is connected (a test framework, `uiautomator` itself): `tree` and `idle` answer
+    /// `busy uiautomation_in_use`.
+    TreeBusy,
+    /// The previous clip cannot be read (Android 10+ limits background clipboard reads): a paste answers
+    /// `paste not_restored`.
+    ClipUnreadable,
+}
+
+/// A running helper as `ps` and `kill` see it.
+#[derive(Debug, Clone)]
+pub struct Process {
+    pub pid: u32,
+    pub args: String,
+    kill: Arc<tokio::sync::Notify>,
+}
+
+/// The dex a helper command line names, when the line is exactly the helper's start command.
+pub fn command_dex(cmd: &str) -> Option<&str> {
+    let rest = cmd.trim().strip_prefix("CLASSPATH=")?;
+    let (path, tail) = rest.split_once(' ')?;
+    let name = path.strip_prefix("/data/local/tmp/xagent-helper-")?.strip_suffix(".dex")?;
+    (tail.trim() == ARGS && !name.is_empty() && !name.contains('/')).then_some(path)
+}
+
+/// `ps` (toybox; every form the connector uses prints PID and ARGS): a few system processes and each helper.
+pub fn ps(dev: &Device, io: &mut CmdIo) -> i32 {
+    io.out("  PID ARGS\n");
+    for (pid, args) in [
+        (1, "/system/bin/init second_stage"),
+        (612, "/apex/com.android.adbd/bin/adbd --root_seclabel=u:r:su:s0"),
+        (1325, "system_server"),
+    ] {
+        io.out(&format!("{pid:>5} {args}\n"));
+    }
+    for p in &dev.processes {
+        io.out(&format!("{:>5} {}\n", p.pid, p.args));
+    }
+    0
+}
+
+/// `kill [-9|-KILL|-s SIG] PID…`: ends helper processes (the system ones are not the shell user's to kill).
+pub fn kill(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
+    let mut rc = 0;
+    let mut skip = false;
+    for a in args {
+        if std::mem::take(&mut skip) || a.starts_with('-') {
+            skip = *a == "-s";
+            continue;
+        }
+        match a.parse::<u32>().ok().and_then(|pid| dev.processes.iter().position(|p| p.pid == pid)) {
+            Some(i) => {
+                let p = dev.processes.remove(i);
+                p.kill.notify_one();
+            }
+            None => {
+                let what = if a.parse::<u32>().is_ok() { "No such process" } else { "Operation not permitted" };
+                io.err(&format!("kill: {a}: {what}\n"));
+                rc = 1;
+            }
+        }
+    }
+    rc
+}
+
+/// Runs the helper on one `shell,v2` stream until its end (see the module docs).
+pub(crate) async fn serve(shared: &Arc<Shared>, cmd: &str, dex: &str, input: &mut StreamIn, out: &mut StreamOut) {
+    shared.device.lock().unwrap_or_else(|e| e.into_inner()).record_command(cmd);
+    if !super::services::stall_point(shared, cmd.trim_start(), input).await
+        || !super::services::apply_fault(shared, input, out).await
+    {
+        return;
+    }
+    let (loads, sdk) = {
+        let dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
+        (dev.fs.read(dex).is_ok_and(|b| b.starts_with(b"dex\n")), dev.cfg.sdk)
+    };
+    // The dex is version 038 (API 26): older runtimes refuse it, as they refuse a file that is no dex at all.
+    if !loads || sdk < 26 || shared.cfg.helper == Mode::NoStart {
+        let mut b = packet(ID_STDERR, b"Error: Could not find class 'xagent.Helper'\n");
+        b.extend(packet(ID_EXIT, &[1]));
+        let _ = out.write(&b).await;
+        return;
+    }
+    let kill = Arc::new(tokio::sync::Notify::new());
+    let pid = {
+        let mut dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
+        dev.next_pid += 1;
+        let pid = dev.next_pid;
+        dev.processes.push(Process { pid, args: ARGS.to_owned(), kill: kill.clone() });
+        pid
+    };
+    let status = run(shared, input, out, &kill).await;
+    shared.device.lock().unwrap_or_else(|e| e.into_inner()).processes.retain(|p| p.pid != pid);
+    if let Some(code) = status {
+        let _ = out.write(&packet(ID_EXIT, &[code])).await;
+    }
+}
+
+/// The helper's life after the dex loaded: its exit status, or `None` when the host went away first.
+async fn run(
+    shared: &Arc<Shared>,
+    input: &mut StreamIn,
+    out: &mut StreamOut,
+    kill: &tokio::sync::Notify,
+) -> Option<u8> {
+    const KILLED: u8 = 137;
+    let start = shared.cfg.costs.helper_start;
+    if !start.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(start) => {}
+            _ = kill.notified() => return Some(KILLED),
+            _ = input.wait_closed() => return None,
+        }
+    }
+    let greeting = format!("* hello {}\n", hello(shared));
+    if out.write(&packet(ID_STDOUT, greeting.as_bytes())).await.is_err() {
+        return None;
+    }
+    let mut pr = PacketReader::default();
+    let mut line: Vec<u8> = Vec::new();
+    let mut too_long = false;
+    loop {
+        let chunk = tokio::select! {
+            c = input.recv() => c?,
+            _ = kill.notified() => return Some(KILLED),
+        };
+        pr.push(&chunk);
+        let mut eof = false;
+        let mut typed = Vec::new();
+        while let Some((id, d)) = pr.next_packet() {
+            match id {
+                ID_STDIN => typed.extend_from_slice(&d),
+                ID_CLOSE_STDIN => eof = true,
+                _ => {}
+            }
+        }
+        for b in typed {
+            if b != b'\n' {
+                if line.len() < MAX_LINE + 1 {
+                    line.push(b);
+                } else {
+                    too_long = true;
+                }
+                continue;
+            }
+            let req = std::mem::take(&mut line);
+            let (reply, wait) = if std::mem::take(&mut too_long) || req.len() > MAX_LINE {
+                ("- err too_long request line longer than 16384 bytes".to_owned(), Duration::ZERO)
+            } else {
+                handle(shared, &req)
+            };
+            if !wait.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = kill.notified() => return Some(KILLED),
+                }
+            }
+            if out.write(&packet(ID_STDOUT, format!("{reply}\n").as_bytes())).await.is_err() {
+                return None;
+            }
+        }
+        // A last line without `\n` at the end of input is not a request.
+        if eof {
+            return Some(0);
+        }
+    }
+}
+
+/// Each operation's state: `ok` or why it is unavailable.
+fn states(shared: &Shared) -> [(&'static str, &'static str); 7] {
+    let inject = if shared.cfg.helper == Mode::Unavailable { "no_inject_method" } else { "ok" };
+    let ui = if shared.cfg.helper == Mode::Unavailable { "no_uiautomation" } else { "ok" };
+    [
+        ("touch", inject),
+        ("key", inject),
+        ("text", inject),
+        ("paste", inject),
+        ("screen", "ok"),
+        ("tree", ui),
+        ("idle", ui),
+    ]
+}
+
+/// The greeting's payload (also `hello`'s).
+fn hello(shared: &Shared) -> String {
+    let ops: Vec<String> = states(shared).iter().map(|(op, st)| format!("{op}={st}")).collect();
+    format!("{PROTOCOL} {VERSION} {} {}", shared.cfg.sdk, ops.join(" "))
+}
+
+fn valid_id(id: &[u8]) -> bool {
+    (1..=16).contains(&id.len()) && id.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+}
+
+const WRONG_ARGS: &str = "bad_request wrong number of arguments";
+const BAD_NUMBER: &str = "bad_request an argument is not a number in its range";
+const DENIED: &str = "denied SecurityException: the system refused the shell user";
+
+/// A decimal integer within `lo..=hi`.
+fn num(s: &str, lo: i64, hi: i64) -> Result<i64, &'static str> {
+    s.parse::<i64>().ok().filter(|n| (lo..=hi).contains(n)).ok_or(BAD_NUMBER)
+}
+
+/// One request line → its reply line and how long the phone takes before sending it.
+fn handle(shared: &Arc<Shared>, req: &[u8]) -> (String, Duration) {
+    if req.iter().any(|b| !(0x20..=0x7e).contains(b)) {
+        return ("- err bad_request a request is printable ASCII only".to_owned(), Duration::ZERO);
+    }
+    let text = String::from_utf8_lossy(req);
+    let mut fields = text.split(' ');
+    let id = fields.next().unwrap_or("");
+    if !valid_id(id.as_bytes()) {
+        return ("- err bad_id an id is 1 to 16 of A-Z a-z 0-9 _ -".to_owned(), Duration::ZERO);
+    }
+    let Some(verb) = fields.next() else {
+        return (format!("{id} err bad_request missing verb"), Duration::ZERO);
+    };
+    let args: Vec<&str> = fields.collect();
+    match verb_reply(shared, verb, &args) {
+        Ok((payload, wait)) if payload.is_empty() => (format!("{id} ok"), wait),
+        Ok((payload, wait)) => (format!("{id} ok {payload}"), wait),
+        Err(e) => (format!("{id} err {e}"), Duration::ZERO),
+    }
+}
+
+type Answer = Result<(String, Duration), String>;
+
+fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
+    let costs = shared.cfg.costs;
+    let count = |n: usize| if args.len() == n { Ok(()) } else { Err(WRONG_ARGS.to_owned()) };
+    let injecting = matches!(verb, "tap" | "swipe" | "press" | "gesture" | "key" | "text");
+    match verb {
+        "hello" => {
+            count(0)?;
+            return Ok((hello(shared), Duration::ZERO));
+        }
+        "ping" => {
+            count(0)?;
+            return Ok(("pong".to_owned(), Duration::ZERO));
+        }
+        "tree" | "idle" | "screen" => {}
+        _ if injecting => {}
+        _ => return Err("unknown_verb unknown verb".to_owned()),
+    }
+    let mut dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
+    match verb {
+        "tap" => {
+            count(2)?;
+            let (x, y) = (coord(args[0])?, coord(args[1])?);
+            refuse(shared, "touch")?;
+            super::commands::tap(&mut dev, x, y);
+            Ok((String::new(), costs.helper_call))
+        }
+        "swipe" => {
+            count(5)?;
+            let p = [coord(args[0])?, coord(args[1])?, coord(args[2])?, coord(args[3])?];
+            let ms = num(args[4], 0, 60_000)? as u32;
+            refuse(shared, "touch")?;
+            super::commands::swipe(&mut dev, p, ms);
+            Ok((String::new(), costs.helper_call + Duration::from_millis(u64::from(ms))))
+        }
+        "press" => {
+            count(3)?;
+            let (x, y) = (coord(args[0])?, coord(args[1])?);
+            let ms = num(args[2], 0, 60_000)? as u32;
+            refuse(shared, "touch")?;
+            if ms == 0 {
+                super::commands::tap(&mut dev, x, y);
+            } else {
+                super::commands::swipe(&mut dev, [x, y, x, y], ms);
+            }
+            Ok((String::new(), costs.helper_call + Duration::from_millis(u64::from(ms))))
+        }
+        "gesture" => {
+            let ms = args.first().map(|a| num(a, 0, 60_000)).transpose()?;
+            let paths = args.get(1..).unwrap_or(&[]);
+            let (Some(ms), 1..=10) = (ms, paths.len()) else {
+                return Err("bad_request gesture takes a duration and 1 to 10 paths".to_owned());
+            };
+            const BAD_PATH: &str = "bad_request a path is 1 to 64 x,y points, the same count for every pointer";
+            let mut pointers: Vec<Vec<i32>> = Vec::new();
+            for p in paths {
+                let nums = p.split(',').map(coord).collect::<Result<Vec<i32>, String>>();
+                let nums = nums.map_err(|e| if p.split(',').any(str::is_empty) { BAD_PATH.to_owned() } else { e })?;
+                if nums.len() % 2 != 0 || !(2..=128).contains(&nums.len()) {
+                    return Err(BAD_PATH.to_owned());
+                }
+                pointers.push(nums);
+            }
+            if pointers.iter().any(|p| p.len() != pointers[0].len()) {
+                return Err(BAD_PATH.to_owned());
+            }
+            refuse(shared, "touch")?;
+            // The simulated UI knows single touches: the first pointer's path stands for the gesture.
+            let p = &pointers[0];
+            let n = p.len();
+            super::commands::swipe(&mut dev, [p[0], p[1], p[n - 2], p[n - 1]], ms as u32);
+            Ok((String::new(), costs.helper_call + Duration::from_millis(ms as u64)))
+        }
+        "key" => {
+            count(3)?;
+            let code = num(args[0], 1, 999)?;
+            let times = num(args[1], 1, 50)?;
+            let hold = num(args[2], 0, 10_000)? as u64;
+            refuse(shared, "key")?;
+            let name = super::commands::keycode_name(&code.to_string()).unwrap_or_else(|| format!("KEYCODE_{code}"));
+            for _ in 0..times {
+                super::commands::key(&mut dev, &name);
+            }
+            Ok((String::new(), costs.helper_call + Duration::from_millis(hold * times as u64)))
+        }
+        "text" => {
+            count(1)?;
+            let bytes = super::commands::decode_base64(args[0]).ok_or("bad_request text is not base64")?;
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let keys = text.bytes().all(|b| (0x20..=0x7e).contains(&b));
+            refuse(shared, if keys { "text" } else { "paste" })?;
+            if keys {
+                let shifted = text.chars().filter(|c| c.is_ascii_uppercase() || "~!@#$%^&*()_+{}|:\"<>?".contains(*c));
+                let events = 2 * (text.len() + shifted.count());
+                if !text.is_empty() {
+                    super::commands::type_text(&mut dev, &text);
+                }
+                return Ok((format!("keys {events}"), costs.helper_call));
+            }
+            // The clipboard as com.android.shell, KEYCODE_PASTE into the focused field, the previous clip back.
+            let previous = dev.clipboard.replace(text.clone());
+            super::commands::type_text(&mut dev, &text);
+            let how = if shared.cfg.helper == Mode::ClipUnreadable {
+                "not_restored"
+            } else if let Some(p) = previous {
+                dev.clipboard = Some(p);
+                "restored"
+            } else if shared.cfg.sdk >= 28 {
+                // clearPrimaryClip exists from Android 9.
+                dev.clipboard = None;
+                "cleared"
+            } else {
+                "not_restored"
+            };
+            Ok((format!("paste {how}"), costs.helper_call))
+        }
+        "screen" => {
+            count(0)?;
+            let ui = &dev.ui;
+            let (w, h) = ui.logical_size();
+            let b = |v: bool| u8::from(v);
+            let secure = ui.lock == super::ui::LockMode::Secure;
+            Ok((
+                format!(
+                    "interactive={} locked={} secure={} rotation={} width={w} height={h}",
+                    b(ui.screen_on),
+                    b(ui.keyguard_showing),
+                    b(secure),
+                    ui.rotation % 4
+                ),
+                costs.helper_call,
+            ))
+        }
+        "tree" => {
+            count(0)?;
+            ui_ready(shared)?;
+            // No idle wait: the tree as it is now, animating or not.
+            let xml = dev.ui.tree_xml();
+            let cost = costs.helper_tree + costs.helper_tree_per_kb.mul_f64(xml.len() as f64 / 1024.0);
+            Ok((format!("xml {}", base64(xml.as_bytes())), cost))
+        }
+        "idle" => {
+            count(2)?;
+            let quiet = num(args[0], 0, 10_000)? as u64;
+            let timeout = num(args[1], 0, 60_000)? as u64;
+            ui_ready(shared)?;
+            // Accessibility events flow while something moves: forever on a screen that never idles or ticks,
+            // until its end for a transition.
+            let busy_for = if dev.ui.never_idle || dev.ui.ticking.is_some() {
+                None
+            } else {
+                Some(dev.ui.animation_left().map_or(0, |d| d.as_millis() as u64))
+            };
+            match busy_for.map(|b| b + quiet).filter(|w| *w <= timeout) {
+                Some(waited) => Ok((format!("idle {waited}"), Duration::from_millis(waited))),
+                None => Ok((format!("busy {timeout}"), Duration::from_millis(timeout))),
+            }
+        }
+        _ => Err("unknown_verb unknown verb".to_owned()),
+    }
+}
+
+fn coord(s: &str) -> Result<i32, String> {
+    num(s, 0, 32767).map(|n| n as i32).map_err(str::to_owned)
+}
+
+/// An injecting verb's refusal: the operation is unavailable on this phone, or the system denies it.
+fn refuse(shared: &Shared, op: &str) -> Result<(), String> {
+    let state = states(shared).iter().find(|(o, _)| *o == op).map_or("ok", |(_, s)| *s);
+    if state != "ok" {
+        return Err(format!("unavailable {state}"));
+    }
+    if shared.cfg.helper == Mode::Denied {
+        return Err(DENIED.to_owned());
+    }
+    Ok(())
+}
+
+/// Whether a UiAutomation can be had now (tree, idle).
+fn ui_ready(shared: &Shared) -> Result<(), String> {
+    match shared.cfg.helper {
+        Mode::Unavailable => Err("unavailable no_uiautomation".to_owned()),
+        Mode::TreeBusy => Err("busy uiautomation_in_use".to_owned()),
+        _ => Ok(()),
+    }
+}
+
+/// Standard base64 with padding (`tree`'s payload).
+pub fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            out.push(if i <= chunk.len() { A[((n >> (18 - 6 * i)) & 63) as usize] as char } else { '=' });
+        }
+    }
+    out
+}

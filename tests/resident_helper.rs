@@ -1,0 +1,309 @@
+//! The resident phone helper through the real path (issue 32): the connector binary pushes the embedded dex over
+//! sync, starts it with `app_process` on one shell v2 stream through the real adb server, and the simulated phone
+//! speaks the helper protocol natively (`src/sim/helper.rs`). Each operation through it, each fallback to the shell
+//! path (the helper cannot start, injection denied, UiAutomation busy, its stream killed), the stale clean-up and
+//! `--phone-helper off`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::adb::*;
+use common::rig::Rig;
+use serde_json::{json, Value};
+use xagent_adb_connector::sim::helper::Mode;
+use xagent_adb_connector::sim::{InputEvent, SimConfig};
+
+/// A point on no element of the home screen.
+const NOTHING: (i64, i64) = (100, 300);
+/// The home screen's text field and its Increment button (1080 × 2400).
+const FIELD: (i64, i64) = (540, 1272);
+const INCREMENT: (i64, i64) = (540, 978);
+
+const AUTO: &[&str] = &["--phone-helper", "auto"];
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(Duration::from_secs(120), f).await.expect("test took over 120 s");
+}
+
+fn helper_cfg(mode: Mode) -> SimConfig {
+    SimConfig { helper: mode, ..SimConfig::default() }
+}
+
+fn is_start(c: &str) -> bool {
+    c.starts_with("CLASSPATH=/data/local/tmp/xagent-helper-") && c.ends_with("app_process / xagent.Helper")
+}
+
+fn input_commands(cmds: &[String]) -> Vec<&String> {
+    cmds.iter().filter(|c| c.starts_with("input ")).collect()
+}
+
+async fn status(r: &mut Rig) -> Value {
+    r.ok("android_device_status", json!({})).await
+}
+
+/// A tap that lands on nothing, without settling.
+fn tap() -> Value {
+    json!({"x": NOTHING.0, "y": NOTHING.1, "settle": false})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_go_through_the_helper_on_its_one_stream() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
+        r.ok("android_tap", tap()).await;
+        let cmds = r.sim.commands();
+        assert_eq!(cmds.iter().filter(|c| is_start(c)).count(), 1, "started once: {cmds:?}");
+        assert!(input_commands(&cmds).is_empty(), "no `input` process: {cmds:?}");
+        // The dex is on the phone under its hash, as the protocol page names it.
+        let dex = r.sim.files_under("/data/local/tmp");
+        assert_eq!(dex.len(), 1, "{dex:?}");
+        let pushed = r.sim.read_file(&dex[0]).unwrap();
+        assert!(pushed.starts_with(b"dex\n"), "{dex:?}");
+        // Running as `ps` shows it.
+        assert!(r.sim.processes().iter().any(|(_, a)| a == "app_process / xagent.Helper"));
+        r.sim.clear_events();
+        let (s0, c0) = (r.sim.streams(), r.sim.commands().len());
+        r.ok("android_tap", json!({"x": INCREMENT.0, "y": INCREMENT.1, "settle": false})).await;
+        r.ok("android_swipe", json!({"x1": 100, "y1": 300, "x2": 100, "y2": 200, "duration_ms": 50, "settle": false}))
+            .await;
+        r.ok("android_long_press", json!({"x": 100, "y": 300, "duration_ms": 400, "settle": false})).await;
+        r.ok("android_key", json!({"key": "BACK", "settle": false})).await;
+        let cmds = r.sim.commands()[c0..].to_vec();
+        // Only the rotation read (reused for 1 s) may open a stream: every input went down the helper's.
+        let rotation_reads = cmds.iter().filter(|c| c.starts_with("dumpsys input")).count() as u64;
+        assert_eq!(r.sim.streams() - s0, rotation_reads, "no stream of their own: {cmds:?}");
+        assert_eq!(cmds.len() as u64, rotation_reads, "{cmds:?}");
+        assert_eq!(r.sim.counter(), 1, "the tap reached the button");
+        assert_eq!(
+            r.sim.events(),
+            vec![
+                InputEvent::Tap { x: INCREMENT.0 as i32, y: INCREMENT.1 as i32 },
+                InputEvent::Swipe { x1: 100, y1: 300, x2: 100, y2: 200, duration_ms: 50 },
+                InputEvent::Swipe { x1: 100, y1: 300, x2: 100, y2: 300, duration_ms: 400 },
+                InputEvent::Key("KEYCODE_BACK".into()),
+            ]
+        );
+        let st = status(&mut r).await;
+        let h = &st["phone_helper"];
+        assert_eq!((&h["state"], &h["version"]), (&json!("running"), &json!("2")), "{st}");
+        assert!(h["answered"].as_u64().unwrap() >= 5, "{h}");
+        assert!(h.get("fell_back").is_none(), "{h}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_text_is_typed_and_read_back_without_the_adb_keyboard() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
+        assert_eq!(status(&mut r).await["unicode_input"], true, "the helper's paste types any script");
+        let c0 = r.sim.commands().len();
+        r.ok("android_tap", json!({"x": FIELD.0, "y": FIELD.1, "settle": false})).await;
+        r.sim.set_clipboard(Some("the user's clip"));
+        let text = "Hello, 世界 ✓";
+        let res = r.ok("android_input_text", json!({"text": text, "verify": true, "settle": false})).await;
+        assert_eq!((&res["method"], &res["clipboard"]), (&json!("helper_paste"), &json!("restored")), "{res}");
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!(text), &json!(true)), "{res}");
+        assert_eq!(r.sim.fields().0, text);
+        assert_eq!(r.sim.clipboard().as_deref(), Some("the user's clip"), "the previous clip is back");
+        // ASCII goes as key events; the read-back came from the helper's tree, not uiautomator.
+        let res = r.ok("android_input_text", json!({"text": "!", "submit": true, "settle": false})).await;
+        assert_eq!(res["method"], "helper_keys", "{res}");
+        assert_eq!(r.sim.fields().0, format!("{text}!"));
+        assert_eq!(r.sim.events().last(), Some(&InputEvent::Key("KEYCODE_ENTER".into())));
+        let cmds = r.sim.commands()[c0..].to_vec();
+        assert!(
+            !cmds.iter().any(|c| c.contains("uiautomator") || c.starts_with("input ") || c.contains("ime ")),
+            "{cmds:?}"
+        );
+        let dump = r.ok("android_ui_dump", json!({})).await;
+        assert_eq!(dump["source"], "helper", "{dump}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clip_that_cannot_be_put_back_is_reported() {
+    bounded(async {
+        let mut r = Rig::with(helper_cfg(Mode::ClipUnreadable), AUTO, None).await;
+        r.ok("android_tap", json!({"x": FIELD.0, "y": FIELD.1, "settle": false})).await;
+        let res = r.ok("android_input_text", json!({"text": "é", "settle": false})).await;
+        assert_eq!((&res["method"], &res["clipboard"]), (&json!("helper_paste"), &json!("not_restored")), "{res}");
+        assert_eq!(r.sim.fields().0, "é");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_is_read_on_a_screen_that_never_idles() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
+        r.sim.set_never_idle(true, Duration::from_secs(10));
+        let t = Instant::now();
+        let dump = r.ok("android_ui_dump", json!({})).await;
+        assert!(t.elapsed() < Duration::from_secs(5), "no idle wait: {:?}", t.elapsed());
+        assert_eq!(dump["source"], "helper", "{dump}");
+        let texts: Vec<&str> = dump["elements"].as_array().unwrap().iter().filter_map(|e| e["text"].as_str()).collect();
+        assert!(texts.contains(&"Increment"), "{texts:?}");
+        // An element action on that screen works too (it resolves on a fresh tree).
+        r.ok("android_tap", json!({"element": {"text": "Increment"}, "settle": false})).await;
+        assert_eq!(r.sim.counter(), 1);
+        assert!(!r.sim.commands().iter().any(|c| c.contains("uiautomator")), "{:?}", r.sim.commands());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_helper_that_cannot_start_leaves_every_operation_on_the_shell_path() {
+    bounded(async {
+        let mut r = Rig::with(helper_cfg(Mode::NoStart), AUTO, None).await;
+        r.ok("android_tap", tap()).await;
+        r.ok("android_tap", tap()).await;
+        let cmds = r.sim.commands();
+        assert_eq!(input_commands(&cmds).len(), 2, "{cmds:?}");
+        assert_eq!(cmds.iter().filter(|c| is_start(c)).count(), 1, "tried once, not per call: {cmds:?}");
+        let h = status(&mut r).await["phone_helper"].clone();
+        assert_eq!(h["state"], "unavailable", "{h}");
+        assert!(h["reason"].as_str().unwrap().contains("exited with status 1"), "{h}");
+        let dump = r.ok("android_ui_dump", json!({})).await;
+        assert_eq!(dump["source"], "uiautomator", "{dump}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_injection_falls_back_and_says_why() {
+    bounded(async {
+        let mut r = Rig::with(helper_cfg(Mode::Denied), AUTO, None).await;
+        r.ok("android_tap", tap()).await;
+        r.ok("android_key", json!({"key": "BACK", "settle": false})).await;
+        let cmds = r.sim.commands();
+        assert_eq!(input_commands(&cmds), vec!["input tap 100 300", "input keyevent KEYCODE_BACK"], "{cmds:?}");
+        let st = status(&mut r).await;
+        let h = &st["phone_helper"];
+        assert_eq!(h["state"], "running", "the rest still works: {h}");
+        for verb in ["tap", "key"] {
+            assert!(h["fell_back"][verb].as_str().unwrap().contains("USB debugging (Security settings)"), "{h}");
+        }
+        // The screen state still comes from the helper.
+        assert_eq!(st["screen_on"], true);
+        assert!(!cmds.iter().any(|c| c.contains("dumpsys power")), "{cmds:?}");
+        // `/health` carries the same in one line per phone, which `doctor` prints (and the wall shows).
+        let health = common::get(r.srv.addr, "/health").await.json();
+        let line = health["phone_helpers"][&r.serial].as_str().unwrap_or_default().to_owned();
+        assert!(line.starts_with("running (helper 2); shell path for "), "{health}");
+        assert!(line.contains("key (denied") && line.contains("tap (denied"), "{line}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_uiautomation_falls_back_to_uiautomator_for_that_read() {
+    bounded(async {
+        let mut r = Rig::with(helper_cfg(Mode::TreeBusy), AUTO, None).await;
+        let dump = r.ok("android_ui_dump", json!({})).await;
+        assert_eq!(dump["source"], "uiautomator", "{dump}");
+        assert!(r.sim.commands().iter().any(|c| c.starts_with("uiautomator dump")));
+        let h = status(&mut r).await["phone_helper"].clone();
+        assert_eq!(h["last_fallback"]["verb"], "tree", "{h}");
+        assert!(h["last_fallback"]["reason"].as_str().unwrap().contains("busy"), "{h}");
+        assert!(h["fell_back"].get("tree").is_none(), "busy is one read's fallback, not for good: {h}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_helper_is_started_once_more_then_left_alone() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
+        r.ok("android_tap", tap()).await;
+        let kill = |r: &Rig| {
+            let procs = r.sim.processes();
+            assert_eq!(procs.len(), 1, "{procs:?}");
+            format!("kill -9 {}", procs[0].0)
+        };
+        r.sim_shell(&kill(&r)).await;
+        // Its stream died between two calls: the next one starts it again and goes through it.
+        r.ok("android_tap", tap()).await;
+        let cmds = r.sim.commands();
+        assert_eq!(cmds.iter().filter(|c| is_start(c)).count(), 2, "{cmds:?}");
+        assert!(input_commands(&cmds).is_empty(), "{cmds:?}");
+        r.sim_shell(&kill(&r)).await;
+        r.ok("android_tap", tap()).await;
+        let cmds = r.sim.commands();
+        assert_eq!(cmds.iter().filter(|c| is_start(c)).count(), 2, "not a third time: {cmds:?}");
+        assert_eq!(input_commands(&cmds), vec!["input tap 100 300"], "{cmds:?}");
+        let h = status(&mut r).await["phone_helper"].clone();
+        assert_eq!(h["state"], "unavailable", "{h}");
+        assert!(h["reason"].as_str().unwrap().contains("ended again"), "{h}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_an_earlier_run_left_is_cleaned_up() {
+    bounded(async {
+        let (adb, sim, serial) = setup_with(SimConfig::default()).await.expect("adb");
+        // An older connector's dex, still running (its adb client holds the stream open), and a file of ours that
+        // only looks similar.
+        let old = "/data/local/tmp/xagent-helper-00000000deadbeef.dex";
+        assert!(sim.write_file(old, b"dex\n038\0old"));
+        assert!(sim.write_file("/data/local/tmp/notes.txt", b"keep"));
+        let mut stale = std::process::Command::new("adb")
+            .args(["-P", &adb.port.to_string(), "-s", &serial, "shell"])
+            .arg(format!("CLASSPATH={old} app_process / xagent.Helper"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while sim.processes().is_empty() {
+            assert!(t.elapsed() < Duration::from_secs(10), "the stale helper never started");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let stale_pid = sim.processes()[0].0;
+        let mut r = Rig::attach(adb, sim, serial, AUTO).await;
+        r.ok("android_tap", tap()).await;
+        let procs = r.sim.processes();
+        assert_eq!(procs.len(), 1, "{procs:?}");
+        assert_ne!(procs[0].0, stale_pid, "the stale helper was killed, ours runs");
+        let mut files = r.sim.files_under("/data/local/tmp");
+        files.sort();
+        assert_eq!(files.len(), 2, "{files:?}");
+        assert!(
+            files.contains(&"/data/local/tmp/notes.txt".to_owned()) && !files.contains(&old.to_owned()),
+            "{files:?}"
+        );
+        // Its adb client saw the kill.
+        let code = tokio::task::spawn_blocking(move || {
+            let _ = stale.stdin.take();
+            stale.wait().unwrap().code()
+        })
+        .await
+        .unwrap();
+        assert_eq!(code, Some(137), "killed");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn off_and_old_phones_use_the_shell_path() {
+    bounded(async {
+        for (cfg, flags, state) in [
+            (SimConfig::default(), &["--phone-helper", "off"][..], "off"),
+            (SimConfig { sdk: 25, android_version: "7.1".into(), ..SimConfig::default() }, AUTO, "unavailable"),
+        ] {
+            let mut r = Rig::with(cfg, flags, None).await;
+            r.ok("android_tap", tap()).await;
+            let cmds = r.sim.commands();
+            assert_eq!(input_commands(&cmds), vec!["input tap 100 300"], "{cmds:?}");
+            assert!(!cmds.iter().any(|c| is_start(c) || c.starts_with("ps ")), "{cmds:?}");
+            assert!(r.sim.files_under("/data/local/tmp").is_empty());
+            let h = status(&mut r).await["phone_helper"].clone();
+            assert_eq!(h["state"], state, "{h}");
+        }
+    })
+    .await;
+}
