@@ -212,13 +212,14 @@ const SERVE_HEADINGS: &[(&str, &[&str])] = &[
         &["data_dir", "file_ttl", "cache_dir", "cache_max_bytes", "cache_max_files", "upload_max_bytes"],
     ),
     (
-        "Device wall",
+        "Device wall and operators",
         &[
             "wall_session_ttl",
             "wall_secure_cookie",
             "wall_thumbnail_interval",
             "wall_takeover_idle",
             "wall_live_write_timeout",
+            "notify_url",
         ],
     ),
 ];
@@ -759,7 +760,7 @@ mod tests {
         assert!(crate::config::parse_size("99999999999GiB").is_err(), "overflow is an error, not a wrap");
         let help = super::command().find_subcommand_mut("serve").unwrap().render_long_help().to_string();
         assert!(help.contains("[default: 512MiB]") && !help.contains("536870912"), "{help}");
-        for heading in ["Network and access:", "Phones:", "Device wall:", "Examples:"] {
+        for heading in ["Network and access:", "Phones:", "Device wall and operators:", "Examples:"] {
             assert!(help.contains(heading), "{heading} missing in serve --help");
         }
         let doctor = super::command().find_subcommand_mut("doctor").unwrap().render_long_help().to_string();

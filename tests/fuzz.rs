@@ -632,6 +632,7 @@ fn fuzz_tool_arguments() {
                 if settle.is_some() {
                     expect.remove("settle");
                     expect.remove("settle_timeout_ms");
+                    expect.remove("effect_tree");
                 }
                 prop_assert_eq!(prepared, expect);
             }

@@ -624,7 +624,7 @@ async fn call_session_runs_the_readmes_agent_task_as_printed() {
     let (observed, tap, dumped, typed, cleared) = (&lines[0], &lines[1], &lines[2], &lines[3], &lines[4]);
     let listed = |i: u64| observed["elements"].as_array().unwrap().iter().find(|e| e["index"] == i).cloned();
     assert_eq!(listed(3).unwrap()["resource_id"], "com.xagent.sim:id/increment", "{observed}");
-    assert_eq!(listed(4).unwrap()["resource_id"], "com.xagent.sim:id/input", "{observed}");
+    assert_eq!(listed(5).unwrap()["resource_id"], "com.xagent.sim:id/input", "{observed}");
     assert_eq!(tap["element"]["resource_id"], "com.xagent.sim:id/increment", "{tap}");
     let count = |v: &Value| -> Vec<String> {
         let els = v["elements"].as_array().unwrap().iter();

@@ -103,7 +103,8 @@ async fn invoke_validates_gates_runs_and_acks() {
     for (args, needle) in [
         (json!({"connector_channel_id": ch}), "argument `x` is required"),
         (json!({"connector_channel_id": ch, "x": 11}), "argument `x` must be ≤ 10"),
-        (json!({"connector_channel_id": ch, "x": "1"}), "argument `x` must be of type integer"),
+        // A numeric string is taken as its number (issue 35); a word is not.
+        (json!({"connector_channel_id": ch, "x": "one"}), "argument `x` must be of type integer"),
         (json!({"connector_channel_id": ch, "x": 1, "serial": "OTHER"}), "argument `serial` is not a parameter"),
         (json!({"x": 1}), "argument `connector_channel_id` is required"),
     ] {
@@ -113,9 +114,13 @@ async fn invoke_validates_gates_runs_and_acks() {
     }
     assert!(seen.lock().unwrap().is_empty(), "nothing invalid reached the tool");
 
+    // A channel argument that is not the packet's is refused, naming both (issue 35; tests/agent_trips.rs has
+    // the details) ...
+    let a = c.request("tool.invoke", Some(&ch), inv(json!({"connector_channel_id": "model-said-so", "x": 3}))).await;
+    assert_eq!(error_code(&a), "invalid_arguments", "{a}");
+    assert!(a["error"]["message"].as_str().unwrap().contains("model-said-so"), "{a}");
     // Success: progress push first, then the ack with {tool_id, result}; the tool never sees connector_channel_id.
-    let (pid, rid) =
-        c.send("tool.invoke", Some(&ch), inv(json!({"connector_channel_id": "model-said-so", "x": 3}))).await;
+    let (pid, rid) = c.send("tool.invoke", Some(&ch), inv(json!({"connector_channel_id": ch, "x": 3}))).await;
     let progress = c.recv().await;
     assert_eq!(progress["type"], "tool.progress.push");
     assert_eq!(progress["connector_channel_id"], json!(ch));
