@@ -397,7 +397,12 @@ fn connector_json(app: &App, w: &Wall, devices: &[DeviceInfo]) -> Value {
         "adb_servers": servers,
         "counts": counts,
         "cache": {"files": cache_files, "bytes": cache_bytes, "max_files": limits.max_files, "max_bytes": limits.max_bytes},
-        "data_dir": disk.map(|(free, total)| json!({"free_bytes": free, "total_bytes": total})),
+        // Rounded down to 0.1 % of the file system (at least 64 MiB): the stream re-sends the document only when
+        // it changes, and any process writing to the disk would otherwise change it on every tick.
+        "data_dir": disk.map(|(free, total)| {
+            let step = (total / 1000).max(64 << 20);
+            json!({"free_bytes": free / step * step, "total_bytes": total})
+        }),
         "warnings": warnings,
     })
 }
