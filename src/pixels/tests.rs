@@ -1,7 +1,8 @@
 //! The pixel pipeline's unit tests (moved from `tools/screen.rs` with it): decoding every capture format, lying
 //! headers, the downscale kernels against the direct sum, the fused path against the old one, the encoders.
 
-use image::RgbImage;
+use image::codecs::png::PngEncoder;
+use image::{ImageEncoder, RgbImage};
 
 use super::blank::uniform_colour;
 use super::capture::*;
