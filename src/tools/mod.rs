@@ -9,6 +9,7 @@ pub mod device;
 pub mod files;
 pub mod fitting;
 pub mod frame;
+pub mod gesture;
 pub mod human;
 pub mod input;
 pub mod logcat;
@@ -138,6 +139,7 @@ impl Registry {
     ) -> Registry {
         let mut tools = status::tools(adb);
         tools.extend(input::tools(adb, power::InputGate::of(policy)));
+        tools.extend(gesture::tools(adb, power::InputGate::of(policy)));
         tools.extend(power::tools(adb));
         tools.extend(ui::tools(adb));
         tools.extend(apps::tools(adb));
