@@ -213,6 +213,12 @@ pub enum InputEvent {
     Text(String),
     /// Canonical key name, e.g. `KEYCODE_HOME` (numeric codes are translated).
     Key(String),
+    /// A multi-touch gesture through the phone helper's `gesture` verb: each pointer's path (pointer 0 first),
+    /// every path with the same number of points; point *j* of *P* is reached at *j*·`duration_ms`/(*P*−1).
+    Gesture {
+        duration_ms: u32,
+        pointers: Vec<Vec<(i32, i32)>>,
+    },
 }
 
 /// State shared by the accept loop, every connection and every service task.

@@ -6,6 +6,7 @@ pub mod args;
 pub mod delta;
 pub mod device;
 pub mod files;
+pub mod gesture;
 pub mod human;
 pub mod input;
 pub mod logcat;
@@ -136,6 +137,7 @@ impl Registry {
     ) -> Registry {
         let mut tools = status::tools(adb);
         tools.extend(input::tools(adb, power::InputGate::of(policy)));
+        tools.extend(gesture::tools(adb, power::InputGate::of(policy)));
         tools.extend(power::tools(adb));
         tools.extend(ui::tools(adb));
         tools.extend(apps::tools(adb));
