@@ -279,8 +279,8 @@ async fn initialize(app: &Arc<App>, id: &Value, params: &Map<String, Value>) -> 
         _permit: permit,
     });
     app.mcp.map.lock().unwrap_or_else(|e| e.into_inner()).insert(sid.clone(), session.clone());
+    tracing::info!(%channel, client = %session.label, "MCP session started");
     tokio::spawn(expire(app.clone(), sid.clone(), session));
-    tracing::info!(%channel, client = %session_label(&app, &sid), "MCP session started");
     let result = json!({
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": false}},
@@ -473,10 +473,6 @@ fn client_label(info: Option<&Value>) -> String {
     } else {
         format!("MCP: {name} {version}")
     }
-}
-
-fn session_label(app: &App, sid: &str) -> String {
-    app.mcp.get(sid).map(|s| s.label.clone()).unwrap_or_default()
 }
 
 /// A progress token as the specification has it: a string or an integer (not a boolean, not a float).

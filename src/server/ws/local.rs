@@ -117,7 +117,7 @@ impl Local {
         {
             let mut session = self.session.lock().await;
             session.request_cancel = Some(hooks.cancel);
-            super::dispatch::on_text(&mut *session, &pkt.to_json()).await;
+            super::dispatch::on_text(&mut session, &pkt.to_json()).await;
             // A packet refused before `tool::invoke` took it leaves it here: never inherited by the next one.
             session.request_cancel = None;
         }
