@@ -529,7 +529,7 @@ fn sse_event(v: &Value) -> Bytes {
 
 /// A `tools/call`, answered while it runs. With `_meta.progressToken` the answer is an event stream
 /// (`text/event-stream`) of `notifications/progress` — the steps the tool reports (`tool.progress.push`: an upload's
-/// bytes, a wait's polls, a settle's frames) and, at least every [`HEARTBEAT`], the time elapsed — then the JSON-RPC
+/// bytes, a wait's polls) and, at least every [`HEARTBEAT`], the time elapsed — then the JSON-RPC
 /// response as its last event. `progress` is the seconds elapsed (it must grow with every notification, and not every
 /// call has a fraction); the tool's fraction, when it has one, is in the message. Without a token the answer is one
 /// JSON body, preceded by a space every [`HEARTBEAT`] (JSON's own whitespace).

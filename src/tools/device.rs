@@ -66,7 +66,6 @@ impl Tool for DeviceTool {
         let settle = call.settle.filter(|s| self.spec.settles && s.settle);
         let (adb, key) = (self.adb.clone(), device.clone());
         let side_effect = self.spec.side_effect;
-        let progress = call.progress.clone();
         let ctx = Ctx { adb: self.adb.clone(), files, device, args: call.args.clone(), spec: self.spec.clone(), call };
         let Some(settle) = settle else {
             let body = (self.body)(ctx);
@@ -103,7 +102,7 @@ impl Tool for DeviceTool {
                 super::ui::forget_not_idle(&key);
             }
             let mut result = result?;
-            let mut effect = settle::after(&adb, &key, before, settle.timeout, &progress).await;
+            let mut effect = settle::after(&adb, &key, before, settle.timeout).await;
             if let (Some(t), Some(before)) = (&tree_ctx, tree_before) {
                 effect["tree"] = super::delta::after(t, before).await;
             }

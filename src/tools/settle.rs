@@ -197,13 +197,7 @@ pub async fn before(adb: &AdbBackend, key: &DeviceKey) -> Before {
 /// not change, that pair is already the proof, and one capture after the input is all the settle costs (issue 31).
 /// The foreground and the keyboard are read alongside every frame (one shell round trip, hidden behind the
 /// capture); the reading that came with the last frame is the one reported.
-pub async fn after(
-    adb: &AdbBackend,
-    key: &DeviceKey,
-    before: Before,
-    timeout: Duration,
-    progress: &super::ProgressFn,
-) -> Value {
+pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: Duration) -> Value {
     let started = Instant::now();
     let sdk = adb.info(key).and_then(|i| i.sdk);
     let cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
@@ -234,8 +228,6 @@ pub async fn after(
             break;
         }
         last = Some(frame);
-        // Each differing frame is a step the caller can be told of (`tool.progress.push`; MCP progress).
-        progress(&format!("settling: frame {frames} still changing"), None);
         // Frames start INTERVAL apart; a capture slower than that is followed at once.
         next = (taken + INTERVAL).max(Instant::now());
         if next > started + timeout {
