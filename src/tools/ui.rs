@@ -547,7 +547,12 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                             )
                             .with_details(json!({"on_screen": seen, "on_screen_total": total})));
                         }
-                        _ => tokio::time::sleep(Duration::from_millis(400)).await,
+                        _ => {
+                            // A poll is a step the caller can be told of (`tool.progress.push`; MCP progress).
+                            let state = if gone { "still on screen" } else { "not on screen yet" };
+                            (c.call.progress)(&format!("polled the screen: {state} after {waited} ms"), None);
+                            tokio::time::sleep(Duration::from_millis(400)).await
+                        }
                     }
                 }
             },
