@@ -276,9 +276,10 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
     // Every stream costs a round trip over USB (and a shell adbd's `sh` fork) before its service runs.
     let open = shared.cfg.costs.stream_open;
     if !open.is_zero() {
+        // What the client sends meanwhile (a DevTools request right after the OPEN) is kept for the service.
         tokio::select! {
             _ = tokio::time::sleep(open) => {}
-            _ = input.wait_closed() => return,
+            _ = input.wait_closed_keeping() => return,
         }
     }
     match service {
