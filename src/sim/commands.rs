@@ -2176,9 +2176,9 @@ mod tests {
         d.fs.write("/data/local/tmp/xagent-0123.raw", vec![1; 10], 0o600, now - 3600, false).unwrap();
         d.fs.write("/data/local/tmp/xagent-4567.raw", vec![1; 10], 0o600, now, false).unwrap();
         d.fs.write("/data/local/tmp/app.apk", vec![1; 10], 0o600, now - 3600, false).unwrap();
-        let r = run_script(&mut d, crate::tools::capture::PROBE, b"");
+        let r = run_script(&mut d, crate::pixels::parallel::PROBE, b"");
         assert!(r.stderr.is_empty(), "{}", String::from_utf8_lossy(&r.stderr));
-        let probed = crate::tools::capture::parse_probe(&r.stdout);
+        let probed = crate::pixels::parallel::parse_probe(&r.stdout);
         assert_eq!((probed.gzip, probed.streams), (true, 4));
         let mut left = d.fs.files_under("/data/local/tmp");
         left.sort();

@@ -3,18 +3,16 @@
 
 pub mod apps;
 pub mod args;
-pub mod capture;
 pub mod delta;
 pub mod device;
 pub mod files;
-pub mod fitting;
-pub mod frame;
 pub mod human;
 pub mod input;
 pub mod logcat;
 pub mod notifications;
 pub mod observe;
 pub mod permits;
+pub mod picture;
 pub mod power;
 pub mod schema;
 pub mod screen;

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::device::{tool, Ctx};
-use super::screen::{self, CapturePath, Format, DEFAULT_PATH};
+use super::picture;
 use super::ui::{self, Element};
 use super::web::{self, Web};
 use super::{args, Tool, ToolSpec};
@@ -26,6 +26,8 @@ use crate::device::adb::AdbBackend;
 use crate::device::formats;
 use crate::device::{Backend, DeviceKey};
 use crate::files::{self, NewFile};
+use crate::pixels::capture::{capture, CapturePath, DEFAULT_PATH};
+use crate::pixels::encode::{encode, Format};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// How long an observation can be acted on. Agents think between steps (an LLM turn can take a minute); after
@@ -424,11 +426,11 @@ struct ObserveArgs {
     #[serde(default = "yes")]
     marks: bool,
     /// Longest side in px (downscaled); 0 = full size
-    #[schemars(range(min = 0, max = screen::MAX_SIDE_ARG))]
-    #[serde(default = "screen::side_1280")]
+    #[schemars(range(min = 0, max = picture::MAX_SIDE_ARG))]
+    #[serde(default = "picture::side_1280")]
     max_side: u32,
     #[schemars(range(min = 1, max = 100))]
-    #[serde(default = "screen::quality_80")]
+    #[serde(default = "picture::quality_80")]
     quality: u8,
     /// List only the interactive (marked) elements
     #[serde(default)]
@@ -487,7 +489,7 @@ pub fn tools(adb: &Arc<AdbBackend>, web_content: bool) -> Vec<Arc<dyn Tool>> {
 async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     let a: ObserveArgs = c.parse()?;
     let (marks, only_interactive) = (a.marks, a.only_interactive);
-    let max_side = a.max_side.min(screen::MAX_SIDE_ARG);
+    let max_side = a.max_side.min(picture::MAX_SIDE_ARG);
     let quality = a.quality.clamp(1, 100);
     let max = a.max_elements.max(1) as usize;
     let d = c.spec.deadline;
@@ -495,12 +497,12 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     // Everything at once: the capture, the dump and the small queries share nothing on the phone.
     let frame = async {
         let _permit = super::permits::captures().acquire(&c.device).await?;
-        match screen::capture(&c.adb, &c.device, DEFAULT_PATH, max_side, d).await {
+        match capture(&c.adb, &c.device, DEFAULT_PATH, max_side, d).await {
             Ok(f) => Ok(f),
             Err(e) if e.code == ErrorCode::DeviceTimeout => Err(e),
             Err(e) => {
                 tracing::debug!(error = %e, "framebuffer capture failed; falling back to raw screencap");
-                screen::capture(&c.adb, &c.device, CapturePath::Raw, max_side, d).await
+                capture(&c.adb, &c.device, CapturePath::Raw, max_side, d).await
             }
         }
     };
@@ -559,7 +561,7 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
         let (iw, ih) = img.dimensions();
         // Element bounds are in the frame's pixel space (the current orientation).
         draw_marks(&mut img, &to_mark, f64::from(iw) / f64::from(fw), f64::from(ih) / f64::from(fh));
-        let (bytes, w, h) = screen::encode(&img, Format::Jpeg { quality })?;
+        let (bytes, w, h) = encode(&img, Format::Jpeg { quality })?;
         let row = cache.store_bytes(&bytes, meta).map_err(|e| e.into_proto("the observation image"))?;
         Ok::<_, ProtoError>((row, w, h, uniform))
     })
@@ -601,7 +603,7 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
         "count": listed.len(), "truncated": truncated, "elements": listed,
     });
     let power = if uniform.is_some() {
-        // Asleep since the last read, or a blank frame? Ask afresh (see screen::screen_on_for).
+        // Asleep since the last read, or a blank frame? Ask afresh (see picture::screen_on_for).
         c.adb.forget_screen_state(&c.device);
         c.adb.screen_state(&c.device).await.unwrap_or(power)
     } else {
@@ -610,7 +612,7 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     out["screen_on"] = json!(power.screen_on);
     out["locked"] = json!(power.locked);
     let mut hints = Vec::new();
-    let frame = screen::frame_verdict(&c, uniform, power.screen_on).await;
+    let frame = picture::frame_verdict(&c, uniform, power.screen_on).await;
     out["frame"] = json!(frame.as_str());
     out["frame_blank"] = json!(frame.blank());
     if frame.blank() {
@@ -657,11 +659,11 @@ mod tests {
     fn marks_are_boxes_at_the_right_places_with_readable_labels() {
         for bg in [[240u8, 240, 240], [20, 20, 30]] {
             // A 1080×2400 "screen" downscaled to 576×1280 as observe does by default.
-            let mut img = screen::fit(RgbImage::from_pixel(1080, 2400, Rgb(bg)), 1280);
+            let mut img = crate::pixels::downscale::fit(RgbImage::from_pixel(1080, 2400, Rgb(bg)), 1280);
             let s = 576.0 / 1080.0;
             let elements = [(7usize, [337, 900, 742, 1056]), (42usize, [100, 1500, 980, 1700])];
             let labels = draw_marks(&mut img, &elements, s, s);
-            let (jpeg, _, _) = screen::encode(&img, Format::Jpeg { quality: 80 }).unwrap();
+            let (jpeg, _, _) = encode(&img, Format::Jpeg { quality: 80 }).unwrap();
             let back = image::load_from_memory(&jpeg).unwrap().into_rgb8();
             let (lw, cell) = mark_metrics(1280);
             let near = |p: &Rgb<u8>, c: [u8; 3]| (0..3).all(|i| (i32::from(p.0[i]) - i32::from(c[i])).abs() < 60);
