@@ -158,13 +158,14 @@ pub async fn read(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration) ->
         }
         Err(e) => return Web::Failed(e.message),
     };
-    let Fetched::Page { target, metrics, snapshot } = fetched else {
+    let Fetched::Page(page) = fetched else {
         return Web::Opaque(format!(
             "{package} shows a WebView with no DevTools socket: its content is not debuggable (the app does not \
              call WebView.setWebContentsDebuggingEnabled), so only the tree's nodes are known; act by coordinates \
              on the picture"
         ));
     };
+    let (target, metrics, snapshot) = *page;
     match place(&metrics, bounds).and_then(|p| elements(&snapshot, &p, &package)) {
         Ok((elements, truncated)) => Web::Read(Page {
             url: target.url,
@@ -180,7 +181,7 @@ pub async fn read(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration) ->
 
 enum Fetched {
     NoSocket,
-    Page { target: Target, metrics: Value, snapshot: Value },
+    Page(Box<(Target, Value, Value)>),
 }
 
 /// The DevTools socket of `package` among `sockets`, its front page, and the two reads of it.
@@ -216,7 +217,7 @@ async fn fetch(
     let metrics = s.call("Page.getLayoutMetrics", json!({})).await?;
     let snapshot =
         s.call("DOMSnapshot.captureSnapshot", json!({"computedStyles": [], "includeDOMRects": true})).await?;
-    Ok(Fetched::Page { target, metrics, snapshot })
+    Ok(Fetched::Page(Box::new((target, metrics, snapshot))))
 }
 
 /// Where the page's viewport is on screen and how large a CSS pixel is there.
