@@ -1094,6 +1094,10 @@ fn cat(dev: &Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
             io.out.extend_from_slice(stdin);
             continue;
         }
+        if *f == "/proc/net/unix" {
+            io.out(&super::devtools::proc_net_unix(dev));
+            continue;
+        }
         if *f == "/proc/uptime" {
             // Linux fs/proc/uptime.c: seconds since boot and idle seconds of all CPUs, two decimals each.
             let up = dev.booted.elapsed();

@@ -25,6 +25,7 @@
 pub mod commands;
 pub mod costs;
 pub mod device;
+pub mod devtools;
 pub mod font;
 pub mod fs;
 pub mod helper;
@@ -319,6 +320,21 @@ impl SimPhone {
 
     /// Makes every later shell-protocol v2 output packet and sync `DATA` chunk announce 0xFFFFFFF0 bytes (then
     /// send a few and stall), as a broken or malicious adbd could; `false` makes the phone honest again.
+    /// Makes the browser stand-in's DevTools socket hostile (see [`devtools::Lie`]).
+    pub fn lie_about_devtools(&self, lie: devtools::Lie) {
+        self.device().devtools_lie = lie;
+    }
+
+    /// The browser page's search field's text.
+    pub fn web_query(&self) -> String {
+        self.device().ui.web_query.clone()
+    }
+
+    /// How far the browser's page is scrolled (screen pixels).
+    pub fn web_scroll(&self) -> i32 {
+        self.device().ui.web_scroll
+    }
+
     pub fn lie_about_lengths(&self, lie: bool) {
         self.device().length_lie = lie;
     }

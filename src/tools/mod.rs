@@ -23,6 +23,7 @@ pub mod status;
 pub mod suggest;
 pub mod target;
 pub mod ui;
+pub mod web;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -144,7 +145,7 @@ impl Registry {
         tools.extend(logcat::tools(adb));
         tools.extend(notifications::tools(adb, policy));
         tools.extend(screen::tools(adb));
-        tools.extend(observe::tools(adb));
+        tools.extend(observe::tools(adb, policy.web_content()));
         tools.extend(files::tools(adb));
         let human = Arc::new(human::Requests::default());
         tools.extend(human::tools(&human));

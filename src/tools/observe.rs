@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use super::device::{tool, Ctx};
 use super::picture;
 use super::ui::{self, Element};
+use super::web::{self, Web};
 use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::formats;
@@ -37,6 +38,9 @@ pub const OBSERVATIONS_PER_CHANNEL: usize = 8;
 /// How long observe waits for the UI tree: uiautomator's own idle wait is 10 s, after which a screen that never
 /// idles is reported (`ui_available: false`); the picture comes back within ~15 s whatever the tree does.
 const OBSERVE_DUMP_DEADLINE: Duration = Duration::from_secs(13);
+/// When the tree and a web page's read are done at the latest (the page gets what the tree left of it, at most
+/// `web::READ_DEADLINE`): the observe still answers within ~15 s.
+const OBSERVE_TREE_AND_PAGE: Duration = Duration::from_secs(15);
 /// Channels whose observations are kept at once (bounds memory whatever the number of channels).
 const MAX_CHANNELS: usize = 4096;
 
@@ -410,7 +414,7 @@ fn fill(img: &mut RgbImage, x0: u32, y0: u32, x1: u32, y1: u32, color: [u8; 3], 
 fn element_schema() -> Value {
     let mut s = super::ui::element_schema(true);
     if let Some(Value::String(d)) = s.get_mut("description") {
-        d.push_str("; marked: has a numbered box in the image");
+        d.push_str("; marked: has a numbered box in the image; source: \"web\" = read from the page (see web)");
     }
     s
 }
@@ -440,7 +444,8 @@ fn yes() -> bool {
     true
 }
 
-pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
+/// `web_content`: the operator's policy lets observe read web pages (`tools::web`).
+pub fn tools(adb: &Arc<AdbBackend>, web_content: bool) -> Vec<Arc<dyn Tool>> {
     vec![tool(
         ToolSpec {
             id: "android_observe",
@@ -468,17 +473,20 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "ui_unavailable_reason": {"type": "string"},
                     "hint": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
+                    "web": {"type": "object", "description": "When a WebView shows: state ok (its page's elements \
+                            are listed, source web), opaque (not debuggable: one node), failed or off, with reason; \
+                            url, title"},
                     "elements": {"type": "array", "items": element_schema()}}}),
             side_effect: false,
             settles: false,
             deadline: Duration::from_secs(30),
         },
         adb,
-        |c| async move { observe(c).await },
+        move |c| async move { observe(c, web_content).await },
     )]
 }
 
-async fn observe(c: Ctx) -> Result<Value, ProtoError> {
+async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     let a: ObserveArgs = c.parse()?;
     let (marks, only_interactive) = (a.marks, a.only_interactive);
     let max_side = a.max_side.min(picture::MAX_SIDE_ARG);
@@ -505,24 +513,38 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     let geometry = async { (c.adb.screen_size(&c.device).await, c.adb.rotation(&c.device).await.ok()) };
     let power = c.adb.screen_state(&c.device);
     // The picture never waits for the tree beyond uiautomator's own 10 s idle wait (plus transfer).
-    let dump = ui::dump(&c, d.min(OBSERVE_DUMP_DEADLINE));
-    let (frame, dumped, state, (size, rotation), power) = tokio::join!(frame, dump, state, geometry, power);
+    // A page's content is read once the tree shows a WebView (nothing otherwise), while the picture is taken.
+    let began = Instant::now();
+    let dump = async {
+        let dumped = ui::dump(&c, d.min(OBSERVE_DUMP_DEADLINE)).await;
+        let left = OBSERVE_TREE_AND_PAGE.saturating_sub(began.elapsed());
+        let page = match &dumped {
+            Ok(els) => web::read(&c, els, web_content, left).await,
+            Err(_) => Web::NotWeb,
+        };
+        (dumped, page)
+    };
+    let (frame, (dumped, page), state, (size, rotation), power) = tokio::join!(frame, dump, state, geometry, power);
     let (frame, (nw, nh)) = (frame?, size?);
     let power = power.unwrap_or_default();
     // Without a tree the observation still has its picture: an agent can look, and act by coordinates.
-    let (elements, ui_unavailable) = match dumped {
+    let (mut elements, ui_unavailable) = match dumped {
         Ok(els) => (els, None),
         Err(e) => {
             tracing::debug!(device = %c.device, error = %e, "observe without a UI tree");
             (Vec::new(), Some(format!("{}: {}", e.code.as_str(), e.message)))
         }
     };
+    // The page's own elements replace the WebView's accessibility nodes (same links, less exact).
+    let covered = page.covered(&elements);
+    page.join(&mut elements);
+    let shown = |e: &Element| !covered.contains(&e.index);
     let state = state.map(|o| o.stdout).unwrap_or_default();
     let landscape = rotation.is_some_and(|r| r % 2 == 1);
     let (screen_w, screen_h) = if landscape { (nh, nw) } else { (nw, nh) };
 
     let to_mark: Vec<(usize, [i32; 4])> = if marks {
-        elements.iter().filter(|e| e.is_interactive()).map(|e| (e.index, e.bounds)).collect()
+        elements.iter().filter(|e| e.is_interactive() && shown(e)).map(|e| (e.index, e.bounds)).collect()
     } else {
         vec![]
     };
@@ -546,8 +568,10 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     .await
     .map_err(|_| ProtoError::new(ErrorCode::Internal, "observation image encoding failed unexpectedly"))??;
 
-    let picked: Vec<&Element> =
-        elements.iter().filter(|e| e.is_interesting() && (!only_interactive || e.is_interactive())).collect();
+    let picked: Vec<&Element> = elements
+        .iter()
+        .filter(|e| shown(e) && e.is_interesting() && (!only_interactive || e.is_interactive()))
+        .collect();
     let truncated = picked.len() > max;
     let listed: Vec<Value> = picked
         .iter()
@@ -599,6 +623,12 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     }
     if power.is_locked() {
         hints.push("the lock screen is showing: call android_unlock before acting".to_owned());
+    }
+    if let Some(w) = page.to_json() {
+        if w["state"] == "opaque" {
+            hints.push("the WebView's page is opaque (not debuggable): act by coordinates on the picture".into());
+        }
+        out["web"] = w;
     }
     if let Some(reason) = ui_unavailable {
         hints.push("no UI tree: act by coordinates on the picture; element targets fail with ui_unavailable".into());

@@ -69,6 +69,8 @@ pub struct Element {
     /// A password field: its text is never returned (defence in depth; Android usually masks it already).
     pub password: bool,
     pub bounds: [i32; 4],
+    /// Read from the page through the DevTools protocol (`tools::web`), not from the UI dump: `source: "web"`.
+    pub web: bool,
 }
 
 impl Element {
@@ -114,6 +116,9 @@ impl Element {
         }
         if !self.enabled {
             v["enabled"] = json!(false);
+        }
+        if self.web {
+            v["source"] = json!("web");
         }
         v
     }
@@ -201,6 +206,7 @@ pub fn parse_dump(out: &str) -> Result<Vec<Element>, String> {
             focusable: flag("focusable"),
             password: flag("password"),
             bounds,
+            web: false,
         });
     }
     Ok(out)
