@@ -28,6 +28,7 @@ pub mod device;
 pub mod font;
 pub mod fs;
 pub mod helper;
+pub mod packages;
 pub mod services;
 pub mod shell;
 pub mod sync;

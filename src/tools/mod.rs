@@ -4,6 +4,7 @@
 pub mod apps;
 pub mod args;
 pub mod capture;
+pub mod clipboard;
 pub mod delta;
 pub mod device;
 pub mod files;
@@ -14,6 +15,7 @@ pub mod input;
 pub mod logcat;
 pub mod notifications;
 pub mod observe;
+pub mod permissions;
 pub mod permits;
 pub mod power;
 pub mod schema;
@@ -143,6 +145,8 @@ impl Registry {
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));
         tools.extend(notifications::tools(adb, policy));
+        tools.extend(clipboard::tools(adb));
+        tools.extend(permissions::tools(adb, policy));
         tools.extend(screen::tools(adb));
         tools.extend(observe::tools(adb));
         tools.extend(files::tools(adb));
