@@ -17,8 +17,9 @@ use serde_json::{json, Value};
 
 /// Issue 19 item 5: the card's tools fit in 24 KB of compact JSON. Measured on the default card (no policy): what
 /// an agent is shown unless an operator enables risky tools. Issue 34 added `android_request_human` and
-/// `android_notifications` (≈ 0.9 KB each) to a list at 24.3 KB: 26 KB since.
-const BUDGET: usize = 26 * 1024;
+/// `android_notifications` (≈ 0.9 KB each) to a list at 24.3 KB: 26 KB since. Its item 3 added
+/// `android_clipboard` (0.70 KB) and `android_permission` (0.86 KB) to a list at 26.3 KB: 28 KB since.
+const BUDGET: usize = 28 * 1024;
 
 /// The parts of `tools[]` a model pays for, as compact JSON.
 fn tool_list_bytes(card: &Value) -> usize {
