@@ -56,6 +56,10 @@ pub struct Policy {
     /// left out before anything reaches the agent, and counted as `withheld`.
     #[serde(default)]
     pub notification_packages: Option<Vec<String>>,
+    /// Whose runtime permissions `android_permission` may list, grant and revoke (`None`: every app's; `[]`:
+    /// nobody's). Any other package is refused before the phone is asked.
+    #[serde(default)]
+    pub permission_packages: Option<Vec<String>>,
     /// Upper bound on every tool's deadline (`--tool-deadline-max`; not a policy-file key). `None`: each tool's own.
     #[serde(skip)]
     pub tool_deadline_max: Option<std::time::Duration>,
@@ -129,6 +133,9 @@ impl Policy {
         }
         if let Some(p) = self.notification_packages.iter().flatten().find(|p| !package_like(p)) {
             return Err(format!("notification_packages entry {p:?} is not a package name"));
+        }
+        if let Some(p) = self.permission_packages.iter().flatten().find(|p| !package_like(p)) {
+            return Err(format!("permission_packages entry {p:?} is not a package name"));
         }
         if let Some(p) = self.shell_allow_prefixes.iter().find(|p| !valid_pattern(p)) {
             return Err(format!(

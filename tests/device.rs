@@ -579,3 +579,113 @@ async fn notifications_are_read_new_ones_seen_with_since_and_restricted_by_polic
     .await
     .expect("test timed out");
 }
+
+/// Issue 34 item 3, the clipboard, through the real adb server with the phone helper on: "Hello, 世界 ✓" set then
+/// read back (the simulated phone's clipboard holds it), a clip an app copied read, cleared to none; the text is
+/// in no log and in no audit record (the audit redacts the `text` argument). Where the helper does not run
+/// (`--phone-helper off`, the suites' default), the call says why and what would make it work, and nothing ran on
+/// the phone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clipboard_is_set_and_read_through_the_helper_and_says_why_without_it() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), &["--phone-helper", "auto"], None).await;
+        let hello = "Hello, 世界 ✓";
+        assert_eq!(r.ok("android_clipboard", json!({"action": "set", "text": hello})).await, json!({"done": true}));
+        assert_eq!(r.sim.clipboard().as_deref(), Some(hello));
+        let got = r.ok("android_clipboard", json!({"action": "get"})).await;
+        assert_eq!(got, json!({"text": hello, "cut": false}));
+        r.sim.set_clipboard(Some("copied by an app: 482913"));
+        let got = r.ok("android_clipboard", json!({"action": "get"})).await;
+        assert_eq!(got["text"], "copied by an app: 482913", "{got}");
+        assert_eq!(r.ok("android_clipboard", json!({"action": "clear"})).await, json!({"done": true}));
+        assert_eq!(r.sim.clipboard(), None);
+        assert_eq!(r.ok("android_clipboard", json!({"action": "get"})).await, json!({"text": null, "cut": false}));
+        let (code, msg) = r.err("android_clipboard", json!({"action": "set"})).await;
+        assert_eq!((code.as_str(), msg.contains("needs text")), ("invalid_arguments", true), "{msg}");
+        // No shell command touched the clipboard: all of it went down the helper's stream.
+        let cmds = r.sim.commands();
+        assert!(!cmds.iter().any(|c| c.contains("clipboard")), "{cmds:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for f in ["connector.db", "connector.db-wal"] {
+            let db = std::fs::read(r.dir.path().join(f)).unwrap_or_default();
+            for secret in ["世界".as_bytes(), b"482913"] {
+                assert!(!db.windows(secret.len()).any(|w| w == secret), "clipboard text in {f}");
+            }
+        }
+        let logs = r.srv.logs().join("\n");
+        assert!(!logs.contains("世界") && !logs.contains("482913"), "clipboard text in the logs");
+
+        // The helper off: a clear error, and no command on the phone.
+        let mut r = rig().await;
+        let before = r.sim.commands().len();
+        let (code, msg) = r.err("android_clipboard", json!({"action": "get"})).await;
+        assert_eq!(code, "tool_invoke_failed", "{msg}");
+        assert!(msg.contains("--phone-helper off") && msg.contains("cmd clipboard"), "{msg}");
+        let (_, msg) = r.err("android_clipboard", json!({"action": "set", "text": "x"})).await;
+        assert!(msg.contains("--phone-helper off"), "{msg}");
+        assert_eq!(r.sim.commands().len(), before, "{:?}", &r.sim.commands()[before..]);
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// Issue 34 item 3, runtime permissions, through the real adb server: grant then list shows it granted, revoke
+/// shows it not granted (`dumpsys package` in the simulated Android 14's format, `pm grant`/`pm revoke` changing
+/// it); a permission that is not a runtime one is refused with the phone's words; the policy's
+/// `permission_packages` refuses another app before anything runs on the phone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permissions_are_granted_listed_and_revoked_and_refused_outside_policy() {
+    bounded(async {
+        let policy = json!({"permission_packages": ["com.xagent.demo"]});
+        let mut r = Rig::with(SimConfig::default(), &[], Some(policy)).await;
+        let camera = "android.permission.CAMERA";
+        let state = |v: &serde_json::Value, name: &str| {
+            v["permissions"].as_array().unwrap().iter().find(|p| p["name"] == name).map(|p| p["granted"].clone())
+        };
+        let list = r.ok("android_permission", json!({"action": "list", "package": "com.xagent.demo"})).await;
+        assert_eq!(state(&list, camera), Some(json!(false)), "{list}");
+        assert_eq!(list["permissions"].as_array().unwrap().len(), 4, "the demo app's runtime permissions: {list}");
+        assert!(state(&list, "android.permission.INTERNET").is_none(), "an install permission is not listed");
+        let granted = r
+            .ok("android_permission", json!({"action": "grant", "package": "com.xagent.demo", "permission": camera}))
+            .await;
+        assert_eq!(granted, json!({"package": "com.xagent.demo", "permission": camera, "granted": true}));
+        let list = r.ok("android_permission", json!({"action": "list", "package": "com.xagent.demo"})).await;
+        assert_eq!(state(&list, camera), Some(json!(true)), "{list}");
+        let flags = list["permissions"].as_array().unwrap()[0]["flags"].clone();
+        assert_eq!(flags, json!(["USER_SENSITIVE_WHEN_GRANTED", "USER_SENSITIVE_WHEN_DENIED"]), "{list}");
+        r.ok("android_permission", json!({"action": "revoke", "package": "com.xagent.demo", "permission": camera}))
+            .await;
+        let list = r.ok("android_permission", json!({"action": "list", "package": "com.xagent.demo"})).await;
+        assert_eq!(state(&list, camera), Some(json!(false)), "{list}");
+
+        // Not a runtime permission: the phone's refusal, in its words, without its stack frames.
+        let internet = "android.permission.INTERNET";
+        let (code, msg) = r
+            .err("android_permission", json!({"action": "grant", "package": "com.xagent.demo", "permission": internet}))
+            .await;
+        assert_eq!(code, "tool_invoke_failed", "{msg}");
+        assert!(
+            msg.contains(
+                "java.lang.SecurityException: Permission android.permission.INTERNET requested by com.xagent.demo is \
+                 not a changeable permission type"
+            ),
+            "{msg}"
+        );
+        assert!(!msg.contains("\tat ") && !msg.contains('\n'), "{msg:?}");
+
+        // Outside the policy: refused before the phone is asked anything.
+        let before = r.sim.commands().len();
+        for args in [
+            json!({"action": "list", "package": "com.android.settings"}),
+            json!({"action": "grant", "package": "com.android.settings", "permission": camera}),
+        ] {
+            let (code, msg) = r.err("android_permission", args).await;
+            assert_eq!(code, "permission_denied", "{msg}");
+            assert!(msg.contains("permission_packages"), "{msg}");
+        }
+        assert_eq!(r.sim.commands().len(), before, "{:?}", &r.sim.commands()[before..]);
+    })
+    .await
+    .expect("test timed out");
+}

@@ -426,3 +426,42 @@ fn notifications_of_an_android_16_pixel_redacted_and_merged_with_their_texts() {
     let p = notifications::parse(&redacted, Some(&shifted));
     assert!(!p.texts && p.notifications.iter().all(|n| n.title.is_none() && n.text.is_none()));
 }
+
+/// `dumpsys package` runtime-permission sections of real phones (`package-*`; issue 34 item 3).
+#[test]
+fn runtime_permissions_on_every_package_sample() {
+    use xagent_adb_connector::device::permissions::{parse_runtime, pm_reason, user0};
+    let names = |s: &str, pkg: &str| -> Vec<(String, bool, usize)> {
+        let sections = parse_runtime(&sample(s), pkg);
+        user0(&sections)
+            .map(|u| u.permissions.iter().map(|p| (p.name.clone(), p.granted, p.flags.len())).collect())
+            .unwrap_or_default()
+    };
+    let p = |n: &str, g: bool, f: usize| (format!("android.permission.{n}"), g, f);
+    // Android 13, developer.android.com's excerpt (no Packages:/User lines: one unnamed section)
+    assert_eq!(
+        names("package-13-runtime-flags-developer-android.txt", "any.package"),
+        vec![p("POST_NOTIFICATIONS", false, 2), p("ACCESS_FINE_LOCATION", false, 4), p("BLUETOOTH_CONNECT", false, 2)]
+    );
+    // A grep of it lost the section header: nothing says the line is a runtime permission (install permissions
+    // print the same shape), so nothing is claimed
+    assert!(parse_runtime(&sample("package-13-avd-post-notifications-grep.txt"), "x.y").is_empty());
+    // Android 9, granted without flags under `User 0:`; install permissions (granted=true too) are not runtime ones
+    assert_eq!(
+        names("package-9-runtime-granted-no-flags-pms-blog.txt", "x.y"),
+        vec![p("READ_EXTERNAL_STORAGE", true, 0), p("CALL_PHONE", true, 0), p("WRITE_EXTERNAL_STORAGE", true, 0)]
+    );
+    // Android 8.1 on a Pixel: a whole dump whose section is empty (nothing granted: 8–9 list only what is), and
+    // another package asked for finds nothing
+    let dump = sample("package-8.1-pixel-empty-runtime-status-im.txt");
+    let sections = parse_runtime(&dump, "im.status.ethereum");
+    assert_eq!(sections.len(), 1, "{sections:?}");
+    assert_eq!((sections[0].user, sections[0].permissions.len()), (Some(0), 0));
+    assert!(parse_runtime(&dump, "com.other").is_empty());
+    // Android 14's refusal of a permission that is not a runtime one
+    assert_eq!(
+        pm_reason(&sample("pm-grant-14-not-changeable.txt")),
+        "java.lang.SecurityException: Permission android.permission.READ_EXTERNAL_STORAGE requested by \
+         com.example.app is not a changeable permission type"
+    );
+}

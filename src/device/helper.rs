@@ -173,6 +173,8 @@ const GREETING_MAX: usize = 1024;
 /// Longest reply line of a `tree` (the protocol's bound) and of anything else (helper 1 writes ≤ ~300 bytes).
 const TREE_REPLY_MAX: usize = 8 << 20;
 const REPLY_MAX: usize = 4096;
+/// A `clip` reply: at most 2048 UTF-16 units of text (≤ 6 KiB of UTF-8) as base64, and its words.
+const CLIP_REPLY_MAX: usize = 12 << 10;
 /// Bytes of stderr kept from a helper that did not start (for the reason).
 const STDERR_KEPT: usize = 2048;
 /// What a request may take beyond its own duration (a gesture's, an idle wait's): the protocol's "1 s plus".
@@ -277,6 +279,7 @@ fn operation(verb: &str, args: &str) -> &'static str {
         "screen" => "screen",
         "tree" => "tree",
         "idle" => "idle",
+        "clip" | "setclip" | "clearclip" => "clip",
         _ => "ping",
     }
 }
@@ -428,6 +431,29 @@ impl Helpers {
         }
     }
 
+    /// Why `verb` does not go through `key`'s helper (after [`Helpers::call`] answered `None`): helpers off, the
+    /// helper down on this phone, or the operation fallen back, in words for an error message.
+    pub fn why_not(&self, key: &DeviceKey, verb: &str) -> String {
+        if !self.enabled() {
+            return "the connector runs with --phone-helper off".to_owned();
+        }
+        let Some(phone) = self.phones.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned() else {
+            return "the phone helper has not started on this phone".to_owned();
+        };
+        let b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+        let op = operation(verb, "");
+        if let Some(r) = &b.down {
+            return format!("the phone helper cannot run on this phone: {r}");
+        }
+        if let Some(r) = b.fallbacks.get(verb).or_else(|| b.fallbacks.get(op)) {
+            return format!("the phone helper's `{op}` operation is not usable here: {r}");
+        }
+        match &b.last_fallback {
+            Some((v, r)) if v == verb => format!("the phone helper did not answer: {r}"),
+            _ => "the phone helper did not answer".to_owned(),
+        }
+    }
+
     /// What `android_device_status`, `doctor` and the wall show about `key`'s helper.
     pub fn report(&self, key: &DeviceKey) -> Value {
         if !self.enabled() {
@@ -486,7 +512,11 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 async fn request(tx: &mpsc::Sender<Request>, verb: &str, args: &str, timeout: Duration) -> Answer {
     let id = format!("r{}", NEXT_ID.fetch_add(1, Ordering::Relaxed) % 1_000_000_000);
     let line = if args.is_empty() { format!("{id} {verb}\n") } else { format!("{id} {verb} {args}\n") };
-    let max = if verb == "tree" { TREE_REPLY_MAX } else { REPLY_MAX };
+    let max = match verb {
+        "tree" => TREE_REPLY_MAX,
+        "clip" => CLIP_REPLY_MAX,
+        _ => REPLY_MAX,
+    };
     let (reply, rx) = oneshot::channel();
     if tx.send(Request { id: id.clone(), line, max, reply }).await.is_err() {
         return Answer::Died("the helper's stream is closed".to_owned());
@@ -508,6 +538,10 @@ async fn request(tx: &mpsc::Sender<Request>, verb: &str, args: &str, timeout: Du
     let msg = super::text::phone_text(msg, 120);
     match code {
         "unavailable" => Answer::Fallback { reason: format!("unavailable: {msg}"), sticky: true },
+        "denied" if operation(verb, args) == "clip" => Answer::Fallback {
+            reason: "denied: the system refused the clipboard to the shell user".to_owned(),
+            sticky: true,
+        },
         "denied" => Answer::Fallback {
             reason: "denied: the system refused injection (on Xiaomi phones enable \"USB debugging (Security \
                      settings)\")"

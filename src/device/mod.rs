@@ -2,6 +2,7 @@
 //! and tells when that changes. Only this module tree talks ADB.
 
 pub mod adb;
+pub mod clipboard;
 pub mod conditions;
 pub mod devtools;
 pub mod fake;
@@ -12,6 +13,7 @@ pub mod helper;
 pub mod host;
 pub mod identity;
 pub mod notifications;
+pub mod permissions;
 pub mod power;
 pub mod recovery;
 pub mod sent;

@@ -1384,7 +1384,8 @@ fn pm(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
                 1
             }
         }
-        "grant" | "revoke" | "disable-user" | "enable" | "disable" => 0,
+        "grant" | "revoke" => super::packages::grant(dev, sub, rest, io),
+        "disable-user" | "enable" | "disable" => 0,
         _ => {
             io.err(&format!("Unknown command: {sub}\n"));
             1
@@ -1581,6 +1582,7 @@ fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
         Some("input_method") => io.out(&dumpsys_input_method(dev)),
         Some("power") => io.out(&power_dump(dev)),
         Some("notification") => io.out(&notification_dump(dev, args.contains(&"--noredact"))),
+        Some("package") => return super::packages::dumpsys_package(dev, args, io),
         Some("display") => io.out(&format!("DISPLAY MANAGER (dumpsys display)\n  mDefaultDisplay: DisplayDeviceInfo{{\"Built-in Screen\": {} x {}, {} fps, density {}}}\n", dev.cfg.screen_width, dev.cfg.screen_height, 60, dev.cfg.density)),
         Some(other) => io.out(&format!("Can't find service: {other}\n")),
         None => io.out("Currently running services:\n  activity\n  battery\n  display\n  input_method\n  notification\n  package\n  power\n  window\n"),

@@ -64,6 +64,8 @@ pub struct Device {
     pub battery_plugged: bool,
     /// The notifications the phone shows (`SimPhone::post_notification`), printed by `dumpsys notification`.
     pub notifications: Vec<SimNotification>,
+    /// Granted runtime permissions: (package, permission) (`sim::packages`).
+    pub granted: std::collections::BTreeSet<(String, String)>,
     /// The /data file system as `df` reports it, in KiB.
     pub data_free_kib: u64,
     pub data_total_kib: u64,
@@ -231,6 +233,7 @@ impl Device {
             battery_temperature_tenths: 268,
             battery_plugged: true,
             notifications: Vec::new(),
+            granted: Default::default(),
             // A 128 GB phone with half of it free (toybox reports 1K blocks).
             data_free_kib: 56_089_024,
             data_total_kib: 112_178_048,

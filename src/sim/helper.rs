@@ -2,8 +2,8 @@
 //! app_process / xagent.Helper` does on a real phone (the dex in `phone-helper/`), here acting on the simulated
 //! phone's UI model exactly as the shell path's `input` does (`commands::tap`, `swipe`, `key`, `type_text`).
 //!
-//! The wire protocol is `device-profile/phone-helper.md` (protocol 1; this is helper version 2, with `tree` and
-//! `idle`): one request line on stdin, one reply line on stdout, the greeting first. It runs only when the host has
+//! The wire protocol is `device-profile/phone-helper.md` (protocol 1; this is helper version 3, with `tree`,
+//! `idle` and the clipboard verbs): one request line on stdin, one reply line on stdout, the greeting first. It runs only when the host has
 //! pushed a dex under that name (it must start with the dex magic: `app_process` loads nothing else), on a
 //! `shell,v2` stream, and ends at the end of stdin (exit 0), when the host drops the stream, or when `kill` ends
 //! its process (exit 137, as adbd reports a SIGKILL). `ps -A -o PID,ARGS` lists it, so a host can find a stale one.
@@ -24,7 +24,7 @@ use super::Shared;
 
 /// The protocol version and helper version the greeting carries.
 pub const PROTOCOL: u32 = 1;
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// Longest request line (without its `\n`).
 const MAX_LINE: usize = 16384;
@@ -215,7 +215,7 @@ async fn run(
 }
 
 /// Each operation's state: `ok` or why it is unavailable.
-fn states(shared: &Shared) -> [(&'static str, &'static str); 7] {
+fn states(shared: &Shared) -> [(&'static str, &'static str); 8] {
     let inject = if shared.cfg.helper == Mode::Unavailable { "no_inject_method" } else { "ok" };
     let ui = if shared.cfg.helper == Mode::Unavailable { "no_uiautomation" } else { "ok" };
     [
@@ -226,6 +226,8 @@ fn states(shared: &Shared) -> [(&'static str, &'static str); 7] {
         ("screen", "ok"),
         ("tree", ui),
         ("idle", ui),
+        // The clipboard service is there whatever happened to injection.
+        ("clip", "ok"),
     ]
 }
 
@@ -286,6 +288,10 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
             return Ok(("pong".to_owned(), Duration::ZERO));
         }
         "tree" | "idle" | "screen" => {}
+        "clip" | "setclip" | "clearclip" => {
+            let mut dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
+            return clip_reply(shared, &mut dev, verb, args).map(|p| (p, costs.helper_call));
+        }
         _ if injecting => {}
         _ => return Err("unknown_verb unknown verb".to_owned()),
     }
@@ -438,6 +444,43 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
             }
         }
         _ => Err("unknown_verb unknown verb".to_owned()),
+    }
+}
+
+/// The clipboard verbs on the simulated clipboard (`Device::clipboard`), as `phone-helper/smali/xagent/Clip.smali`
+/// answers them: the first 2048 UTF-16 units of a longer clip (`cut`, one less rather than half a surrogate pair),
+/// an empty clip on Android 8 for `clearclip` (no clearPrimaryClip there), a refused read when background reads are
+/// refused ([`Mode::ClipUnreadable`]).
+fn clip_reply(shared: &Shared, dev: &mut Device, verb: &str, args: &[&str]) -> Result<String, String> {
+    let want = if verb == "setclip" { 1 } else { 0 };
+    if args.len() != want {
+        return Err(WRONG_ARGS.to_owned());
+    }
+    match verb {
+        "clip" => {
+            if shared.cfg.helper == Mode::ClipUnreadable {
+                return Err(DENIED.to_owned());
+            }
+            let Some(text) = dev.clipboard.as_deref() else { return Ok("none".to_owned()) };
+            let units: Vec<u16> = text.encode_utf16().collect();
+            let (units, word) = if units.len() > 2048 {
+                let n = if (0xD800..0xDC00).contains(&units[2047]) { 2047 } else { 2048 };
+                (&units[..n], "cut")
+            } else {
+                (&units[..], "clip")
+            };
+            let b64 = base64(String::from_utf16_lossy(units).as_bytes());
+            Ok(if b64.is_empty() { word.to_owned() } else { format!("{word} {b64}") })
+        }
+        "setclip" => {
+            let bytes = super::commands::decode_base64(args[0]).ok_or("bad_request text is not base64")?;
+            dev.clipboard = Some(String::from_utf8_lossy(&bytes).into_owned());
+            Ok(String::new())
+        }
+        _ => {
+            dev.clipboard = if shared.cfg.sdk >= 28 { None } else { Some(String::new()) };
+            Ok(String::new())
+        }
     }
 }
 

@@ -29,6 +29,7 @@ pub mod devtools;
 pub mod font;
 pub mod fs;
 pub mod helper;
+pub mod packages;
 pub mod services;
 pub mod shell;
 pub mod sync;

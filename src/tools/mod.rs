@@ -3,6 +3,7 @@
 
 pub mod apps;
 pub mod args;
+pub mod clipboard;
 pub mod delta;
 pub mod device;
 pub mod files;
@@ -12,6 +13,7 @@ pub mod input;
 pub mod logcat;
 pub mod notifications;
 pub mod observe;
+pub mod permissions;
 pub mod permits;
 pub mod picture;
 pub mod power;
@@ -144,6 +146,8 @@ impl Registry {
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));
         tools.extend(notifications::tools(adb, policy));
+        tools.extend(clipboard::tools(adb));
+        tools.extend(permissions::tools(adb, policy));
         tools.extend(screen::tools(adb));
         tools.extend(observe::tools(adb, policy.web_content()));
         tools.extend(files::tools(adb));

@@ -457,6 +457,18 @@
     invoke-virtual {v0, v1}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
     move-result v1
     if-nez v1, :idle
+    const-string v1, "clip"
+    invoke-virtual {v0, v1}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
+    move-result v1
+    if-nez v1, :clip
+    const-string v1, "setclip"
+    invoke-virtual {v0, v1}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
+    move-result v1
+    if-nez v1, :setclip
+    const-string v1, "clearclip"
+    invoke-virtual {v0, v1}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
+    move-result v1
+    if-nez v1, :clearclip
     const-string v0, "unknown_verb"
     const-string v1, "unknown verb"
     invoke-static {v0, v1}, Lxagent/Helper;->err(Ljava/lang/String;Ljava/lang/String;)Lxagent/Err;
@@ -509,6 +521,18 @@
     invoke-static {p0}, Lxagent/Ui;->opIdle([Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     return-object v0
+    :clip
+    invoke-static {p0}, Lxagent/Clip;->opClip([Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    return-object v0
+    :setclip
+    invoke-static {p0}, Lxagent/Clip;->opSetClip([Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    return-object v0
+    :clearclip
+    invoke-static {p0}, Lxagent/Clip;->opClearClip([Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    return-object v0
 .end method
 
 # ---------------------------------------------------------------- probing
@@ -517,7 +541,7 @@
 .method static helloPayload()Ljava/lang/String;
     .locals 4
     sget-object v3, Lxagent/Helper;->touch:Ljava/lang/String;
-    const-string v0, "1 2 "
+    const-string v0, "1 3 "
     sget v1, Lxagent/Helper;->sdk:I
     invoke-static {v1}, Ljava/lang/String;->valueOf(I)Ljava/lang/String;
     move-result-object v1
@@ -565,6 +589,13 @@
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     sget-object v1, Lxagent/Helper;->uiState:Ljava/lang/String;
+    invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    # helper 3: the clipboard verbs need only the clipboard service (no injection)
+    const-string v1, " clip="
+    invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    sget-object v1, Lxagent/Helper;->clipState:Ljava/lang/String;
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     return-object v0

@@ -2,12 +2,33 @@ package xagentstub;
 
 import android.content.ClipData;
 
-/** The phone's clipboard: -Dstub.clip=TEXT starts with a text clip, none when unset. */
+/**
+ * The phone's clipboard: -Dstub.clip=TEXT starts with a text clip (\\uXXXX escapes allowed, repeated
+ * -Dstub.clip_repeat=N times), none when unset; -Dstub.clip_nontext=1 starts with a clip whose item has no text.
+ */
 public final class Clipboard {
-    private static ClipData current = Rec.prop("clip", null) == null
-            ? null : ClipData.newPlainText("user", Rec.prop("clip", null));
+    private static ClipData current = initial();
+
+    private static ClipData initial() {
+        if (Rec.on("clip_nontext")) return ClipData.newWithoutText("user");
+        String raw = Rec.prop("clip", null);
+        if (raw == null) return null;
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < raw.length(); i++) {
+            if (raw.startsWith("\\u", i) && i + 6 <= raw.length()) {
+                b.append((char) Integer.parseInt(raw.substring(i + 2, i + 6), 16));
+                i += 5;
+            } else {
+                b.append(raw.charAt(i));
+            }
+        }
+        return ClipData.newPlainText("user", b.toString().repeat(Rec.num("clip_repeat", 1)));
+    }
 
     public static String text() {
+        if (current != null && current.text() != null && current.text().length() > 64) {
+            return "(" + current.text().length() + " chars)";
+        }
         return current == null ? "none" : Rec.q(current.text());
     }
 
