@@ -23,6 +23,7 @@ pub mod shell;
 pub mod status;
 pub mod suggest;
 pub mod target;
+pub mod tree;
 pub mod ui;
 
 use std::collections::HashMap;

@@ -464,6 +464,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "frame_blank": {"type": "boolean", "description": "frame is secure_window or blank"},
                     "ui_available": {"type": "boolean", "description": "false: no UI tree (ui_unavailable_reason), no elements"},
                     "ui_unavailable_reason": {"type": "string"},
+                    "tree": super::tree::schema(),
                     "hint": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "elements": {"type": "array", "items": element_schema()}}}),
@@ -503,16 +504,17 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     let geometry = async { (c.adb.screen_size(&c.device).await, c.adb.rotation(&c.device).await.ok()) };
     let power = c.adb.screen_state(&c.device);
     // The picture never waits for the tree beyond uiautomator's own 10 s idle wait (plus transfer).
-    let dump = ui::dump(&c, d.min(OBSERVE_DUMP_DEADLINE));
+    let dump = ui::read(&c, d.min(OBSERVE_DUMP_DEADLINE));
     let (frame, dumped, state, (size, rotation), power) = tokio::join!(frame, dump, state, geometry, power);
     let (frame, (nw, nh)) = (frame?, size?);
     let power = power.unwrap_or_default();
     // Without a tree the observation still has its picture: an agent can look, and act by coordinates.
-    let (elements, ui_unavailable) = match dumped {
-        Ok(els) => (els, None),
+    let (elements, mut cover, ui_unavailable) = match dumped {
+        Ok(t) => (t.elements, t.cover, None),
         Err(e) => {
             tracing::debug!(device = %c.device, error = %e, "observe without a UI tree");
-            (Vec::new(), Some(format!("{}: {}", e.code.as_str(), e.message)))
+            let reason = format!("{}: {}", e.code.as_str(), e.message);
+            (Vec::new(), super::tree::Cover::unavailable(ui::last_source(&c.device), reason.clone()), Some(reason))
         }
     };
     let state = state.map(|o| o.stdout).unwrap_or_default();
@@ -585,6 +587,8 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     };
     out["screen_on"] = json!(power.screen_on);
     out["locked"] = json!(power.locked);
+    cover.explain_empty(power.screen_on, power.locked);
+    out["tree"] = cover.to_json();
     let mut hints = Vec::new();
     let frame = screen::frame_verdict(&c, uniform, power.screen_on).await;
     out["frame"] = json!(frame.as_str());
@@ -601,6 +605,8 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     if let Some(reason) = ui_unavailable {
         hints.push("no UI tree: act by coordinates on the picture; element targets fail with ui_unavailable".into());
         out["ui_unavailable_reason"] = json!(reason);
+    } else if cover.state == super::tree::State::Empty {
+        hints.push(format!("the UI tree is empty: {}", cover.reason.as_deref().unwrap_or_default()));
     }
     if !hints.is_empty() {
         out["hint"] = json!(hints.join("; "));

@@ -11,9 +11,11 @@
 //! cell, and dropped. Each frame still costs the phone a display read, which is why the loop stops at the first
 //! stable pair.
 //!
-//! What the UI tree gained and lost (`effect.tree`, [`super::delta`]) costs a UI dump before and after the action
-//! — on the shell path a second or more each on real phones, since uiautomator waits for an idle UI — so it comes
-//! only when asked (`effect_tree: true`); the elements it lists are targets with the observation id beside them.
+//! What the UI tree gained and lost (`effect.tree`, [`super::delta`]) costs a tree read before and after the
+//! action. Where the phone helper reads trees (tens of ms, no idle wait) it comes by default (`effect_tree: false`
+//! turns it off); on the shell path each read is a `uiautomator dump` — a second or more on real phones, since
+//! uiautomator waits for an idle UI — so there it comes only when asked (`effect_tree: true`). The elements it
+//! lists are targets with the observation id beside them.
 //!
 //! Failure is never the action's: a frame or a state query that fails leaves its fields `null` (and `settled`
 //! false), the input already happened and the result says so. Everything here is an observation (no per-device
@@ -62,8 +64,9 @@ const TOLERANCE: u8 = 3;
 pub struct SettleArgs {
     pub settle: bool,
     pub timeout: Duration,
-    /// `effect.tree`: the UI-tree delta of the action (a UI dump before and after it).
-    pub tree: bool,
+    /// `effect.tree`: the UI-tree delta of the action (a tree read before and after it). `None`: not said — on when
+    /// the phone helper reads the tree (cheap), off on the shell path (see `device.rs`).
+    pub tree: Option<bool>,
 }
 
 /// The input properties the registry adds to every settling tool (kept terse: the card's token budget; the
@@ -75,7 +78,7 @@ pub fn input_properties() -> [(&'static str, Value); 3] {
             "settle_timeout_ms",
             json!({"type": "integer", "minimum": 0, "maximum": MAX_TIMEOUT_MS, "default": DEFAULT_TIMEOUT_MS}),
         ),
-        ("effect_tree", json!({"type": "boolean", "default": false})),
+        ("effect_tree", json!({"type": "boolean"})),
     ]
 }
 
@@ -89,8 +92,9 @@ pub const EXPLAINED_IN: &str = "android_tap";
 pub fn effect_schema(tool_id: &str) -> Value {
     if tool_id == EXPLAINED_IN {
         json!({"type": "object", "description": "After settle: screen_changed, foreground (package/activity), \
-            foreground_changed, keyboard_shown, settled, settle_ms; null where unknown; with effect_tree: tree \
-            (appeared, disappeared, changed elements, observation_id)"})
+            foreground_changed, keyboard_shown, settled, settle_ms; null where unknown; tree: appeared, \
+            disappeared, changed elements, observation_id, state — by default when the phone helper reads trees \
+            (~50 ms), else with effect_tree: true (two uiautomator dumps, ~1-3 s)"})
     } else {
         json!({"type": "object"})
     }
@@ -117,7 +121,7 @@ pub fn take(args: &mut Map<String, Value>) -> SettleArgs {
     let settle = args.remove("settle").and_then(|v| v.as_bool()).unwrap_or(true);
     let ms =
         args.remove("settle_timeout_ms").and_then(|v| v.as_f64()).map_or(DEFAULT_TIMEOUT_MS, |f| f.max(0.0) as u64);
-    let tree = args.remove("effect_tree").and_then(|v| v.as_bool()).unwrap_or(false);
+    let tree = args.remove("effect_tree").and_then(|v| v.as_bool());
     SettleArgs { settle, timeout: Duration::from_millis(ms.min(MAX_TIMEOUT_MS)), tree }
 }
 
@@ -266,11 +270,11 @@ mod tests {
     fn arguments_default_and_are_removed() {
         let mut a = Map::new();
         a.insert("x".into(), json!(1));
-        assert_eq!(take(&mut a), SettleArgs { settle: true, timeout: Duration::from_millis(3000), tree: false });
+        assert_eq!(take(&mut a), SettleArgs { settle: true, timeout: Duration::from_millis(3000), tree: None });
         a.insert("settle".into(), json!(false));
         a.insert("settle_timeout_ms".into(), json!(500));
         a.insert("effect_tree".into(), json!(true));
-        assert_eq!(take(&mut a), SettleArgs { settle: false, timeout: Duration::from_millis(500), tree: true });
+        assert_eq!(take(&mut a), SettleArgs { settle: false, timeout: Duration::from_millis(500), tree: Some(true) });
         assert_eq!(a.keys().collect::<Vec<_>>(), ["x"], "tools never see the settle arguments");
     }
 

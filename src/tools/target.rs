@@ -429,16 +429,16 @@ pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
                 Ok(o) => Some(o),
                 Err(observe::Missing::Gone(o, _, e)) => {
                     // Its elements are still known: say where the element is now, with an id to act on it.
-                    let now = ui::dump(c, DUMP_DEADLINE).await.map_err(|_| e.clone())?;
-                    return Err(with_observation(c, found_again(e, &o, *index, &now), now));
+                    let now = ui::read(c, DUMP_DEADLINE).await.map_err(|_| e.clone())?;
+                    return Err(with_observation(c, found_again(e, &o, *index, &now.elements), now));
                 }
                 Err(missing) => return Err(missing.into_error()),
             }
         }
         Target::Selector(_) => None,
     };
-    let now = ui::dump(c, DUMP_DEADLINE).await?;
-    resolve_in(target, obs.as_deref(), &now).map_err(|e| with_observation(c, e, now))
+    let now = ui::read(c, DUMP_DEADLINE).await?;
+    resolve_in(target, obs.as_deref(), &now.elements).map_err(|e| with_observation(c, e, now))
 }
 
 /// The answer to an observation that expired or was dropped (`e`): when element `index` of it is on screen now
@@ -463,7 +463,7 @@ pub fn found_again(mut e: ProtoError, obs: &observe::Observation, index: usize, 
 /// again) keeps the dump it was decided on in the channel's scratch slot (`observe::remember_scratch`: it never
 /// pushes out an observation the agent made), so the agent can retry at once with `{index, observation_id}` of the
 /// candidate it means — checked against the screen again like any observed target — instead of observing first.
-fn with_observation(c: &Ctx, mut e: ProtoError, now: Vec<Element>) -> ProtoError {
+fn with_observation(c: &Ctx, mut e: ProtoError, now: ui::Tree) -> ProtoError {
     let Some(Value::Object(details)) = e.details.as_mut() else { return e };
     if details.get("candidates").and_then(Value::as_array).is_none_or(Vec::is_empty) {
         return e;
@@ -475,10 +475,11 @@ fn with_observation(c: &Ctx, mut e: ProtoError, now: Vec<Element>) -> ProtoError
             id: id.clone(),
             device: c.device.clone(),
             created: std::time::Instant::now(),
-            elements: now,
+            elements: now.elements,
         },
     );
     details.insert("observation_id".into(), json!(id));
+    details.insert("tree".into(), now.cover.to_json());
     e.message.push_str(&format!(
         "; to act on one of these, pass element {{index, observation_id: {id:?}}} (indices as listed after #)"
     ));
