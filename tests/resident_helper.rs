@@ -424,3 +424,26 @@ async fn an_empty_or_missing_tree_says_so() {
     })
     .await;
 }
+
+/// Issue 32 item 2: the rotation and the display size come from the helper's `screen` (the display service, on its
+/// open stream) — in `android_device_status` and in the coordinate check of a tap — instead of `dumpsys input` and
+/// `wm size` round trips; without the helper those are still asked, and say the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotation_and_display_size_come_from_the_helpers_screen() {
+    bounded(async {
+        for (flags, helper) in [(AUTO, true), (&["--phone-helper", "off"][..], false)] {
+            let mut r = Rig::with(SimConfig::default(), flags, None).await;
+            r.sim_shell("settings put system user_rotation 1").await;
+            let c0 = r.sim.commands().len();
+            let st = status(&mut r).await;
+            assert_eq!((&st["rotation"], &st["orientation"]), (&json!(1), &json!("landscape")), "{st}");
+            assert_eq!((&st["screen_width"], &st["screen_height"]), (&json!(2400), &json!(1080)), "{st}");
+            // A point that exists only in landscape: checked against the rotation read now.
+            r.ok("android_tap", json!({"x": 2000, "y": 500, "settle": false})).await;
+            let cmds = r.sim.commands()[c0..].to_vec();
+            let asked = cmds.iter().any(|c| c.starts_with("dumpsys input") || c.starts_with("wm size"));
+            assert_eq!(asked, !helper, "helper {helper}: {cmds:?}");
+        }
+    })
+    .await;
+}

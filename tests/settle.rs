@@ -439,3 +439,32 @@ async fn where_the_helper_reads_trees_the_delta_comes_unasked() {
     })
     .await;
 }
+
+/// Issue 32: where the phone helper runs, settle waits for accessibility quiet (its `idle`) before it captures,
+/// so a transition is not filmed frame by frame: across the same animated launch it reads the display fewer times
+/// than the frame loop alone. Counted in the phone's command log: each frame is one `screencap` (the compressed
+/// capture writes it to a private file, then reads it back in ranges).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_helper_settle_waits_for_quiet_and_reads_fewer_frames_across_an_animation() {
+    bounded(async {
+        let mut frames = Vec::new();
+        for mode in ["off", "auto"] {
+            let mut r = common::rig::Rig::with(phone(ANIMATION_MS), &["--phone-helper", mode], None).await;
+            // The helper started and the capture path probed before the measured call.
+            r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1, "settle": true})).await;
+            let c0 = r.sim.commands().len();
+            let res = r
+                .ok("android_tap", json!({"x": DEMO_ICON.0, "y": DEMO_ICON.1, "settle": true, "effect_tree": false}))
+                .await;
+            let e = &res["effect"];
+            assert_eq!((&e["settled"], &e["foreground_changed"]), (&json!(true), &json!(true)), "{mode}: {res}");
+            assert!(!r.sim.animating(), "{mode}: acked while the screen still moved");
+            frames.push(r.sim.commands()[c0..].iter().filter(|c| c.contains("screencap")).count());
+        }
+        let (shell, helper) = (frames[0], frames[1]);
+        eprintln!("display reads across a {ANIMATION_MS} ms launch: frame loop {shell}, helper's idle first {helper}");
+        assert!(helper <= 3, "before + after quiet + its confirmation: {helper}");
+        assert!(helper < shell, "idle first reads fewer frames: helper {helper}, frame loop {shell}");
+    })
+    .await;
+}

@@ -174,6 +174,23 @@ fn foreground_of(text: &str) -> Option<String> {
     formats::foreground(text).map(|(p, a)| format!("{p}/{a}"))
 }
 
+/// The accessibility quiet settle waits for through the phone helper's `idle` before its first frame: as long as
+/// [`REACTION`], so a still screen costs no more time than without it.
+pub const IDLE_QUIET: Duration = REACTION;
+
+/// Waits, where the phone helper runs, until no accessibility event has come for [`IDLE_QUIET`] (its `idle` verb),
+/// at most `timeout`: `Some(true)` quiet, `Some(false)` still busy at the timeout, `None` without a helper (its
+/// `idle` fell back; the frames alone decide then).
+async fn quiet(adb: &AdbBackend, key: &DeviceKey, timeout: Duration) -> Option<bool> {
+    let args = format!("{} {}", IDLE_QUIET.as_millis(), timeout.as_millis());
+    let reply = adb.helper(key, false, timeout + STATE_LIMIT, "idle", &args, timeout).await.ok()??;
+    match reply.split(' ').next() {
+        Some("idle") => Some(true),
+        Some("busy") => Some(false),
+        _ => None,
+    }
+}
+
 /// What was on screen right before the input.
 pub struct Before {
     frame: Option<Signature>,
@@ -201,8 +218,16 @@ pub async fn before(adb: &AdbBackend, key: &DeviceKey) -> Before {
 /// not change, that pair is already the proof, and one capture after the input is all the settle costs (issue 31).
 /// The foreground and the keyboard are read alongside every frame (one shell round trip, hidden behind the
 /// capture); the reading that came with the last frame is the one reported.
+///
+/// Where the phone helper runs, the first frame also waits for accessibility quiet (the helper's `idle`: no event
+/// for [`IDLE_QUIET`]), never less than [`REACTION`]: while a transition animates the app sends events, and the
+/// frames that would only have seen it move are not captured at all (each is a display read on the phone). Quiet is
+/// no proof of still pixels (a video surface sends no events), so the frames still decide: the first after quiet
+/// is compared with the one before the input, and a changed screen needs a second, equal one. A helper still busy
+/// at the timeout gets one frame (for `screen_changed`) and `settled: false`.
 pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: Duration) -> Value {
     let started = Instant::now();
+    let quiet = quiet(adb, key, timeout).await;
     let sdk = adb.info(key).and_then(|i| i.sdk);
     let cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
     let query = || async {
@@ -215,6 +240,8 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
     let mut state: Option<String>;
     let mut settled = false;
     let mut frames = 0u32;
+    // Never before REACTION, quiet or not: the helper injects without waiting for the app, whose first event may
+    // not have come yet when `idle` answers.
     let mut next = started + REACTION.min(timeout);
     loop {
         tokio::time::sleep_until(next.into()).await;
@@ -226,6 +253,11 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
         let (frame, st) = tokio::join!(tokio::time::timeout(limit, signature(adb, key, limit)), query());
         state = st;
         let Ok(Some(frame)) = frame else { break };
+        if quiet == Some(false) {
+            // Busy until the timeout: this frame is for `screen_changed` only.
+            last = Some(frame);
+            break;
+        }
         if last.as_ref().is_some_and(|l| l.same(&frame)) {
             settled = true;
             last = Some(frame);
@@ -239,7 +271,7 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
         }
     }
     let settle_ms = started.elapsed().as_millis() as u64;
-    tracing::debug!(frames, settle_ms, settled, "settle");
+    tracing::debug!(frames, settle_ms, settled, ?quiet, "settle");
     let foreground = state.as_deref().and_then(foreground_of);
     let changed = |a: &Option<String>, b: &Option<String>| match (a, b) {
         (Some(a), Some(b)) => Some(a != b),
