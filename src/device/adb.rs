@@ -935,7 +935,8 @@ impl AdbBackend {
         }
         // The helper's `screen` names the display's logical size (an override included, as `wm size` prints it)
         // after rotation: turned back to the natural size. `wm size` where it does not run or cannot say.
-        let helper = self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await?;
+        // A helper that does not answer in time (a first start on a loaded phone) leaves it to the shell.
+        let helper = self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await.ok().flatten();
         let field = |k| helper.as_deref().and_then(|p| ScreenState::helper_field(p, k));
         let size = match (field("width"), field("height"), field("rotation")) {
             (Some(w), Some(h), Some(r)) if w > 0 && h > 0 => {
@@ -1026,7 +1027,8 @@ impl AdbBackend {
     pub async fn rotation_now(&self, key: &DeviceKey) -> Result<u8, ProtoError> {
         // The helper's `screen` has it from the display service in a few ms on its open stream; `dumpsys input`
         // (one round trip, a process start, a long dump) where it does not run or cannot say.
-        let helper = self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await?;
+        // A helper that does not answer in time (a first start on a loaded phone) leaves it to the shell.
+        let helper = self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await.ok().flatten();
         let r = match helper.as_deref().and_then(|p| ScreenState::helper_field(p, "rotation")) {
             Some(r) => (r % 4) as u8,
             None => {

@@ -199,9 +199,8 @@ fn empty_reason(windows: &Windows, elements: &[Element]) -> String {
 
 /// The `tree` schema of the results that carry one (prose: the card pays for nested schemas in tokens).
 pub fn schema() -> Value {
-    json!({"type": "object", "description": "What the elements cover: source helper|uiautomator; windows [{type \
-        (application, input_method, system, dialog, …), package, title, focused, bounds}] or \"focused\" \
-        (uiautomator: the active window only); state ok|empty|unavailable; reason"})
+    json!({"type": "object", "description": "What elements cover: source, windows (or \"focused\"), state \
+        ok|empty|unavailable, reason"})
 }
 
 #[cfg(test)]
