@@ -141,9 +141,13 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         assert!(fb.is_subset(&fa), "{id} lost result fields: {:?}", fb.difference(&fa).collect::<Vec<_>>());
         // Issue 19: `effect` on every settling (input) tool; the typed text read back on android_input_text.
         let settles = after[id]["input_schema"]["properties"].get("settle").is_some();
-        // Issue 32: who read the tree, the clipboard after a paste, the phone helper's state.
-        let mut expected_new: Vec<&str> =
-            if id == "android_ui_dump" { vec!["observation_id", "source"] } else { vec![] };
+        // Issue 32: the clipboard after a paste, the phone helper's state. Issue 33: what the tree covers (who
+        // read it, its windows, its state) on every result that carries elements.
+        let mut expected_new: Vec<&str> = match id.as_str() {
+            "android_ui_dump" => vec!["observation_id", "tree"],
+            "android_ui_wait" | "android_observe" => vec!["tree"],
+            _ => vec![],
+        };
         if settles {
             expected_new.push("effect");
         }
@@ -233,8 +237,8 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
             "settle_timeout_ms maximum=10000",
             "settle_timeout_ms minimum=0",
             "settle_timeout_ms type=\"integer\"",
-            // Issue 33: the UI-tree delta in `effect`, when asked.
-            "effect_tree default=false",
+            // Issue 33: the UI-tree delta in `effect`: on by default where the phone helper reads trees, so no
+            // fixed default.
             "effect_tree type=\"boolean\"",
         ] {
             expected_added.insert(format!("{tool}.{k}"));

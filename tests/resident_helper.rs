@@ -118,7 +118,7 @@ async fn any_text_is_typed_and_read_back_without_the_adb_keyboard() {
             "{cmds:?}"
         );
         let dump = r.ok("android_ui_dump", json!({})).await;
-        assert_eq!(dump["source"], "helper", "{dump}");
+        assert_eq!(dump["tree"]["source"], "helper", "{dump}");
     })
     .await;
 }
@@ -143,7 +143,7 @@ async fn a_tree_is_read_on_a_screen_that_never_idles() {
         let t = Instant::now();
         let dump = r.ok("android_ui_dump", json!({})).await;
         assert!(t.elapsed() < Duration::from_secs(5), "no idle wait: {:?}", t.elapsed());
-        assert_eq!(dump["source"], "helper", "{dump}");
+        assert_eq!(dump["tree"]["source"], "helper", "{dump}");
         let texts: Vec<&str> = dump["elements"].as_array().unwrap().iter().filter_map(|e| e["text"].as_str()).collect();
         assert!(texts.contains(&"Increment"), "{texts:?}");
         // An element action on that screen works too (it resolves on a fresh tree).
@@ -167,7 +167,7 @@ async fn a_helper_that_cannot_start_leaves_every_operation_on_the_shell_path() {
         assert_eq!(h["state"], "unavailable", "{h}");
         assert!(h["reason"].as_str().unwrap().contains("exited with status 1"), "{h}");
         let dump = r.ok("android_ui_dump", json!({})).await;
-        assert_eq!(dump["source"], "uiautomator", "{dump}");
+        assert_eq!(dump["tree"]["source"], "uiautomator", "{dump}");
     })
     .await;
 }
@@ -203,7 +203,7 @@ async fn a_busy_uiautomation_falls_back_to_uiautomator_for_that_read() {
     bounded(async {
         let mut r = Rig::with(helper_cfg(Mode::TreeBusy), AUTO, None).await;
         let dump = r.ok("android_ui_dump", json!({})).await;
-        assert_eq!(dump["source"], "uiautomator", "{dump}");
+        assert_eq!(dump["tree"]["source"], "uiautomator", "{dump}");
         assert!(r.sim.commands().iter().any(|c| c.starts_with("uiautomator dump")));
         let h = status(&mut r).await["phone_helper"].clone();
         assert_eq!(h["last_fallback"]["verb"], "tree", "{h}");
@@ -303,6 +303,146 @@ async fn off_and_old_phones_use_the_shell_path() {
             assert!(r.sim.files_under("/data/local/tmp").is_empty());
             let h = status(&mut r).await["phone_helper"].clone();
             assert_eq!(h["state"], state, "{h}");
+        }
+    })
+    .await;
+}
+
+/// The observed element with this text.
+fn element<'a>(res: &'a Value, text: &str) -> &'a Value {
+    let els = res["elements"].as_array().unwrap_or_else(|| panic!("no elements: {res}"));
+    els.iter().find(|e| e["text"] == text).unwrap_or_else(|| panic!("no {text:?} in {res}"))
+}
+
+fn texts(res: &Value) -> Vec<&str> {
+    res["elements"].as_array().unwrap().iter().filter_map(|e| e["text"].as_str()).collect()
+}
+
+/// Issue 33 items 2 and 5: a runtime-permission prompt floating over the app. The helper's tree has both windows,
+/// the prompt's named a dialog of the permission controller and the app's below it, each element saying which it is
+/// in; the prompt's Allow from the observation is a target. uiautomator (the helper off) gives the focused window
+/// only — the prompt alone — and says so (`windows: "focused"`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_prompt_over_the_app_is_a_dialog_window_and_its_allow_is_a_target() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
+        r.sim.show_permission_prompt("Allow Sim Home to send you notifications?");
+        let obs = r.ok("android_observe", json!({})).await;
+        let tree = &obs["tree"];
+        assert_eq!((&tree["source"], &tree["state"]), (&json!("helper"), &json!("ok")), "{tree}");
+        let windows = tree["windows"].as_array().unwrap_or_else(|| panic!("{tree}"));
+        assert_eq!(windows.len(), 2, "{tree}");
+        assert_eq!(
+            (&windows[0]["type"], &windows[0]["package"], &windows[0]["focused"]),
+            (&json!("dialog"), &json!("com.google.android.permissioncontroller"), &json!(true)),
+            "{tree}"
+        );
+        assert_eq!(
+            (&windows[1]["type"], &windows[1]["package"]),
+            (&json!("application"), &json!("com.android.launcher3"))
+        );
+        let allow = element(&obs, "Allow").clone();
+        assert_eq!(allow["resource_id"], "com.android.permissioncontroller:id/permission_allow_button");
+        assert_eq!((&allow["window"], &element(&obs, "Increment")["window"]), (&json!(0), &json!(1)), "{obs}");
+        // The prompt is modal: the agent taps its Allow, by the observation.
+        let oid = obs["observation_id"].clone();
+        r.ok("android_tap", json!({"element": {"index": allow["index"], "observation_id": oid}, "settle": false}))
+            .await;
+        assert_eq!(r.sim.clicks(), vec!["Allow"]);
+        assert!(!r.sim.permission_prompt_shown());
+        let after = r.ok("android_ui_dump", json!({})).await;
+        assert_eq!(after["tree"]["windows"].as_array().map(Vec::len), Some(1), "{after}");
+
+        // uiautomator: the prompt alone, and `windows: "focused"` says nothing else is known.
+        let mut off = Rig::with(SimConfig::default(), &["--phone-helper", "off"], None).await;
+        off.sim.show_permission_prompt("Allow Sim Home to send you notifications?");
+        let dump = off.ok("android_ui_dump", json!({})).await;
+        assert_eq!(dump["tree"], json!({"source": "uiautomator", "windows": "focused", "state": "ok"}), "{dump}");
+        let seen = texts(&dump);
+        assert!(seen.contains(&"Allow") && !seen.contains(&"Increment"), "the focused window only: {seen:?}");
+        assert!(dump["elements"].as_array().unwrap().iter().all(|e| e.get("window").is_none()), "{dump}");
+        let allow = element(&dump, "Allow").clone();
+        let oid = dump["observation_id"].clone();
+        off.ok("android_tap", json!({"element": {"index": allow["index"], "observation_id": oid}, "settle": false}))
+            .await;
+        assert_eq!(off.sim.clicks(), vec!["Allow"]);
+    })
+    .await;
+}
+
+/// Issue 33 item 5: a focused text field brings up the keyboard, an input method window of its own in the
+/// helper's tree (above the app's); uiautomator's dump of the same screen has the app's window only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_keyboard_is_a_window_of_its_own_in_the_helpers_tree() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
+        r.ok("android_tap", json!({"x": FIELD.0, "y": FIELD.1, "settle": false})).await;
+        let dump = r.ok("android_ui_dump", json!({})).await;
+        let windows = dump["tree"]["windows"].as_array().unwrap_or_else(|| panic!("{dump}")).clone();
+        let kinds: Vec<&str> = windows.iter().filter_map(|w| w["type"].as_str()).collect();
+        assert_eq!(kinds, ["input_method", "application"], "{dump}");
+        assert_eq!(windows[0]["package"], "com.google.android.inputmethod.latin");
+        let keys: Vec<&Value> = dump["elements"].as_array().unwrap().iter().filter(|e| e["window"] == 0).collect();
+        assert!(keys.iter().any(|k| k["content_desc"] == "q"), "{keys:?}");
+        // Typing still goes to the app's field, the keyboard's keys are not in the way of the app's elements.
+        r.ok("android_input_text", json!({"text": "hi", "settle": false})).await;
+        assert_eq!(r.sim.fields().0, "hi");
+    })
+    .await;
+}
+
+/// Issue 33 item 2: never an empty element list presented as success. A window with no views yet is `empty` with a
+/// reason; a screen that never idles gives uiautomator no tree: `unavailable` with its reason, in observe's result
+/// and in ui_dump's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_or_missing_tree_says_so() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
+        r.sim.set_app_loading(true);
+        let dump = r.ok("android_ui_dump", json!({})).await;
+        assert_eq!(dump["count"], 0, "{dump}");
+        let tree = &dump["tree"];
+        assert_eq!((&tree["source"], &tree["state"]), (&json!("helper"), &json!("empty")), "{tree}");
+        assert!(tree["reason"].as_str().unwrap().contains("still be loading"), "{tree}");
+        let obs = r.ok("android_observe", json!({})).await;
+        assert_eq!(obs["tree"]["state"], "empty", "{obs}");
+        assert!(obs["hint"].as_str().unwrap().contains("the UI tree is empty"), "{obs}");
+        // Screen off: the reason says so, and what to do.
+        r.sim.set_screen_on(false);
+        let obs = r.ok("android_observe", json!({})).await;
+        assert!(obs["tree"]["reason"].as_str().unwrap().contains("android_wake"), "{obs}");
+
+        let mut off = Rig::with(SimConfig::default(), &["--phone-helper", "off"], None).await;
+        off.sim.set_never_idle(true, Duration::from_millis(300));
+        let obs = off.ok("android_observe", json!({})).await;
+        let tree = &obs["tree"];
+        assert_eq!((&tree["source"], &tree["state"]), (&json!("uiautomator"), &json!("unavailable")), "{tree}");
+        assert!(tree["reason"].as_str().unwrap().contains("never became idle"), "{tree}");
+        let err = off.invoke("android_ui_dump", json!({})).await;
+        let details = &err["error"]["details"];
+        assert_eq!(details["tree"]["state"], "unavailable", "{err}");
+    })
+    .await;
+}
+
+/// Issue 32 item 2: the rotation and the display size come from the helper's `screen` (the display service, on its
+/// open stream) — in `android_device_status` and in the coordinate check of a tap — instead of `dumpsys input` and
+/// `wm size` round trips; without the helper those are still asked, and say the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotation_and_display_size_come_from_the_helpers_screen() {
+    bounded(async {
+        for (flags, helper) in [(AUTO, true), (&["--phone-helper", "off"][..], false)] {
+            let mut r = Rig::with(SimConfig::default(), flags, None).await;
+            r.sim_shell("settings put system user_rotation 1").await;
+            let c0 = r.sim.commands().len();
+            let st = status(&mut r).await;
+            assert_eq!((&st["rotation"], &st["orientation"]), (&json!(1), &json!("landscape")), "{st}");
+            assert_eq!((&st["screen_width"], &st["screen_height"]), (&json!(2400), &json!(1080)), "{st}");
+            // A point that exists only in landscape: checked against the rotation read now.
+            r.ok("android_tap", json!({"x": 2000, "y": 500, "settle": false})).await;
+            let cmds = r.sim.commands()[c0..].to_vec();
+            let asked = cmds.iter().any(|c| c.starts_with("dumpsys input") || c.starts_with("wm size"));
+            assert_eq!(asked, !helper, "helper {helper}: {cmds:?}");
         }
     })
     .await;

@@ -407,3 +407,64 @@ async fn effect_tree_names_the_changed_counter_and_its_element_is_a_target() {
     })
     .await;
 }
+
+/// Issue 33 item 1: where the phone helper reads the tree (tens of ms, no idle wait), an action's effect carries
+/// the tree delta without being asked; `effect_tree: false` turns it off. On the shell path (`--phone-helper off`)
+/// it stays opt-in: no tree unless asked, and asked it comes from uiautomator, covering the focused window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_the_helper_reads_trees_the_delta_comes_unasked() {
+    bounded(async {
+        // `common::rig`'s calls pass `settle: false` unless told: these say `settle: true`.
+        let mut r = common::rig::Rig::with(phone(0), &["--phone-helper", "auto"], None).await;
+        let t = r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1, "settle": true})).await;
+        let tree = &t["effect"]["tree"];
+        assert_eq!(tree["changed"][0]["text"], "Count: 1", "{t}");
+        assert_eq!(tree["changed"][0]["was"], json!({"text": "Count: 0"}), "{t}");
+        assert_eq!((&tree["source"], &tree["state"]), (&json!("helper"), &json!("ok")), "{tree}");
+        assert!(tree["windows"].is_array() && tree["observation_id"].is_string(), "{tree}");
+        let off =
+            r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1, "settle": true, "effect_tree": false})).await;
+        assert!(off["effect"].get("tree").is_none(), "{off}");
+        assert!(!r.sim.commands().iter().any(|c| c.contains("uiautomator")), "{:?}", r.sim.commands());
+
+        let mut shell = common::rig::Rig::with(phone(0), &["--phone-helper", "off"], None).await;
+        let plain = shell.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1, "settle": true})).await;
+        assert!(plain["effect"].get("tree").is_none(), "{plain}");
+        assert!(!shell.sim.commands().iter().any(|c| c.contains("uiautomator")), "no dump unasked");
+        let asked =
+            shell.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1, "settle": true, "effect_tree": true})).await;
+        let tree = &asked["effect"]["tree"];
+        assert_eq!(tree["changed"][0]["text"], "Count: 2", "{asked}");
+        assert_eq!((&tree["source"], &tree["windows"]), (&json!("uiautomator"), &json!("focused")), "{tree}");
+    })
+    .await;
+}
+
+/// Issue 32: where the phone helper runs, settle waits for accessibility quiet (its `idle`) before it captures,
+/// so a transition is not filmed frame by frame: across the same animated launch it reads the display fewer times
+/// than the frame loop alone. Counted in the phone's command log: each frame is one `screencap` (the compressed
+/// capture writes it to a private file, then reads it back in ranges).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_helper_settle_waits_for_quiet_and_reads_fewer_frames_across_an_animation() {
+    bounded(async {
+        let mut frames = Vec::new();
+        for mode in ["off", "auto"] {
+            let mut r = common::rig::Rig::with(phone(ANIMATION_MS), &["--phone-helper", mode], None).await;
+            // The helper started and the capture path probed before the measured call.
+            r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1, "settle": true})).await;
+            let c0 = r.sim.commands().len();
+            let res = r
+                .ok("android_tap", json!({"x": DEMO_ICON.0, "y": DEMO_ICON.1, "settle": true, "effect_tree": false}))
+                .await;
+            let e = &res["effect"];
+            assert_eq!((&e["settled"], &e["foreground_changed"]), (&json!(true), &json!(true)), "{mode}: {res}");
+            assert!(!r.sim.animating(), "{mode}: acked while the screen still moved");
+            frames.push(r.sim.commands()[c0..].iter().filter(|c| c.contains("screencap")).count());
+        }
+        let (shell, helper) = (frames[0], frames[1]);
+        eprintln!("display reads across a {ANIMATION_MS} ms launch: frame loop {shell}, helper's idle first {helper}");
+        assert!(helper <= 3, "before + after quiet + its confirmation: {helper}");
+        assert!(helper < shell, "idle first reads fewer frames: helper {helper}, frame loop {shell}");
+    })
+    .await;
+}

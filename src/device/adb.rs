@@ -933,10 +933,26 @@ impl AdbBackend {
         if let Some(s) = self.screen.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
             return Ok(*s);
         }
-        let out = self.shell_ok(key, "wm size", false, Duration::from_secs(5)).await?;
-        let size = formats::wm_size(&out)
-            .effective()
-            .ok_or_else(|| ProtoError::new(ErrorCode::ToolInvokeFailed, "could not read the screen size (wm size)"))?;
+        // The helper's `screen` names the display's logical size (an override included, as `wm size` prints it)
+        // after rotation: turned back to the natural size. `wm size` where it does not run or cannot say.
+        // A helper that does not answer in time (a first start on a loaded phone) leaves it to the shell.
+        let helper = self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await.ok().flatten();
+        let field = |k| helper.as_deref().and_then(|p| ScreenState::helper_field(p, k));
+        let size = match (field("width"), field("height"), field("rotation")) {
+            (Some(w), Some(h), Some(r)) if w > 0 && h > 0 => {
+                if r % 2 == 1 {
+                    (h, w)
+                } else {
+                    (w, h)
+                }
+            }
+            _ => {
+                let out = self.shell_ok(key, "wm size", false, Duration::from_secs(5)).await?;
+                formats::wm_size(&out).effective().ok_or_else(|| {
+                    ProtoError::new(ErrorCode::ToolInvokeFailed, "could not read the screen size (wm size)")
+                })?
+            }
+        };
         self.screen.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), size);
         Ok(size)
     }
@@ -956,7 +972,14 @@ impl AdbBackend {
         // The helper's `screen` answers from the system services in a few ms on its open stream; else one shell
         // round trip of `dumpsys`.
         let s = match self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await? {
-            Some(p) => ScreenState::from_helper(&p),
+            Some(p) => {
+                // The same answer names the rotation: kept, so the next coordinate check needs no `dumpsys input`.
+                if let Some(r) = ScreenState::helper_field(&p, "rotation") {
+                    let r = (r % 4) as u8;
+                    self.rotations.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (Instant::now(), r));
+                }
+                ScreenState::from_helper(&p)
+            }
             None => ScreenState::parse(&self.shell(key, power::QUERY, false, Duration::from_secs(5)).await?.stdout),
         };
         let mut map = self.screen_states.lock().unwrap_or_else(|e| e.into_inner());
@@ -1002,8 +1025,17 @@ impl AdbBackend {
     /// The rotation read now (the cache refreshed): for a decision the cached value would make wrongly, such as
     /// refusing a point of a phone that was turned less than [`ROTATION_TTL`] ago.
     pub async fn rotation_now(&self, key: &DeviceKey) -> Result<u8, ProtoError> {
-        let out = self.shell(key, ROTATION_COMMAND, false, Duration::from_secs(5)).await?;
-        let r = formats::rotation(&out.stdout).unwrap_or(0);
+        // The helper's `screen` has it from the display service in a few ms on its open stream; `dumpsys input`
+        // (one round trip, a process start, a long dump) where it does not run or cannot say.
+        // A helper that does not answer in time (a first start on a loaded phone) leaves it to the shell.
+        let helper = self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await.ok().flatten();
+        let r = match helper.as_deref().and_then(|p| ScreenState::helper_field(p, "rotation")) {
+            Some(r) => (r % 4) as u8,
+            None => {
+                let out = self.shell(key, ROTATION_COMMAND, false, Duration::from_secs(5)).await?;
+                formats::rotation(&out.stdout).unwrap_or(0)
+            }
+        };
         self.rotations.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (Instant::now(), r));
         Ok(r)
     }

@@ -454,6 +454,24 @@ impl Helpers {
         }
     }
 
+    /// Whether `verb` would go to `key`'s helper now (so a caller can choose work that is cheap only there, such as
+    /// the unasked tree delta of an action): helpers on, Android 8+, the phone's helper not down, the verb not
+    /// fallen back for good and its operation offered — or the helper not started yet (the next use starts it).
+    pub fn may_serve(&self, key: &DeviceKey, sdk: Option<u32>, verb: &str) -> bool {
+        if !self.enabled() || sdk.is_some_and(|v| v < MIN_SDK) {
+            return false;
+        }
+        let Some(phone) = self.phones.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned() else {
+            return true;
+        };
+        let b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+        let op = operation(verb, "");
+        b.down.is_none()
+            && !b.fallbacks.contains_key(verb)
+            && !b.fallbacks.contains_key(op)
+            && b.operations.get(op).is_none_or(|s| s == "ok")
+    }
+
     /// What `android_device_status`, `doctor` and the wall show about `key`'s helper.
     pub fn report(&self, key: &DeviceKey) -> Value {
         if !self.enabled() {

@@ -86,6 +86,12 @@ impl ScreenState {
         ScreenState { screen_on: field("interactive"), locked: field("locked"), secure: field("secure") }
     }
 
+    /// One number of the phone helper's `screen` payload (`rotation`, `width`, `height`); `None` when it is `-`
+    /// (its service could not say) or missing.
+    pub fn helper_field(payload: &str, key: &str) -> Option<u32> {
+        payload.split(' ').find_map(|f| f.strip_prefix(key)?.strip_prefix('=')).and_then(|v| v.parse().ok())
+    }
+
     pub fn asleep(&self) -> bool {
         self.screen_on == Some(false)
     }

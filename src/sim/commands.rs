@@ -1752,7 +1752,7 @@ fn dumpsys_input(dev: &Device) -> String {
 /// mInputShown=…`; from 14 `mInputShown=` alone on its line (INDEX.md `ime-*`). The soft keyboard is up while
 /// a text field has focus.
 fn dumpsys_input_method(dev: &Device) -> String {
-    let shown = (dev.ui.text_focused || dev.ui.password_focused) && dev.ui.on_home();
+    let shown = dev.ui.keyboard_up();
     let ime =
         dev.settings.get(&("secure".to_string(), "default_input_method".to_string())).map_or("null", String::as_str);
     let state = if dev.cfg.sdk >= 34 {

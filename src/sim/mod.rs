@@ -507,6 +507,24 @@ impl SimPhone {
         self.device().ui.secure_window = on;
     }
 
+    /// A runtime-permission prompt (`com.google.android.permissioncontroller`) floats over the app with `message`,
+    /// as when the app asks for a permission: Allow / Don't allow, modal, dismissed by BACK (`sim/ui/windows.rs`).
+    /// A tap on a button records its label in [`SimPhone::clicks`].
+    pub fn show_permission_prompt(&self, message: &str) {
+        self.device().ui.permission_prompt = Some(ui::windows::PermissionPrompt { message: message.to_owned() });
+    }
+
+    /// The app's window has no views yet (`on`: an activity still inflating its layout): both trees hold its root
+    /// node alone, and the picture shows no text.
+    pub fn set_app_loading(&self, on: bool) {
+        self.device().ui.app_loading = on;
+    }
+
+    /// Whether the permission prompt still shows.
+    pub fn permission_prompt_shown(&self) -> bool {
+        self.device().ui.permission_prompt.is_some()
+    }
+
     /// The app draws one plain colour (a splash or loading screen): captures are uniform white, nothing is secure.
     pub fn set_plain_screen(&self, on: bool) {
         self.device().ui.plain_screen = on;

@@ -25,6 +25,8 @@ use image::{ExtendedColorType, ImageEncoder};
 
 use super::font;
 
+pub mod windows;
+
 /// Package/activity of the home screen (the launcher), what `dumpsys window` reports at boot.
 pub const HOME_PACKAGE: &str = "com.android.launcher3";
 pub const HOME_ACTIVITY: &str = "com.android.launcher3.uioverrides.QuickstepLauncher";
@@ -243,6 +245,10 @@ pub struct Ui {
     /// A status-bar indicator that advances one step every period from the given start (a download's progress,
     /// a playing video: the picture changes by itself). For live-view tests; `None` = a still screen.
     pub ticking: Option<(std::time::Instant, std::time::Duration)>,
+    /// A runtime-permission prompt floating over the app (`windows.rs`).
+    pub permission_prompt: Option<windows::PermissionPrompt>,
+    /// The app's window has no views yet (an activity still inflating its layout): its tree is the root alone.
+    pub app_loading: bool,
 }
 
 impl Ui {
@@ -273,6 +279,8 @@ impl Ui {
             web_scroll: 0,
             clicks: Vec::new(),
             ticking: None,
+            permission_prompt: None,
+            app_loading: false,
         }
     }
 
@@ -431,6 +439,9 @@ impl Ui {
         if self.keyguard_showing {
             return TapOutcome::Nothing;
         }
+        if let Some(taken) = self.tap_windows(x, y) {
+            return taken;
+        }
         if self.screen_on && self.on_demo() {
             let d = self.demo_layout();
             let hit = if d.ok_left.contains(x, y) {
@@ -525,7 +536,7 @@ impl Ui {
     /// The field typed text goes to: on the home screen the password field when it has the focus, else the text
     /// field; in the browser its search field once tapped; elsewhere none.
     fn focused_text(&mut self) -> Option<&mut String> {
-        if self.keyguard_showing || !self.screen_on {
+        if self.keyguard_showing || !self.screen_on || self.permission_prompt.is_some() {
             None
         } else if self.on_browser() {
             self.web_focused.then_some(&mut self.web_query)
@@ -563,6 +574,8 @@ impl Ui {
                 self.foreground = Activity::home();
                 true
             }
+            // A window above the app (the permission prompt) takes BACK first.
+            "KEYCODE_BACK" if self.back_on_windows() => true,
             "KEYCODE_BACK" => {
                 if self.text_focused || self.password_focused || (self.web_focused && self.on_browser()) {
                     self.text_focused = false;
@@ -655,21 +668,25 @@ impl Ui {
     /// The view hierarchy in the exact shape `uiautomator dump` writes (single line, same
     /// attribute order), so parsers written against real devices work unchanged.
     pub fn dump_xml(&self) -> String {
-        let (root, _, _) = self.root_node();
+        // uiautomator reads the active window only: a window above the app (the permission prompt) when it has the
+        // focus, and nothing of the app behind it.
+        let root = self.active_window_root().unwrap_or_else(|| self.root_node().0);
         format!(
             "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"{}\">{root}</hierarchy>",
             self.rotation % 4
         )
     }
 
-    /// The phone helper's `tree`: the same nodes inside one `<window>` level (the application window; the
-    /// simulator draws no keyboard or status bar windows), as the helper's protocol describes it.
+    /// The phone helper's `tree`: every window, top first, as the helper's protocol describes it — the keyboard
+    /// and the permission prompt when they show (`windows.rs`), then the application window with the same nodes
+    /// `uiautomator dump` gives of it (the simulator draws no status bar window).
     pub fn tree_xml(&self) -> String {
         let (root, pkg, full) = self.root_node();
+        let (above, app_focused) = self.windows_above();
         format!(
             "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"{}\" source=\"helper\" \
-             truncated=\"false\"><window id=\"1\" type=\"application\" layer=\"1\" active=\"true\" \
-             focused=\"true\" package=\"{}\" title=\"\" bounds=\"{}\">{root}</window></hierarchy>",
+             truncated=\"false\">{above}<window id=\"1\" type=\"application\" layer=\"1\" active=\"{app_focused}\" \
+             focused=\"{app_focused}\" package=\"{}\" title=\"\" bounds=\"{}\">{root}</window></hierarchy>",
             self.rotation % 4,
             xml_escape(&pkg),
             full.bounds()
@@ -689,6 +706,9 @@ impl Ui {
     fn nodes(&self) -> Vec<Node> {
         let l = self.layout();
         let mut nodes = Vec::new();
+        if self.app_loading && !self.keyguard_showing {
+            return nodes;
+        }
         if self.keyguard_showing {
             // The lock screen: a clock and a hint, nothing an agent can usefully tap.
             nodes.push(Node::text("12:00", "com.android.systemui:id/lockscreen_clock_view", l.counter));
@@ -865,6 +885,7 @@ impl Ui {
             c.fill(inner, if self.web_focused { [255, 248, 225, 255] } else { [255, 255, 255, 255] });
         }
         self.draw_texts(&mut c, &self.nodes(), &l);
+        self.draw_windows(&mut c);
         if let (Some((start, end)), Some(_)) = (self.animating, self.animation_left()) {
             c.slide_in(start, end, bg);
         }

@@ -23,35 +23,69 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::device::Ctx;
-use super::ui::Element;
+use super::tree::Cover;
+use super::ui::{Element, Tree};
 
 /// Bound of one tree read around an action: longer than uiautomator's own 10 s idle wait, so a screen that never
 /// idles ends in its real cause.
 const READ_LIMIT: Duration = Duration::from_secs(14);
 
+/// How the trees around an action are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `effect_tree: true`: any way the phone can (the phone helper, else `uiautomator dump`, a second or more on
+    /// real phones); a failure is reported.
+    Asked,
+    /// Not asked, and the phone helper reads trees (tens of ms): through the helper only. When it cannot give one
+    /// (busy, gone), there is no `effect.tree` rather than two uiautomator dumps nobody asked for.
+    Cheap,
+}
+
+/// Why a cheap read gave nothing (not shown: no `effect.tree` then).
+const NOT_CHEAP: &str = "the phone helper did not give the tree";
+
 /// The tree before the action, and what reading it cost.
-pub struct TreeBefore(Result<Vec<Element>, String>, Duration);
+pub struct TreeBefore(Result<Tree, String>, Duration, Mode);
+
+async fn read_tree(c: &Ctx, mode: Mode) -> Result<Tree, String> {
+    match mode {
+        Mode::Asked => super::ui::read(c, READ_LIMIT).await.map_err(|e| e.message),
+        Mode::Cheap => match super::ui::helper_tree(&c.adb, &c.device, READ_LIMIT).await {
+            Ok(Some(t)) => Ok(t),
+            Ok(None) => Err(NOT_CHEAP.to_owned()),
+            Err(e) => Err(e.message),
+        },
+    }
+}
 
 /// Reads the tree before the action (alongside settle's frame, before the input).
-pub async fn read(c: &Ctx) -> TreeBefore {
+pub async fn read(c: &Ctx, mode: Mode) -> TreeBefore {
     let t = Instant::now();
-    let r = super::ui::dump(c, READ_LIMIT).await.map_err(|e| e.message);
-    TreeBefore(r, t.elapsed())
+    let r = read_tree(c, mode).await;
+    TreeBefore(r, t.elapsed(), mode)
 }
 
 /// Reads the tree after the action (once settled) and returns `effect.tree`: the delta, its counts, the
-/// observation its elements belong to (so `element: {index, observation_id}` acts on them), and `ms`, what the
-/// two reads cost. A read that failed gives `{"unavailable": reason, "ms": …}` — never an empty delta that would
-/// read as "nothing changed".
-pub async fn after(c: &Ctx, before: TreeBefore) -> Value {
-    let TreeBefore(before, spent) = before;
+/// observation its elements belong to (so `element: {index, observation_id}` acts on them), what the after-tree
+/// covers (`tools::tree`: source, windows, state) and `ms`, what the two reads cost. A read that failed gives
+/// `state: unavailable` with the reason — never an empty delta that would read as "nothing changed"; a cheap read
+/// the helper could not give, nothing (`None`).
+pub async fn after(c: &Ctx, before: TreeBefore) -> Option<Value> {
+    let TreeBefore(before, spent, mode) = before;
     let t = Instant::now();
-    let after = super::ui::dump(c, READ_LIMIT).await.map_err(|e| e.message);
+    let after = match &before {
+        // A cheap read that already failed is not tried again after the action.
+        Err(e) if mode == Mode::Cheap && e == NOT_CHEAP => return None,
+        _ => read_tree(c, mode).await,
+    };
     let ms = (spent + t.elapsed()).as_millis() as u64;
     match (before, after) {
         (Ok(before), Ok(after)) => {
-            let d = diff(&before, &after);
-            let mut v = to_json(&before, &after, &d);
+            let d = diff(&before.elements, &after.elements);
+            let mut v = to_json(&before.elements, &after.elements, &d);
+            if let (Value::Object(m), Value::Object(cover)) = (&mut v, after.cover.to_json()) {
+                m.extend(cover);
+            }
             let id = super::observe::new_id();
             super::observe::remember(
                 &c.call.channel_id,
@@ -59,14 +93,20 @@ pub async fn after(c: &Ctx, before: TreeBefore) -> Value {
                     id: id.clone(),
                     device: c.device.clone(),
                     created: Instant::now(),
-                    elements: after,
+                    elements: after.elements,
                 },
             );
             v["observation_id"] = json!(id);
             v["ms"] = json!(ms);
-            v
+            Some(v)
         }
-        (Err(e), _) | (_, Err(e)) => json!({"unavailable": e, "ms": ms}),
+        (_, Err(e)) if mode == Mode::Cheap && e == NOT_CHEAP => None,
+        (Err(e), _) | (_, Err(e)) => {
+            let source = if mode == Mode::Cheap { "helper" } else { super::ui::last_source(&c.device) };
+            let mut v = Cover::unavailable(source, e).to_json();
+            v["ms"] = json!(ms);
+            Some(v)
+        }
     }
 }
 
@@ -233,6 +273,7 @@ mod tests {
             password: false,
             bounds,
             web: false,
+            window: None,
         }
     }
 

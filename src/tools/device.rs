@@ -86,13 +86,22 @@ impl Tool for DeviceTool {
         // Settling (tools::settle): the frame before the input, the input, then the wait for a still screen. The
         // before-frame is taken before the tool's own checks (which only read), so it is what the screen showed
         // when the call arrived.
-        let tree_ctx = settle.tree.then(|| ctx.for_tree());
+        // `effect.tree`: when asked; unasked, wherever the phone helper reads the tree (cheap: no idle wait).
+        let tree_mode = match settle.tree {
+            Some(true) => Some(super::delta::Mode::Asked),
+            Some(false) => None,
+            None => {
+                let sdk = crate::device::Backend::info(self.adb.as_ref(), &key).and_then(|i| i.sdk);
+                self.adb.helpers().may_serve(&key, sdk, "tree").then_some(super::delta::Mode::Cheap)
+            }
+        };
+        let tree_ctx = tree_mode.map(|m| (ctx.for_tree(), m));
         let body = (self.body)(ctx);
         Box::pin(async move {
-            // With `effect_tree`, the tree before is read alongside the frame (both before the input).
+            // The tree before is read alongside the frame (both before the input).
             let (before, tree_before) = match &tree_ctx {
-                Some(t) => {
-                    let (b, t) = tokio::join!(settle::before(&adb, &key), super::delta::read(t));
+                Some((t, mode)) => {
+                    let (b, t) = tokio::join!(settle::before(&adb, &key), super::delta::read(t, *mode));
                     (b, Some(t))
                 }
                 None => (settle::before(&adb, &key).await, None),
@@ -103,8 +112,10 @@ impl Tool for DeviceTool {
             }
             let mut result = result?;
             let mut effect = settle::after(&adb, &key, before, settle.timeout).await;
-            if let (Some(t), Some(before)) = (&tree_ctx, tree_before) {
-                effect["tree"] = super::delta::after(t, before).await;
+            if let (Some((t, _)), Some(before)) = (&tree_ctx, tree_before) {
+                if let Some(tree) = super::delta::after(t, before).await {
+                    effect["tree"] = tree;
+                }
             }
             if let Some(obj) = result.as_object_mut() {
                 settle::merge_tree_changed(obj, &mut effect);

@@ -24,6 +24,7 @@ pub mod shell;
 pub mod status;
 pub mod suggest;
 pub mod target;
+pub mod tree;
 pub mod ui;
 pub mod web;
 

@@ -471,6 +471,7 @@ pub fn tools(adb: &Arc<AdbBackend>, web_content: bool) -> Vec<Arc<dyn Tool>> {
                     "frame_blank": {"type": "boolean", "description": "frame is secure_window or blank"},
                     "ui_available": {"type": "boolean", "description": "false: no UI tree (ui_unavailable_reason), no elements"},
                     "ui_unavailable_reason": {"type": "string"},
+                    "tree": super::tree::schema(),
                     "hint": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "web": {"type": "object", "description": "When a WebView shows: state ok (its page's elements \
@@ -516,10 +517,10 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     // A page's content is read once the tree shows a WebView (nothing otherwise), while the picture is taken.
     let began = Instant::now();
     let dump = async {
-        let dumped = ui::dump(&c, d.min(OBSERVE_DUMP_DEADLINE)).await;
+        let dumped = ui::read(&c, d.min(OBSERVE_DUMP_DEADLINE)).await;
         let left = OBSERVE_TREE_AND_PAGE.saturating_sub(began.elapsed());
         let page = match &dumped {
-            Ok(els) => web::read(&c, els, web_content, left).await,
+            Ok(t) => web::read(&c, &t.elements, web_content, left).await,
             Err(_) => Web::NotWeb,
         };
         (dumped, page)
@@ -528,11 +529,12 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     let (frame, (nw, nh)) = (frame?, size?);
     let power = power.unwrap_or_default();
     // Without a tree the observation still has its picture: an agent can look, and act by coordinates.
-    let (mut elements, ui_unavailable) = match dumped {
-        Ok(els) => (els, None),
+    let (mut elements, mut cover, ui_unavailable) = match dumped {
+        Ok(t) => (t.elements, t.cover, None),
         Err(e) => {
             tracing::debug!(device = %c.device, error = %e, "observe without a UI tree");
-            (Vec::new(), Some(format!("{}: {}", e.code.as_str(), e.message)))
+            let reason = format!("{}: {}", e.code.as_str(), e.message);
+            (Vec::new(), super::tree::Cover::unavailable(ui::last_source(&c.device), reason.clone()), Some(reason))
         }
     };
     // The page's own elements replace the WebView's accessibility nodes (same links, less exact).
@@ -611,6 +613,8 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     };
     out["screen_on"] = json!(power.screen_on);
     out["locked"] = json!(power.locked);
+    cover.explain_empty(power.screen_on, power.locked);
+    out["tree"] = cover.to_json();
     let mut hints = Vec::new();
     let frame = picture::frame_verdict(&c, uniform, power.screen_on).await;
     out["frame"] = json!(frame.as_str());
@@ -633,6 +637,8 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     if let Some(reason) = ui_unavailable {
         hints.push("no UI tree: act by coordinates on the picture; element targets fail with ui_unavailable".into());
         out["ui_unavailable_reason"] = json!(reason);
+    } else if cover.state == super::tree::State::Empty {
+        hints.push(format!("the UI tree is empty: {}", cover.reason.as_deref().unwrap_or_default()));
     }
     if !hints.is_empty() {
         out["hint"] = json!(hints.join("; "));

@@ -11,9 +11,11 @@
 //! cell, and dropped. Each frame still costs the phone a display read, which is why the loop stops at the first
 //! stable pair.
 //!
-//! What the UI tree gained and lost (`effect.tree`, [`super::delta`]) costs a UI dump before and after the action
-//! — on the shell path a second or more each on real phones, since uiautomator waits for an idle UI — so it comes
-//! only when asked (`effect_tree: true`); the elements it lists are targets with the observation id beside them.
+//! What the UI tree gained and lost (`effect.tree`, [`super::delta`]) costs a tree read before and after the
+//! action. Where the phone helper reads trees (tens of ms, no idle wait) it comes by default (`effect_tree: false`
+//! turns it off); on the shell path each read is a `uiautomator dump` — a second or more on real phones, since
+//! uiautomator waits for an idle UI — so there it comes only when asked (`effect_tree: true`). The elements it
+//! lists are targets with the observation id beside them.
 //!
 //! Failure is never the action's: a frame or a state query that fails leaves its fields `null` (and `settled`
 //! false), the input already happened and the result says so. Everything here is an observation (no per-device
@@ -63,8 +65,9 @@ const TOLERANCE: u8 = 3;
 pub struct SettleArgs {
     pub settle: bool,
     pub timeout: Duration,
-    /// `effect.tree`: the UI-tree delta of the action (a UI dump before and after it).
-    pub tree: bool,
+    /// `effect.tree`: the UI-tree delta of the action (a tree read before and after it). `None`: not said — on when
+    /// the phone helper reads the tree (cheap), off on the shell path (see `device.rs`).
+    pub tree: Option<bool>,
 }
 
 /// The input properties the registry adds to every settling tool (kept terse: the card's token budget; the
@@ -76,7 +79,7 @@ pub fn input_properties() -> [(&'static str, Value); 3] {
             "settle_timeout_ms",
             json!({"type": "integer", "minimum": 0, "maximum": MAX_TIMEOUT_MS, "default": DEFAULT_TIMEOUT_MS}),
         ),
-        ("effect_tree", json!({"type": "boolean", "default": false})),
+        ("effect_tree", json!({"type": "boolean"})),
     ]
 }
 
@@ -90,8 +93,9 @@ pub const EXPLAINED_IN: &str = "android_tap";
 pub fn effect_schema(tool_id: &str) -> Value {
     if tool_id == EXPLAINED_IN {
         json!({"type": "object", "description": "After settle: screen_changed, foreground (package/activity), \
-            foreground_changed, keyboard_shown, settled, settle_ms; null where unknown; with effect_tree: tree \
-            (appeared, disappeared, changed elements, observation_id)"})
+            foreground_changed, keyboard_shown, settled, settle_ms; null where unknown; tree: appeared, \
+            disappeared, changed elements, observation_id, state — by default when the phone helper reads trees \
+            (~50 ms), else with effect_tree: true (two uiautomator dumps, ~1-3 s)"})
     } else {
         json!({"type": "object"})
     }
@@ -118,7 +122,7 @@ pub fn take(args: &mut Map<String, Value>) -> SettleArgs {
     let settle = args.remove("settle").and_then(|v| v.as_bool()).unwrap_or(true);
     let ms =
         args.remove("settle_timeout_ms").and_then(|v| v.as_f64()).map_or(DEFAULT_TIMEOUT_MS, |f| f.max(0.0) as u64);
-    let tree = args.remove("effect_tree").and_then(|v| v.as_bool()).unwrap_or(false);
+    let tree = args.remove("effect_tree").and_then(|v| v.as_bool());
     SettleArgs { settle, timeout: Duration::from_millis(ms.min(MAX_TIMEOUT_MS)), tree }
 }
 
@@ -171,6 +175,23 @@ fn foreground_of(text: &str) -> Option<String> {
     formats::foreground(text).map(|(p, a)| format!("{p}/{a}"))
 }
 
+/// The accessibility quiet settle waits for through the phone helper's `idle` before its first frame: as long as
+/// [`REACTION`], so a still screen costs no more time than without it.
+pub const IDLE_QUIET: Duration = REACTION;
+
+/// Waits, where the phone helper runs, until no accessibility event has come for [`IDLE_QUIET`] (its `idle` verb),
+/// at most `timeout`: `Some(true)` quiet, `Some(false)` still busy at the timeout, `None` without a helper (its
+/// `idle` fell back; the frames alone decide then).
+async fn quiet(adb: &AdbBackend, key: &DeviceKey, timeout: Duration) -> Option<bool> {
+    let args = format!("{} {}", IDLE_QUIET.as_millis(), timeout.as_millis());
+    let reply = adb.helper(key, false, timeout + STATE_LIMIT, "idle", &args, timeout).await.ok()??;
+    match reply.split(' ').next() {
+        Some("idle") => Some(true),
+        Some("busy") => Some(false),
+        _ => None,
+    }
+}
+
 /// What was on screen right before the input.
 pub struct Before {
     frame: Option<Signature>,
@@ -198,8 +219,16 @@ pub async fn before(adb: &AdbBackend, key: &DeviceKey) -> Before {
 /// not change, that pair is already the proof, and one capture after the input is all the settle costs (issue 31).
 /// The foreground and the keyboard are read alongside every frame (one shell round trip, hidden behind the
 /// capture); the reading that came with the last frame is the one reported.
+///
+/// Where the phone helper runs, the first frame also waits for accessibility quiet (the helper's `idle`: no event
+/// for [`IDLE_QUIET`]), never less than [`REACTION`]: while a transition animates the app sends events, and the
+/// frames that would only have seen it move are not captured at all (each is a display read on the phone). Quiet is
+/// no proof of still pixels (a video surface sends no events), so the frames still decide: the first after quiet
+/// is compared with the one before the input, and a changed screen needs a second, equal one. A helper still busy
+/// at the timeout gets one frame (for `screen_changed`) and `settled: false`.
 pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: Duration) -> Value {
     let started = Instant::now();
+    let quiet = quiet(adb, key, timeout).await;
     let sdk = adb.info(key).and_then(|i| i.sdk);
     let cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
     let query = || async {
@@ -212,6 +241,8 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
     let mut state: Option<String>;
     let mut settled = false;
     let mut frames = 0u32;
+    // Never before REACTION, quiet or not: the helper injects without waiting for the app, whose first event may
+    // not have come yet when `idle` answers.
     let mut next = started + REACTION.min(timeout);
     loop {
         tokio::time::sleep_until(next.into()).await;
@@ -223,6 +254,11 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
         let (frame, st) = tokio::join!(tokio::time::timeout(limit, signature(adb, key, limit)), query());
         state = st;
         let Ok(Some(frame)) = frame else { break };
+        if quiet == Some(false) {
+            // Busy until the timeout: this frame is for `screen_changed` only.
+            last = Some(frame);
+            break;
+        }
         if last.as_ref().is_some_and(|l| l.same(&frame)) {
             settled = true;
             last = Some(frame);
@@ -236,7 +272,7 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
         }
     }
     let settle_ms = started.elapsed().as_millis() as u64;
-    tracing::debug!(frames, settle_ms, settled, "settle");
+    tracing::debug!(frames, settle_ms, settled, ?quiet, "settle");
     let foreground = state.as_deref().and_then(foreground_of);
     let changed = |a: &Option<String>, b: &Option<String>| match (a, b) {
         (Some(a), Some(b)) => Some(a != b),
@@ -267,11 +303,11 @@ mod tests {
     fn arguments_default_and_are_removed() {
         let mut a = Map::new();
         a.insert("x".into(), json!(1));
-        assert_eq!(take(&mut a), SettleArgs { settle: true, timeout: Duration::from_millis(3000), tree: false });
+        assert_eq!(take(&mut a), SettleArgs { settle: true, timeout: Duration::from_millis(3000), tree: None });
         a.insert("settle".into(), json!(false));
         a.insert("settle_timeout_ms".into(), json!(500));
         a.insert("effect_tree".into(), json!(true));
-        assert_eq!(take(&mut a), SettleArgs { settle: false, timeout: Duration::from_millis(500), tree: true });
+        assert_eq!(take(&mut a), SettleArgs { settle: false, timeout: Duration::from_millis(500), tree: Some(true) });
         assert_eq!(a.keys().collect::<Vec<_>>(), ["x"], "tools never see the settle arguments");
     }
 

@@ -429,31 +429,31 @@ pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
                 Ok(o) => Some(o),
                 Err(observe::Missing::Gone(o, _, e)) => {
                     // Its elements are still known: say where the element is now, with an id to act on it.
-                    let now = ui::dump(c, DUMP_DEADLINE).await.map_err(|_| e.clone())?;
-                    return Err(with_observation(c, found_again(e, &o, *index, &now), now));
+                    let now = ui::read(c, DUMP_DEADLINE).await.map_err(|_| e.clone())?;
+                    return Err(with_observation(c, found_again(e, &o, *index, &now.elements), now));
                 }
                 Err(missing) => return Err(missing.into_error()),
             }
         }
         Target::Selector(_) => None,
     };
-    let mut now = ui::dump(c, DUMP_DEADLINE).await?;
+    let mut now = ui::read(c, DUMP_DEADLINE).await?;
     // An element of a web page is checked against the page read again (`tools::web`), not against the tree.
     let web_target = match (target, &obs) {
         (Target::Observed { index, .. }, Some(o)) => o.elements.get(*index).is_some_and(|e| e.web),
         _ => false,
     };
     if web_target {
-        let page = super::web::read(c, &now, true, super::web::READ_DEADLINE).await;
+        let page = super::web::read(c, &now.elements, true, super::web::READ_DEADLINE).await;
         if let Some(why) = page.reason() {
             return Err(ProtoError::new(
                 ErrorCode::StaleElement,
                 format!("the element is on a web page that could not be read again ({why}); nothing was done"),
             ));
         }
-        page.join(&mut now);
+        page.join(&mut now.elements);
     }
-    resolve_in(target, obs.as_deref(), &now).map_err(|e| with_observation(c, e, now))
+    resolve_in(target, obs.as_deref(), &now.elements).map_err(|e| with_observation(c, e, now))
 }
 
 /// The answer to an observation that expired or was dropped (`e`): when element `index` of it is on screen now
@@ -478,7 +478,7 @@ pub fn found_again(mut e: ProtoError, obs: &observe::Observation, index: usize, 
 /// again) keeps the dump it was decided on in the channel's scratch slot (`observe::remember_scratch`: it never
 /// pushes out an observation the agent made), so the agent can retry at once with `{index, observation_id}` of the
 /// candidate it means — checked against the screen again like any observed target — instead of observing first.
-fn with_observation(c: &Ctx, mut e: ProtoError, now: Vec<Element>) -> ProtoError {
+fn with_observation(c: &Ctx, mut e: ProtoError, now: ui::Tree) -> ProtoError {
     let Some(Value::Object(details)) = e.details.as_mut() else { return e };
     if details.get("candidates").and_then(Value::as_array).is_none_or(Vec::is_empty) {
         return e;
@@ -490,10 +490,11 @@ fn with_observation(c: &Ctx, mut e: ProtoError, now: Vec<Element>) -> ProtoError
             id: id.clone(),
             device: c.device.clone(),
             created: std::time::Instant::now(),
-            elements: now,
+            elements: now.elements,
         },
     );
     details.insert("observation_id".into(), json!(id));
+    details.insert("tree".into(), now.cover.to_json());
     e.message.push_str(&format!(
         "; to act on one of these, pass element {{index, observation_id: {id:?}}} (indices as listed after #)"
     ));

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::device::{invalid, tool, Ctx};
+use super::tree::{Cover, Window, Windows};
 use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::protocol::errors::{ErrorCode, ProtoError};
@@ -29,7 +30,14 @@ use futures_util::future::{BoxFuture, FutureExt, Shared, WeakShared};
 
 use crate::device::DeviceKey;
 
-type DumpOutcome = Result<Arc<Vec<Element>>, ProtoError>;
+type DumpOutcome = Result<Arc<Tree>, ProtoError>;
+
+/// One tree read: its elements and what they cover (`tools::tree`: source, windows, state).
+#[derive(Clone, Debug)]
+pub struct Tree {
+    pub elements: Vec<Element>,
+    pub cover: Cover,
+}
 type Flight = Shared<BoxFuture<'static, DumpOutcome>>;
 
 /// The dump in flight per device (weak: it lives only as long as someone awaits it).
@@ -71,6 +79,9 @@ pub struct Element {
     pub bounds: [i32; 4],
     /// Read from the page through the DevTools protocol (`tools::web`), not from the UI dump: `source: "web"`.
     pub web: bool,
+    /// The window it is in: an index into the tree's `windows` (the helper's tree when it has more than one
+    /// window; `None` otherwise).
+    pub window: Option<usize>,
 }
 
 impl Element {
@@ -120,6 +131,9 @@ impl Element {
         if self.web {
             v["source"] = json!("web");
         }
+        if let Some(w) = self.window {
+            v["window"] = json!(w);
+        }
         v
     }
 }
@@ -155,10 +169,19 @@ fn dump_document(out: &str) -> Result<&str, String> {
     Ok(&doc[..end])
 }
 
+/// [`parse_tree`]'s elements.
+pub fn parse_dump(out: &str) -> Result<Vec<Element>, String> {
+    parse_tree(out).map(|(els, _)| els)
+}
+
 /// Parses every `<node>` of a uiautomator dump, in document order, with an XML parser (values quoted either way,
 /// entities and character references, comments are all XML's business, not ours). Bounded: at most
 /// [`DUMP_MAX_BYTES`], [`DUMP_MAX_NODES`] nodes nested at most [`DUMP_MAX_DEPTH`] deep; a DTD is refused.
-pub fn parse_dump(out: &str) -> Result<Vec<Element>, String> {
+///
+/// The phone helper's tree has a `<window>` level above the nodes (device-profile/phone-helper.md §7): its windows
+/// are returned too (top first, dialogs named: `tree::name_dialogs`), and each element says which it is in when
+/// there are several. A uiautomator dump has none (`None`).
+pub fn parse_tree(out: &str) -> Result<(Vec<Element>, Option<Vec<Window>>), String> {
     if out.len() > DUMP_MAX_BYTES {
         return Err(format!("the UI dump is larger than {DUMP_MAX_BYTES} bytes"));
     }
@@ -175,6 +198,17 @@ pub fn parse_dump(out: &str) -> Result<Vec<Element>, String> {
     if root.tag_name().name() != "hierarchy" {
         return Err(format!("the UI dump's root is <{}>, not <hierarchy>", root.tag_name().name()));
     }
+    let mut windows: Option<Vec<Window>> = None;
+    let mut window_ids: Vec<roxmltree::NodeId> = Vec::new();
+    for w in root.children().filter(|n| n.is_element() && n.tag_name().name() == "window") {
+        let bounds = w.attribute("bounds").and_then(parse_bounds).unwrap_or([0; 4]);
+        windows.get_or_insert_with(Vec::new).push(Window::from_attrs(|k| w.attribute(k).map(str::to_owned), bounds));
+        window_ids.push(w.id());
+    }
+    if let Some(ws) = windows.as_mut() {
+        super::tree::name_dialogs(ws);
+    }
+    let several = window_ids.len() > 1;
     let mut out = Vec::new();
     for n in root.descendants().filter(|n| n.is_element() && n.tag_name().name() == "node") {
         if out.len() >= DUMP_MAX_NODES {
@@ -207,14 +241,39 @@ pub fn parse_dump(out: &str) -> Result<Vec<Element>, String> {
             password: flag("password"),
             bounds,
             web: false,
+            window: if several {
+                n.ancestors()
+                    .find(|a| a.tag_name().name() == "window")
+                    .and_then(|a| window_ids.iter().position(|i| *i == a.id()))
+            } else {
+                None
+            },
         });
     }
-    Ok(out)
+    Ok((out, windows))
 }
 
-/// The phone's current UI elements. Single-flight per device: joins the dump in flight if there is one (see the
-/// module docs). `deadline` bounds this caller's wait (and the dump, when this caller starts it).
+/// The phone's current UI elements ([`read`]'s).
 pub async fn dump(c: &Ctx, deadline: Duration) -> Result<Vec<Element>, ProtoError> {
+    read(c, deadline).await.map(|t| t.elements)
+}
+
+/// The phone's current UI tree, with what it covers. Single-flight per device: joins the dump in flight if there is
+/// one (see the module docs). `deadline` bounds this caller's wait (and the dump, when this caller starts it). An
+/// error carries `details.tree` (`state: unavailable`, the reason), so no caller presents a missing tree as an
+/// empty one.
+pub async fn read(c: &Ctx, deadline: Duration) -> Result<Tree, ProtoError> {
+    read_inner(c, deadline).await.map_err(|e| {
+        if e.details.is_some() {
+            return e;
+        }
+        let cover = Cover::unavailable(last_source(&c.device), format!("{}: {}", e.code.as_str(), e.message));
+        let details = json!({"tree": cover.to_json()});
+        e.with_details(details)
+    })
+}
+
+async fn read_inner(c: &Ctx, deadline: Duration) -> Result<Tree, ProtoError> {
     if let Some(at) = not_idle().lock().unwrap_or_else(|e| e.into_inner()).get(&c.device) {
         if at.elapsed() < NOT_IDLE_MEMORY {
             return Err(not_idle_error(Some(at.elapsed())));
@@ -235,7 +294,7 @@ pub async fn dump(c: &Ctx, deadline: Duration) -> Result<Vec<Element>, ProtoErro
         }
     };
     match tokio::time::timeout(deadline, flight).await {
-        Ok(r) => r.map(|els| els.as_ref().clone()),
+        Ok(r) => r.map(|t| t.as_ref().clone()),
         Err(_) => Err(ProtoError::new(
             ErrorCode::DeviceTimeout,
             format!("the UI dump did not finish within {} ms", deadline.as_millis()),
@@ -290,17 +349,16 @@ pub fn last_source(device: &DeviceKey) -> &'static str {
 /// The tree from the phone helper's `tree` (`device::helper`): no idle wait, so a screen that never idles has one
 /// too. `None` when the helper cannot give it for this read (not running, busy, a reply that does not parse): the
 /// caller runs `uiautomator dump`.
-async fn helper_tree(
-    adb: &AdbBackend,
-    device: &DeviceKey,
-    deadline: Duration,
-) -> Result<Option<Vec<Element>>, ProtoError> {
+pub async fn helper_tree(adb: &AdbBackend, device: &DeviceKey, deadline: Duration) -> Result<Option<Tree>, ProtoError> {
     let Some(payload) = adb.helper(device, false, deadline, "tree", "", Duration::ZERO).await? else {
         return Ok(None);
     };
     let xml = payload.strip_prefix("xml ").and_then(crate::device::shell::base64_decode).map(String::from_utf8);
-    match xml.map(|x| x.map_err(|e| e.to_string()).and_then(|x| parse_dump(&x))) {
-        Some(Ok(els)) => Ok(Some(els)),
+    match xml.map(|x| x.map_err(|e| e.to_string()).and_then(|x| parse_tree(&x))) {
+        Some(Ok((elements, windows))) => {
+            let cover = Cover::of("helper", Windows::All(windows.unwrap_or_default()), &elements);
+            Ok(Some(Tree { elements, cover }))
+        }
         other => {
             let why = match other {
                 Some(Err(m)) => crate::device::text::phone_text(&m, 200),
@@ -316,10 +374,10 @@ async fn helper_tree(
 /// `/dev/tty` prints nothing, but never retries a screen that does not idle (see [`NOT_IDLE`]).
 async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) -> DumpOutcome {
     let started = Instant::now();
-    if let Some(els) = helper_tree(&adb, &device, deadline).await? {
+    if let Some(tree) = helper_tree(&adb, &device, deadline).await? {
         not_idle().lock().unwrap_or_else(|e| e.into_inner()).remove(&device);
         sources().lock().unwrap_or_else(|e| e.into_inner()).insert(device, "helper");
-        return Ok(Arc::new(els));
+        return Ok(Arc::new(tree));
     }
     sources().lock().unwrap_or_else(|e| e.into_inner()).insert(device.clone(), "uiautomator");
     let mut attempt = 0;
@@ -348,9 +406,10 @@ async fn dump_once(adb: Arc<AdbBackend>, device: DeviceKey, deadline: Duration) 
                 continue;
             }
             match parse_dump(&out.stdout) {
-                Ok(els) => {
+                Ok(elements) => {
                     not_idle().lock().unwrap_or_else(|e| e.into_inner()).remove(&device);
-                    return Ok(Arc::new(els));
+                    let cover = Cover::of("uiautomator", Windows::Focused, &elements);
+                    return Ok(Arc::new(Tree { elements, cover }));
                 }
                 Err(m) if attempt >= 3 => {
                     let m = crate::device::text::phone_text(&m, 300);
@@ -463,7 +522,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 output: json!({"type": "object", "properties": {
                     "observation_id": {"type": "string"}, "package": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
-                    "source": {"type": "string", "enum": ["helper", "uiautomator"]},
+                    "tree": super::tree::schema(),
                     "elements": {"type": "array", "items": element_schema(true)}}}),
                 side_effect: false,
                 settles: false,
@@ -472,9 +531,15 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             adb,
             |c| async move {
                 let a: UiDumpArgs = c.parse()?;
-                let all = dump(&c, c.spec.deadline).await?;
+                let Tree { elements: all, cover } = read(&c, c.spec.deadline).await?;
                 let (only_interactive, max) = (a.only_interactive, a.max_elements as usize);
-                let package = all.first().map(|e| e.package.clone()).unwrap_or_default();
+                // The focused window's package where the helper names windows (the first node may be the
+                // keyboard's or a dialog's), else the first node's.
+                let focused = match &cover.windows {
+                    Windows::All(ws) => ws.iter().find(|w| w.focused).map(|w| w.package.clone()),
+                    Windows::Focused => None,
+                };
+                let package = focused.or_else(|| all.first().map(|e| e.package.clone())).unwrap_or_default();
                 let picked: Vec<&Element> =
                     all.iter().filter(|e| e.is_interesting() && (!only_interactive || e.is_interactive())).collect();
                 let truncated = picked.len() > max;
@@ -492,7 +557,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     },
                 );
                 Ok(json!({"observation_id": id, "package": package, "count": elements.len(), "truncated": truncated,
-                          "source": last_source(&c.device), "elements": elements}))
+                          "tree": cover.to_json(), "elements": elements}))
             },
         ),
         tool(
@@ -503,7 +568,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                               sleeping. ui_wait_timeout lists the texts on screen.",
                 input: args::schema::<UiWaitArgs>(),
                 output: json!({"type": "object", "properties": {
-                    "found": {"type": "boolean"}, "waited_ms": {"type": "integer"}, "element": element_schema(true)}}),
+                    "found": {"type": "boolean"}, "waited_ms": {"type": "integer"}, "element": element_schema(true),
+                    "tree": {"type": "object"}}}),
                 side_effect: false,
                 settles: false,
                 deadline: Duration::from_secs(40),
@@ -521,14 +587,17 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 loop {
                     // Longer than uiautomator's own 10 s idle wait, so a screen that never idles ends in
                     // ui_unavailable (its real cause) rather than in a timeout.
-                    let all = dump(&c, Duration::from_secs(14)).await?;
+                    let Tree { elements: all, cover } = read(&c, Duration::from_secs(14)).await?;
                     let hit = all.iter().find(|e| matches(e, text, exact, id, desc));
                     let waited = started.elapsed().as_millis() as u64;
+                    let tree = cover.to_json();
                     match (hit, gone) {
                         (Some(e), false) => {
-                            return Ok(json!({"found": true, "waited_ms": waited, "element": e.to_json()}))
+                            return Ok(
+                                json!({"found": true, "waited_ms": waited, "element": e.to_json(), "tree": tree}),
+                            )
                         }
-                        (None, true) => return Ok(json!({"found": true, "waited_ms": waited})),
+                        (None, true) => return Ok(json!({"found": true, "waited_ms": waited, "tree": tree})),
                         _ if started.elapsed() >= timeout => {
                             let what = [("text", text), ("resource_id", id), ("content_desc", desc)]
                                 .iter()
@@ -551,7 +620,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                                     if listed.is_empty() { "none".to_owned() } else { listed.join(", ") }
                                 ),
                             )
-                            .with_details(json!({"on_screen": seen, "on_screen_total": total})));
+                            .with_details(json!({"on_screen": seen, "on_screen_total": total, "tree": tree})));
                         }
                         _ => {
                             // A poll is a step the caller can be told of (`tool.progress.push`; MCP progress).

@@ -435,6 +435,7 @@ pub fn elements(snap: &Value, at: &Placement, package: &str) -> Result<(Vec<Elem
         password: false,
         bounds,
         web: true,
+        window: None,
     };
     for i in 0..n {
         let Some(kind) = kinds[i] else { continue };
