@@ -17,8 +17,9 @@ use serde_json::{json, Value};
 
 /// Issue 19 item 5: the card's tools fit in 24 KB of compact JSON. Measured on the default card (no policy): what
 /// an agent is shown unless an operator enables risky tools. Issue 34 added `android_request_human` and
-/// `android_notifications` (≈ 0.9 KB each) to a list at 24.3 KB: 26 KB since.
-const BUDGET: usize = 26 * 1024;
+/// `android_notifications` (≈ 0.9 KB each) to a list at 24.3 KB: 26 KB since. Issue 34 item 5 added
+/// `android_screen_record` (≈ 0.8 KB) to a list at 26.0 KB: 27 KB since.
+const BUDGET: usize = 27 * 1024;
 
 /// The parts of `tools[]` a model pays for, as compact JSON.
 fn tool_list_bytes(card: &Value) -> usize {
@@ -97,7 +98,7 @@ fn by_id(tools: &Value) -> std::collections::BTreeMap<String, Value> {
 }
 
 /// Tools written after the schemas became typed: derived from their argument structs from the start.
-const NEW_TOOLS: &[&str] = &["android_request_human", "android_notifications"];
+const NEW_TOOLS: &[&str] = &["android_request_human", "android_notifications", "android_screen_record"];
 
 #[tokio::test]
 async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_ones() {

@@ -16,6 +16,7 @@ pub mod notifications;
 pub mod observe;
 pub mod permits;
 pub mod power;
+pub mod record;
 pub mod schema;
 pub mod screen;
 pub mod settle;
@@ -144,6 +145,7 @@ impl Registry {
         tools.extend(logcat::tools(adb));
         tools.extend(notifications::tools(adb, policy));
         tools.extend(screen::tools(adb));
+        tools.extend(record::tools(adb));
         tools.extend(observe::tools(adb));
         tools.extend(files::tools(adb));
         let human = Arc::new(human::Requests::default());
