@@ -426,3 +426,13 @@ fn notifications_of_an_android_16_pixel_redacted_and_merged_with_their_texts() {
     let p = notifications::parse(&redacted, Some(&shifted));
     assert!(!p.texts && p.notifications.iter().all(|n| n.title.is_none() && n.text.is_none()));
 }
+
+#[test]
+fn night_mode_as_cmd_uimode_prints_it() {
+    assert_eq!(formats::night_mode(&sample("uimode-night-aosp-yes.txt")), Some("yes"));
+    assert_eq!(formats::night_mode(&sample("uimode-night-aosp-custom-bedtime.txt")), Some("custom_bedtime"));
+    // An old phone's or a vendor's other words are no mode.
+    assert_eq!(formats::night_mode("Error: mode must be 'yes', 'no', or 'auto'\n"), None);
+    assert_eq!(formats::night_mode("Night mode: \n"), None);
+    assert_eq!(formats::night_mode("Night mode: yes; reboot\n"), None);
+}
