@@ -14,17 +14,19 @@ use crate::config::{
 
 const AFTER_HELP: &str = "\
 Environment:
-  XAGENT_CONNECTOR_API_KEY   system API key (alternative to --api-key-file; never accepted as a flag value)
+  XAGENT_CONNECTOR_API_KEY   system API key (instead of --api-key-file; never a flag value)
   RUST_LOG                   log filter, e.g. info or xagent_adb_connector=debug
 
 Exit codes:
   0 ok · 1 runtime failure · 2 bad command line · 3 unusable configuration · 4 cannot listen
   Output into a closed pipe (`card | head -c 100`) ends the command quietly with 0.
 
-doctor, devices and audit read the installed service's settings (/etc/xagent-adb-connector/env, its api-key and
-/var/lib/xagent-adb-connector) when present; flags and environment variables win. XAGENT_ADB_CONFIG_DIR moves it.
+doctor, devices, audit, call and mcp read the installed service's settings when present:
+/etc/xagent-adb-connector/env, its api-key, /var/lib/xagent-adb-connector (XAGENT_ADB_CONFIG_DIR
+moves them); flags and environment variables win.
 
-Docs: README.md (operators), device-profile/README.md (protocol and tool catalog).";
+Docs: README.md (start here), docs/ (configuration, commands, wall, policy, phones, storage, fleet,
+MCP), device-profile/README.md (the protocol profile and tool catalog).";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -472,7 +474,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size, env = "XAGENT_ADB_UPLOAD_MAX_BYTES")]
     pub upload_max_bytes: u64,
 
-    /// Operator policy (JSON): allowed serials, disabled tools, opt-in risky tools (see README).
+    /// Operator policy (JSON): allowed serials, disabled tools, opt-in risky tools (docs/policy.md).
     #[arg(long, value_name = "FILE", env = "XAGENT_ADB_POLICY")]
     pub policy: Option<PathBuf>,
 

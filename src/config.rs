@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Exit codes (documented in README.md and `--help`).
+/// Exit codes (documented in docs/commands.md and `--help`).
 pub mod exit {
     /// Runtime failure after start-up.
     pub const FAILURE: i32 = 1;

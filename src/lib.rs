@@ -13,6 +13,7 @@ pub mod idempotency;
 pub mod metrics;
 pub mod notify;
 pub mod ops;
+pub mod pixels;
 pub mod policy;
 pub mod protocol;
 pub mod run;

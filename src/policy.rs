@@ -10,7 +10,8 @@
 //!   "shell_allow_prefixes": ["dumpsys battery", "getprop ", "pm list features"],
 //!   "labels": {"R58N123ABC": ["pool:checkout", "sim:carrier-x"]},
 //!   "health": {"hot_celsius": 45, "battery_low_percent": 15, "storage_low_mb": 500},
-//!   "lease_conditions": {"animations": "off", "stay_awake_while_plugged": true, "release": {"home": true}}
+//!   "lease_conditions": {"animations": "off", "stay_awake_while_plugged": true, "release": {"home": true}},
+//!   "web_content": false
 //! }
 //! ```
 
@@ -66,6 +67,11 @@ pub struct Policy {
     /// saves that round trip (one per action, cached 1 s) on phones that never sleep or lock (kiosk docks).
     #[serde(default)]
     pub screen_checks: Option<bool>,
+    /// `android_observe` reads the page of a Chrome tab or a debuggable WebView through the DevTools protocol
+    /// (default true) and lists its text, links, buttons and inputs (`source: "web"`). false: pages stay one
+    /// WebView node (`web: {state: "off"}`), and no DevTools socket of a phone is ever opened.
+    #[serde(default)]
+    pub web_content: Option<bool>,
     /// Operator labels per serial, which a bind can require (`labels` of the `adb_device` flow).
     #[serde(default)]
     pub labels: Labels,
@@ -151,6 +157,10 @@ impl Policy {
 
     pub fn auto_wake(&self) -> bool {
         self.auto_wake.unwrap_or(true)
+    }
+
+    pub fn web_content(&self) -> bool {
+        self.web_content.unwrap_or(true)
     }
 
     pub fn screen_checks(&self) -> bool {

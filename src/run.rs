@@ -129,7 +129,7 @@ fn persist_disconnects(adb: &crate::device::adb::AdbBackend, store: &Store) {
 
 /// Start-up warnings for settings that work but expose something: a key file others can read (as `doctor`
 /// says), and an adb server reached over the network — the adb server protocol has no authentication, so whoever
-/// reaches that port controls every phone on it (use an SSH tunnel or WireGuard; README "Past one box").
+/// reaches that port controls every phone on it (use an SSH tunnel or WireGuard; docs/fleet.md).
 fn warn_about_exposure(r: &Resolved) {
     if let Some(path) = &r.key_file {
         if let Some(mode) = crate::config::key_file_too_open(path) {

@@ -105,7 +105,7 @@ if [ -f "$CONF_DIR/env" ]; then
 else
   cat >"$CONF_DIR/env" <<'EOF'
 # Environment of xagent-adb-connector.service (read at every start: `systemctl restart xagent-adb-connector`).
-# Every `serve` flag has a variable here; see the README's "Configuration" table.
+# Every `serve` flag has a variable here; see docs/configuration.md (installed in /usr/local/share/doc/xagent-adb-connector).
 
 # Address for HTTP + WebSocket. 0.0.0.0 lets the xAgent platform reach this box over the network; /health and
 # /ws require the API key (the card and skill.md are public). Plain HTTP: use a VPN or a TLS proxy across untrusted
@@ -153,6 +153,11 @@ if command -v udevadm >/dev/null && [ -S /run/udev/control ]; then
 fi
 install -d -m 0755 "$DOC_DIR"
 [ -f "$HERE/../README.md" ] && install -m 0644 "$HERE/../README.md" "$DOC_DIR/README.md"
+# The reference the README links (docs/configuration.md, …), beside it so its relative links work.
+if [ -d "$HERE/../docs" ]; then
+  install -d -m 0755 "$DOC_DIR/docs"
+  for f in "$HERE"/../docs/*.md; do [ -f "$f" ] && install -m 0644 "$f" "$DOC_DIR/docs/"; done
+fi
 install -m 0644 "$HERE/README.md" "$DOC_DIR/INSTALL.md"
 
 if systemd_running; then

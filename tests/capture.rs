@@ -10,9 +10,9 @@ use std::time::Duration;
 use common::adb::*;
 use common::*;
 use serde_json::{json, Value};
+use xagent_adb_connector::pixels::capture::{decode_raw, GZIP_CAPTURE};
+use xagent_adb_connector::pixels::parallel::PROBE;
 use xagent_adb_connector::sim::{FrameLie, SimConfig, SimPhone};
-use xagent_adb_connector::tools::capture::PROBE;
-use xagent_adb_connector::tools::screen::{decode_raw, GZIP_CAPTURE};
 
 /// The first command of a parallel capture (the frame to a temp file) and of each of its streams.
 const TO_FILE: &str = "umask 077; screencap /data/local/tmp/xagent-";
@@ -251,7 +251,7 @@ async fn phones_without_the_parallel_path_use_one_stream() {
 async fn a_cancelled_parallel_capture_removes_its_temp_file() {
     use xagent_adb_connector::device::adb::AdbBackend;
     use xagent_adb_connector::device::DeviceKey;
-    use xagent_adb_connector::tools::screen::{capture, CapturePath};
+    use xagent_adb_connector::pixels::capture::{capture, CapturePath};
     bounded(async {
         let (adb, sim, serial) = setup_with(SimConfig::default()).await.expect("adb");
         let backend = AdbBackend::new(vec![format!("127.0.0.1:{}", adb.port).parse().unwrap()]);
@@ -296,8 +296,8 @@ async fn a_cancelled_parallel_capture_removes_its_temp_file() {
 async fn a_range_that_inflates_to_more_or_less_is_a_bad_frame() {
     use xagent_adb_connector::device::adb::AdbBackend;
     use xagent_adb_connector::device::DeviceKey;
+    use xagent_adb_connector::pixels::capture::{capture, gzip_works, CapturePath};
     use xagent_adb_connector::protocol::errors::ErrorCode;
-    use xagent_adb_connector::tools::screen::{capture, gzip_works, CapturePath};
     bounded(async {
         let cfg = SimConfig { screen_width: 360, screen_height: 800, ..SimConfig::default() };
         let (adb, sim, serial) = setup_with(cfg).await.expect("adb");

@@ -17,9 +17,11 @@ use serde_json::{json, Value};
 
 /// Issue 19 item 5: the card's tools fit in 24 KB of compact JSON. Measured on the default card (no policy): what
 /// an agent is shown unless an operator enables risky tools. Issue 34 added `android_request_human` and
-/// `android_notifications` (≈ 0.9 KB each) to a list at 24.3 KB: 26 KB since. Issue 34 item 5 added
-/// `android_screen_record` (≈ 0.8 KB) to a list at 26.0 KB: 27 KB since.
-const BUDGET: usize = 27 * 1024;
+/// `android_notifications` (≈ 0.9 KB each) to a list at 24.3 KB: 26 KB since. Issue 32 added the multi-touch tools
+/// (`android_pinch` ≈ 1.8 KB, most of it the element selector's and the settle arguments' copies; `android_gesture`
+/// ≈ 1.1 KB) to a list at 26.3 KB: 29 KB since. Issue 34 item 5
+/// added `android_screen_record` (≈ 0.8 KB): 30 KB since.
+const BUDGET: usize = 30 * 1024;
 
 /// The parts of `tools[]` a model pays for, as compact JSON.
 fn tool_list_bytes(card: &Value) -> usize {
@@ -98,7 +100,9 @@ fn by_id(tools: &Value) -> std::collections::BTreeMap<String, Value> {
 }
 
 /// Tools written after the schemas became typed: derived from their argument structs from the start.
-const NEW_TOOLS: &[&str] = &["android_request_human", "android_notifications", "android_screen_record"];
+/// Issue 32 added the multi-touch tools; issue 34 item 5 the screen recording.
+const NEW_TOOLS: &[&str] =
+    &["android_request_human", "android_notifications", "android_pinch", "android_gesture", "android_screen_record"];
 
 #[tokio::test]
 async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_ones() {
@@ -153,6 +157,10 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         // Issue 33: what a picture shows (`ok`, `screen_off`, `secure_window`, `blank`).
         if id == "android_screenshot" || id == "android_observe" {
             expected_new.push("frame");
+        }
+        // Issue 33 item 3: how observe read a web page on screen (`ok`, `opaque`, `failed`, `off`).
+        if id == "android_observe" {
+            expected_new.push("web");
         }
         expected_new.sort_unstable();
         assert_eq!(new, expected_new.iter().collect::<Vec<_>>(), "{id}: unexpected new result fields");
@@ -209,8 +217,9 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
     {
         expected_added.insert(format!("{at}.ignore_case type=\"boolean\""));
     }
-    // ... and, on exactly the eleven input tools, the settle arguments the registry adds (issue 19 item 1).
-    for tool in settling {
+    // ... and, on exactly the eleven input tools of then, the settle arguments the registry adds (issue 19 item 1).
+    // (The new tools among them have no schema before to compare with.)
+    for tool in settling.iter().filter(|t| !NEW_TOOLS.contains(t)) {
         for k in [
             "settle default=true",
             "settle type=\"boolean\"",

@@ -61,3 +61,310 @@ fn release_workflow_builds_the_tarballs_the_readme_installs() {
     assert!(install.contains(".github/workflows/release.yml") && install.contains("/releases"), "{install}");
     assert!(install.contains("sha256sum --ignore-missing -c SHA256SUMS"), "{install}");
 }
+
+// ---- Issue 37 item 2: a README that is a path, and a reference beside it in docs/ ----
+
+/// The Markdown files a reader meets, relative to the checkout.
+fn markdown_files() -> Vec<String> {
+    let mut files = vec![
+        "README.md".to_string(),
+        "ARCHITECTURE.md".to_string(),
+        "BENCHMARKS.md".to_string(),
+        "skills/connector-device-adb/SKILL.md".to_string(),
+        "systemd/README.md".to_string(),
+    ];
+    for dir in ["docs", "device-profile"] {
+        let mut names: Vec<String> = std::fs::read_dir(read_path(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".md"))
+            .map(|n| format!("{dir}/{n}"))
+            .collect();
+        names.sort();
+        files.extend(names);
+    }
+    files
+}
+
+/// The lines of `text` outside fenced code blocks, with their 1-based numbers.
+fn prose_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            out.push((i + 1, line));
+        }
+    }
+    out
+}
+
+/// The cells of a table row: split at `|` not escaped as `\|` (GitHub splits inside code spans too, which is why
+/// the docs escape a pipe there).
+fn cells(row: &str) -> Vec<String> {
+    let inner = row.trim().strip_prefix('|').unwrap_or(row).trim_end();
+    let inner = inner.strip_suffix('|').filter(|s| !s.ends_with('\\')).unwrap_or(inner);
+    let mut cells = vec![String::new()];
+    let mut prev = ' ';
+    for c in inner.chars() {
+        if c == '|' && prev != '\\' {
+            cells.push(String::new());
+        } else {
+            cells.last_mut().unwrap().push(c);
+        }
+        prev = c;
+    }
+    cells.into_iter().map(|c| c.trim().to_string()).collect()
+}
+
+/// Every table renders as one: a run of `|` lines is a header, a delimiter row (`---`, `:--:`) and rows of the
+/// header's width. The README once had a blank line inside its configuration table, so 11 rows rendered as a
+/// paragraph of pipes; a row with one cell too many silently loses its last cell.
+#[test]
+fn every_markdown_table_has_a_header_a_delimiter_and_rows_of_its_width() {
+    let mut problems = Vec::new();
+    for file in markdown_files() {
+        let text = read(&file);
+        let lines = prose_lines(&text);
+        let mut i = 0;
+        while i < lines.len() {
+            if !lines[i].1.trim_start().starts_with('|') {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < lines.len() && lines[i].1.trim_start().starts_with('|') {
+                i += 1;
+            }
+            let block = &lines[start..i];
+            let (first_no, header) = block[0];
+            let width = cells(header).len();
+            let delimiter = block.get(1).map(|(_, l)| cells(l));
+            let is_delimiter = |c: &Vec<String>| {
+                c.iter().all(|cell| {
+                    let d = cell.trim_matches(':');
+                    !d.is_empty() && d.chars().all(|ch| ch == '-')
+                })
+            };
+            match delimiter {
+                Some(d) if is_delimiter(&d) => {
+                    if d.len() != width {
+                        problems.push(format!(
+                            "{file}:{}: delimiter has {} cells, header {width}",
+                            block[1].0,
+                            d.len()
+                        ));
+                    }
+                }
+                _ => {
+                    problems.push(format!("{file}:{first_no}: a table without its delimiter row (a blank line inside a table, or a stray `|` line): {header:.80}"));
+                    continue;
+                }
+            }
+            for (no, row) in &block[2..] {
+                let n = cells(row).len();
+                if n != width {
+                    problems.push(format!("{file}:{no}: {n} cells in a table of {width}: {row:.80}"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "tables that do not render:\n{}", problems.join("\n"));
+}
+
+/// GitHub's anchor of a heading: lower case, punctuation dropped, spaces as `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(text: &str) -> Vec<String> {
+    prose_lines(text).iter().filter_map(|(_, l)| l.strip_prefix('#').map(|h| slug(h.trim_start_matches('#')))).collect()
+}
+
+/// Every relative link in the docs reaches a file of the checkout, and a `#fragment` a heading of it: the docs
+/// moved out of the README, and links are what breaks when text moves.
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = read(&file);
+        let base = Path::new(&file).parent().unwrap().to_path_buf();
+        for (no, line) in prose_lines(&text) {
+            let mut rest = line;
+            while let Some(at) = rest.find("](") {
+                let tail = &rest[at + 2..];
+                let Some(end) = tail.find(')') else { break };
+                let target = &tail[..end];
+                rest = &tail[end..];
+                if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                    continue;
+                }
+                let (path, fragment) = target.split_once('#').unwrap_or((target, ""));
+                let resolved = if path.is_empty() { Path::new(&file).to_path_buf() } else { base.join(path) };
+                let full = read_path(resolved.to_str().unwrap());
+                if !full.exists() {
+                    broken.push(format!("{file}:{no}: {target} (no such file)"));
+                    continue;
+                }
+                if !fragment.is_empty() && full.is_file() {
+                    let doc = std::fs::read_to_string(&full).unwrap();
+                    if !anchors(&doc).iter().any(|a| a == fragment) {
+                        broken.push(format!("{file}:{no}: {target} (no such heading)"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// The README is the newcomer's path — what it is (xAgent, the protocol, the skill), try it, test it, install it,
+/// read more — short enough to read at once; the reference lives in docs/, every page of which it links.
+#[test]
+fn the_readme_is_a_short_path_that_links_every_docs_page() {
+    let readme = read("README.md");
+    let lines = readme.lines().count();
+    assert!(lines <= 130, "README.md has {lines} lines; the reference belongs in docs/");
+    let headings: Vec<&str> = readme.lines().filter_map(|l| l.strip_prefix("## ")).collect();
+    assert_eq!(headings, ["Try it", "Test it", "Install on a Raspberry Pi", "Read more"], "README's path");
+    let intro = readme.split("\n## ").next().unwrap();
+    for must in ["xAgent", "Connector Common Protocol 3.0", "device-profile/", "SKILL.md", "/mcp"] {
+        assert!(intro.contains(must), "README's introduction explains {must}");
+    }
+    let try_it = readme.split("## Try it").nth(1).unwrap().split("\n## ").next().unwrap();
+    assert!(try_it.contains("The first run compiles"), "Try it says the first build takes a while");
+    let more = readme.split("## Read more").nth(1).unwrap();
+    for e in std::fs::read_dir(read_path("docs")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".md") {
+            assert!(more.contains(&format!("](docs/{name})")), "README's Read more links docs/{name}");
+        }
+    }
+}
+
+/// `serve --help` parsed into its groups: heading → [(flag, env var)].
+fn serve_help_groups() -> Vec<(String, Vec<(String, String)>)> {
+    let out = Command::new(BIN).args(["serve", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut groups: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for line in text.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') && !line.contains(" [") {
+            let name = line.trim_end_matches(':');
+            groups.push((if name == "Options" { "General".into() } else { name.to_string() }, Vec::new()));
+            continue;
+        }
+        let t = line.trim_start();
+        if line.starts_with("  ") && (t.starts_with("--") || t.starts_with('-')) && line.len() - t.len() <= 6 {
+            let flag = t.split([' ', ',']).find(|w| w.starts_with("--")).unwrap_or("").to_string();
+            if !flag.is_empty() && flag != "--help" {
+                groups.last_mut().unwrap().1.push((flag, String::new()));
+            }
+        } else if let Some(env) = t.strip_prefix("[env: ") {
+            let env = env.split('=').next().unwrap().to_string();
+            if let Some((_, flags)) = groups.last_mut() {
+                if let Some(last) = flags.last_mut() {
+                    last.1 = env;
+                }
+            }
+        }
+    }
+    groups.retain(|(_, flags)| !flags.is_empty());
+    groups
+}
+
+/// docs/configuration.md has one table per `serve --help` group, naming the same flags with the same environment
+/// variables, in the same groups: a flag added to the binary (or moved, or renamed) without its row fails here.
+#[test]
+fn the_configuration_page_and_serve_help_name_the_same_flags_in_the_same_groups() {
+    let doc = read("docs/configuration.md");
+    let mut doc_groups: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for (_, line) in prose_lines(&doc) {
+        if let Some(h) = line.strip_prefix("## ") {
+            doc_groups.push((h.to_string(), Vec::new()));
+        } else if line.starts_with("| `--") {
+            let c = cells(line);
+            let first_word = |cell: &str| cell.split(' ').next().unwrap().trim_matches('`').to_string();
+            let (flag, env) = (first_word(&c[0]), first_word(&c[1]));
+            doc_groups.last_mut().expect("a flag row under a heading").1.push((flag, env));
+        }
+    }
+    doc_groups.retain(|(_, flags)| !flags.is_empty());
+    let help = serve_help_groups();
+    assert!(help.len() >= 5, "serve --help has its groups: {help:?}");
+    assert_eq!(doc_groups, help, "docs/configuration.md (left) and `serve --help` (right) differ");
+}
+
+/// docs/commands.md names every command `--help` lists.
+#[test]
+fn the_commands_page_names_every_command() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let commands: Vec<&str> = text
+        .split("Commands:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 8, "{commands:?}");
+    let doc = read("docs/commands.md");
+    for c in commands {
+        assert!(doc.contains(&format!("| `{c}")), "docs/commands.md has no row for `{c}`");
+    }
+}
+
+/// The docs name only tools the binary has (the README once told users of an `android_ui_find` that did not
+/// exist): every `android_…` word in the README and docs/ is a tool of the card with every risky tool enabled, or
+/// a field name listed here.
+#[test]
+fn the_docs_name_only_tools_that_exist() {
+    let dir = std::env::temp_dir().join(format!("xagent-docs-agree-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = dir.join("policy.json");
+    std::fs::write(
+        &policy,
+        r#"{"enabled_risky_tools": ["android_app_uninstall", "android_app_clear_data", "android_shell"],
+            "shell_allow_prefixes": ["getprop "]}"#,
+    )
+    .unwrap();
+    let out = Command::new(BIN).args(["card", "--policy"]).arg(&policy).output().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let card: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools: Vec<String> =
+        card["tools"].as_array().unwrap().iter().map(|t| t["tool_id"].as_str().unwrap().to_string()).collect();
+    // Words of the form android_x that are not tool ids: fields of results and the devices API.
+    const FIELDS: &[&str] = &["android_version", "android_release"];
+    let mut unknown = Vec::new();
+    let mut files = vec!["README.md".to_string()];
+    files.extend(markdown_files().into_iter().filter(|f| f.starts_with("docs/")));
+    for file in files {
+        let text = read(&file);
+        for (at, _) in text.match_indices("android_") {
+            if at > 0 && text.as_bytes()[at - 1].is_ascii_alphanumeric() {
+                continue;
+            }
+            let word: String =
+                text[at..].chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_').collect();
+            let word = word.trim_end_matches('_').to_string();
+            if !tools.contains(&word) && !FIELDS.contains(&word.as_str()) {
+                unknown.push(format!("{file}: {word}"));
+            }
+        }
+    }
+    assert!(!tools.is_empty());
+    assert!(unknown.is_empty(), "the docs name tools the card does not have:\n{}", unknown.join("\n"));
+}

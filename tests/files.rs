@@ -625,7 +625,7 @@ async fn a_large_log_comes_back_as_a_text_file() {
 async fn screenshot_capture_paths_benchmark() {
     use xagent_adb_connector::device::adb::AdbBackend;
     use xagent_adb_connector::device::DeviceKey;
-    use xagent_adb_connector::tools::screen::{capture, CapturePath};
+    use xagent_adb_connector::pixels::capture::{capture, CapturePath};
     let (adb, _sim, serial) = setup().await.expect("adb");
     let backend = AdbBackend::new(vec![format!("127.0.0.1:{}", adb.port).parse().unwrap()]);
     let key = DeviceKey { server: format!("127.0.0.1:{}", adb.port), serial };
@@ -654,7 +654,8 @@ async fn capture_paths_agree() {
     bounded(async {
         use xagent_adb_connector::device::adb::AdbBackend;
         use xagent_adb_connector::device::DeviceKey;
-        use xagent_adb_connector::tools::screen::{area_downscale, capture, CapturePath, Picture};
+        use xagent_adb_connector::pixels::capture::{capture, CapturePath, Picture};
+        use xagent_adb_connector::pixels::downscale::area_downscale;
         let (adb, _sim, serial) = setup().await.expect("adb");
         let backend = AdbBackend::new(vec![format!("127.0.0.1:{}", adb.port).parse().unwrap()]);
         let key = DeviceKey { server: format!("127.0.0.1:{}", adb.port), serial };

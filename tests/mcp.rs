@@ -122,7 +122,7 @@ async fn a_real_mcp_client_observes_taps_an_element_and_reads_the_effect() {
     bounded(async {
         let lab = lab().await;
         let url = format!("http://{}/mcp", lab.srv.addr);
-        let out = client(&["http", &url, KEY]).await;
+        let out = client(&["round", "http", &url, KEY]).await;
         assert_eq!(out["server"], "xagent-adb-connector");
         check_round(&out, &lab.sim);
         check_released_and_audited(&lab).await;
@@ -137,7 +137,7 @@ async fn the_stdio_bridge_carries_a_real_mcp_client_to_the_same_phone() {
         let lab = lab().await;
         let url = format!("http://{}", lab.srv.addr);
         let bin = env!("CARGO_BIN_EXE_xagent-adb-connector");
-        let out = client(&["stdio", bin, &url, lab.keyfile.to_str().unwrap()]).await;
+        let out = client(&["round", "stdio", bin, &url, lab.keyfile.to_str().unwrap()]).await;
         check_round(&out, &lab.sim);
         check_released_and_audited(&lab).await;
     })
@@ -315,4 +315,233 @@ async fn raw_post_status(addr: std::net::SocketAddr, host: &str, body: &str) -> 
     let mut raw = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut raw)).await.unwrap().unwrap();
     String::from_utf8_lossy(&raw).split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// Polls `cond` every 20 ms until it holds; panics with `what` after `within`.
+async fn eventually(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !cond() {
+        assert!(Instant::now() < deadline, "never happened within {within:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What the client heard of a wait that lasted (`Count: 1` appears when it taps, 3 s in): progress notifications
+/// while it ran — the time elapsed at least every second and the wait's own polls — then the result.
+fn check_progress(out: &Value, sim: &SimPhone) {
+    assert_eq!(out["tap_error"], false, "{out}");
+    assert_eq!(out["wait_error"], false, "{out}");
+    assert_eq!(out["wait"]["found"], true, "{out}");
+    assert!(out["wait"]["waited_ms"].as_u64().unwrap() >= 2500, "the wait lasted until the tap: {out}");
+    assert_eq!(sim.counter(), 1);
+    let notes = out["notes"].as_array().unwrap();
+    let before = out["notes_before_result"].as_u64().unwrap() as usize;
+    assert!(before >= 2, "at least two progress notifications came before the result: {out}");
+    let values: Vec<f64> = notes.iter().map(|n| n["progress"].as_f64().unwrap()).collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "progress grows with every notification: {values:?}");
+    let says = |what: &str| notes.iter().any(|n| n["message"].as_str().is_some_and(|m| m.contains(what)));
+    assert!(says("s elapsed"), "a heartbeat with the time elapsed: {out}");
+    assert!(says("polled the screen: not on screen yet"), "the wait's own polls: {out}");
+}
+
+/// Issue 38: a long call with a progress token is answered as an event stream — progress while it runs, then the
+/// result — heard by the real SDK's progress callback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_call_streams_progress_to_a_real_mcp_client() {
+    bounded(async {
+        let lab = lab().await;
+        let url = format!("http://{}/mcp", lab.srv.addr);
+        let out = client(&["progress", "http", &url, KEY]).await;
+        check_progress(&out, &lab.sim);
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// The stdio bridge relays the event stream as it comes: progress lines while the call runs, then its response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_bridge_relays_progress() {
+    bounded(async {
+        let lab = lab().await;
+        let url = format!("http://{}", lab.srv.addr);
+        let bin = env!("CARGO_BIN_EXE_xagent-adb-connector");
+        let out = client(&["progress", "stdio", bin, &url, lab.keyfile.to_str().unwrap()]).await;
+        check_progress(&out, &lab.sim);
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// The audit trail of the lab's connector (`audit tail --json`).
+fn audit(lab: &Lab) -> String {
+    let data = lab.dir.path().join("data");
+    let audit = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+        .args(["audit", "tail", "--json", "--data-dir", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&audit.stdout).into_owned()
+}
+
+/// Issue 38: the real SDK gives up on two taps the phone holds (one streamed, one plain JSON) and sends
+/// `notifications/cancelled`: each call is stopped the way a channel close stops one — its device command hung up,
+/// never sent again —, audited, and the session's next call works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_client_cancels_stops_on_the_phone() {
+    bounded(async {
+        let lab = lab().await;
+        lab.sim.stall("input");
+        let url = format!("http://{}/mcp", lab.srv.addr);
+        let out = client(&["cancel", "http", &url, KEY]).await;
+        assert_eq!(out["status_error"], false, "{out}");
+        assert_eq!((&out["streamed"], &out["plain"]), (&json!("cancelled"), &json!("cancelled")), "{out}");
+        assert_eq!(out["after_error"], false, "the next call works: {out}");
+        let sim = &lab.sim;
+        eventually(Duration::from_secs(5), "both held taps hung up", || sim.hung_up().len() == 2).await;
+        assert!(sim.hung_up().iter().all(|c| c.starts_with("input tap 10 10")), "{:?}", sim.hung_up());
+        assert!(sim.stalled().is_empty(), "nothing left running on the phone: {:?}", sim.stalled());
+        let taps = sim.commands().iter().filter(|c| c.starts_with("input")).count();
+        assert_eq!(taps, 2, "a cancelled tap is not sent again: {:?}", sim.commands());
+        let text = audit(&lab);
+        assert!(
+            text.matches("android_tap").count() >= 2 && text.contains("tool_invoke_failed"),
+            "both cancelled taps are in the audit chain with their outcome: {text}"
+        );
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// A raw POST to `/mcp` on a connection of its own, left open: the caller reads the answer as it streams.
+async fn open_post(srv: &Server, session: &str, msg: &Value) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let body = msg.to_string();
+    let mut s = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {KEY}\r\nMcp-Session-Id: {session}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        srv.addr,
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    s
+}
+
+/// Reads `s` until `until` is in what was read (`None`: until the connection or the chunked body ends).
+async fn read_until(s: &mut tokio::net::TcpStream, until: Option<&str>) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        if until.is_some_and(|u| text.contains(u)) || (until.is_none() && text.contains("\r\n0\r\n\r\n")) {
+            return text;
+        }
+        match tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf)).await {
+            Ok(Ok(0)) => return text,
+            Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
+            other => panic!("no more of the answer ({other:?}); so far: {text}"),
+        }
+    }
+}
+
+/// The transport's rules for a cancelled request, on the wire: after `notifications/cancelled` the request's event
+/// stream ends with no response in it; and a client that closes its connection (an event stream or a plain JSON
+/// wait) cancels the call as well — in each case the phone's held command is hung up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_is_not_answered_and_a_closed_connection_cancels() {
+    bounded(async {
+        let lab = lab().await;
+        let sid = initialize(&lab.srv).await;
+        let status = rpc(&lab.srv, Some(&sid), &[], call(2, "android_device_status", json!({}))).await.json();
+        assert_eq!(status["result"]["isError"], Value::Null, "{status}");
+        lab.sim.stall("input");
+        let sim = &lab.sim;
+        let tap = |id: u64, token: bool| {
+            let mut m = call(id, "android_tap", json!({"x": 10, "y": 10, "settle": false}));
+            if token {
+                m["params"]["_meta"] = json!({"progressToken": format!("tok-{id}")});
+            }
+            m
+        };
+
+        // 1. notifications/cancelled: the stream had progress, then ends without the response.
+        let mut s = open_post(&lab.srv, &sid, &tap(7, true)).await;
+        let head = read_until(&mut s, Some("notifications/progress")).await;
+        assert!(head.to_ascii_lowercase().contains("content-type: text/event-stream"), "{head}");
+        assert!(head.contains("\"progressToken\":\"tok-7\""), "{head}");
+        eventually(Duration::from_secs(5), "the tap is held on the phone", || sim.stalled().len() == 1).await;
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}});
+        assert_eq!(rpc(&lab.srv, Some(&sid), &[], cancel).await.status, 202);
+        let rest = read_until(&mut s, None).await;
+        assert!(!rest.contains("\"result\"") && !rest.contains("\"id\":7"), "a cancelled request is not answered: {rest}");
+        eventually(Duration::from_secs(5), "the cancelled tap is hung up", || sim.hung_up().len() == 1).await;
+
+        // 2. The client closes an event stream: the call is cancelled.
+        let s = open_post(&lab.srv, &sid, &tap(8, true)).await;
+        eventually(Duration::from_secs(5), "the second tap is held", || sim.stalled().len() == 1).await;
+        drop(s);
+        eventually(Duration::from_secs(5), "the abandoned streamed tap is hung up", || sim.hung_up().len() == 2).await;
+
+        // 3. The client closes a plain JSON request's connection: the same.
+        let s = open_post(&lab.srv, &sid, &tap(9, false)).await;
+        eventually(Duration::from_secs(5), "the third tap is held", || sim.stalled().len() == 1).await;
+        drop(s);
+        eventually(Duration::from_secs(5), "the abandoned plain tap is hung up", || sim.hung_up().len() == 3).await;
+
+        assert_eq!(sim.commands().iter().filter(|c| c.starts_with("input")).count(), 3, "{:?}", sim.commands());
+        lab.sim.release("input");
+        let next = rpc(&lab.srv, Some(&sid), &[], tap(10, false)).await.json();
+        assert_eq!(next["result"]["isError"], Value::Null, "the session's next call works: {next}");
+        assert_eq!(sim.commands().iter().filter(|c| c.starts_with("input")).count(), 4);
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// Issue 38: the wall names an MCP session's hold by the client's own words — cleaned (no controls, no bidi
+/// overrides) and bounded — and an operator's takeover of that phone answers the MCP client's next input
+/// `operator_control`, as it answers an xAgent channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wall_names_an_mcp_session_and_a_takeover_stops_it() {
+    bounded(async {
+        let lab = lab().await;
+        let name = format!("Edit\u{202e}or\u{7}<b>x</b>{}", "n".repeat(200));
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                          "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                     "clientInfo": {"name": name, "version": "1.2\n3"}}});
+        let r = rpc(&lab.srv, None, &[], init).await;
+        let sid = r.header("mcp-session-id").expect("a session id").to_owned();
+        let status = rpc(&lab.srv, Some(&sid), &[], call(2, "android_device_status", json!({}))).await.json();
+        assert_eq!(status["result"]["isError"], Value::Null, "{status}");
+
+        let auth = format!("Bearer {KEY}");
+        let devices = http(lab.srv.addr, "GET", "/api/v1/devices", &[("Authorization", &auth)], b"").await.json();
+        let dev = devices["devices"].as_array().unwrap().iter().find(|d| !d["held_by"].is_null()).cloned();
+        let dev = dev.unwrap_or_else(|| panic!("the MCP session's phone is held: {devices}"));
+        let label = dev["held_by"]["client"].as_str().unwrap_or_else(|| panic!("a client label: {dev}"));
+        let want = format!("MCP: Editor<b>x</b>{} 1.2 3", "n".repeat(64 - "Editor<b>x</b>".len()));
+        assert_eq!(label, want, "cleaned and bounded (the page escapes it like any text)");
+
+        // The operator takes the phone over: the MCP client's next input is refused, nothing reaches the phone.
+        let body = json!({"api_key": KEY}).to_string();
+        let login =
+            http(lab.srv.addr, "POST", "/api/v1/session", &[("Content-Type", "application/json")], body.as_bytes())
+                .await;
+        assert_eq!(login.status, 200, "{}", login.text());
+        let cookie = login.header("set-cookie").unwrap().split(';').next().unwrap().to_owned();
+        let csrf = login.json()["csrf_token"].as_str().unwrap().to_owned();
+        let h = [("Cookie", cookie.as_str()), ("X-CSRF-Token", csrf.as_str()), ("Content-Type", "application/json")];
+        let url = format!("/api/v1/devices/{}/takeover", dev["id"].as_str().unwrap());
+        let t = http(lab.srv.addr, "POST", &url, &h, b"{}").await;
+        assert_eq!(t.status, 200, "{}", t.text());
+        lab.sim.clear_events();
+        let tap = rpc(&lab.srv, Some(&sid), &[], call(3, "android_tap", json!({"x": 10, "y": 10, "settle": false})))
+            .await
+            .json();
+        assert_eq!(tap["result"]["isError"], true, "{tap}");
+        assert_eq!(tap["result"]["structuredContent"]["error"]["code"], "operator_control", "{tap}");
+        assert!(lab.sim.events().is_empty(), "nothing reached the phone");
+    })
+    .await
+    .expect("test timed out");
 }

@@ -3,8 +3,8 @@
 //!
 //! Logs in through the form (a wrong key first), sees every phone with its state and a thumbnail of the phone's
 //! aspect ratio, watches a phone go offline without a reload, releases a bound phone and checks that its channel
-//! got the descriptor pushed. Takes the README's screenshot (`target/wall.png`; `XAGENT_UPDATE_WALL_SCREENSHOT=1`
-//! also writes `docs/wall.png`).
+//! got the descriptor pushed. Leaves a screenshot of the rig's wall in `target/wall.png`; `docs/wall.png` is taken
+//! from the demo itself: `cargo test --test wall -- --ignored docs_wall_png`.
 
 mod common;
 mod wall_support;
@@ -247,11 +247,6 @@ async fn the_wall_in_a_real_browser() {
         let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
         std::fs::create_dir_all(&target).unwrap();
         std::fs::write(target.join("wall.png"), &png).unwrap();
-        if std::env::var("XAGENT_UPDATE_WALL_SCREENSHOT").as_deref() == Ok("1") {
-            let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
-            std::fs::create_dir_all(&docs).unwrap();
-            std::fs::write(docs.join("wall.png"), &png).unwrap();
-        }
 
         // A phone goes offline: its badge changes within 2 s, without a reload.
         cdp.eval("window.__notReloaded = 42").await;
@@ -579,4 +574,63 @@ async fn a_request_for_a_person_is_answered_from_the_wall_with_a_note() {
     })
     .await
     .expect("test timed out");
+}
+
+/// `docs/wall.png` as a new user sees it: the real `demo` (its three phones, its scripted agent holding one),
+/// loaded in headless Chromium once every card shows its thumbnail. Run by hand when the wall or the demo changes
+/// (`cargo test --test wall -- --ignored docs_wall_png`); it fails, writing nothing, when the demo's wall does not
+/// show three online phones with pictures and one held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "rewrites docs/wall.png: run by hand"]
+async fn docs_wall_png_from_the_demo() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let state = tempfile::tempdir().unwrap();
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+        .args(["demo", "--phones", "3", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(state.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let out = demo.stdout.take().unwrap();
+    let _demo = Kill(demo);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if line.contains("scripted agent now holds") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(120)).expect("the demo's scripted agent started");
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let browser = Browser::launch();
+        let mut cdp = Cdp::connect(&browser.ws_url).await;
+        cdp.page().await;
+        cdp.call("Page.navigate", json!({"url": format!("http://127.0.0.1:{port}/")})).await;
+        cdp.wait_for(
+            "(() => { const c = [...document.querySelectorAll('.card')]; return c.length === 3 && c.every(x => \
+             x.querySelector('.badge').dataset.state === 'online' && !x.querySelector('.thumb').hidden && \
+             x.querySelector('.thumb').naturalWidth > 0) && c.some(x => !x.querySelector('.holder').hidden); })()",
+            Duration::from_secs(60),
+            "the demo's three phones with pictures, one held",
+        )
+        .await;
+        // Let the held phone's screen change once more, so the picture shows the agent at work.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let shot = cdp.call("Page.captureScreenshot", json!({"format": "png"})).await;
+        let png = base64_decode(shot["data"].as_str().unwrap());
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+        std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/wall.png"), &png).unwrap();
+    })
+    .await
+    .expect("docs/wall.png within 120 s");
 }

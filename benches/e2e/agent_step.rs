@@ -310,6 +310,100 @@ fn run_profile(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, p
         ));
         run("five-step task: observe, tap, type, tap, observe", "five_steps", n_heavy, &none, &mut work);
     }
+    // 7. The UI-tree delta of a settled tap (`effect_tree`: a tree before and after), against the adb CLI's way
+    // of seeing what a tap changed in the tree: a dump, the tap, a dump. Compare with step 2 for its own cost.
+    {
+        let mut work: Vec<Work<'_>> = sides
+            .iter()
+            .map(|s| {
+                let f: Box<dyn FnMut()> = Box::new(move || {
+                    let r = invoke(s, "android_tap", json!({"x": EMPTY.0, "y": EMPTY.1, "effect_tree": true}));
+                    assert!(r["effect"]["tree"].is_object(), "{}: no tree delta: {r}", s.name);
+                });
+                (s.name.clone(), f)
+            })
+            .collect();
+        work.push((
+            "adb CLI".into(),
+            Box::new(|| {
+                cli_dump();
+                cli_tap(&ex, &ey);
+                cli_dump();
+            }),
+        ));
+        run(
+            "settled tap + `effect_tree` vs `uiautomator dump` + `input tap` + `uiautomator dump`",
+            "effect_tree_tap",
+            n_light,
+            &none,
+            &mut work,
+        );
+    }
+    // 8. "Hello, 世界 ✓" typed and read back. Without ADB Keyboard only the helper can type it (its paste); the
+    // shell path answers `unsupported_text`, so "helper off" has no sample here. The adb CLI's nearest: the ASCII
+    // part through `input text`, read back with a dump.
+    {
+        let focus = || cli(&["shell", "input", "tap", "540", "1272"]);
+        let text = "Hello, 世界 ✓";
+        let mut work: Vec<Work<'_>> = sides
+            .iter()
+            .filter(|s| s.name != "helper off")
+            .map(|s| {
+                let f: Box<dyn FnMut()> = Box::new(move || {
+                    let args = json!({"text": text, "clear": true, "verify": true, "settle": false});
+                    let r = invoke(s, "android_input_text", args);
+                    assert_eq!((&r["verified"], &r["method"]), (&json!(true), &json!("helper_paste")), "{r}");
+                });
+                (s.name.clone(), f)
+            })
+            .collect();
+        work.push((
+            "adb CLI".into(),
+            Box::new(|| {
+                cli(&["shell", "input", "text", "Hello,%s"]);
+                cli_dump();
+            }),
+        ));
+        run(
+            "\"Hello, 世界 ✓\" typed + read back (`verify`) vs `input text` (ASCII part) + `uiautomator dump`",
+            "unicode_text",
+            n_light,
+            &focus,
+            &mut work,
+        );
+        if let Some(off) = sides.iter().find(|s| s.name == "helper off") {
+            let r = rt.block_on(off.ws.invoke(&off.ch, "android_input_text", json!({"text": text, "settle": false})));
+            assert!(r.as_ref().is_err_and(|e| e.contains("unsupported_text")), "helper off: {r:?}");
+        }
+    }
+    // 9. A UI tree on a screen that never idles (an animation, a video): the helper reads it at once; uiautomator
+    // waits for an idle that never comes and gives no tree after ~10 s (the shell path answers `ui_unavailable`).
+    {
+        sim.set_never_idle(true, std::time::Duration::from_secs(10));
+        let mut work: Vec<Work<'_>> = sides
+            .iter()
+            .map(|s| {
+                let f: Box<dyn FnMut()> = Box::new(move || {
+                    let r = rt.block_on(s.ws.invoke(&s.ch, "android_ui_dump", json!({})));
+                    match (s.name.as_str(), r) {
+                        ("helper off", Err(e)) => assert!(e.contains("ui_unavailable"), "{e}"),
+                        (_, Ok(d)) => assert_eq!(d["source"], "helper", "{}: {d}", s.name),
+                        (name, other) => panic!("{name}: {other:?}"),
+                    }
+                });
+                (s.name.clone(), f)
+            })
+            .collect();
+        work.push(("adb CLI".into(), Box::new(cli_dump)));
+        run(
+            "UI tree, screen that never idles vs `uiautomator dump` (no tree after ~10 s)",
+            "never_idle_tree",
+            n_heavy.min(3),
+            &none,
+            &mut work,
+        );
+        sim.set_never_idle(false, std::time::Duration::from_secs(10));
+    }
 
     let mut out = serde_json::Map::new();
     for Step { label, key, samples } in &steps {

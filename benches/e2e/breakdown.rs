@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use xagent_adb_connector::device::adb::AdbBackend;
 use xagent_adb_connector::device::DeviceKey;
-use xagent_adb_connector::tools::screen::{self, capture, render, CapturePath, Format, Picture};
+use xagent_adb_connector::pixels::capture::{capture, CapturePath, Picture};
+use xagent_adb_connector::pixels::downscale;
+use xagent_adb_connector::pixels::encode::{self, render, Format};
 
 use crate::common::*;
 
@@ -309,17 +311,17 @@ fn baseline_frame(rgba: &image::RgbaImage) -> (Vec<u8>, [f64; 3]) {
     (out, [t_rgb, t_ds, ms(t.elapsed())])
 }
 
-/// The current render path as `android_screenshot` runs it: RGBA → RGB (in `capture`), `screen::fit`,
-/// `screen::encode`.
+/// The current render path as `android_screenshot` runs it: RGBA → RGB (in `capture`), `downscale::fit`,
+/// `encode::encode`.
 fn current_frame(rgba: &image::RgbaImage) -> (Vec<u8>, [f64; 3]) {
     let t = Instant::now();
     let rgb = image::DynamicImage::ImageRgba8(rgba.clone()).into_rgb8();
     let t_rgb = ms(t.elapsed());
     let t = Instant::now();
-    let small = screen::fit(rgb, 1280);
+    let small = downscale::fit(rgb, 1280);
     let t_ds = ms(t.elapsed());
     let t = Instant::now();
-    let (out, _, _) = screen::encode(&small, Format::Jpeg { quality: 80 }).unwrap();
+    let (out, _, _) = encode::encode(&small, Format::Jpeg { quality: 80 }).unwrap();
     (out, [t_rgb, t_ds, ms(t.elapsed())])
 }
 
@@ -327,11 +329,12 @@ fn current_frame(rgba: &image::RgbaImage) -> (Vec<u8>, [f64; 3]) {
 /// capture that hands over RGBA would cost.
 fn fused_frame(rgba: &image::RgbaImage) -> (Vec<u8>, [f64; 3]) {
     let t = Instant::now();
-    let small = screen::area_downscale_raw(rgba.as_raw(), rgba.width() as usize, rgba.height() as usize, 4, 576, 1280);
+    let small =
+        downscale::area_downscale_raw(rgba.as_raw(), rgba.width() as usize, rgba.height() as usize, 4, 576, 1280);
     let t_ds = ms(t.elapsed());
     let t = Instant::now();
     let img = image::RgbImage::from_raw(576, 1280, small).unwrap();
-    let (out, _, _) = screen::encode(&img, Format::Jpeg { quality: 80 }).unwrap();
+    let (out, _, _) = encode::encode(&img, Format::Jpeg { quality: 80 }).unwrap();
     (out, [0.0, t_ds, ms(t.elapsed())])
 }
 

@@ -95,7 +95,7 @@ fn self_cpu_ms() -> f64 {
 }
 
 fn captures(sim: &SimPhone) -> usize {
-    let gzip = xagent_adb_connector::tools::screen::GZIP_CAPTURE;
+    let gzip = xagent_adb_connector::pixels::capture::GZIP_CAPTURE;
     sim.commands().iter().filter(|c| c.as_str() == "framebuffer:" || c.as_str() == gzip).count()
 }
 

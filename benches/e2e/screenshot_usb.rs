@@ -248,14 +248,16 @@ fn old_decode_raw(data: &[u8]) -> image::RgbImage {
 /// Issue 24, host side: where the connector's CPU goes per frame, stage by stage, in-process on the simulated
 /// phone's real 1080×2400 frame deflated as `gzip -1` would: inflate (bounded, 64 KiB chunks as they arrive),
 /// RGBA → RGB, blank check, downscale to the default 1280 long side, JPEG q80. "before" is the pipeline before the
-/// host work (full-size RGB first, then `screen::fit`), "after" is `Frame::fit` on the captured bytes; the two
+/// host work (full-size RGB first, then `downscale::fit`), "after" is `Frame::fit` on the captured bytes; the two
 /// interleaved, their pictures compared pixel for pixel. Everything else the connector spends per screenshot
 /// (adb and WebSocket I/O, the file cache, the download) is the scenario's "connector CPU per frame" minus these.
 fn frame_stages(raw: &[u8], n: usize) -> serde_json::Value {
     use std::io::Write;
     use xagent_adb_connector::device::gunzip::BoundedGunzip;
-    use xagent_adb_connector::tools::frame::{raw_capture_size, Frame};
-    use xagent_adb_connector::tools::screen::{self, Format};
+    use xagent_adb_connector::pixels::blank::uniform_colour;
+    use xagent_adb_connector::pixels::downscale::fit;
+    use xagent_adb_connector::pixels::encode::{encode, Format};
+    use xagent_adb_connector::pixels::frame::{raw_capture_size, Frame, MAX_FRAME_BYTES};
     if raw.len() < 16 {
         return json!(null);
     }
@@ -263,7 +265,7 @@ fn frame_stages(raw: &[u8], n: usize) -> serde_json::Value {
     enc.write_all(raw).unwrap();
     let gz = enc.finish().unwrap();
     let inflate = || {
-        let mut d = BoundedGunzip::new(screen::MAX_FRAME_BYTES + 64, 12, raw_capture_size);
+        let mut d = BoundedGunzip::new(MAX_FRAME_BYTES + 64, 12, raw_capture_size);
         for c in gz.chunks(64 * 1024) {
             d.feed(c).unwrap();
         }
@@ -279,13 +281,13 @@ fn frame_stages(raw: &[u8], n: usize) -> serde_json::Value {
         drop(data);
         t[1] = ms(c.elapsed());
         let c = Instant::now();
-        std::hint::black_box(screen::uniform_colour(&img));
+        std::hint::black_box(uniform_colour(&img));
         t[2] = ms(c.elapsed());
         let c = Instant::now();
-        let small = screen::fit(img, 1280);
+        let small = fit(img, 1280);
         t[3] = ms(c.elapsed());
         let c = Instant::now();
-        let (jpeg, _, _) = screen::encode(&small, Format::Jpeg { quality: 80 }).unwrap();
+        let (jpeg, _, _) = encode(&small, Format::Jpeg { quality: 80 }).unwrap();
         t[4] = ms(c.elapsed());
         (small, jpeg)
     };
@@ -304,7 +306,7 @@ fn frame_stages(raw: &[u8], n: usize) -> serde_json::Value {
         drop(frame);
         t[3] = ms(c.elapsed());
         let c = Instant::now();
-        let (jpeg, _, _) = screen::encode(&small, Format::Jpeg { quality: 80 }).unwrap();
+        let (jpeg, _, _) = encode(&small, Format::Jpeg { quality: 80 }).unwrap();
         t[4] = ms(c.elapsed());
         (small, jpeg)
     };

@@ -62,6 +62,9 @@ struct Channel {
     binding: Option<Binding>,
     /// An auth session waiting for the person to approve the device (descriptor: `authenticating`).
     pending_auth: Option<String>,
+    /// Who holds the channel when it is not xAgent (an MCP session: `MCP: <client> <version>`, already cleaned and
+    /// bounded by its setter); in memory only, like the MCP session itself.
+    client: Option<String>,
 }
 
 struct Socket {
@@ -136,7 +139,7 @@ impl Hub {
             }
             inner.channels.insert(
                 row.channel_id,
-                Channel { connector_id: row.connector_id, open_on: None, binding, pending_auth: None },
+                Channel { connector_id: row.connector_id, open_on: None, binding, pending_auth: None, client: None },
             );
         }
         Ok(Arc::new(Hub {
@@ -459,9 +462,10 @@ impl Hub {
             None => {
                 let id = ids::channel_id();
                 self.store.insert_channel(&id, &connector_id, now_ms()).map_err(internal)?;
-                inner
-                    .channels
-                    .insert(id.clone(), Channel { connector_id, open_on: None, binding: None, pending_auth: None });
+                inner.channels.insert(
+                    id.clone(),
+                    Channel { connector_id, open_on: None, binding: None, pending_auth: None, client: None },
+                );
                 id
             }
         };
@@ -785,6 +789,7 @@ impl Hub {
                     device,
                     open: c.open_on.is_some(),
                     bound_since_ms: None,
+                    client: c.client.clone(),
                 })
             })
             .collect();
@@ -794,6 +799,14 @@ impl Hub {
                 h
             })
             .collect()
+    }
+
+    /// Names the holder of `channel` for operators (the wall, `/api/v1/devices`) when it is not xAgent: the MCP
+    /// endpoint sets `MCP: <client> <version>`. The caller has made `label` safe to show and bounded.
+    pub fn set_channel_client(&self, channel: &str, label: &str) {
+        if let Some(c) = self.lock().channels.get_mut(channel) {
+            c.client = Some(label.to_owned());
+        }
     }
 
     /// The state store (read by the device wall for the audit log).
@@ -818,6 +831,8 @@ pub struct Holder {
     /// Whether the channel is open on a data plane now (an agent that died keeps its device until the lease ends).
     pub open: bool,
     pub bound_since_ms: Option<u64>,
+    /// Who holds it when it is not xAgent ([`Hub::set_channel_client`]).
+    pub client: Option<String>,
 }
 
 /// Display-level hint of a serial (§9: target carries only masked hints): `R58N***7XK`.

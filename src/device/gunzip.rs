@@ -7,7 +7,7 @@
 //! CRC-32 and length (a truncated or altered stream is an error), and nothing may follow it.
 //!
 //! [`GunzipRange`] is the same for one byte range of a capture whose size is already known (the parallel capture
-//! of `tools::capture`): it must inflate to exactly the range's length, either straight into its place in the
+//! of `pixels::parallel`): it must inflate to exactly the range's length, either straight into its place in the
 //! frame's buffer ([`GunzipInto`]) or a chunk at a time to a consumer that downscales rows as they arrive
 //! ([`GunzipChunks`]).
 
@@ -297,7 +297,7 @@ impl BoundedGunzip {
 pub(crate) mod tests {
     use super::*;
 
-    /// One gzip member of `data` at level 1, as a phone's `gzip -1` writes it (also used by `tools::capture`).
+    /// One gzip member of `data` at level 1, as a phone's `gzip -1` writes it (also used by `pixels::parallel`).
     pub(crate) fn gz(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         e.write_all(data).unwrap();

@@ -3,6 +3,7 @@
 
 pub mod adb;
 pub mod conditions;
+pub mod devtools;
 pub mod fake;
 pub mod formats;
 pub mod gunzip;

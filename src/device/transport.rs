@@ -269,7 +269,7 @@ pub async fn exec_feed(
     inflate: &mut impl super::gunzip::Feed,
 ) -> Result<usize, ProtoError> {
     let mut st = open(server, serial, &format!("exec:{cmd}")).await?;
-    // 16 KiB per step: what one step inflates (and, for a fitted capture, downscales: `tools::fitting`) runs on
+    // 16 KiB per step: what one step inflates (and, for a fitted capture, downscales: `pixels::fitting`) runs on
     // the runtime's worker between two awaits, and a flat screen deflates ~100:1, so 16 KiB can be 1.6 MB of
     // frame — about a millisecond of work here, a few on a Pi. A whole compressed frame is ~100 KB: the reads
     // this adds are a handful.

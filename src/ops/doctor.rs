@@ -80,7 +80,7 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
         (None, None) => r.ok("no installed service settings; using flags, environment and defaults"),
     }
     if let Err(m) = &input.policy {
-        r.fail(m, "fix the policy file (see README \"Operator policy\"); serve refuses to start with it");
+        r.fail(m, "fix the policy file (see docs/policy.md); serve refuses to start with it");
     }
 
     outln!("adb");

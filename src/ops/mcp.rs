@@ -47,8 +47,15 @@ struct Bridge {
 }
 
 impl Bridge {
-    /// One request to the connector: status, session header, body.
-    async fn send(&self, method: Method, body: Vec<u8>) -> Result<(u16, Option<String>, Bytes), String> {
+    /// One request to the connector: status, session header, body. An event stream (a `tools/call` with a progress
+    /// token) is not collected: each event's data goes to `out` as it arrives — progress while the call runs, then
+    /// its response — and the body returned is empty.
+    async fn send(
+        &self,
+        method: Method,
+        body: Vec<u8>,
+        out: Option<&tokio::sync::mpsc::Sender<String>>,
+    ) -> Result<(u16, Option<String>, Bytes), String> {
         let tcp = tokio::net::TcpStream::connect(&self.target.authority)
             .await
             .map_err(|e| format!("cannot reach the connector at {}: {e}", self.target.authority))?;
@@ -72,6 +79,15 @@ impl Bridge {
         let resp = tx.send_request(req).await.map_err(|e| format!("the connector did not answer: {e}"))?;
         let status = resp.status().as_u16();
         let session = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let sse = resp
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        if let (true, Some(out)) = (sse, out) {
+            relay_events(resp.into_body(), out).await?;
+            return Ok((status, session, Bytes::new()));
+        }
         let body = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER)
             .collect()
             .await
@@ -80,8 +96,8 @@ impl Bridge {
         Ok((status, session, body))
     }
 
-    /// Forwards one line; `Some(line)` is what to write to stdout.
-    async fn forward(&self, line: String) -> Option<String> {
+    /// Forwards one line; `Some(line)` is what to write to stdout (an event stream's messages went to `out`).
+    async fn forward(&self, line: String, out: &tokio::sync::mpsc::Sender<String>) -> Option<String> {
         let msg: Value = match serde_json::from_str(&line) {
             Ok(v) => v,
             Err(_) => {
@@ -97,7 +113,7 @@ impl Bridge {
                 json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}}).to_string()
             })
         };
-        match self.send(Method::POST, line.into_bytes()).await {
+        match self.send(Method::POST, line.into_bytes(), Some(out)).await {
             Ok((status, session, body)) => {
                 if let Some(s) = session {
                     *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
@@ -116,6 +132,34 @@ impl Bridge {
             Err(e) => failed(e),
         }
     }
+}
+
+/// Writes each event of an SSE answer (`data:` lines, joined) to `out` as one line, as it arrives. Bounded: an
+/// event longer than [`MAX_ANSWER`] ends the stream with an error.
+async fn relay_events(mut body: hyper::body::Incoming, out: &tokio::sync::mpsc::Sender<String>) -> Result<(), String> {
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the connector's event stream failed: {e}"))?;
+        let Ok(data) = frame.into_data() else { continue };
+        buf.extend(data.iter().filter(|b| **b != b'\r'));
+        while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = buf.drain(..end + 2).collect();
+            let text = String::from_utf8_lossy(&event);
+            let data: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if !data.is_empty() {
+                // One JSON-RPC message per line on stdout: a message's own newlines are JSON whitespace.
+                let _ = out.send(data.join(" ")).await;
+            }
+        }
+        if buf.len() > MAX_ANSWER {
+            return Err("an event of the connector's stream is too long".into());
+        }
+    }
+    Ok(())
 }
 
 /// Runs until stdin ends; the exit code.
@@ -156,7 +200,7 @@ pub async fn run(url: &str, key: Option<String>) -> i32 {
         let initialize =
             line.contains("\"initialize\"") && bridge.session.lock().unwrap_or_else(|e| e.into_inner()).is_none();
         let job = async move {
-            if let Some(out) = b.forward(line).await {
+            if let Some(out) = b.forward(line, &tx).await {
                 let _ = tx.send(out).await;
             }
         };
@@ -168,7 +212,7 @@ pub async fn run(url: &str, key: Option<String>) -> i32 {
     }
     while tasks.join_next().await.is_some() {}
     if bridge.session.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
-        let _ = bridge.send(Method::DELETE, Vec::new()).await;
+        let _ = bridge.send(Method::DELETE, Vec::new(), None).await;
     }
     drop(out_tx);
     let _ = writer.await;

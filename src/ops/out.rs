@@ -1,6 +1,6 @@
 //! Standard output for the operator commands. `xagent-adb-connector card | head -c 100` closes the pipe early;
 //! `println!` would panic on that (`failed printing to stdout: Broken pipe`, exit 101/134). A reader that has
-//! seen enough is not an error: the command stops quietly with exit 0 (documented in README.md and `--help`;
+//! seen enough is not an error: the command stops quietly with exit 0 (documented in docs/commands.md and `--help`;
 //! unlike coreutils' 141 from SIGPIPE, so `set -o pipefail` scripts do not fail on `| head`).
 
 use std::io::Write;

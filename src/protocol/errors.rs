@@ -43,6 +43,9 @@ pub enum ErrorCode {
     BadFrame,
     /// Text the device cannot type (non-ASCII without the ADB Keyboard IME).
     UnsupportedText,
+    /// A multi-touch gesture (`android_pinch`, `android_gesture`) on a phone whose helper cannot inject it: `input`
+    /// has no multi-touch, and a one-finger swipe in its place would do something else.
+    UnsupportedGesture,
     /// `android_ui_wait` saw no matching element within its timeout.
     UiWaitTimeout,
     /// An element from an observation is no longer on screen and could not be re-resolved by its identity.
@@ -103,6 +106,7 @@ impl ErrorCode {
             Self::PermissionDenied => "permission_denied",
             Self::BadFrame => "bad_frame",
             Self::UnsupportedText => "unsupported_text",
+            Self::UnsupportedGesture => "unsupported_gesture",
             Self::UiWaitTimeout => "ui_wait_timeout",
             Self::StaleElement => "stale_element",
             Self::AmbiguousElement => "ambiguous_element",
@@ -151,6 +155,7 @@ impl ErrorCode {
         Self::PermissionDenied,
         Self::BadFrame,
         Self::UnsupportedText,
+        Self::UnsupportedGesture,
         Self::UiWaitTimeout,
         Self::StaleElement,
         Self::AmbiguousElement,

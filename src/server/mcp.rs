@@ -5,7 +5,9 @@
 //! (sessions in its own unbounded map, its own SSE streams) and brings tower, axum-style routing, SSE and uuid
 //! crates; what the endpoint needs is a JSON-RPC dispatch of four methods on the hyper server we have, behind our
 //! key check, per-source failure limit and caps. Answers are single JSON responses (`application/json`, which the
-//! transport allows for every request); `GET /mcp` (a server-initiated stream) is 405, as the transport allows.
+//! transport allows for every request), except a `tools/call` carrying a progress token, answered as an event stream
+//! of progress then the response ([`stream`]); `GET /mcp` (a server-initiated stream) is 405, as the transport
+//! allows. A running call ends with `notifications/cancelled` naming it, or with its client's connection.
 //!
 //! One MCP session is one connector channel, opened at `initialize` on an in-process data plane
 //! ([`super::ws::local`]): every `tools/call` is a `tool.invoke` packet through the same dispatcher a WebSocket frame
@@ -24,8 +26,14 @@ use hyper::header::{HeaderValue, ALLOW};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Map, Value};
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use tokio_util::sync::CancellationToken;
+
 use super::auth::{check_api_key, Surface};
-use super::ws::local::Local;
+use super::stall::WriteDeadline;
+use super::ws::local::{Hooks, Local};
 use super::App;
 use crate::http::{error, json_response, Body};
 use crate::protocol::packet::obj;
@@ -41,6 +49,14 @@ pub const MAX_INLINE_IMAGE: u64 = 1 << 20;
 pub const SELECT_DEVICE: &str = "select_device";
 const FLOW: &str = "adb_device";
 const SESSION_HEADER: &str = "mcp-session-id";
+/// A `tools/call` with a progress token that runs longer than this hears `notifications/progress` at least this
+/// often (elapsed time), besides the steps the tool reports.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+/// Longest `clientInfo.name` / `version` shown on the wall (client-supplied).
+const MAX_CLIENT_NAME: usize = 64;
+/// Events queued for one progress stream: a client that stops reading holds at most these, and the write deadline
+/// (`--ws-write-timeout`, armed on the socket: `server::stall`) ends its connection, which cancels the call.
+const STREAM_QUEUE: usize = 4;
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// The open MCP sessions, and the connector instance they share (one instance for every MCP session, so ended
@@ -54,10 +70,15 @@ pub struct Sessions {
 struct McpSession {
     local: Local,
     channel: String,
+    /// The wall's name for this session's holder: `MCP: <clientInfo.name> <version>`, cleaned and bounded.
+    label: String,
+    /// Running `tools/call` requests by their JSON-RPC id (its JSON text: `"1"` is not `1`), for
+    /// `notifications/cancelled`.
+    running: Mutex<HashMap<String, (u64, CancellationToken)>>,
     last: Mutex<Instant>,
     /// Two first calls at once bind one phone, not two.
     bind: tokio::sync::Mutex<()>,
-    ended: tokio_util::sync::CancellationToken,
+    ended: CancellationToken,
     /// A place under `--max-sessions`, shared with the WebSocket sessions.
     _permit: tokio::sync::OwnedSemaphorePermit,
 }
@@ -154,6 +175,7 @@ fn answer(status: StatusCode, v: &Value) -> Response<Body> {
 
 async fn post(app: Arc<App>, req: Request<Incoming>, session_id: Option<String>) -> Response<Body> {
     let host = req.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let write_deadline = req.extensions().get::<WriteDeadline>().cloned();
     let (max, deadline) = (app.cfg.max_message_bytes, app.cfg.limits.body_timeout);
     let body = match super::http::read_small_body(req.into_body(), max, deadline).await {
         Ok(b) => b,
@@ -172,6 +194,9 @@ async fn post(app: Arc<App>, req: Request<Incoming>, session_id: Option<String>)
         // A notification (`notifications/initialized`, `notifications/cancelled`) or a response: nothing to answer.
         if let Some(s) = session_id.as_deref().and_then(|id| app.mcp.get(id)) {
             *s.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            if method == "notifications/cancelled" {
+                cancelled(&s, msg.get("params"));
+            }
         }
         let mut r = Response::new(crate::http::full(""));
         *r.status_mut() = StatusCode::ACCEPTED;
@@ -181,6 +206,7 @@ async fn post(app: Arc<App>, req: Request<Incoming>, session_id: Option<String>)
     if method == "initialize" {
         return initialize(&app, &id, &params).await;
     }
+    let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| is_token(t)).cloned();
     let Some(sid) = session_id else {
         let e = rpc_error(&id, -32600, "Mcp-Session-Id is required after initialize");
         return answer(StatusCode::BAD_REQUEST, &e);
@@ -194,10 +220,10 @@ async fn post(app: Arc<App>, req: Request<Incoming>, session_id: Option<String>)
     let reply = match method.as_str() {
         "ping" => rpc_result(&id, json!({})),
         "tools/list" => rpc_result(&id, json!({"tools": tool_list(&app)})),
-        "tools/call" => match call(&app, &session, &params, &host).await {
-            Ok(result) => rpc_result(&id, result),
-            Err(message) => rpc_error(&id, -32602, &message),
-        },
+        "tools/call" => {
+            let running = Running::new(&session, &id);
+            return stream(app, session, id, params, host, progress_token, running, write_deadline);
+        }
         _ => rpc_error(&id, -32601, "method not found: this server offers tools (tools/list, tools/call) and ping"),
     };
     answer(StatusCode::OK, &reply)
@@ -240,17 +266,21 @@ async fn initialize(app: &Arc<App>, id: &Value, params: &Map<String, Value>) -> 
         return answer(StatusCode::SERVICE_UNAVAILABLE, &rpc_error(id, -32603, &m));
     };
     let sid = proto::ids::random_hex(16);
+    let label = client_label(params.get("clientInfo"));
+    app.hub.set_channel_client(&channel, &label);
     let session = Arc::new(McpSession {
         local,
         channel: channel.clone(),
+        label,
+        running: Mutex::default(),
         last: Mutex::new(Instant::now()),
         bind: tokio::sync::Mutex::new(()),
-        ended: tokio_util::sync::CancellationToken::new(),
+        ended: CancellationToken::new(),
         _permit: permit,
     });
     app.mcp.map.lock().unwrap_or_else(|e| e.into_inner()).insert(sid.clone(), session.clone());
+    tracing::info!(%channel, client = %session.label, "MCP session started");
     tokio::spawn(expire(app.clone(), sid.clone(), session));
-    tracing::info!(%channel, "MCP session started");
     let result = json!({
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": false}},
@@ -371,7 +401,13 @@ async fn bind(s: &McpSession, input: Map<String, Value>) -> Result<Map<String, V
     }
 }
 
-async fn call(app: &App, s: &McpSession, params: &Map<String, Value>, host: &str) -> Result<Value, String> {
+async fn call(
+    app: &App,
+    s: &McpSession,
+    params: &Map<String, Value>,
+    host: &str,
+    hooks: Hooks,
+) -> Result<Value, String> {
     let name = params.get("name").and_then(Value::as_str).ok_or("tools/call needs params.name")?;
     let args = match params.get("arguments") {
         None | Some(Value::Null) => Map::new(),
@@ -407,7 +443,7 @@ async fn call(app: &App, s: &McpSession, params: &Map<String, Value>, host: &str
     if let Some(call_id) = params.get("_meta").and_then(|m| m.get("tool_call_id")).and_then(Value::as_str) {
         payload.insert("context".into(), json!({"tool_call_id": call_id}));
     }
-    let ack = s.local.request("tool.invoke", Some(&s.channel), payload).await;
+    let ack = s.local.call(&s.channel, payload, hooks).await;
     if let Some(e) = packet_error(&ack) {
         return Ok(e);
     }
@@ -421,6 +457,171 @@ async fn call(app: &App, s: &McpSession, params: &Map<String, Value>, host: &str
         out["structuredContent"] = result;
     }
     Ok(out)
+}
+
+/// `MCP: <clientInfo.name> <version>` for the wall and `/api/v1/devices`: the client names itself, so the words
+/// are treated like a phone's (printable, no bidi controls: `device::text::phone_text`) and bounded.
+fn client_label(info: Option<&Value>) -> String {
+    let field = |k: &str| {
+        let v = info.and_then(|i| i.get(k)).and_then(Value::as_str).unwrap_or("");
+        crate::device::text::phone_text(v, MAX_CLIENT_NAME)
+    };
+    let (name, version) = (field("name"), field("version"));
+    let name = if name.is_empty() { "unnamed client".to_owned() } else { name };
+    if version.is_empty() {
+        format!("MCP: {name}")
+    } else {
+        format!("MCP: {name} {version}")
+    }
+}
+
+/// A progress token as the specification has it: a string or an integer (not a boolean, not a float).
+fn is_token(t: &Value) -> bool {
+    t.is_string() || t.is_i64() || t.is_u64()
+}
+
+/// One running `tools/call` in its session's table, removed when the request is done (answered, cancelled, or its
+/// HTTP connection gone).
+struct Running {
+    session: Arc<McpSession>,
+    key: String,
+    /// Which entry is this one's (a later call may reuse the id).
+    serial: u64,
+    cancel: CancellationToken,
+}
+
+impl Running {
+    fn new(session: &Arc<McpSession>, id: &Value) -> Running {
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (key, cancel) = (id.to_string(), CancellationToken::new());
+        let mut map = session.running.lock().unwrap_or_else(|e| e.into_inner());
+        // A client reusing the id of a call still running: the new one is the one a cancel names.
+        map.insert(key.clone(), (serial, cancel.clone()));
+        Running { session: session.clone(), key, serial, cancel }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut map = self.session.running.lock().unwrap_or_else(|e| e.into_inner());
+        if map.get(&self.key).is_some_and(|(serial, _)| *serial == self.serial) {
+            map.remove(&self.key);
+        }
+    }
+}
+
+/// `notifications/cancelled`: the named running call is stopped the way a channel close stops one (its future
+/// dropped, its device command hung up; `server::ws::tool`), audited with its outcome, and not answered. An unknown
+/// or finished id is ignored, as the specification says.
+fn cancelled(s: &McpSession, params: Option<&Value>) {
+    let Some(id) = params.and_then(|p| p.get("requestId")) else { return };
+    let token = s.running.lock().unwrap_or_else(|e| e.into_inner()).get(&id.to_string()).map(|(_, t)| t.clone());
+    if let Some(t) = token {
+        tracing::info!(channel = %s.channel, "MCP client cancelled a running tools/call");
+        t.cancel();
+    }
+}
+
+fn sse_event(v: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {v}\n\n"))
+}
+
+/// A `tools/call`, answered while it runs. With `_meta.progressToken` the answer is an event stream
+/// (`text/event-stream`) of `notifications/progress` — the steps the tool reports (`tool.progress.push`: an upload's
+/// bytes, a wait's polls) and, at least every [`HEARTBEAT`], the time elapsed — then the JSON-RPC
+/// response as its last event. `progress` is the seconds elapsed (it must grow with every notification, and not every
+/// call has a fraction); the tool's fraction, when it has one, is in the message. Without a token the answer is one
+/// JSON body, preceded by a space every [`HEARTBEAT`] (JSON's own whitespace).
+///
+/// Both keep writing for the same reason: hyper does not read an HTTP/1 connection while its answer is pending, so a
+/// client that went away is noticed only by a write that fails — and then the call is cancelled (its future dropped,
+/// its device command hung up), as it is by `notifications/cancelled`. A cancelled request is not answered (MCP
+/// "Cancellation"): its stream or body just ends. Bounded: [`STREAM_QUEUE`] chunks, each write under the connection's
+/// write deadline (`server::stall`); a client that stops reading loses the connection and the call.
+#[allow(clippy::too_many_arguments)]
+fn stream(
+    app: Arc<App>,
+    session: Arc<McpSession>,
+    id: Value,
+    params: Map<String, Value>,
+    host: String,
+    token: Option<Value>,
+    running: Running,
+    deadline: Option<WriteDeadline>,
+) -> Response<Body> {
+    let stall = app.cfg.limits.ws_write_timeout;
+    if let Some(d) = &deadline {
+        d.arm(stall);
+    }
+    let sse = token.is_some();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(STREAM_QUEUE);
+    tokio::spawn(async move {
+        let _guard = app.tasks.enter();
+        let (ptx, mut prx) = tokio::sync::mpsc::channel::<Packet>(STREAM_QUEUE);
+        let cancel = running.cancel.clone();
+        let hooks = Hooks { cancel: cancel.clone(), progress: sse.then_some(ptx) };
+        let work = call(&app, &session, &params, &host, hooks);
+        tokio::pin!(work);
+        let started = Instant::now();
+        let mut last = 0.0f64;
+        let mut beat = tokio::time::interval_at((started + HEARTBEAT).into(), HEARTBEAT);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut progress = |message: String| {
+            let Some(token) = &token else { return Bytes::from_static(b" ") };
+            // Milliseconds, strictly growing (two events in one millisecond still grow).
+            let now = (started.elapsed().as_millis() as f64 / 1000.0).max(last + 0.001);
+            last = now;
+            let params = json!({"progressToken": token, "progress": now, "message": message});
+            sse_event(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}))
+        };
+        let send = |bytes: Bytes| {
+            let tx = tx.clone();
+            async move { matches!(tokio::time::timeout(stall, tx.send(bytes)).await, Ok(Ok(()))) }
+        };
+        loop {
+            let chunk = tokio::select! {
+                r = &mut work => {
+                    if cancel.is_cancelled() {
+                        return; // not answered: the stream (or the body) ends here
+                    }
+                    let reply = match r {
+                        Ok(result) => rpc_result(&id, result),
+                        Err(message) => rpc_error(&id, -32602, &message),
+                    };
+                    send(if sse { sse_event(&reply) } else { Bytes::from(reply.to_string()) }).await;
+                    return;
+                }
+                // The answer's body was dropped (the connection ended, or its write deadline passed): the call is
+                // cancelled; dropping `work` here drops the call's future (whose own guard cancels it as well).
+                _ = tx.closed() => {
+                    cancel.cancel();
+                    return;
+                }
+                Some(p) = prx.recv() => {
+                    let pl = p.payload();
+                    let mut m = pl.get("message").and_then(Value::as_str).unwrap_or("running").to_owned();
+                    if let Some(f) = pl.get("progress").and_then(Value::as_f64) {
+                        m.push_str(&format!(" ({:.0} %)", f * 100.0));
+                    }
+                    progress(m)
+                }
+                _ = beat.tick() => progress(format!("running, {:.1} s elapsed", started.elapsed().as_secs_f64())),
+            };
+            if !send(chunk).await {
+                cancel.cancel();
+                return;
+            }
+        }
+    });
+    let body = StreamBody::new(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::io::Error>(Frame::data(b)), rx))
+    }));
+    let mut r = Response::new(body.boxed());
+    let kind = if sse { "text/event-stream" } else { "application/json" };
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    r.headers_mut().insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
 }
 
 /// A file of a result: an image small enough inline (its one-time URL still unused), anything else a resource

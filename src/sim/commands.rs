@@ -1096,6 +1096,10 @@ fn cat(dev: &Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
             io.out.extend_from_slice(stdin);
             continue;
         }
+        if *f == "/proc/net/unix" {
+            io.out(&super::devtools::proc_net_unix(dev));
+            continue;
+        }
         if *f == "/proc/uptime" {
             // Linux fs/proc/uptime.c: seconds since boot and idle seconds of all CPUs, two decimals each.
             let up = dev.booted.elapsed();
@@ -2174,9 +2178,9 @@ mod tests {
         d.fs.write("/data/local/tmp/xagent-0123.raw", vec![1; 10], 0o600, now - 3600, false).unwrap();
         d.fs.write("/data/local/tmp/xagent-4567.raw", vec![1; 10], 0o600, now, false).unwrap();
         d.fs.write("/data/local/tmp/app.apk", vec![1; 10], 0o600, now - 3600, false).unwrap();
-        let r = run_script(&mut d, crate::tools::capture::PROBE, b"");
+        let r = run_script(&mut d, crate::pixels::parallel::PROBE, b"");
         assert!(r.stderr.is_empty(), "{}", String::from_utf8_lossy(&r.stderr));
-        let probed = crate::tools::capture::parse_probe(&r.stdout);
+        let probed = crate::pixels::parallel::parse_probe(&r.stdout);
         assert_eq!((probed.gzip, probed.streams), (true, 4));
         let mut left = d.fs.files_under("/data/local/tmp");
         left.sort();

@@ -74,6 +74,8 @@ pub struct Device {
     pub idle_timeout: std::time::Duration,
     /// How screen captures lie (hostile-phone tests); [`FrameLie::None`] for an honest phone.
     pub frame_lie: FrameLie,
+    /// How the browser stand-in's DevTools socket lies (hostile-page tests); `Lie::None` for an honest one.
+    pub devtools_lie: super::devtools::Lie,
     /// Shell-protocol v2 packets and sync `DATA` chunks announce 0xFFFFFFF0 bytes (hostile-phone tests).
     pub length_lie: bool,
     /// Command lines answered with a scripted output instead of running (hostile-phone tests): the first entry
@@ -175,6 +177,14 @@ impl Device {
             );
         }
         packages.insert(
+            super::ui::WEBVIEW_APP_PACKAGE.into(),
+            Package {
+                system: false,
+                path: "/data/app/~~aGVscA==/com.xagent.help-1/base.apk".into(),
+                launcher_activity: "com.xagent.help.MainActivity".into(),
+            },
+        );
+        packages.insert(
             "com.xagent.demo".into(),
             Package {
                 system: false,
@@ -230,6 +240,7 @@ impl Device {
             installs: 0,
             idle_timeout: std::time::Duration::from_secs(10),
             frame_lie: FrameLie::None,
+            devtools_lie: super::devtools::Lie::None,
             length_lie: false,
             answers: Vec::new(),
             cores: super::Cores::default(),

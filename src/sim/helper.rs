@@ -338,10 +338,18 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
                 return Err(BAD_PATH.to_owned());
             }
             refuse(shared, "touch")?;
-            // The simulated UI knows single touches: the first pointer's path stands for the gesture.
-            let p = &pointers[0];
-            let n = p.len();
-            super::commands::swipe(&mut dev, [p[0], p[1], p[n - 2], p[n - 1]], ms as u32);
+            let pointers: Vec<Vec<(i32, i32)>> =
+                pointers.iter().map(|p| p.chunks(2).map(|xy| (xy[0], xy[1])).collect()).collect();
+            // Recorded as it arrived (every pointer's points), so a test sees what a phone would have been sent.
+            dev.record_event(super::InputEvent::Gesture { duration_ms: ms as u32, pointers: pointers.clone() });
+            let fingers = pointers.len();
+            dev.log('D', "InputDispatcher", &format!("Delivering a {fingers}-pointer gesture {ms}ms"));
+            // The simulated UI knows single touches: one finger's path scrolls as a swipe does; more fingers
+            // (pinch, rotate) change nothing it models.
+            if let [p] = pointers.as_slice() {
+                let ((x1, y1), (x2, y2)) = (p[0], p[p.len() - 1]);
+                dev.ui.swipe(x1, y1, x2, y2);
+            }
             Ok((String::new(), costs.helper_call + Duration::from_millis(ms as u64)))
         }
         "key" => {

@@ -25,6 +25,7 @@
 pub mod commands;
 pub mod costs;
 pub mod device;
+pub mod devtools;
 pub mod font;
 pub mod fs;
 pub mod helper;
@@ -215,6 +216,12 @@ pub enum InputEvent {
     Text(String),
     /// Canonical key name, e.g. `KEYCODE_HOME` (numeric codes are translated).
     Key(String),
+    /// A multi-touch gesture through the phone helper's `gesture` verb: each pointer's path (pointer 0 first),
+    /// every path with the same number of points; point *j* of *P* is reached at *j*·`duration_ms`/(*P*−1).
+    Gesture {
+        duration_ms: u32,
+        pointers: Vec<Vec<(i32, i32)>>,
+    },
 }
 
 /// State shared by the accept loop, every connection and every service task.
@@ -315,6 +322,21 @@ impl SimPhone {
 
     /// Makes every later shell-protocol v2 output packet and sync `DATA` chunk announce 0xFFFFFFF0 bytes (then
     /// send a few and stall), as a broken or malicious adbd could; `false` makes the phone honest again.
+    /// Makes the browser stand-in's DevTools socket hostile (see [`devtools::Lie`]).
+    pub fn lie_about_devtools(&self, lie: devtools::Lie) {
+        self.device().devtools_lie = lie;
+    }
+
+    /// The browser page's search field's text.
+    pub fn web_query(&self) -> String {
+        self.device().ui.web_query.clone()
+    }
+
+    /// How far the browser's page is scrolled (screen pixels).
+    pub fn web_scroll(&self) -> i32 {
+        self.device().ui.web_scroll
+    }
+
     pub fn lie_about_lengths(&self, lie: bool) {
         self.device().length_lie = lie;
     }

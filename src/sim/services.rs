@@ -42,6 +42,8 @@ pub enum Service {
     Framebuffer,
     /// Services that print one message and close (`root:`, `tcpip:`...).
     Message(String),
+    /// `localabstract:NAME`: a stream to an abstract unix socket on the phone (the browser's DevTools).
+    LocalAbstract(String),
 }
 
 /// Maps an OPEN payload to a service; `None` means "unknown service" (answered with CLSE).
@@ -72,6 +74,9 @@ pub fn parse(name: &str) -> Option<Service> {
             let args = rest.split('\0').map(str::to_string).collect();
             return Some(Service::Abb { args, v2 });
         }
+    }
+    if let Some(socket) = name.strip_prefix("localabstract:") {
+        return Some(Service::LocalAbstract(socket.to_string()));
     }
     if let Some(arg) = name.strip_prefix("reboot:") {
         return Some(Service::Reboot(arg.to_string()));
@@ -271,9 +276,10 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
     // Every stream costs a round trip over USB (and a shell adbd's `sh` fork) before its service runs.
     let open = shared.cfg.costs.stream_open;
     if !open.is_zero() {
+        // What the client sends meanwhile (a DevTools request right after the OPEN) is kept for the service.
         tokio::select! {
             _ = tokio::time::sleep(open) => {}
-            _ = input.wait_closed() => return,
+            _ = input.wait_closed_keeping() => return,
         }
     }
     match service {
@@ -341,6 +347,7 @@ pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: Stream
         Service::Message(msg) => {
             let _ = out.write(msg.as_bytes()).await;
         }
+        Service::LocalAbstract(socket) => super::devtools::serve(shared, socket, input, out).await,
     }
 }
 

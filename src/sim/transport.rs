@@ -160,6 +160,14 @@ impl StreamIn {
         Some(std::mem::replace(&mut self.pending, rest))
     }
 
+    /// Waits until the peer closes the stream, keeping what it sends for the next `recv`/`read_exact` (a service
+    /// that has not started yet must not lose the bytes its client sent right after the OPEN).
+    pub async fn wait_closed_keeping(&mut self) {
+        while let Some(chunk) = self.rx.recv().await {
+            self.pending.extend_from_slice(&chunk);
+        }
+    }
+
     /// Waits until the peer closes the stream, discarding anything it sends.
     pub async fn wait_closed(&mut self) {
         self.pending.clear();

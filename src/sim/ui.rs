@@ -72,6 +72,11 @@ pub const BROWSER_PACKAGE: &str = "com.android.chrome";
 pub const BROWSER_URL: &str = "sim.example/start";
 pub const BROWSER_TITLE: &str = "Sim Start Page";
 pub const BROWSER_LINKS: [&str; 3] = ["Today's news", "Weather", "About this page"];
+/// The text at the bottom of the browser's page, below the screen until the page is scrolled.
+pub const BROWSER_FOOTER: &str = "End of page";
+/// An app whose screen is a WebView that is not debuggable (no DevTools socket): its content is one node.
+pub const WEBVIEW_APP_PACKAGE: &str = "com.xagent.help";
+pub const WEBVIEW_APP_TEXT: &str = "Help center";
 
 /// The screen lock the simulated user chose (Settings → Security → Screen lock).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -163,6 +168,8 @@ pub struct BrowserLayout {
     pub heading: Rect,
     pub links: [Rect; 3],
     pub search: Rect,
+    /// The page's last paragraph ([`BROWSER_FOOTER`]).
+    pub footer: Rect,
 }
 
 /// What a tap hit (so the caller can log it like a real app would).
@@ -229,6 +236,8 @@ pub struct Ui {
     /// The browser page's search field: its text and whether it has the focus (typed text then goes there).
     pub web_query: String,
     pub web_focused: bool,
+    /// How far the browser's page is scrolled, in screen pixels (0 = top): its content rectangles move up by it.
+    pub web_scroll: i32,
     /// Labels of the apps' elements that taps hit (demo list, Reset, Settings rows, web links), oldest first.
     pub clicks: Vec<String>,
     /// A status-bar indicator that advances one step every period from the given start (a download's progress,
@@ -261,6 +270,7 @@ impl Ui {
             settings_offset: 0,
             web_query: String::new(),
             web_focused: false,
+            web_scroll: 0,
             clicks: Vec::new(),
             ticking: None,
         }
@@ -340,19 +350,29 @@ impl Ui {
         rows_in(l.list, l.row_height, SETTINGS_ROWS.len() as i32, self.settings_offset)
     }
 
+    /// The browser's geometry, its page's content moved up by [`Ui::web_scroll`] (not clipped to the page).
     pub fn browser_layout(&self) -> BrowserLayout {
         let (w, h) = self.logical_size();
         let (w, h) = (w as i32, h as i32);
+        let s = self.web_scroll;
         let y = |permille: i32| h * permille / 1000;
         let (left, right) = (w / 12, w * 11 / 12);
-        let link = |i: i32| Rect { left, top: y(230 + i * 70), right, bottom: y(280 + i * 70) };
+        let link = |i: i32| Rect { left, top: y(230 + i * 70) - s, right, bottom: y(280 + i * 70) - s };
         BrowserLayout {
             url_bar: Rect { left: w / 24, top: y(45), right: w * 23 / 24, bottom: y(95) },
             page: Rect { left: 0, top: y(110), right: w, bottom: h },
-            heading: Rect { left, top: y(140), right, bottom: y(200) },
+            heading: Rect { left, top: y(140) - s, right, bottom: y(200) - s },
             links: [link(0), link(1), link(2)],
-            search: Rect { left, top: y(470), right, bottom: y(530) },
+            search: Rect { left, top: y(470) - s, right, bottom: y(530) - s },
+            footer: Rect { left, top: y(1500) - s, right, bottom: y(1550) - s },
         }
+    }
+
+    /// The browser page's largest scroll offset (its footer just above the screen's bottom).
+    pub fn max_web_scroll(&self) -> i32 {
+        let (_, h) = self.logical_size();
+        let h = h as i32;
+        (h * 1590 / 1000 - h).max(0)
     }
 
     /// `input swipe`: a vertical drag inside the demo list scrolls it (content follows the finger).
@@ -370,6 +390,9 @@ impl Ui {
         }
         if self.screen_on && self.on_settings() && self.settings_layout().list.contains(x1, y1) {
             self.settings_offset = (self.settings_offset + (y1 - y2)).clamp(0, self.max_settings_offset());
+        }
+        if self.screen_on && self.on_browser() && self.browser_layout().page.contains(x1, y1) {
+            self.web_scroll = (self.web_scroll + (y1 - y2)).clamp(0, self.max_web_scroll());
         }
     }
 
@@ -425,6 +448,10 @@ impl Ui {
         }
         if self.screen_on && self.on_browser() {
             let b = self.browser_layout();
+            if !b.page.contains(x, y) {
+                self.web_focused = false;
+                return TapOutcome::Nothing;
+            }
             self.web_focused = b.search.contains(x, y);
             if self.web_focused {
                 return TapOutcome::FocusedField;
@@ -737,6 +764,26 @@ impl Ui {
             let mut q = Node::field(&self.web_query, "q", b.search);
             q.focused = self.web_focused;
             page.children.push(q);
+            let mut footer = Node::text(BROWSER_FOOTER, "", b.footer);
+            footer.class = "android.view.View";
+            page.children.push(footer);
+            // What scrolled off the page is not on screen: uiautomator reports the rest clipped to the view.
+            page.children.retain(|n| {
+                let r = n.bounds.intersect(b.page);
+                r.right > r.left && r.bottom > r.top
+            });
+            for n in &mut page.children {
+                n.bounds = n.bounds.intersect(b.page);
+            }
+            nodes.push(page);
+        } else if self.foreground.package == WEBVIEW_APP_PACKAGE {
+            // A WebView that is not debuggable, as uiautomator often reports one: a single node, its content
+            // unknown (tools::web reports it opaque).
+            let b = self.browser_layout();
+            nodes.push(Node::text("Help", "com.xagent.help:id/toolbar_title", l.title));
+            let mut page = Node::text(WEBVIEW_APP_TEXT, "com.xagent.help:id/webview", b.page);
+            page.class = "android.webkit.WebView";
+            page.focusable = true;
             nodes.push(page);
         } else {
             nodes.push(Node::text(&self.foreground.package, "android:id/title", l.title));

@@ -232,7 +232,7 @@ fn migrate_fixup(tx: &rusqlite::Transaction<'_>, version: usize) -> Result<()> {
 /// few rows of a few hundred bytes: with SQLite's default 4 KiB pages that was ~33 KiB per tap. Measured with a
 /// 5-phone tap burst (tests/footprint.rs, same code): 1 KiB pages ≈ 5 KiB per tap, 512-byte pages ≈ 3.4 KiB (rows
 /// still fit a page: the largest, an audit row, is ~300 bytes). An existing database keeps its page size (changing
-/// it takes a VACUUM; README, "Storage writes").
+/// it takes a VACUUM; docs/storage.md).
 const PAGE_SIZE: i64 = 512;
 
 /// WAL pages between automatic checkpoints (see `init`).

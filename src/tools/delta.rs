@@ -232,6 +232,7 @@ mod tests {
             focusable: false,
             password: false,
             bounds,
+            web: false,
         }
     }
 

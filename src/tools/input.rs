@@ -59,15 +59,15 @@ pub const KEYS: &[&str] = &[
 const POWER_KEYS: &[&str] = &["POWER", "WAKEUP", "SLEEP"];
 
 /// A coordinate argument: device pixels; the screen's own size is checked before acting.
-const MAX_COORD: i64 = 100_000;
+pub(super) const MAX_COORD: i64 = 100_000;
 
 /// `woke` in an input tool's result: the phone was asleep and was woken before the input (policy auto_wake).
-fn woke_schema() -> Value {
+pub(super) fn woke_schema() -> Value {
     json!({"type": "boolean"})
 }
 
 /// Adds `woke: true` to a result when the gate woke the phone.
-fn with_woke(mut v: Value, woke: bool) -> Value {
+pub(super) fn with_woke(mut v: Value, woke: bool) -> Value {
     if woke {
         v["woke"] = json!(true);
     }
@@ -573,11 +573,11 @@ async fn scroll(c: &Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
 }
 
 /// The schema of the `element` part of an action's result: the element as it was right before the action.
-fn acted_schema() -> Value {
+pub(super) fn acted_schema() -> Value {
     ui::element_schema(false)
 }
 
-fn re_resolved_schema() -> Value {
+pub(super) fn re_resolved_schema() -> Value {
     json!({"type": "boolean"})
 }
 
@@ -609,7 +609,7 @@ async fn locate(
 }
 
 /// Adds which element was acted on to an action's result.
-fn with_element(mut v: Value, on: Option<Resolved>) -> Value {
+pub(super) fn with_element(mut v: Value, on: Option<Resolved>) -> Value {
     if let Some(r) = on {
         v["element"] = r.to_json();
         v["re_resolved"] = json!(r.re_resolved);

@@ -3,18 +3,17 @@
 
 pub mod apps;
 pub mod args;
-pub mod capture;
 pub mod delta;
 pub mod device;
 pub mod files;
-pub mod fitting;
-pub mod frame;
+pub mod gesture;
 pub mod human;
 pub mod input;
 pub mod logcat;
 pub mod notifications;
 pub mod observe;
 pub mod permits;
+pub mod picture;
 pub mod power;
 pub mod record;
 pub mod schema;
@@ -25,6 +24,7 @@ pub mod status;
 pub mod suggest;
 pub mod target;
 pub mod ui;
+pub mod web;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -139,6 +139,7 @@ impl Registry {
     ) -> Registry {
         let mut tools = status::tools(adb);
         tools.extend(input::tools(adb, power::InputGate::of(policy)));
+        tools.extend(gesture::tools(adb, power::InputGate::of(policy)));
         tools.extend(power::tools(adb));
         tools.extend(ui::tools(adb));
         tools.extend(apps::tools(adb));
@@ -146,7 +147,7 @@ impl Registry {
         tools.extend(notifications::tools(adb, policy));
         tools.extend(screen::tools(adb));
         tools.extend(record::tools(adb));
-        tools.extend(observe::tools(adb));
+        tools.extend(observe::tools(adb, policy.web_content()));
         tools.extend(files::tools(adb));
         let human = Arc::new(human::Requests::default());
         tools.extend(human::tools(&human));

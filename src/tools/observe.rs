@@ -18,13 +18,16 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::device::{tool, Ctx};
-use super::screen::{self, CapturePath, Format, DEFAULT_PATH};
+use super::picture;
 use super::ui::{self, Element};
+use super::web::{self, Web};
 use super::{args, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::formats;
 use crate::device::{Backend, DeviceKey};
 use crate::files::{self, NewFile};
+use crate::pixels::capture::{capture, CapturePath, DEFAULT_PATH};
+use crate::pixels::encode::{encode, Format};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// How long an observation can be acted on. Agents think between steps (an LLM turn can take a minute); after
@@ -35,6 +38,9 @@ pub const OBSERVATIONS_PER_CHANNEL: usize = 8;
 /// How long observe waits for the UI tree: uiautomator's own idle wait is 10 s, after which a screen that never
 /// idles is reported (`ui_available: false`); the picture comes back within ~15 s whatever the tree does.
 const OBSERVE_DUMP_DEADLINE: Duration = Duration::from_secs(13);
+/// When the tree and a web page's read are done at the latest (the page gets what the tree left of it, at most
+/// `web::READ_DEADLINE`): the observe still answers within ~15 s.
+const OBSERVE_TREE_AND_PAGE: Duration = Duration::from_secs(15);
 /// Channels whose observations are kept at once (bounds memory whatever the number of channels).
 const MAX_CHANNELS: usize = 4096;
 
@@ -408,7 +414,7 @@ fn fill(img: &mut RgbImage, x0: u32, y0: u32, x1: u32, y1: u32, color: [u8; 3], 
 fn element_schema() -> Value {
     let mut s = super::ui::element_schema(true);
     if let Some(Value::String(d)) = s.get_mut("description") {
-        d.push_str("; marked: has a numbered box in the image");
+        d.push_str("; marked: has a numbered box in the image; source: \"web\" = read from the page (see web)");
     }
     s
 }
@@ -420,11 +426,11 @@ struct ObserveArgs {
     #[serde(default = "yes")]
     marks: bool,
     /// Longest side in px (downscaled); 0 = full size
-    #[schemars(range(min = 0, max = screen::MAX_SIDE_ARG))]
-    #[serde(default = "screen::side_1280")]
+    #[schemars(range(min = 0, max = picture::MAX_SIDE_ARG))]
+    #[serde(default = "picture::side_1280")]
     max_side: u32,
     #[schemars(range(min = 1, max = 100))]
-    #[serde(default = "screen::quality_80")]
+    #[serde(default = "picture::quality_80")]
     quality: u8,
     /// List only the interactive (marked) elements
     #[serde(default)]
@@ -438,7 +444,8 @@ fn yes() -> bool {
     true
 }
 
-pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
+/// `web_content`: the operator's policy lets observe read web pages (`tools::web`).
+pub fn tools(adb: &Arc<AdbBackend>, web_content: bool) -> Vec<Arc<dyn Tool>> {
     vec![tool(
         ToolSpec {
             id: "android_observe",
@@ -466,20 +473,23 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "ui_unavailable_reason": {"type": "string"},
                     "hint": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
+                    "web": {"type": "object", "description": "When a WebView shows: state ok (its page's elements \
+                            are listed, source web), opaque (not debuggable: one node), failed or off, with reason; \
+                            url, title"},
                     "elements": {"type": "array", "items": element_schema()}}}),
             side_effect: false,
             settles: false,
             deadline: Duration::from_secs(30),
         },
         adb,
-        |c| async move { observe(c).await },
+        move |c| async move { observe(c, web_content).await },
     )]
 }
 
-async fn observe(c: Ctx) -> Result<Value, ProtoError> {
+async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     let a: ObserveArgs = c.parse()?;
     let (marks, only_interactive) = (a.marks, a.only_interactive);
-    let max_side = a.max_side.min(screen::MAX_SIDE_ARG);
+    let max_side = a.max_side.min(picture::MAX_SIDE_ARG);
     let quality = a.quality.clamp(1, 100);
     let max = a.max_elements.max(1) as usize;
     let d = c.spec.deadline;
@@ -487,12 +497,12 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     // Everything at once: the capture, the dump and the small queries share nothing on the phone.
     let frame = async {
         let _permit = super::permits::captures().acquire(&c.device).await?;
-        match screen::capture(&c.adb, &c.device, DEFAULT_PATH, max_side, d).await {
+        match capture(&c.adb, &c.device, DEFAULT_PATH, max_side, d).await {
             Ok(f) => Ok(f),
             Err(e) if e.code == ErrorCode::DeviceTimeout => Err(e),
             Err(e) => {
                 tracing::debug!(error = %e, "framebuffer capture failed; falling back to raw screencap");
-                screen::capture(&c.adb, &c.device, CapturePath::Raw, max_side, d).await
+                capture(&c.adb, &c.device, CapturePath::Raw, max_side, d).await
             }
         }
     };
@@ -503,24 +513,38 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     let geometry = async { (c.adb.screen_size(&c.device).await, c.adb.rotation(&c.device).await.ok()) };
     let power = c.adb.screen_state(&c.device);
     // The picture never waits for the tree beyond uiautomator's own 10 s idle wait (plus transfer).
-    let dump = ui::dump(&c, d.min(OBSERVE_DUMP_DEADLINE));
-    let (frame, dumped, state, (size, rotation), power) = tokio::join!(frame, dump, state, geometry, power);
+    // A page's content is read once the tree shows a WebView (nothing otherwise), while the picture is taken.
+    let began = Instant::now();
+    let dump = async {
+        let dumped = ui::dump(&c, d.min(OBSERVE_DUMP_DEADLINE)).await;
+        let left = OBSERVE_TREE_AND_PAGE.saturating_sub(began.elapsed());
+        let page = match &dumped {
+            Ok(els) => web::read(&c, els, web_content, left).await,
+            Err(_) => Web::NotWeb,
+        };
+        (dumped, page)
+    };
+    let (frame, (dumped, page), state, (size, rotation), power) = tokio::join!(frame, dump, state, geometry, power);
     let (frame, (nw, nh)) = (frame?, size?);
     let power = power.unwrap_or_default();
     // Without a tree the observation still has its picture: an agent can look, and act by coordinates.
-    let (elements, ui_unavailable) = match dumped {
+    let (mut elements, ui_unavailable) = match dumped {
         Ok(els) => (els, None),
         Err(e) => {
             tracing::debug!(device = %c.device, error = %e, "observe without a UI tree");
             (Vec::new(), Some(format!("{}: {}", e.code.as_str(), e.message)))
         }
     };
+    // The page's own elements replace the WebView's accessibility nodes (same links, less exact).
+    let covered = page.covered(&elements);
+    page.join(&mut elements);
+    let shown = |e: &Element| !covered.contains(&e.index);
     let state = state.map(|o| o.stdout).unwrap_or_default();
     let landscape = rotation.is_some_and(|r| r % 2 == 1);
     let (screen_w, screen_h) = if landscape { (nh, nw) } else { (nw, nh) };
 
     let to_mark: Vec<(usize, [i32; 4])> = if marks {
-        elements.iter().filter(|e| e.is_interactive()).map(|e| (e.index, e.bounds)).collect()
+        elements.iter().filter(|e| e.is_interactive() && shown(e)).map(|e| (e.index, e.bounds)).collect()
     } else {
         vec![]
     };
@@ -537,15 +561,17 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
         let (iw, ih) = img.dimensions();
         // Element bounds are in the frame's pixel space (the current orientation).
         draw_marks(&mut img, &to_mark, f64::from(iw) / f64::from(fw), f64::from(ih) / f64::from(fh));
-        let (bytes, w, h) = screen::encode(&img, Format::Jpeg { quality })?;
+        let (bytes, w, h) = encode(&img, Format::Jpeg { quality })?;
         let row = cache.store_bytes(&bytes, meta).map_err(|e| e.into_proto("the observation image"))?;
         Ok::<_, ProtoError>((row, w, h, uniform))
     })
     .await
     .map_err(|_| ProtoError::new(ErrorCode::Internal, "observation image encoding failed unexpectedly"))??;
 
-    let picked: Vec<&Element> =
-        elements.iter().filter(|e| e.is_interesting() && (!only_interactive || e.is_interactive())).collect();
+    let picked: Vec<&Element> = elements
+        .iter()
+        .filter(|e| shown(e) && e.is_interesting() && (!only_interactive || e.is_interactive()))
+        .collect();
     let truncated = picked.len() > max;
     let listed: Vec<Value> = picked
         .iter()
@@ -577,7 +603,7 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
         "count": listed.len(), "truncated": truncated, "elements": listed,
     });
     let power = if uniform.is_some() {
-        // Asleep since the last read, or a blank frame? Ask afresh (see screen::screen_on_for).
+        // Asleep since the last read, or a blank frame? Ask afresh (see picture::screen_on_for).
         c.adb.forget_screen_state(&c.device);
         c.adb.screen_state(&c.device).await.unwrap_or(power)
     } else {
@@ -586,7 +612,7 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     out["screen_on"] = json!(power.screen_on);
     out["locked"] = json!(power.locked);
     let mut hints = Vec::new();
-    let frame = screen::frame_verdict(&c, uniform, power.screen_on).await;
+    let frame = picture::frame_verdict(&c, uniform, power.screen_on).await;
     out["frame"] = json!(frame.as_str());
     out["frame_blank"] = json!(frame.blank());
     if frame.blank() {
@@ -597,6 +623,12 @@ async fn observe(c: Ctx) -> Result<Value, ProtoError> {
     }
     if power.is_locked() {
         hints.push("the lock screen is showing: call android_unlock before acting".to_owned());
+    }
+    if let Some(w) = page.to_json() {
+        if w["state"] == "opaque" {
+            hints.push("the WebView's page is opaque (not debuggable): act by coordinates on the picture".into());
+        }
+        out["web"] = w;
     }
     if let Some(reason) = ui_unavailable {
         hints.push("no UI tree: act by coordinates on the picture; element targets fail with ui_unavailable".into());
@@ -627,11 +659,11 @@ mod tests {
     fn marks_are_boxes_at_the_right_places_with_readable_labels() {
         for bg in [[240u8, 240, 240], [20, 20, 30]] {
             // A 1080×2400 "screen" downscaled to 576×1280 as observe does by default.
-            let mut img = screen::fit(RgbImage::from_pixel(1080, 2400, Rgb(bg)), 1280);
+            let mut img = crate::pixels::downscale::fit(RgbImage::from_pixel(1080, 2400, Rgb(bg)), 1280);
             let s = 576.0 / 1080.0;
             let elements = [(7usize, [337, 900, 742, 1056]), (42usize, [100, 1500, 980, 1700])];
             let labels = draw_marks(&mut img, &elements, s, s);
-            let (jpeg, _, _) = screen::encode(&img, Format::Jpeg { quality: 80 }).unwrap();
+            let (jpeg, _, _) = encode(&img, Format::Jpeg { quality: 80 }).unwrap();
             let back = image::load_from_memory(&jpeg).unwrap().into_rgb8();
             let (lw, cell) = mark_metrics(1280);
             let near = |p: &Rgb<u8>, c: [u8; 3]| (0..3).all(|i| (i32::from(p.0[i]) - i32::from(c[i])).abs() < 60);

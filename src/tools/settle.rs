@@ -23,10 +23,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::screen;
 use crate::device::adb::AdbBackend;
 use crate::device::formats;
 use crate::device::{Backend, DeviceKey};
+use crate::pixels::capture::{self, CapturePath, DEFAULT_PATH};
+use crate::pixels::downscale::area_downscale_raw;
 use crate::protocol::errors::ErrorCode;
 
 /// Time between two captures of the settle loop.
@@ -128,7 +129,7 @@ pub struct Signature(Vec<u8>);
 impl Signature {
     /// Area averages of `rgb` (`w` × `h`, packed RGB) over the grid.
     pub fn of_rgb(rgb: &[u8], w: u32, h: u32) -> Signature {
-        Signature(screen::area_downscale_raw(rgb, w as usize, h as usize, 3, GRID_W, GRID_H))
+        Signature(area_downscale_raw(rgb, w as usize, h as usize, 3, GRID_W, GRID_H))
     }
 
     /// Equal within [`TOLERANCE`] per cell and channel.
@@ -148,12 +149,12 @@ const SIGNATURE_FIT: u32 = 192;
 async fn signature(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Option<Signature> {
     let _permit = super::permits::captures().acquire(key).await.ok()?;
     let end = tokio::time::Instant::now() + deadline;
-    let shot = match screen::capture(adb, key, screen::DEFAULT_PATH, SIGNATURE_FIT, deadline).await {
+    let shot = match capture::capture(adb, key, DEFAULT_PATH, SIGNATURE_FIT, deadline).await {
         Ok(c) => c,
         Err(e) if e.code == ErrorCode::DeviceTimeout => return None,
         Err(_) => {
             let left = end.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
-            screen::capture(adb, key, screen::CapturePath::Raw, SIGNATURE_FIT, left).await.ok()?
+            capture::capture(adb, key, CapturePath::Raw, SIGNATURE_FIT, left).await.ok()?
         }
     };
     // CPU-bound but short and bounded: it runs to completion even if the call is dropped.

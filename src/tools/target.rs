@@ -437,7 +437,22 @@ pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
         }
         Target::Selector(_) => None,
     };
-    let now = ui::dump(c, DUMP_DEADLINE).await?;
+    let mut now = ui::dump(c, DUMP_DEADLINE).await?;
+    // An element of a web page is checked against the page read again (`tools::web`), not against the tree.
+    let web_target = match (target, &obs) {
+        (Target::Observed { index, .. }, Some(o)) => o.elements.get(*index).is_some_and(|e| e.web),
+        _ => false,
+    };
+    if web_target {
+        let page = super::web::read(c, &now, true, super::web::READ_DEADLINE).await;
+        if let Some(why) = page.reason() {
+            return Err(ProtoError::new(
+                ErrorCode::StaleElement,
+                format!("the element is on a web page that could not be read again ({why}); nothing was done"),
+            ));
+        }
+        page.join(&mut now);
+    }
     resolve_in(target, obs.as_deref(), &now).map_err(|e| with_observation(c, e, now))
 }
 

@@ -69,6 +69,8 @@ pub struct Element {
     /// A password field: its text is never returned (defence in depth; Android usually masks it already).
     pub password: bool,
     pub bounds: [i32; 4],
+    /// Read from the page through the DevTools protocol (`tools::web`), not from the UI dump: `source: "web"`.
+    pub web: bool,
 }
 
 impl Element {
@@ -114,6 +116,9 @@ impl Element {
         }
         if !self.enabled {
             v["enabled"] = json!(false);
+        }
+        if self.web {
+            v["source"] = json!("web");
         }
         v
     }
@@ -201,6 +206,7 @@ pub fn parse_dump(out: &str) -> Result<Vec<Element>, String> {
             focusable: flag("focusable"),
             password: flag("password"),
             bounds,
+            web: false,
         });
     }
     Ok(out)
@@ -547,7 +553,12 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                             )
                             .with_details(json!({"on_screen": seen, "on_screen_total": total})));
                         }
-                        _ => tokio::time::sleep(Duration::from_millis(400)).await,
+                        _ => {
+                            // A poll is a step the caller can be told of (`tool.progress.push`; MCP progress).
+                            let state = if gone { "still on screen" } else { "not on screen yet" };
+                            (c.call.progress)(&format!("polled the screen: {state} after {waited} ms"), None);
+                            tokio::time::sleep(Duration::from_millis(400)).await
+                        }
                     }
                 }
             },

@@ -272,6 +272,9 @@ fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder]) -> Value
             "channel_id": h.channel_id,
             "channel_short": short_channel(&h.channel_id),
             "connector_id": h.connector_id,
+            // `MCP: <client> <version>` for an MCP session's channel (client-supplied words, cleaned and bounded by
+            // `server::mcp`; the page escapes them like any text); null for xAgent.
+            "client": h.client,
             "since_ms": h.bound_since_ms,
             "channel_connected": h.open,
             "last_call": last,

@@ -26,9 +26,10 @@ use bytes::Bytes;
 
 use crate::device::adb::AdbBackend;
 use crate::device::DeviceKey;
+use crate::pixels::capture::{capture, CapturePath, Picture, DEFAULT_PATH};
+use crate::pixels::encode::{encode, Format};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::now_ms;
-use crate::tools::screen::{capture, encode, CapturePath, Format, Picture, DEFAULT_PATH};
 
 /// Longest side of a wall thumbnail (the detail view shows the same image larger).
 pub const THUMB_MAX_SIDE: u32 = 720;
@@ -390,7 +391,7 @@ mod tests {
     #[test]
     fn signature_tells_pictures_apart() {
         use image::RgbImage;
-        let signature = |i: &RgbImage| signature(&Picture::Whole(crate::tools::frame::Frame::from_rgb(i.clone())));
+        let signature = |i: &RgbImage| signature(&Picture::Whole(crate::pixels::frame::Frame::from_rgb(i.clone())));
         let a = RgbImage::from_pixel(720, 1600, image::Rgb([30, 40, 50]));
         assert_eq!(signature(&a), signature(&a.clone()));
         for (x, y) in [(0, 0), (719, 1599), (360, 800)] {

@@ -243,6 +243,8 @@ pub const SETTLING_TOOLS: &[&str] = &[
     "android_tap",
     "android_long_press",
     "android_swipe",
+    "android_pinch",
+    "android_gesture",
     "android_input_text",
     "android_key",
     "android_open_url",

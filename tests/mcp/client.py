@@ -2,14 +2,21 @@
 connector the way an editor's agent would: list the tools, observe, tap an element of the observation, observe the
 effect. Run by tests/mcp.rs; prints one JSON document with what it saw, which the Rust test checks.
 
-    client.py http URL KEY          Streamable HTTP straight to the connector's /mcp
-    client.py stdio BINARY URL KEYFILE   the stdio bridge (`xagent-adb-connector mcp --url URL --api-key-file F`)
+    client.py SCENARIO http URL KEY          Streamable HTTP straight to the connector's /mcp
+    client.py SCENARIO stdio BINARY URL KEYFILE   the stdio bridge (`xagent-adb-connector mcp --url URL --api-key-file F`)
+
+SCENARIO is `round` (the above), `progress` (a wait for a text that a tap makes appear 3 s later, with a progress
+callback) or `cancel` (two taps the phone holds, cancelled by the client: one with a progress callback, so its answer
+is an event stream, one without; then a call that must work).
 """
 
 import asyncio
 import base64
 import json
 import sys
+import time
+
+import anyio
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -51,18 +58,85 @@ async def drive(read, write):
     return out
 
 
+async def drive_progress(read, write):
+    """A wait that lasts: `Count: 1` appears only when this client taps Increment, 3 s after the wait began."""
+    out = {"notes": []}
+    started = time.monotonic()
+
+    async def note(progress, total, message):
+        out["notes"].append({"progress": progress, "total": total, "message": message,
+                             "at_ms": int((time.monotonic() - started) * 1000)})
+
+    async with ClientSession(read, write) as session:
+        await session.initialize()
+        obs = await session.call_tool("android_observe", {"marks": False})
+        o = obs.structured_content
+        button = next(e for e in o["elements"] if e.get("text") == "Increment")
+        done = {}
+
+        async def wait():
+            r = await session.call_tool("android_ui_wait", {"text": "Count: 1", "timeout_ms": 30000},
+                                        progress_callback=note)
+            done["notes_before_result"] = len(out["notes"])
+            done["result"] = r
+
+        async with anyio.create_task_group() as tg:
+            started = time.monotonic()
+            tg.start_soon(wait)
+            await anyio.sleep(3)
+            out["tapped_at_ms"] = int((time.monotonic() - started) * 1000)
+            tap = await session.call_tool(
+                "android_tap",
+                {"element": {"index": button["index"], "observation_id": o["observation_id"]}, "settle": False})
+            out["tap_error"] = tap.is_error
+        r = done["result"]
+        out["wait_error"] = r.is_error
+        out["wait"] = r.structured_content
+        out["notes_before_result"] = done["notes_before_result"]
+    return out
+
+
+async def drive_cancel(read, write):
+    """Two taps the phone holds (the test stalls `input`), each given up by the client after 2 s: the SDK sends
+    `notifications/cancelled`. Then a call that must work."""
+    out = {}
+    notes = []
+
+    async def note(progress, total, message):
+        notes.append(message)
+
+    async with ClientSession(read, write) as session:
+        await session.initialize()
+        first = await session.call_tool("android_device_status", {})
+        out["status_error"] = first.is_error
+        for name, cb in (("streamed", note), ("plain", None)):
+            answered = None
+            with anyio.move_on_after(2):
+                answered = await session.call_tool("android_tap", {"x": 10, "y": 10, "settle": False},
+                                                   progress_callback=cb)
+            out[name] = "answered" if answered is not None else "cancelled"
+            # The cancel notification is on its way: give the connector a moment before the next request.
+            await anyio.sleep(1)
+        out["notes"] = len(notes)
+        after = await session.call_tool("android_device_status", {})
+        out["after_error"] = after.is_error
+        out["after"] = after.structured_content
+    return out
+
+
 async def main():
-    mode = sys.argv[1]
+    scenario, mode = sys.argv[1], sys.argv[2]
+    drive_fn = {"round": drive, "progress": drive_progress, "cancel": drive_cancel}[scenario]
     if mode == "http":
-        url, key = sys.argv[2], sys.argv[3]
+        url, key = sys.argv[3], sys.argv[4]
         async with create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http:
             async with streamable_http_client(url, http_client=http) as streams:
-                out = await drive(streams[0], streams[1])
+                out = await drive_fn(streams[0], streams[1])
     else:
-        binary, url, keyfile = sys.argv[2], sys.argv[3], sys.argv[4]
+        binary, url, keyfile = sys.argv[3], sys.argv[4], sys.argv[5]
         params = StdioServerParameters(command=binary, args=["mcp", "--url", url, "--api-key-file", keyfile])
         async with stdio_client(params) as streams:
-            out = await drive(streams[0], streams[1])
+            out = await drive_fn(streams[0], streams[1])
     print(json.dumps(out))
 
 

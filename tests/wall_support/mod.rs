@@ -110,7 +110,7 @@ impl Rig {
 pub fn captures(sim: &SimPhone) -> usize {
     // A capture is, where the phone has gzip (issue 24), the parallel one (its first command writes the frame to a
     // temp file) or the single `screencap | gzip -1` stream, else `framebuffer:`.
-    let gzip = xagent_adb_connector::tools::screen::GZIP_CAPTURE;
+    let gzip = xagent_adb_connector::pixels::capture::GZIP_CAPTURE;
     let to_file = |c: &str| c.starts_with("umask 077; screencap /data/local/tmp/xagent-");
     sim.commands().iter().filter(|c| c.as_str() == "framebuffer:" || c.as_str() == gzip || to_file(c)).count()
 }

@@ -15,21 +15,36 @@ use crate::server::{App, Tracker};
 
 /// Requests waiting for their reply, by `request_id`.
 type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<Packet>>>>;
+/// Where a running call's `tool.progress.push` goes, by its request's `packet_id` (the push's `reply_to`).
+type Listeners = Arc<Mutex<HashMap<String, mpsc::Sender<Packet>>>>;
+
+/// What one request of [`Local::call`] brings besides its packet.
+#[derive(Default)]
+pub struct Hooks {
+    /// Cancelled by the caller: a tool call this request started is stopped (its future dropped, as a channel
+    /// close stops it). Dropping the request's future cancels it too: a caller gone wants nothing more done.
+    pub cancel: tokio_util::sync::CancellationToken,
+    /// Receives the call's progress pushes; full or gone, a push is dropped (progress is advisory, §8.20).
+    pub progress: Option<mpsc::Sender<Packet>>,
+}
 
 pub struct Local {
     /// The dispatcher takes the session mutably; calls of one MCP session are dispatched one after another (a
     /// `tool.invoke` only starts its call there, so they still run concurrently).
     session: tokio::sync::Mutex<Session>,
     waiters: Waiters,
+    listeners: Listeners,
     pump: tokio::task::JoinHandle<()>,
 }
 
-/// Removes a waiter whose caller went away (the HTTP client hung up): its reply, when it comes, is dropped.
-struct Unwait<'a>(&'a Waiters, String);
+/// Removes a waiter (and its progress listener) whose caller is done or went away (the HTTP client hung up): its
+/// reply, when it comes, is dropped.
+struct Unwait<'a>(&'a Local, String, String);
 
 impl Drop for Unwait<'_> {
     fn drop(&mut self) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.1);
+        self.0.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.1);
+        self.0.listeners.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.2);
     }
 }
 
@@ -39,16 +54,25 @@ impl Local {
         let (tx, mut rx) = mpsc::channel::<Packet>(app.cfg.outbound_queue);
         let socket = app.hub.register_socket(tx.clone());
         let waiters: Waiters = Arc::default();
-        let w = waiters.clone();
+        let listeners: Listeners = Arc::default();
+        let (w, l) = (waiters.clone(), listeners.clone());
         let pump = tokio::spawn(async move {
             while let Some(p) = rx.recv().await {
                 let waiter =
                     p.request_id.as_ref().and_then(|id| w.lock().unwrap_or_else(|e| e.into_inner()).remove(id));
-                match waiter {
-                    Some(tx) => {
-                        let _ = tx.send(p);
-                    }
-                    // Pushes (descriptor changes, progress): nothing of the MCP session waits for them.
+                if let Some(tx) = waiter {
+                    let _ = tx.send(p);
+                    continue;
+                }
+                let listener = (p.kind == "tool.progress.push")
+                    .then(|| {
+                        p.reply_to.as_ref().and_then(|id| l.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned())
+                    })
+                    .flatten();
+                match listener {
+                    // Never waits: the pump also carries every other call's ack.
+                    Some(tx) => drop(tx.try_send(p)),
+                    // Other pushes (descriptor changes), or progress nobody asked for.
                     None => tracing::debug!(kind = %p.kind, "in-process data plane: push not forwarded"),
                 }
             }
@@ -61,8 +85,9 @@ impl Local {
             in_flight: Tracker::default(),
             cancel: tokio_util::sync::CancellationToken::new(),
             channel_cancel: HashMap::new(),
+            request_cancel: None,
         };
-        Local { session: tokio::sync::Mutex::new(session), waiters, pump }
+        Local { session: tokio::sync::Mutex::new(session), waiters, listeners, pump }
     }
 
     /// Sends one request through the dispatcher and waits for the packet that answers it (its ack or `error`).
@@ -71,9 +96,38 @@ impl Local {
         let id = pkt.request_id.clone().expect("requests carry a request_id");
         let (tx, rx) = oneshot::channel();
         self.waiters.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
-        let _unwait = Unwait(&self.waiters, id);
+        let _unwait = Unwait(self, id, String::new());
         // Through the frame parser too: the packet is checked exactly as one from a socket.
         super::dispatch::on_text(&mut *self.session.lock().await, &pkt.to_json()).await;
+        Self::reply(rx).await
+    }
+
+    /// [`Local::request`] for a `tool.invoke` that its caller may cancel and whose progress it hears (`hooks`).
+    pub async fn call(&self, channel: &str, payload: Map<String, Value>, hooks: Hooks) -> Packet {
+        let pkt = Packet::request("tool.invoke", Some(channel), payload);
+        let id = pkt.request_id.clone().expect("requests carry a request_id");
+        let (tx, rx) = oneshot::channel();
+        self.waiters.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
+        if let Some(p) = hooks.progress {
+            self.listeners.lock().unwrap_or_else(|e| e.into_inner()).insert(pkt.packet_id.clone(), p);
+        }
+        let _unwait = Unwait(self, id, pkt.packet_id.clone());
+        // Cancels the call when this future is dropped before its answer (the HTTP connection closed).
+        let gone = hooks.cancel.clone().drop_guard();
+        {
+            let mut session = self.session.lock().await;
+            session.request_cancel = Some(hooks.cancel);
+            super::dispatch::on_text(&mut session, &pkt.to_json()).await;
+            // A packet refused before `tool::invoke` took it leaves it here: never inherited by the next one.
+            session.request_cancel = None;
+        }
+        let answer = Self::reply(rx).await;
+        // Answered: nothing to cancel any more.
+        gone.disarm();
+        answer
+    }
+
+    async fn reply(rx: oneshot::Receiver<Packet>) -> Packet {
         // Every request is answered (acks and errors are never dropped); the pump ends only with the session.
         rx.await.unwrap_or_else(|_| {
             let err = crate::protocol::errors::ProtoError::new(

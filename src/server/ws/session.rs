@@ -33,6 +33,11 @@ pub struct Session {
     /// connection and hangs up its device command (see `device::transport`).
     pub cancel: tokio_util::sync::CancellationToken,
     pub channel_cancel: std::collections::HashMap<String, tokio_util::sync::CancellationToken>,
+    /// Set by the in-process client ([`super::local`]) for the one packet it dispatches next, under the session's
+    /// lock: a tool call that packet starts also ends when this token is cancelled — the way one MCP request is
+    /// cancelled (`notifications/cancelled`, or its HTTP connection gone) without touching the channel's other calls.
+    /// Always `None` on a WebSocket session: the xAgent plane cancels by channel and socket only.
+    pub request_cancel: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// Running tool calls per channel (see `tool::MAX_CONCURRENT_PER_CHANNEL`), shared by every socket: a channel
@@ -188,6 +193,7 @@ where
         in_flight: Tracker::default(),
         cancel: tokio_util::sync::CancellationToken::new(),
         channel_cancel: std::collections::HashMap::new(),
+        request_cancel: None,
     };
     tracing::info!(parent: &span, "data plane connected");
     let close = read_loop(&mut session, &mut stream, stalled_rx, &pong_due).instrument(span.clone()).await;

@@ -125,6 +125,8 @@ fn replayed(o: Result<Value, ProtoError>) -> Result<Value, ProtoError> {
 }
 
 pub async fn invoke(session: &mut Session, pkt: Packet) {
+    // Taken first, so it never outlives the packet it was set for (see `Session::request_cancel`).
+    let request_cancel = session.request_cancel.take().unwrap_or_default();
     let hub = session.app.hub.clone();
     // Routing errors are `type = "error"` (§7); everything after routing is a business failure on the ack.
     let channel = match hub.check_channel(session.socket, pkt.connector_channel_id.as_deref()) {
@@ -219,13 +221,18 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     let progress_channel = channel.clone();
     let progress_tool = tool_id.clone();
     let progress_metrics = session.app.metrics.clone();
+    let progress_of = pkt.packet_id.clone();
     let progress: ProgressFn = Arc::new(move |message: &str, fraction: Option<f64>| {
         let mut p = obj([("tool_id", json!(progress_tool)), ("status", json!("running")), ("message", json!(message))]);
         if let Some(f) = fraction {
             p.insert("progress".into(), json!(f.clamp(0.0, 1.0)));
         }
         // Progress is advisory (§8.20): under backpressure it is dropped, never the ack.
-        if tx.try_send(Packet::push("tool.progress.push", Some(&progress_channel), p)).is_err() {
+        // `reply_to` names the call's request packet (§7's rule for acks): with several calls running on a channel,
+        // it says whose progress this is (the MCP endpoint routes each to its own request's stream by it).
+        let mut push = Packet::push("tool.progress.push", Some(&progress_channel), p);
+        push.reply_to = Some(progress_of.clone());
+        if tx.try_send(push).is_err() {
             progress_metrics.progress_dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
     });
@@ -307,6 +314,11 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     let r = tokio::select! {
                         biased;
                         _ = hold.cancelled() => Err(taken_over(&sent)),
+                        _ = request_cancel.cancelled() => Err(ProtoError::new(
+                            ErrorCode::ToolInvokeFailed,
+                            "cancelled: the MCP client cancelled this request (notifications/cancelled, or it closed \
+                             the connection) during the call; whether it took effect is unknown",
+                        )),
                         _ = cancel.cancelled() => Err(if *shutdown.borrow() {
                             ProtoError::new(ErrorCode::ShuttingDown, "cancelled: the connector shut down during the call; whether it took effect is unknown")
                         } else {

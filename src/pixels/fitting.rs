@@ -26,8 +26,8 @@ use std::sync::Mutex;
 
 use image::RgbImage;
 
+use super::downscale::{accumulate_fast, Plan};
 use super::frame::Shape;
-use super::screen::{accumulate_fast, Plan};
 
 /// An output row being summed: its accumulated source rows, and how many of its taps are in.
 struct Partial {
@@ -353,8 +353,8 @@ impl Sums {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::frame::Frame;
-    use crate::tools::screen::fit_size;
+    use crate::pixels::downscale::fit_size;
+    use crate::pixels::frame::Frame;
 
     /// A raw `screencap` file: header (12 or 16 bytes) and pixels.
     fn raw(w: u32, h: u32, format: u32, header16: bool, px: &[u8]) -> Vec<u8> {
@@ -368,7 +368,7 @@ mod tests {
 
     /// A screen-like picture: flat bands between noisy runs (or one flat colour, `flat`).
     fn pixels(n: usize, seed: u64, flat: bool) -> Vec<u8> {
-        let mut next = crate::tools::screen::tests::xorshift(seed | 1);
+        let mut next = crate::pixels::tests::xorshift(seed | 1);
         (0..n)
             .map(|i| {
                 if flat {

@@ -10,9 +10,9 @@
 use image::RgbImage;
 
 use crate::device::transport::FbHeader;
-use crate::protocol::errors::ProtoError;
+use crate::protocol::errors::{ErrorCode, ProtoError};
 
-use super::screen::{area_downscale_src, bad_frame, fit_size};
+use super::downscale::{area_downscale_rows, fit_size, Rows};
 
 /// Longest side of a screen we accept. The largest Android displays: 3840 px (Sony Xperia 1 series, 3840×1644;
 /// a 4K external display in Samsung DeX / desktop mode, 3840×2160), tablets up to 2960×1848 (Galaxy Tab S9
@@ -281,7 +281,7 @@ impl Frame {
     }
 
     /// The RGB picture with its long side at most `max_side` (0 = keep), made in one pass from the captured
-    /// bytes: area-averaged exactly as [`super::screen::area_downscale`] on the decoded frame would, without
+    /// bytes: area-averaged exactly as [`super::downscale::area_downscale`] on the decoded frame would, without
     /// building that frame.
     pub fn fit(&self, max_side: u32) -> RgbImage {
         match fit_size(self.width, self.height, max_side) {
@@ -309,5 +309,27 @@ impl Frame {
             }
         }
         Some(first)
+    }
+}
+
+pub(crate) fn bad_frame(msg: impl Into<String>) -> ProtoError {
+    ProtoError::new(ErrorCode::BadFrame, format!("unreadable screen capture: {}", msg.into()))
+}
+
+/// [`area_downscale`] straight from a captured frame's bytes (issue 24): whole-byte layouts (RGBA, RGBX, BGRA,
+/// RGB) are accumulated as they arrived and the R, G, B bytes picked in the horizontal pass — the channel
+/// conversion costs nothing extra and no full-size RGB image is built; other layouts (RGB_565, bit fields) are
+/// converted one source row at a time. Identical output to converting first and downscaling after.
+pub(crate) fn area_downscale_src(frame: &Frame, nw: u32, nh: u32) -> Vec<u8> {
+    let (w, h) = frame.dimensions();
+    area_downscale_rows(frame, w as usize, h as usize, nw, nh)
+}
+
+impl Rows for Frame {
+    fn row<'a>(&'a self, y: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+        Frame::row(self, y, scratch)
+    }
+    fn layout(&self) -> (usize, [usize; 3]) {
+        self.row_layout()
     }
 }

@@ -23,9 +23,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use super::downscale::fit_size;
 use super::fitting::Fitting;
 use super::frame::{raw_capture_size, Frame, Shape};
-use super::screen::{fit_size, Picture};
+use super::picture::Picture;
 use crate::device::adb::AdbBackend;
 use crate::device::gunzip::{GunzipChunks, GunzipInto, GunzipRange, Out};
 use crate::device::DeviceKey;
@@ -143,7 +144,7 @@ pub fn temp_file_failed(why: impl Into<String>) -> ProtoError {
 pub const TEMP_FILE_FAILED: &str = "the phone could not capture to a temp file";
 
 fn bad_frame(msg: impl Into<String>) -> ProtoError {
-    super::screen::bad_frame(msg)
+    super::frame::bad_frame(msg)
 }
 
 /// Captures one raw frame (`screencap`'s format, header included) through `streams` parallel compressed streams,
