@@ -9,7 +9,7 @@
 //!
 //! One at a time per phone (a second one while one runs is `device_busy`, saying when the first ends): a phone has
 //! one display encoder to spare. The phone's file (`/data/local/tmp/xagent-rec-<random>.mp4`, `umask 077`) is
-//! removed on every path by a spawned `pkill` + `rm -f` (`Remote`'s drop, as `capture.rs` removes its temp
+//! removed on every path by a spawned `pkill` + `rm -f` (`Remote`'s drop, as `pixels/parallel.rs` removes its temp
 //! file): success, error, cancel, timeout. A connector killed mid-recording leaves the file behind; every recording
 //! first sweeps `xagent-rec-*.mp4` files older than [`STALE_MIN`] minutes (longer than any recording lives).
 //!
@@ -35,6 +35,8 @@ use crate::device::DeviceKey;
 use crate::files::{self, NewFile};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
+/// The shell user's own scratch directory, on every release (where captures write their temp files too).
+const TEMP_DIR: &str = "/data/local/tmp";
 /// screenrecord's own limit (`kMaxTimeLimitSec`, Android 4.4 – 14).
 pub const MAX_SECONDS: u32 = 180;
 /// `--bit-rate`: 2 Mbps (screenrecord's default is 20 Mbps, 450 MB for three minutes).
@@ -171,7 +173,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 let writer = c.files.writer(MAX_BYTES).map_err(|e| e.into_proto("the recording"))?;
                 let cap = writer.cap();
                 let tag = crate::protocol::ids::random_hex(12);
-                let file = format!("{}/xagent-rec-{tag}.mp4", super::capture::TEMP_DIR);
+                let file = format!("{TEMP_DIR}/xagent-rec-{tag}.mp4");
                 let _removed_when_dropped = Remote::new(&c.adb, &c.device, &file, &tag);
                 (c.call.progress)(&format!("recording for {seconds} s"), Some(0.0));
                 let limit = Duration::from_secs(u64::from(seconds)) + GRACE;
