@@ -85,7 +85,9 @@ pub struct Policy {
     pub health: crate::device::health::Thresholds,
     /// Settings every lease runs under and what a release does (`device::conditions`): `{"animations": "off",
     /// "stay_awake_while_plugged": true, "screen_timeout_ms": 600000, "font_scale": 1.0, "http_proxy":
-    /// "10.0.0.2:3128", "release": {"stop_apps": ["com.example.shop"], "home": true}}`, each optional.
+    /// "10.0.0.2:3128", "dark_mode": true, "agent_may_set": ["font_scale", "dark_mode"], "release": {"stop_apps":
+    /// ["com.example.shop"], "clear_apps": ["com.example.shop"], "home": true, "restore_keyboard": true}}`, each
+    /// optional.
     #[serde(default)]
     pub lease_conditions: crate::device::conditions::Conditions,
 }

@@ -465,3 +465,13 @@ fn runtime_permissions_on_every_package_sample() {
          com.example.app is not a changeable permission type"
     );
 }
+
+#[test]
+fn night_mode_as_cmd_uimode_prints_it() {
+    assert_eq!(formats::night_mode(&sample("uimode-night-aosp-yes.txt")), Some("yes"));
+    assert_eq!(formats::night_mode(&sample("uimode-night-aosp-custom-bedtime.txt")), Some("custom_bedtime"));
+    // An old phone's or a vendor's other words are no mode.
+    assert_eq!(formats::night_mode("Error: mode must be 'yes', 'no', or 'auto'\n"), None);
+    assert_eq!(formats::night_mode("Night mode: \n"), None);
+    assert_eq!(formats::night_mode("Night mode: yes; reboot\n"), None);
+}

@@ -195,16 +195,21 @@ impl Hub {
             Some(Value::Object(m)) => m.clone(),
             Some(_) => return fail(ErrorCode::AuthInputInvalid, "auth.start input must be an object".into()),
         };
-        if let Some(k) =
-            input.keys().find(|k| k.as_str() != "serial" && !matching::CONSTRAINT_FIELDS.contains(&k.as_str()))
-        {
+        if let Some(k) = input.keys().find(|k| {
+            !["serial", "conditions"].contains(&k.as_str()) && !matching::CONSTRAINT_FIELDS.contains(&k.as_str())
+        }) {
             return fail(
                 ErrorCode::AuthInputInvalid,
                 format!(
-                    "auth.start input field {k:?} is unknown (known: serial, {})",
+                    "auth.start input field {k:?} is unknown (known: serial, {}, conditions)",
                     matching::CONSTRAINT_FIELDS.join(", ")
                 ),
             );
+        }
+        // The lease conditions the agent asks for, checked against the policy before anything is bound.
+        let asked = input.get("conditions").filter(|v| !v.is_null());
+        if let Err(msg) = self.backend.ask_conditions(None, asked) {
+            return fail(ErrorCode::AuthInputInvalid, msg);
         }
         let constraints = match Constraints::from_input(&input) {
             Ok(c) => c,
@@ -223,6 +228,7 @@ impl Hub {
         };
 
         // "如果该 channel 已有可复用登录态，Connector 可以直接返回 authenticated 和 connection_descriptor."
+        let mut rebind = false;
         let pick = match self.binding(channel_id) {
             Some(k) if !self.device_allowed(&k) => {
                 return fail(
@@ -231,7 +237,11 @@ impl Hub {
                         .into(),
                 )
             }
-            Some(k) if serial.as_deref().is_none_or(|s| s == k.serial) => Pick::Online(k),
+            // Already bound: the lease (and the conditions it began with) continues.
+            Some(k) if serial.as_deref().is_none_or(|s| s == k.serial) => {
+                rebind = true;
+                Pick::Online(k)
+            }
             Some(k) => {
                 return fail(
                     ErrorCode::DeviceBusy,
@@ -265,6 +275,15 @@ impl Hub {
             expires_ms: now_ms() + SESSION_TTL_MS,
             device: None,
         };
+        if !rebind {
+            let key = match &pick {
+                Pick::Online(k) | Pick::NeedsApproval(k) => k,
+            };
+            // The new lease's conditions: what was asked (checked above), or the policy's alone.
+            if let Err(msg) = self.backend.ask_conditions(Some(key), asked) {
+                return fail(ErrorCode::AuthInputInvalid, msg);
+            }
+        }
         match pick {
             Pick::Online(key) => {
                 if let Err(e) = self.bind(channel_id, &key) {

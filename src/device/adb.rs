@@ -1196,7 +1196,21 @@ impl Backend for AdbBackend {
                     placeholder: Some("e.g. pool:checkout, sim:carrier-x"),
                     help_text: Some("Comma-separated operator labels (policy file); the device must have all."),
                 },
-            ],
+            ]
+            .into_iter()
+            // Offered only where the policy lets an agent choose something (`device::conditions`).
+            .chain(self.conditions.agents_may_choose().then_some(AuthField {
+                name: "conditions",
+                label: "租用条件 (可选)",
+                input_type: "text",
+                required: false,
+                placeholder: Some("e.g. {\"dark_mode\": true, \"font_scale\": 1.3}"),
+                help_text: Some(
+                    "Lease conditions for this bind, a JSON object: only those the operator's policy lets agents \
+                     choose (lease_conditions.agent_may_set); any other is refused. Undone at release.",
+                ),
+            }))
+            .collect(),
         }]
     }
 
@@ -1263,6 +1277,10 @@ impl Backend for AdbBackend {
 
     fn not_restored(&self, key: &DeviceKey) -> Option<String> {
         self.conditions.not_restored(key)
+    }
+
+    fn ask_conditions(&self, key: Option<&DeviceKey>, asked: Option<&serde_json::Value>) -> Result<(), String> {
+        self.conditions.ask(key, asked)
     }
 
     fn lease_continues(&self, key: &DeviceKey) {

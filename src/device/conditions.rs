@@ -1,6 +1,13 @@
 //! Lease conditions (issue 34 item 4): the same phone for every lease. The operator's policy (`lease_conditions`)
 //! names settings a lease runs under — animations off, stay awake while plugged in, a screen timeout, a font
-//! scale, a Wi-Fi HTTP proxy — and what a release does (stop listed apps, go home).
+//! scale, a Wi-Fi HTTP proxy, dark mode — and what a release does (stop and clear listed apps, go home, put back the
+//! keyboard the phone had at bind). Within what the policy names (`agent_may_set`), an agent's `auth.start` input
+//! (`input.conditions`) chooses conditions for its own lease ([`Conditions::for_lease`]); anything else is refused
+//! at bind, before anything is bound.
+//!
+//! What is recorded is rows of (namespace, name, old value): the three `settings` namespaces; `uimode night` (dark
+//! mode, `cmd uimode night`, which is not a plain setting: Android keeps its own state beside `ui_night_mode`); and
+//! `ime default_input_method` (the keyboard, recorded only: put back with `ime set` when a lease changed it).
 //!
 //! At bind ([`prepare`], awaited before the bind's answer reaches the agent) the old values are read in one round
 //! trip and **recorded through the [`Ledger`] before anything changes** (run.rs wires it to SQLite, so a `kill -9`
@@ -52,8 +59,53 @@ pub struct Conditions {
     /// `global http_proxy`, `host:port` (no credentials: Android's global proxy has none).
     #[serde(default)]
     pub http_proxy: Option<String>,
+    /// Dark mode: `cmd uimode night yes` (false: `no`).
+    #[serde(default)]
+    pub dark_mode: Option<bool>,
+    /// Which of the conditions above an agent's `auth.start` input may choose for its lease ([`AGENT_KEYS`]).
+    #[serde(default)]
+    pub agent_may_set: Vec<String>,
     #[serde(default)]
     pub release: Release,
+}
+
+/// The conditions an agent may be allowed to choose (release actions stay the operator's).
+pub const AGENT_KEYS: &[&str] =
+    &["animations", "stay_awake_while_plugged", "screen_timeout_ms", "font_scale", "http_proxy", "dark_mode"];
+
+/// The pseudo-namespace of dark mode's row (`cmd uimode night`).
+const UIMODE: &str = "uimode";
+/// The pseudo-namespace of the keyboard's row (recorded at bind, put back with `ime set`).
+const IME: &str = "ime";
+/// Dark mode's values as `cmd uimode night` prints and takes them (UiModeManagerService's shell command).
+const NIGHT_MODES: &[&str] = &["yes", "no", "auto", "custom_schedule", "custom_bedtime"];
+
+/// One thing a lease reads and records at bind, and (with a value) sets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub namespace: &'static str,
+    pub name: &'static str,
+    /// What the lease sets; `None`: recorded only (the keyboard).
+    pub value: Option<String>,
+}
+
+impl Change {
+    /// The command printing the old value on one line.
+    fn read(&self) -> String {
+        match self.namespace {
+            UIMODE => "cmd uimode night".into(),
+            IME => "settings get secure default_input_method".into(),
+            ns => format!("settings get {ns} {}", self.name),
+        }
+    }
+
+    fn set(&self) -> Option<String> {
+        let v = self.value.as_ref()?;
+        Some(match self.namespace {
+            UIMODE => format!("cmd uimode night {}", super::shell::quote(v)),
+            ns => format!("settings put {ns} {} {}", self.name, super::shell::quote(v)),
+        })
+    }
 }
 
 /// What a release does besides restoring settings.
@@ -63,9 +115,15 @@ pub struct Release {
     /// Packages force-stopped at release (`am force-stop`).
     #[serde(default)]
     pub stop_apps: Vec<String>,
+    /// Packages whose data a release clears (`pm clear`).
+    #[serde(default)]
+    pub clear_apps: Vec<String>,
     /// Press Home at release.
     #[serde(default)]
     pub home: bool,
+    /// Put the keyboard back at release when the lease changed it (recorded at bind, `ime set`).
+    #[serde(default)]
+    pub restore_keyboard: bool,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -125,13 +183,79 @@ impl Conditions {
                 return Err(format!("lease_conditions.screen_timeout_ms must be within 1000 ..= 86400000, not {t}"));
             }
         }
-        if self.release.stop_apps.len() > MAX_APPS {
-            return Err(format!("lease_conditions.release.stop_apps lists more than {MAX_APPS} packages"));
+        for (key, apps) in [("stop_apps", &self.release.stop_apps), ("clear_apps", &self.release.clear_apps)] {
+            if apps.len() > MAX_APPS {
+                return Err(format!("lease_conditions.release.{key} lists more than {MAX_APPS} packages"));
+            }
+            if let Some(p) = apps.iter().find(|p| !package_like(p)) {
+                return Err(format!("lease_conditions.release.{key} entry {p:?} is not a package name"));
+            }
         }
-        if let Some(p) = self.release.stop_apps.iter().find(|p| !package_like(p)) {
-            return Err(format!("lease_conditions.release.stop_apps entry {p:?} is not a package name"));
+        if let Some(k) = self.agent_may_set.iter().find(|k| !AGENT_KEYS.contains(&k.as_str())) {
+            return Err(format!(
+                "lease_conditions.agent_may_set: {k:?} is not a condition an agent may choose (those are {})",
+                AGENT_KEYS.join(", ")
+            ));
         }
         Ok(())
+    }
+
+    /// The conditions of one lease: the policy's, with what the agent asked for in `auth.start`
+    /// (`input.conditions`) where the policy lets it choose. Refused (nothing bound) with the reason: a key the
+    /// policy does not let agents set, or a value the policy itself could not have.
+    pub fn for_lease(&self, asked: &Value) -> Result<Conditions, String> {
+        // A form field's value is text: a JSON object in a string is taken too (empty: nothing asked).
+        let parsed;
+        let asked = match asked {
+            Value::String(t) if t.trim().is_empty() => return Ok(self.clone()),
+            Value::String(t) => {
+                parsed = serde_json::from_str::<Value>(t)
+                    .map_err(|e| format!("auth.start input.conditions is not a JSON object: {e}"))?;
+                &parsed
+            }
+            v => v,
+        };
+        let Value::Object(asked) = asked else {
+            return Err("auth.start input.conditions must be a JSON object".into());
+        };
+        if let Some(k) = asked.keys().find(|k| !self.agent_may_set.iter().any(|a| a == *k)) {
+            let k: String = k.chars().take(64).flat_map(char::escape_debug).collect();
+            let may = if self.agent_may_set.is_empty() {
+                "none: the operator's policy lets agents choose no lease condition".to_owned()
+            } else {
+                self.agent_may_set.join(", ")
+            };
+            return Err(format!(
+                "lease condition \"{k}\" is not one the operator's policy lets an agent choose (allowed: {may})"
+            ));
+        }
+        let mine: Conditions = serde_json::from_value(Value::Object(asked.clone()))
+            .map_err(|e| format!("auth.start input.conditions: {e}"))?;
+        mine.validate().map_err(|e| e.replace("lease_conditions.", "auth.start input.conditions."))?;
+        let mut c = self.clone();
+        c.animations = mine.animations.or(c.animations);
+        c.stay_awake_while_plugged = mine.stay_awake_while_plugged.or(c.stay_awake_while_plugged);
+        c.screen_timeout_ms = mine.screen_timeout_ms.or(c.screen_timeout_ms);
+        c.font_scale = mine.font_scale.or(c.font_scale);
+        c.http_proxy = mine.http_proxy.or(c.http_proxy);
+        c.dark_mode = mine.dark_mode.or(c.dark_mode);
+        Ok(c)
+    }
+
+    /// Everything a lease reads, records and sets, in order: [`Conditions::settings`], dark mode, the keyboard.
+    pub fn changes(&self) -> Vec<Change> {
+        let mut v: Vec<Change> = self
+            .settings()
+            .into_iter()
+            .map(|(namespace, name, value)| Change { namespace, name, value: Some(value) })
+            .collect();
+        if let Some(on) = self.dark_mode {
+            v.push(Change { namespace: UIMODE, name: "night", value: Some(if on { "yes" } else { "no" }.into()) });
+        }
+        if self.release.restore_keyboard {
+            v.push(Change { namespace: IME, name: "default_input_method", value: None });
+        }
+        v
     }
 
     /// The settings a lease runs under: (namespace, name, value). Every value is a number or a checked
@@ -160,7 +284,10 @@ impl Conditions {
     }
 
     fn is_empty(&self) -> bool {
-        self.settings().is_empty() && self.release.stop_apps.is_empty() && !self.release.home
+        self.changes().is_empty()
+            && self.release.stop_apps.is_empty()
+            && self.release.clear_apps.is_empty()
+            && !self.release.home
     }
 }
 
@@ -195,6 +322,8 @@ pub struct State {
     to_release: Mutex<HashSet<DeviceKey>>,
     /// Phones with recorded values no lease holds, and why they are not restored yet.
     not_restored: Mutex<HashMap<DeviceKey, String>>,
+    /// The conditions an agent chose for the lease its `auth.start` is binding (taken by [`prepare`]).
+    asked: Mutex<HashMap<DeviceKey, Arc<Conditions>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -204,6 +333,28 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl State {
     pub fn configure(&self, c: Conditions) {
         *lock(&self.cfg) = Arc::new(c);
+    }
+
+    /// Whether the policy lets agents choose any condition (the card's `conditions` field is offered then).
+    pub fn agents_may_choose(&self) -> bool {
+        !lock(&self.cfg).agent_may_set.is_empty()
+    }
+
+    /// Checks what an agent asked for (`auth.start` `input.conditions`; `None`: nothing) against the policy and,
+    /// given the phone being bound, keeps it for that lease's [`prepare`]. A phone bound without asking gets the
+    /// policy's own conditions.
+    pub fn ask(&self, key: Option<&DeviceKey>, asked: Option<&Value>) -> Result<(), String> {
+        let lease = match asked {
+            None => None,
+            Some(a) => Some(Arc::new(lock(&self.cfg).for_lease(a)?)),
+        };
+        if let Some(key) = key {
+            match lease {
+                Some(c) => lock(&self.asked).insert(key.clone(), c),
+                None => lock(&self.asked).remove(key),
+            };
+        }
+        Ok(())
     }
 
     fn job(&self, key: &DeviceKey) -> Arc<tokio::sync::Mutex<()>> {
@@ -276,37 +427,55 @@ pub async fn prepare(adb: Arc<AdbBackend>, key: DeviceKey) -> Result<(), ProtoEr
     if lock(&st.to_release).contains(&key) || lock(&st.not_restored).contains_key(&key) {
         release_now(&adb, &key).await?;
     }
-    let cfg = lock(&st.cfg).clone();
-    let settings = cfg.settings();
-    if !settings.is_empty() {
+    let cfg = lock(&st.asked).remove(&key).unwrap_or_else(|| lock(&st.cfg).clone());
+    let changes = cfg.changes();
+    if !changes.is_empty() {
         let Some(ledger) = ledger(&adb) else {
             return Err(failed("the connector is still starting; bind again in a second".into()));
         };
-        let read: Vec<String> = settings.iter().map(|(ns, name, _)| format!("settings get {ns} {name}")).collect();
+        let read: Vec<String> = changes.iter().map(Change::read).collect();
         let out = adb.shell_ok(&key, &read.join("; "), false, ROUND_TRIP).await?;
-        let olds = super::formats::settings_values(&out, settings.len(), VALUE_MAX).ok_or_else(|| {
-            failed("the phone's `settings get` answer is not one value per setting; nothing was changed".into())
+        let olds = super::formats::settings_values(&out, changes.len(), VALUE_MAX).ok_or_else(|| {
+            failed(
+                "the phone's answer to the reads of its settings is not one value per setting; nothing was changed"
+                    .into(),
+            )
         })?;
-        let rows: Vec<Recorded> = settings
-            .iter()
-            .zip(olds)
-            .map(|((ns, name, _), old)| Recorded { namespace: (*ns).into(), name: (*name).into(), old })
-            .collect();
+        let mut rows = Vec::with_capacity(changes.len());
+        for (c, old) in changes.iter().zip(olds) {
+            let old = if c.namespace == UIMODE {
+                // "Night mode: yes": only a mode `cmd uimode night` takes back is recorded.
+                let mode = old.as_deref().and_then(super::formats::night_mode).filter(|m| NIGHT_MODES.contains(m));
+                Some(mode.map(str::to_owned).ok_or_else(|| {
+                    failed("the phone's `cmd uimode night` answer names no dark mode it could be put back to; nothing was changed".into())
+                })?)
+            } else {
+                old
+            };
+            rows.push(Recorded { namespace: c.namespace.into(), name: c.name.into(), old });
+        }
         // Recorded before the phone changes: whatever happens next, the old values can be put back.
         ledger.record(&key, &rows).map_err(|e| {
             tracing::error!(error = %e, device = %key, "could not record the phone's settings");
             ProtoError::new(ErrorCode::Internal, "the connector's state store failed; see the connector log")
         })?;
-        let put: Vec<String> = settings
-            .iter()
-            .map(|(ns, name, v)| format!("settings put {ns} {name} {}", super::shell::quote(v)))
-            .collect();
+        let put: Vec<String> = changes.iter().filter_map(Change::set).collect();
         let mut details = Map::new();
         details.insert(
             "settings".into(),
-            Value::Object(settings.iter().map(|(ns, n, v)| (format!("{ns}/{n}"), json!(v))).collect()),
+            Value::Object(
+                changes
+                    .iter()
+                    .filter_map(|c| Some((format!("{}/{}", c.namespace, c.name), json!(c.value.as_ref()?))))
+                    .collect(),
+            ),
         );
-        if let Err(e) = adb.shell_ok(&key, &put.join(" && "), true, ROUND_TRIP).await {
+        let set = if put.is_empty() {
+            Ok(String::new())
+        } else {
+            adb.shell_ok(&key, &put.join(" && "), true, ROUND_TRIP).await
+        };
+        if let Err(e) = set {
             adb.audit(&key, "lease.conditions.set", &details, "failed");
             // Whatever part was set is recorded: the release that follows the failed bind puts it back.
             lock(&st.to_release).insert(key.clone());
@@ -336,12 +505,14 @@ async fn release_now(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), Proto
         let cfg = lock(&st.cfg).clone();
         let mut steps: Vec<String> =
             cfg.release.stop_apps.iter().map(|p| format!("am force-stop {}", super::shell::quote(p))).collect();
+        steps.extend(cfg.release.clear_apps.iter().map(|p| format!("pm clear {}", super::shell::quote(p))));
         if cfg.release.home {
             steps.push("input keyevent 3".into());
         }
         if !steps.is_empty() {
             let mut details = Map::new();
             details.insert("stop_apps".into(), json!(cfg.release.stop_apps));
+            details.insert("clear_apps".into(), json!(cfg.release.clear_apps));
             details.insert("home".into(), json!(cfg.release.home));
             let r = adb.shell_ok(key, &steps.join("; "), true, ROUND_TRIP).await;
             adb.audit(key, "lease.release", &details, if r.is_ok() { "ok" } else { "failed" });
@@ -361,19 +532,43 @@ async fn restore(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), ProtoErro
         unmark(adb, key);
         return Ok(());
     }
-    let cmd: Vec<String> = rows
-        .iter()
-        .map(|r| match &r.old {
-            Some(v) => format!("settings put {} {} {}", r.namespace, r.name, super::shell::quote(v)),
-            None => format!("settings delete {} {}", r.namespace, r.name),
-        })
-        .collect();
+    // The keyboard goes back only if the lease changed it: one read first (the agent's typing tools may switch to
+    // their own keyboard and back; a phone whose keyboard is its own again is left alone).
+    let keyboard = rows.iter().find(|r| r.namespace == IME).and_then(|r| r.old.clone());
+    let keyboard = match keyboard {
+        Some(old) => {
+            let now = adb.shell_ok(key, "settings get secure default_input_method", false, ROUND_TRIP).await;
+            let now = now.map(|o| super::formats::settings_values(&o, 1, VALUE_MAX));
+            match now {
+                Ok(Some(v)) if v.first().cloned().flatten().as_deref() == Some(old.as_str()) => None,
+                Ok(_) => Some(old),
+                Err(e) => return not_restored(adb, key, &rows, e),
+            }
+        }
+        None => None,
+    };
+    let mut cmd: Vec<String> = Vec::new();
+    if let Some(old) = &keyboard {
+        // `ime set` switches the running keyboard; a keyboard `ime` no longer knows (uninstalled meanwhile) is put
+        // back as the setting at least. First in the line: `a || b && c` runs c after either.
+        let q = super::shell::quote(old);
+        cmd.push(format!("ime set {q} || settings put secure default_input_method {q}"));
+    }
+    cmd.extend(rows.iter().filter_map(|r| match (r.namespace.as_str(), &r.old) {
+        (IME, _) => None,
+        (UIMODE, Some(v)) => Some(format!("cmd uimode night {}", super::shell::quote(v))),
+        (UIMODE, None) => None,
+        (ns, Some(v)) => Some(format!("settings put {ns} {} {}", r.name, super::shell::quote(v))),
+        (ns, None) => Some(format!("settings delete {ns} {}", r.name)),
+    }));
     let mut details = Map::new();
     details.insert(
         "settings".into(),
         Value::Object(rows.iter().map(|r| (format!("{}/{}", r.namespace, r.name), json!(r.old))).collect()),
     );
-    match adb.shell_ok(key, &cmd.join(" && "), true, ROUND_TRIP).await {
+    let done =
+        if cmd.is_empty() { Ok(String::new()) } else { adb.shell_ok(key, &cmd.join(" && "), true, ROUND_TRIP).await };
+    match done {
         Ok(_) => {
             if let Err(e) = ledger.forget(key) {
                 tracing::error!(error = %e, device = %key, "could not forget the restored settings");
@@ -383,21 +578,29 @@ async fn restore(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), ProtoErro
             tracing::info!(device = %key, settings = rows.len(), "lease conditions restored");
             Ok(())
         }
-        Err(e) => {
-            let why = format!(
-                "its settings from the last lease could not be restored ({}); it is not handed to an agent until \
-                 they are (retried every {} s while it is online)",
-                e.message,
-                RETRY_EVERY.as_secs()
-            );
-            tracing::warn!(device = %key, error = %e.message, "lease conditions not restored");
-            if adb.conditions().not_restored(key).is_none() {
-                adb.audit(key, "lease.conditions.restored", &details, "failed");
-            }
-            mark(adb, key, why.clone());
-            Err(failed(format!("the phone is not clean: {why}")))
-        }
+        Err(e) => not_restored(adb, key, &rows, e),
     }
+}
+
+/// Marks the phone not restored (audited once), saying why.
+fn not_restored(adb: &Arc<AdbBackend>, key: &DeviceKey, rows: &[Recorded], e: ProtoError) -> Result<(), ProtoError> {
+    let mut details = Map::new();
+    details.insert(
+        "settings".into(),
+        Value::Object(rows.iter().map(|r| (format!("{}/{}", r.namespace, r.name), json!(r.old))).collect()),
+    );
+    let why = format!(
+        "its settings from the last lease could not be restored ({}); it is not handed to an agent until \
+         they are (retried every {} s while it is online)",
+        e.message,
+        RETRY_EVERY.as_secs()
+    );
+    tracing::warn!(device = %key, error = %e.message, "lease conditions not restored");
+    if adb.conditions().not_restored(key).is_none() {
+        adb.audit(key, "lease.conditions.restored", &details, "failed");
+    }
+    mark(adb, key, why.clone());
+    Err(failed(format!("the phone is not clean: {why}")))
 }
 
 /// Runs until `shutdown` flips: retries every not-restored phone that is online, every [`RETRY_EVERY`] and when a
@@ -428,7 +631,10 @@ pub async fn sweep(adb: Arc<AdbBackend>, mut shutdown: tokio::sync::watch::Recei
 /// Whether the backend has anything to do at bind (no conditions: nothing is sent, nothing waited for).
 pub fn idle(adb: &AdbBackend, key: &DeviceKey) -> bool {
     let st = adb.conditions();
-    lock(&st.cfg).is_empty() && !lock(&st.to_release).contains(key) && !lock(&st.not_restored).contains_key(key)
+    lock(&st.cfg).is_empty()
+        && !lock(&st.asked).contains_key(key)
+        && !lock(&st.to_release).contains(key)
+        && !lock(&st.not_restored).contains_key(key)
 }
 
 #[cfg(test)]
@@ -469,8 +675,42 @@ mod tests {
             json!({"screen_timeout_ms": 10}),
             json!({"release": {"stop_apps": ["x; reboot"]}}),
             json!({"dark": true}),
+            json!({"dark_mode": "yes"}),
+            json!({"release": {"clear_apps": ["com.x", "$(reboot)"]}}),
+            json!({"agent_may_set": ["release"]}),
         ] {
             assert!(parse(bad.clone()).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn dark_mode_and_the_keyboard_are_read_recorded_and_set_in_order() {
+        let c = parse(json!({"animations": "off", "dark_mode": true, "release": {"restore_keyboard": true}})).unwrap();
+        let reads: Vec<String> = c.changes().iter().map(Change::read).collect();
+        assert_eq!(reads.last().unwrap(), "settings get secure default_input_method");
+        assert_eq!(reads[reads.len() - 2], "cmd uimode night");
+        let sets: Vec<String> = c.changes().iter().filter_map(Change::set).collect();
+        assert_eq!(sets.last().unwrap(), "cmd uimode night 'yes'", "the keyboard is only recorded");
+        assert_eq!(sets.len(), 4);
+    }
+
+    #[test]
+    fn an_agent_chooses_only_what_the_policy_lets_it() {
+        let policy =
+            parse(json!({"animations": "off", "font_scale": 1.0, "agent_may_set": ["font_scale", "dark_mode"]}))
+                .unwrap();
+        let lease = policy.for_lease(&json!({"font_scale": 1.3, "dark_mode": true})).unwrap();
+        assert_eq!(lease.font_scale, Some(Scale("1.3".into())));
+        assert_eq!(lease.dark_mode, Some(true));
+        assert_eq!(lease.animations, Some(Switch::Off), "the policy's own stay");
+        // A form field's text.
+        assert_eq!(policy.for_lease(&json!("{\"dark_mode\": false}")).unwrap().dark_mode, Some(false));
+        let e = policy.for_lease(&json!({"http_proxy": "10.0.0.1:80"})).unwrap_err();
+        assert!(e.contains("\"http_proxy\"") && e.contains("allowed: font_scale, dark_mode"), "{e}");
+        let e = policy.for_lease(&json!({"font_scale": 9})).unwrap_err();
+        assert!(e.contains("font_scale"), "{e}");
+        let e = parse(json!({})).unwrap().for_lease(&json!({"dark_mode": true})).unwrap_err();
+        assert!(e.contains("lets agents choose no lease condition"), "{e}");
+        assert!(policy.for_lease(&json!([1])).is_err());
     }
 }

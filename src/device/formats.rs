@@ -429,6 +429,14 @@ pub fn settings_values(text: &str, n: usize, max_len: usize) -> Option<Vec<Optio
         .collect()
 }
 
+/// The mode in `cmd uimode night`'s answer, `Night mode: yes` (AOSP `UiModeManagerService.Shell`
+/// `printCurrentNightMode`: yes, no, auto; Android 11+ also custom_schedule, custom_bedtime; `unknown` otherwise).
+/// `None` for anything else (an error, a vendor's other words).
+pub fn night_mode(line: &str) -> Option<&str> {
+    let mode = line.trim().strip_prefix("Night mode: ")?.trim();
+    (!mode.is_empty() && mode.len() <= 32 && mode.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')).then_some(mode)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

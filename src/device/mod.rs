@@ -102,6 +102,16 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async { Ok(()) })
     }
 
+    /// Checks the lease conditions an agent's `auth.start` asks for (`input.conditions`; `None`: none) against the
+    /// operator's policy, and with the phone being bound keeps them for its [`Backend::prepare`]. An error is the
+    /// reason for the agent; nothing is bound.
+    fn ask_conditions(&self, _key: Option<&DeviceKey>, asked: Option<&serde_json::Value>) -> Result<(), String> {
+        match asked {
+            None => Ok(()),
+            Some(_) => Err("this connector sets no lease conditions; auth.start input.conditions is not taken".into()),
+        }
+    }
+
     /// Why the phone may not be handed to an agent now (its last lease's settings are not restored), if so.
     fn not_restored(&self, _key: &DeviceKey) -> Option<String> {
         None

@@ -30,11 +30,13 @@ pub mod font;
 pub mod fs;
 pub mod helper;
 pub mod packages;
+pub mod record;
 pub mod services;
 pub mod shell;
 pub mod sync;
 pub mod transport;
 pub mod ui;
+pub mod uimode;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

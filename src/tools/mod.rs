@@ -17,6 +17,7 @@ pub mod permissions;
 pub mod permits;
 pub mod picture;
 pub mod power;
+pub mod record;
 pub mod schema;
 pub mod screen;
 pub mod settle;
@@ -150,6 +151,7 @@ impl Registry {
         tools.extend(clipboard::tools(adb));
         tools.extend(permissions::tools(adb, policy));
         tools.extend(screen::tools(adb));
+        tools.extend(record::tools(adb));
         tools.extend(observe::tools(adb, policy.web_content()));
         tools.extend(files::tools(adb));
         let human = Arc::new(human::Requests::default());
