@@ -262,3 +262,28 @@ async fn an_agent_chooses_conditions_for_its_lease_only_within_the_policy() {
     assert_eq!(b["payload"]["status"], "authenticated", "{b}");
     assert_leased(&r.sim);
 }
+
+/// Issue 34 item 4, "at release … restore the keyboard and clipboard": `release.clear_clipboard` empties the
+/// phone's clipboard through the phone helper when the lease ends, so a one-time code one agent copied is not the
+/// next agent's; the audit says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_clears_the_clipboard_through_the_phone_helper() {
+    let p = json!({"lease_conditions": {"release": {"clear_clipboard": true}}});
+    let mut r = Rig::with(SimConfig::default(), &["--phone-helper", "auto"], Some(p)).await;
+    r.sim.set_clipboard(Some("one-time code 482913"));
+    let out = r.c.request("auth.logout", Some(&r.ch.clone()), json!({})).await;
+    assert_eq!(out["payload"]["status"], "ok", "{out}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while r.sim.clipboard().is_some() {
+        assert!(Instant::now() < deadline, "the clipboard still holds {:?} after the release", r.sim.clipboard());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let tail = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+        .args(["audit", "tail", "--json", "--data-dir"])
+        .arg(r.dir.path())
+        .output()
+        .unwrap();
+    let tail = String::from_utf8_lossy(&tail.stdout);
+    assert!(tail.contains("lease.release") && tail.contains("cleared"), "{tail}");
+    assert!(!tail.contains("482913"), "the clip's text is in no audit record: {tail}");
+}

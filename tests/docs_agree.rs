@@ -368,3 +368,18 @@ fn the_docs_name_only_tools_that_exist() {
     assert!(!tools.is_empty());
     assert!(unknown.is_empty(), "the docs name tools the card does not have:\n{}", unknown.join("\n"));
 }
+
+/// The example policy in docs/policy.md is one the binary accepts (its keys are the real ones: unknown keys make
+/// the connector refuse to start), so an operator can start from it.
+#[test]
+fn the_policy_pages_example_is_a_policy_the_binary_accepts() {
+    let doc = read("docs/policy.md");
+    let example = doc.split("```json\n").nth(1).and_then(|s| s.split("\n```").next()).expect("an example policy");
+    let dir = std::env::temp_dir().join(format!("xagent-docs-policy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = dir.join("policy.json");
+    std::fs::write(&policy, example).unwrap();
+    let out = Command::new(BIN).args(["card", "--policy"]).arg(&policy).output().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(out.status.success(), "docs/policy.md's example is refused: {}", String::from_utf8_lossy(&out.stderr));
+}

@@ -86,7 +86,7 @@ async fn inputs_go_through_the_helper_on_its_one_stream() {
         );
         let st = status(&mut r).await;
         let h = &st["phone_helper"];
-        assert_eq!((&h["state"], &h["version"]), (&json!("running"), &json!("2")), "{st}");
+        assert_eq!((&h["state"], &h["version"]), (&json!("running"), &json!("3")), "{st}");
         assert!(h["answered"].as_u64().unwrap() >= 5, "{h}");
         assert!(h.get("fell_back").is_none(), "{h}");
     })
@@ -192,7 +192,7 @@ async fn refused_injection_falls_back_and_says_why() {
         // `/health` carries the same in one line per phone, which `doctor` prints (and the wall shows).
         let health = common::get(r.srv.addr, "/health").await.json();
         let line = health["phone_helpers"][&r.serial].as_str().unwrap_or_default().to_owned();
-        assert!(line.starts_with("running (helper 2); shell path for "), "{health}");
+        assert!(line.starts_with("running (helper 3); shell path for "), "{health}");
         assert!(line.contains("key (denied") && line.contains("tap (denied"), "{line}");
     })
     .await;

@@ -876,6 +876,12 @@ async fn a_request_for_a_person_nobody_answers_is_human_unavailable_and_the_webh
         assert_eq!(ret.json()["returned"], false);
         let (_, call) =
             request_human(addr, &serial, json!({"reason": "r", "timeout_s": 600}), Duration::from_secs(60)).await;
+        // The call was sent, not yet run: a return before the request is open would answer none (a loaded box).
+        let open_by = Instant::now() + Duration::from_secs(15);
+        while open_requests(addr).await == 0 {
+            assert!(Instant::now() < open_by, "the request for a person never opened");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         assert_eq!(post(addr, &url("takeover"), &[(k, &v)], json!({})).await.status, 200);
         let bad = post(addr, &url("return"), &[(k, &v)], json!({"note": "x".repeat(2001)})).await;
         assert_eq!(bad.status, 400, "{}", bad.text());

@@ -124,6 +124,10 @@ pub struct Release {
     /// Put the keyboard back at release when the lease changed it (recorded at bind, `ime set`).
     #[serde(default)]
     pub restore_keyboard: bool,
+    /// Empty the clipboard at release (through the phone helper: Android has no shell command for it), so what one
+    /// agent copied — a one-time code, a password it typed by paste — is not the next agent's.
+    #[serde(default)]
+    pub clear_clipboard: bool,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -288,6 +292,7 @@ impl Conditions {
             && self.release.stop_apps.is_empty()
             && self.release.clear_apps.is_empty()
             && !self.release.home
+            && !self.release.clear_clipboard
     }
 }
 
@@ -509,13 +514,32 @@ async fn release_now(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), Proto
         if cfg.release.home {
             steps.push("input keyevent 3".into());
         }
-        if !steps.is_empty() {
+        if !steps.is_empty() || cfg.release.clear_clipboard {
             let mut details = Map::new();
             details.insert("stop_apps".into(), json!(cfg.release.stop_apps));
             details.insert("clear_apps".into(), json!(cfg.release.clear_apps));
             details.insert("home".into(), json!(cfg.release.home));
-            let r = adb.shell_ok(key, &steps.join("; "), true, ROUND_TRIP).await;
-            adb.audit(key, "lease.release", &details, if r.is_ok() { "ok" } else { "failed" });
+            let mut ok = true;
+            if !steps.is_empty() {
+                ok = adb.shell_ok(key, &steps.join("; "), true, ROUND_TRIP).await.is_ok();
+            }
+            if cfg.release.clear_clipboard {
+                // Not a restore step: a phone where the helper cannot run (older than Android 8, --phone-helper
+                // off) would otherwise never be handed out again. The audit and the log say it was not cleared.
+                let cleared = adb.clipboard_set(key, None, ROUND_TRIP).await;
+                details.insert(
+                    "clipboard".into(),
+                    json!(match &cleared {
+                        Ok(()) => "cleared".to_owned(),
+                        Err(e) => format!("not cleared: {}", e.message),
+                    }),
+                );
+                if let Err(e) = cleared {
+                    tracing::warn!(device = %key, error = %e.message, "the release could not clear the clipboard");
+                    ok = false;
+                }
+            }
+            adb.audit(key, "lease.release", &details, if ok { "ok" } else { "failed" });
         }
     }
     restore(adb, key).await

@@ -2082,7 +2082,7 @@ mod tests {
         assert!(out(&mut d, "monkey -p com.xagent.demo -c android.intent.category.LAUNCHER 1")
             .contains("Events injected: 1"));
         assert_eq!(d.ui.foreground.package, "com.xagent.demo");
-        assert_eq!(out(&mut d, "pm list packages -3"), "package:com.xagent.demo\n");
+        assert_eq!(out(&mut d, "pm list packages -3"), "package:com.xagent.demo\npackage:com.xagent.help\n");
     }
 
     #[test]
