@@ -387,7 +387,7 @@ fn run_profile(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, p
                     let r = rt.block_on(s.ws.invoke(&s.ch, "android_ui_dump", json!({})));
                     match (s.name.as_str(), r) {
                         ("helper off", Err(e)) => assert!(e.contains("ui_unavailable"), "{e}"),
-                        (_, Ok(d)) => assert_eq!(d["source"], "helper", "{}: {d}", s.name),
+                        (_, Ok(d)) => assert_eq!(d["tree"]["source"], "helper", "{}: {d}", s.name),
                         (name, other) => panic!("{name}: {other:?}"),
                     }
                 });
