@@ -2,10 +2,10 @@
 //! { … }` lines, `-W`'s launch report, its errors for unknown components and intents, and the ADB Keyboard IME's
 //! broadcasts (`ADB_INPUT_TEXT`, `ADB_INPUT_B64`, `ADB_CLEAR_TEXT`) typed while it is the active input method.
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::Device;
-use crate::sim::shell::CmdIo;
+use crate::sim::state::InputEvent;
 use crate::sim::ui::Activity;
-use crate::sim::InputEvent;
 
 use super::input::decode_base64;
 

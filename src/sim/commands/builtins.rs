@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::{format_log, now_unix_ms, now_unix_secs, Device, LogLine};
-use crate::sim::shell::CmdIo;
 
 pub(super) fn echo(args: &[&str], io: &mut CmdIo) -> i32 {
     let mut newline = true;

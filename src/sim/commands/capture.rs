@@ -3,9 +3,9 @@
 //! or a PNG, at the display's logical size, with the phone's cost of reading the display and encoding; and the
 //! hostile phone's lying captures ([`FrameLie`]). `screenrecord` is `record.rs`.
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::{now_unix_secs, Device};
-use crate::sim::shell::CmdIo;
-use crate::sim::FrameLie;
+use crate::sim::state::FrameLie;
 
 /// A well-formed PNG that claims `w` × `h` RGBA pixels and holds none (signature, IHDR, an empty IDAT, IEND):
 /// what a decoder sees first is the header, so a decoder that trusts it allocates before it finds out.

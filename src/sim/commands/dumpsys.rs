@@ -3,8 +3,8 @@
 //! `window-windows-*`, `activity-*`, `ime-*`, `state-power-*`, `state-window-policy-*`, `notification-*` (INDEX.md
 //! says which phone and release each came from). `dumpsys package` is `packages.rs`.
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::Device;
-use crate::sim::shell::CmdIo;
 
 pub(super) fn dumpsys(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
     match args.first().copied() {

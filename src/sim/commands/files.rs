@@ -4,8 +4,8 @@
 //! recorded in tests/fixtures/real/toybox-applets-*.txt and df-*.txt. `cat` also reads the kernel's files the
 //! simulator makes up as it goes: `/proc/uptime` and `/proc/net/unix` (the DevTools socket, `sim/devtools.rs`).
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::{now_unix_secs, Device};
-use crate::sim::shell::CmdIo;
 
 /// First SDK whose `dd` is toybox's (Android 10); before, AOSP shipped NetBSD's `dd` (same operands, its own
 /// summary line).

@@ -2,9 +2,9 @@
 //! on stdin: a real gzip member as zlib writes it, the phone's compression time on one of its cores, and the
 //! hostile phone's lying members ([`FrameLie::GzipBomb`], `GzipShort`, `GzipCorrupt`).
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::Device;
-use crate::sim::shell::CmdIo;
-use crate::sim::FrameLie;
+use crate::sim::state::FrameLie;
 
 /// First SDK whose toybox has `gzip`/`gunzip`/`zcat` (Android 8.0, toybox 0.7.3; AOSP
 /// `system/core/shell_and_utilities/README.md`).
@@ -61,7 +61,7 @@ pub(super) fn gzip(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo
     }
     // One core per gzip: it starts when the command line gets there (`io.at`) and a fast core is free, and ends
     // its input's cost later; the sim's own compression time counts against that.
-    let cost = crate::sim::PhoneCosts::at_rate(stdin.len(), dev.cfg.costs.gzip_bytes_per_s);
+    let cost = crate::sim::costs::PhoneCosts::at_rate(stdin.len(), dev.cfg.costs.gzip_bytes_per_s);
     if !cost.is_zero() {
         let t0 = tokio::time::Instant::now() - started.elapsed();
         let end = dev.cores.run(dev.cfg.costs.cores, t0 + io.at, cost);

@@ -2,8 +2,8 @@
 //! (tests/fixtures/real/ime-list-s-coloros-gboard-only.txt for `list -s`); the current one is
 //! `secure default_input_method`.
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::Device;
-use crate::sim::shell::CmdIo;
 
 pub(super) fn ime(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     let current_key = ("secure".to_string(), "default_input_method".to_string());

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::Device;
-use crate::sim::shell::CmdIo;
+use crate::sim::state::InputEvent;
 use crate::sim::ui::TapOutcome;
-use crate::sim::InputEvent;
 
 fn parse_coord(s: &str) -> Option<i32> {
     let f: f64 = s.parse().ok()?;

@@ -2,8 +2,8 @@
 //! the default since Android 7, `brief`, `time`, `tag`, `raw`), filtered by tag and priority; without `-d` it
 //! follows (the stream stays open), as on a phone.
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::{format_log, Device};
-use crate::sim::shell::CmdIo;
 
 fn prio_rank(p: char) -> u8 {
     match p.to_ascii_uppercase() {

@@ -15,6 +15,7 @@ mod ime;
 mod input;
 mod logcat;
 mod pm;
+mod procs;
 mod props;
 mod settings;
 mod text;
@@ -24,12 +25,18 @@ mod wm;
 #[cfg(test)]
 mod tests;
 
+use super::cmdio::{CmdIo, ExecResult};
 use super::device::Device;
-use super::shell::{run_script, CmdIo};
+use super::shell::run_script;
 
 pub use builtins::NPROC_SINCE_SDK;
 pub use gzip::GZIP_SINCE_SDK;
 pub(crate) use input::{decode_base64, key, keycode_name, swipe, tap, type_text};
+
+/// Runs a command line on the phone: the shell's grammar (`shell.rs`) with these commands.
+pub fn run_line(dev: &mut Device, src: &str, stdin: &[u8]) -> ExecResult {
+    run_script(dev, src, stdin, run)
+}
 
 /// Runs one simple command. `argv[0]` may be a full path (`/system/bin/input`). The phone's time for starting
 /// and running it ([`super::PhoneCosts::command`]) is added to the line's time.
@@ -79,8 +86,8 @@ fn dispatch(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> 
         "cat" => files::cat(dev, &args, stdin, io),
         "df" => files::df(dev, &args, io),
         "rm" => files::rm(dev, &args, io),
-        "ps" => super::helper::ps(dev, io),
-        "kill" => super::helper::kill(dev, &args, io),
+        "ps" => procs::ps(dev, io),
+        "kill" => procs::kill(dev, &args, io),
         "ls" => files::ls(dev, &args, io),
         "mkdir" => files::mkdir(dev, &args, io),
         "touch" => files::touch(dev, &args, io),
@@ -130,7 +137,7 @@ fn dispatch(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> 
 fn sh(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
     if args.first() == Some(&"-c") {
         let script = args.get(1).copied().unwrap_or("");
-        let r = run_script(dev, script, stdin);
+        let r = run_line(dev, script, stdin);
         io.out.extend_from_slice(&r.stdout);
         io.err.extend_from_slice(&r.stderr);
         io.sleep += r.sleep;

@@ -2,8 +2,8 @@
 //! `package:` lines and the installer's `Success` / `Failure [INSTALL_FAILED_…]` answers as the package manager's
 //! shell prints them. `pm grant`/`revoke` are `packages.rs` (their refusals: tests/fixtures/real/pm-grant-*).
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::{Device, Package};
-use crate::sim::shell::CmdIo;
 use crate::sim::ui::HOME_PACKAGE;
 
 fn min_sdk_marker(data: &[u8]) -> Option<u32> {

@@ -2,8 +2,8 @@
 //! release prints them; tests/fixtures/real/getprop-14-emulator-multiline-boot-reason-history.txt), and
 //! `setprop`'s refusal of a read-only `ro.` property that is already set.
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::Device;
-use crate::sim::shell::CmdIo;
 
 pub(super) fn getprop(dev: &Device, args: &[&str], io: &mut CmdIo) -> i32 {
     match args.first() {

@@ -1,8 +1,8 @@
 //! `settings get|put|delete|list NAMESPACE …` (system, secure, global; `null` for an unset key, `Deleted N rows`),
 //! and the display's rotation that `settings put system user_rotation N` turns at once (auto-rotate is off).
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::Device;
-use crate::sim::shell::CmdIo;
 
 pub(super) fn settings(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     let args: Vec<&str> = {

@@ -2,8 +2,9 @@
 //! phone tools print (the connector's parsers are tested against tests/fixtures/real/, not against this).
 
 use crate::sim::device::{now_unix_secs, Device};
-use crate::sim::shell::run_script;
 use crate::sim::{InputEvent, SimConfig};
+
+use super::run_line as run_script;
 
 fn dev() -> Device {
     Device::new(SimConfig::default(), "127.0.0.1:5555".into())

@@ -1,6 +1,6 @@
 //! The text filters of toybox a host pipes phone output into: `grep`, `head`, `tail`, `wc`.
 
-use crate::sim::shell::CmdIo;
+use crate::sim::cmdio::CmdIo;
 
 pub(super) fn grep(args: &[&str], stdin: &[u8], io: &mut CmdIo) -> i32 {
     let mut invert = false;

@@ -3,8 +3,8 @@
 //! wait for an idle UI, and `ERROR: could not get idle state.` when there is none
 //! (state-uiautomator-never-idle-appagent-39.txt).
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::{now_unix_secs, Device};
-use crate::sim::shell::CmdIo;
 
 pub(super) fn uiautomator(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     if args.first() != Some(&"dump") {

@@ -1,8 +1,8 @@
 //! `wm size`, `wm density`, `wm dismiss-keyguard`: `Physical size: WxH` and `Physical density: N` as the window
 //! manager's shell prints them (tests/fixtures/real/wm-size-*.txt).
 
+use crate::sim::cmdio::CmdIo;
 use crate::sim::device::Device;
-use crate::sim::shell::CmdIo;
 
 pub(super) fn wm(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
     match args.first() {
