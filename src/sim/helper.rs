@@ -16,11 +16,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::device::Device;
-use super::services::{packet, PacketReader, ID_CLOSE_STDIN, ID_EXIT, ID_STDERR, ID_STDIN, ID_STDOUT};
-use super::shell::CmdIo;
-use super::transport::{StreamIn, StreamOut};
-use super::Shared;
+use super::device::{Device, Process};
+use super::gates::{apply_fault, stall_point};
+use super::shared::Shared;
+use super::shell_v2::{packet, PacketReader, ID_CLOSE_STDIN, ID_EXIT, ID_STDERR, ID_STDIN, ID_STDOUT};
+use super::state::InputEvent;
+use super::stream::{StreamIn, StreamOut};
+
+/// How the helper behaves on this phone (defined with the phone's configuration, `state.rs`).
+pub use super::state::HelperMode as Mode;
 
 /// The protocol version and helper version the greeting carries.
 pub const PROTOCOL: u32 = 1;
@@ -32,36 +36,6 @@ const MAX_LINE: usize = 16384;
 /// What `ps` shows for a running helper (the class path travels in the environment, not in the arguments).
 pub const ARGS: &str = "app_process / xagent.Helper";
 
-/// How the helper behaves on this phone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// Everything works.
-    #[default]
-    Works,
-    /// `app_process` dies before the greeting (a vendor build that refuses it, a dex it cannot load).
-    NoStart,
-    /// It starts, but no injection method was found (a release whose hidden API moved): the greeting says
-    /// `no_inject_method` for every injecting operation and `no_uiautomation` for tree and idle.
-    Unavailable,
-    /// Injection is refused with a SecurityException (Xiaomi/MIUI/HyperOS without "USB debugging (Security
-    /// settings)"): every injecting request answers `denied`; `screen` and `tree` still work.
-    Denied,
-    /// Another UiAutomation is connected (a test framework, `uiautomator` itself): `tree` and `idle` answer
-    /// `busy uiautomation_in_use`.
-    TreeBusy,
-    /// The previous clip cannot be read (Android 10+ limits background clipboard reads): a paste answers
-    /// `paste not_restored`.
-    ClipUnreadable,
-}
-
-/// A running helper as `ps` and `kill` see it.
-#[derive(Debug, Clone)]
-pub struct Process {
-    pub pid: u32,
-    pub args: String,
-    kill: Arc<tokio::sync::Notify>,
-}
-
 /// The dex a helper command line names, when the line is exactly the helper's start command.
 pub fn command_dex(cmd: &str) -> Option<&str> {
     let rest = cmd.trim().strip_prefix("CLASSPATH=")?;
@@ -70,52 +44,10 @@ pub fn command_dex(cmd: &str) -> Option<&str> {
     (tail.trim() == ARGS && !name.is_empty() && !name.contains('/')).then_some(path)
 }
 
-/// `ps` (toybox; every form the connector uses prints PID and ARGS): a few system processes and each helper.
-pub fn ps(dev: &Device, io: &mut CmdIo) -> i32 {
-    io.out("  PID ARGS\n");
-    for (pid, args) in [
-        (1, "/system/bin/init second_stage"),
-        (612, "/apex/com.android.adbd/bin/adbd --root_seclabel=u:r:su:s0"),
-        (1325, "system_server"),
-    ] {
-        io.out(&format!("{pid:>5} {args}\n"));
-    }
-    for p in &dev.processes {
-        io.out(&format!("{:>5} {}\n", p.pid, p.args));
-    }
-    0
-}
-
-/// `kill [-9|-KILL|-s SIG] PID…`: ends helper processes (the system ones are not the shell user's to kill).
-pub fn kill(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
-    let mut rc = 0;
-    let mut skip = false;
-    for a in args {
-        if std::mem::take(&mut skip) || a.starts_with('-') {
-            skip = *a == "-s";
-            continue;
-        }
-        match a.parse::<u32>().ok().and_then(|pid| dev.processes.iter().position(|p| p.pid == pid)) {
-            Some(i) => {
-                let p = dev.processes.remove(i);
-                p.kill.notify_one();
-            }
-            None => {
-                let what = if a.parse::<u32>().is_ok() { "No such process" } else { "Operation not permitted" };
-                io.err(&format!("kill: {a}: {what}\n"));
-                rc = 1;
-            }
-        }
-    }
-    rc
-}
-
 /// Runs the helper on one `shell,v2` stream until its end (see the module docs).
 pub(crate) async fn serve(shared: &Arc<Shared>, cmd: &str, dex: &str, input: &mut StreamIn, out: &mut StreamOut) {
     shared.device.lock().unwrap_or_else(|e| e.into_inner()).record_command(cmd);
-    if !super::services::stall_point(shared, cmd.trim_start(), input).await
-        || !super::services::apply_fault(shared, input, out).await
-    {
+    if !stall_point(shared, cmd.trim_start(), input).await || !apply_fault(shared, input, out).await {
         return;
     }
     let (loads, sdk) = {
@@ -348,7 +280,7 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
             let pointers: Vec<Vec<(i32, i32)>> =
                 pointers.iter().map(|p| p.chunks(2).map(|xy| (xy[0], xy[1])).collect()).collect();
             // Recorded as it arrived (every pointer's points), so a test sees what a phone would have been sent.
-            dev.record_event(super::InputEvent::Gesture { duration_ms: ms as u32, pointers: pointers.clone() });
+            dev.record_event(InputEvent::Gesture { duration_ms: ms as u32, pointers: pointers.clone() });
             let fingers = pointers.len();
             dev.log('D', "InputDispatcher", &format!("Delivering a {fingers}-pointer gesture {ms}ms"));
             // The simulated UI knows single touches: one finger's path scrolls as a swipe does; more fingers
