@@ -77,6 +77,10 @@ pub struct PhoneCosts {
     /// A helper's `tree`: the UiAutomation walk, plus [`PhoneCosts::helper_tree_per_kb`] per KiB of XML.
     pub helper_tree: Duration,
     pub helper_tree_per_kb: Duration,
+    /// A helper's `frame`: the display read in its process (SurfaceFlinger's capture and the copy out of the
+    /// hardware buffer), plus [`PhoneCosts::helper_frame_per_megapixel`] for averaging every pixel into cells.
+    pub helper_frame: Duration,
+    pub helper_frame_per_megapixel: Duration,
 }
 
 impl PhoneCosts {
@@ -123,6 +127,12 @@ impl PhoneCosts {
             helper_call: Duration::from_millis(5),
             helper_tree: Duration::from_millis(20),
             helper_tree_per_kb: Duration::from_millis(4),
+            // An in-process capture: 30–130 ms measured for peers' resident screenshots that also scale and
+            // encode a JPEG (research notes §6: handsets.dev 8–12 ms on an emulator, midscene's scrcpy path
+            // 130 ms); no encoding here, so the low end plus the hardware buffer's copy. The averaging pass is
+            // one read of each pixel in ART, ~10 ns each once JIT-compiled. Both interpolated, not measured.
+            helper_frame: Duration::from_millis(40),
+            helper_frame_per_megapixel: Duration::from_millis(10),
             ..PhoneCosts::usb2()
         }
     }
