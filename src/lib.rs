@@ -2,6 +2,7 @@
 //! See `ARCHITECTURE.md` for the map.
 
 pub mod audit;
+pub mod base64;
 pub mod build_info;
 pub mod channels;
 pub mod cli;

@@ -8,8 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::hub::{internal, mask_serial, to_value, Hub};
 use super::matching::{self, Constraints};
-use super::{internal, mask_serial, to_value, Hub};
 use crate::device::{DeviceKey, DeviceState};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::{ids, now_ms};

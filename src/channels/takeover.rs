@@ -20,83 +20,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::Hub;
+use super::holds::{control_error, held_until, Hold};
+use super::hub::Hub;
 use crate::device::DeviceKey;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::now_ms;
 
-/// Who holds a phone. A session id is a secret: compared, never shown or logged.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Operator {
-    /// The system API key (an integration): every Bearer caller is this one operator.
-    ApiKey,
-    /// A wall login session.
-    Session(String),
-}
-
-impl Operator {
-    /// How the operator appears in audit records, logs and the API.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Operator::ApiKey => "api_key",
-            Operator::Session(_) => "session",
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-struct Hold {
-    by: Operator,
-    since_ms: u64,
-    last_used: Instant,
-    /// `last_used` on the wall clock, for [`TakeoverInfo::expires_ms`].
-    last_used_ms: u64,
-    idle: Duration,
-}
-
-/// A takeover as the wall shows it.
-#[derive(Clone, Debug)]
-pub struct TakeoverInfo {
-    pub by: Operator,
-    pub since_ms: u64,
-    /// When the idle timeout ends it unless the operator acts before (wall clock, ms): changes only with input, so
-    /// the wall's event stream does not resend the document every second of a takeover.
-    pub expires_ms: u64,
-}
-
-#[derive(Default)]
-pub struct Takeovers(
-    std::sync::Mutex<HashMap<DeviceKey, Hold>>,
-    std::sync::Mutex<HashMap<DeviceKey, CancellationToken>>,
-);
-
-/// The audit "channel" of operator actions: they come from the wall, not from a protocol channel.
-pub const OPERATOR_CHANNEL: &str = "wall";
-
-fn control_error() -> ProtoError {
-    ProtoError::new(
-        ErrorCode::OperatorControl,
-        "an operator is using this phone from the device wall; nothing ran. Retry later or bind another phone",
-    )
-}
-
-/// The gate's refusal while `h` holds the phone: until when at the latest if the operator stops acting (the idle
-/// deadline, moved on by each operator input), and that reading works meanwhile (issue 35 item 5).
-fn held_until(h: &Hold) -> ProtoError {
-    let until_ms = h.last_used_ms.saturating_add(h.idle.as_millis() as u64);
-    let until = crate::protocol::utc(until_ms);
-    ProtoError::new(
-        ErrorCode::OperatorControl,
-        format!(
-            "an operator is using this phone from the device wall; nothing ran. The hold ends at {until} unless the \
-             operator acts again (each input moves it on by {} s) or returns the phone sooner. Read-only tools \
-             (android_observe, android_ui_dump, android_screenshot, …) work meanwhile; retry inputs after it, or \
-             bind another phone",
-            h.idle.as_secs()
-        ),
-    )
-    .with_details(json!({"held_until": until, "held_until_ms": until_ms}))
-}
+pub use super::holds::{Operator, TakeoverInfo, OPERATOR_CHANNEL};
 
 impl Hub {
     fn takeovers(&self) -> std::sync::MutexGuard<'_, HashMap<DeviceKey, Hold>> {

@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::channels::AuthOutcome;
 use crate::device::fake::FakeBackend;
 
 fn hub_with(store: Store, backend: Arc<FakeBackend>, grace: Duration, allow: &[&str]) -> Arc<Hub> {

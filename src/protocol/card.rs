@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{PROFILE_TARGET_TYPES, TARGET_TYPES};
+use super::consts::{PROFILE_TARGET_TYPES, TARGET_TYPES};
 use crate::build_info::BuildInfo;
 
 #[derive(Clone, Debug, Serialize)]

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::card::Card;
-use super::{CONNECTOR_CARD_ID, DESCRIPTOR_SCHEMA, TARGET_TYPES};
+use super::consts::{CONNECTOR_CARD_ID, DESCRIPTOR_SCHEMA, TARGET_TYPES};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Descriptor {

@@ -5,86 +5,18 @@
 //! `tests/fixtures/xagent-schemas/`) by the integration tests.
 
 pub mod card;
+mod consts;
 pub mod descriptor;
 pub mod errors;
 pub mod ids;
 pub mod packet;
+mod time;
 
 pub use errors::ErrorCode;
 pub use packet::Packet;
 
-/// `schema` of the Connector Card (protocol §1).
-pub const CARD_SCHEMA: &str = "xagent.connector/v1";
-/// `schema` of a Connection Descriptor (protocol §1, §9).
-pub const DESCRIPTOR_SCHEMA: &str = "xagent.connection/v2";
-/// `schema` of every data-plane packet (protocol §7).
-pub const PACKET_SCHEMA: &str = "xagent.connector.packet/v1";
-/// WebSocket subprotocol of the data plane (protocol §6).
-pub const SUBPROTOCOL: &str = "xagent.connector.packet.v1";
-/// The public protocol version this connector implements.
-pub const PROTOCOL_VERSION: &str = "3.0";
-/// Our fixed Connector Card id: fixed by the developer, never per deployment (§4.1).
-pub const CONNECTOR_CARD_ID: &str = "device.adb";
-/// The device profile we implement.
-pub const DEVICE_PROFILE: &str = "xagent.device.v1";
-/// Main skill name: `connector-<card id>` with `.`/`_` normalised to `-` (§4.2).
-pub const SKILL_NAME: &str = "connector-device-adb";
-/// The target type and provider of everything this connector binds.
-pub const TARGET_TYPE: &str = "device";
-pub const PROVIDER: &str = "adb";
-pub const TARGET_LABEL: &str = "Android 设备";
-
-/// Standard profiles and the card target types each one may be declared with (§4.1: a declared profile must
-/// intersect `supports.target_types`; `xagent.im.v2` is only for `im`).
-pub const PROFILE_TARGET_TYPES: &[(&str, &[&str])] =
-    &[("xagent.im.v1", &["im"]), ("xagent.im.v2", &["im"]), ("xagent.device.v1", &["device"])];
-
-/// Target types the protocol currently knows (§4.1, §9).
-pub const TARGET_TYPES: &[&str] = &["im", "email", "calendar", "ticket", "device"];
-
-/// Compares dotted protocol versions numerically ("3.0" < "3.1" < "10.0"). `None` when either is not a version.
-pub fn compare_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
-    fn parts(v: &str) -> Option<Vec<u64>> {
-        let v = v.trim();
-        if v.is_empty() {
-            return None;
-        }
-        v.split('.').map(|p| p.parse::<u64>().ok()).collect()
-    }
-    let (mut a, mut b) = (parts(a)?, parts(b)?);
-    let n = a.len().max(b.len());
-    a.resize(n, 0);
-    b.resize(n, 0);
-    Some(a.cmp(&b))
-}
-
-/// Current Unix time in milliseconds, the unit of every `time` and `expires_at` on the wire.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
-/// Milliseconds since the epoch as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T12:00:00.123Z`: how a time
-/// is said in a message a person or a model reads (`audit tail`, `operator_control`'s end of the hold).
-pub fn utc(ms: u64) -> String {
-    let secs = (ms / 1000) as i64;
-    let (y, mo, d) = crate::build_info::civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
-    format!("{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60, ms % 1000)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cmp::Ordering::*;
-
-    #[test]
-    fn versions_compare_numerically_not_lexically() {
-        assert_eq!(compare_versions("3.0", "3.0"), Some(Equal));
-        assert_eq!(compare_versions("3", "3.0"), Some(Equal));
-        assert_eq!(compare_versions("2.9", "3.0"), Some(Less));
-        assert_eq!(compare_versions("10.0", "3.0"), Some(Greater));
-        assert_eq!(compare_versions("3.1", "3.0"), Some(Greater));
-        assert_eq!(compare_versions("", "3.0"), None);
-        assert_eq!(compare_versions("three", "3.0"), None);
-    }
-}
+pub use consts::{
+    compare_versions, CARD_SCHEMA, CONNECTOR_CARD_ID, DESCRIPTOR_SCHEMA, DEVICE_PROFILE, PACKET_SCHEMA,
+    PROFILE_TARGET_TYPES, PROTOCOL_VERSION, PROVIDER, SKILL_NAME, SUBPROTOCOL, TARGET_LABEL, TARGET_TYPE, TARGET_TYPES,
+};
+pub use time::{now_ms, utc};

@@ -3,8 +3,10 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::consts::PACKET_SCHEMA;
 use super::errors::{ErrorCode, ProtoError};
-use super::{ids, now_ms, PACKET_SCHEMA};
+use super::ids;
+use super::time::now_ms;
 
 /// One data-plane packet. Unknown envelope fields are ignored on input (forward compatibility) and never emitted.
 #[derive(Clone, Debug, PartialEq, Serialize)]

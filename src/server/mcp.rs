@@ -634,7 +634,7 @@ async fn file_content(app: &App, channel: &str, f: &Value, host: &str) -> Value 
             let path = app.files.path(&row);
             if let Ok(bytes) = tokio::fs::read(&path).await {
                 if bytes.len() as u64 <= MAX_INLINE_IMAGE {
-                    return json!({"type": "image", "data": base64(&bytes), "mimeType": mime});
+                    return json!({"type": "image", "data": crate::base64::encode(&bytes), "mimeType": mime});
                 }
             }
         }
@@ -642,31 +642,4 @@ async fn file_content(app: &App, channel: &str, f: &Value, host: &str) -> Value 
     let url = s("download_url");
     let uri = if host.is_empty() { url.to_owned() } else { format!("http://{host}{url}") };
     json!({"type": "resource_link", "uri": uri, "name": s("filename"), "mimeType": mime, "size": f.get("byte_size")})
-}
-
-/// Standard base64 with padding (RFC 4648 §4), for image content.
-fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn base64_is_rfc4648() {
-        for (raw, enc) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foobar", "Zm9vYmFy")] {
-            assert_eq!(super::base64(raw.as_bytes()), enc);
-        }
-    }
 }

@@ -3,7 +3,7 @@
 
 use rusqlite::params;
 
-use super::{Result, Store};
+use super::db::{Result, Store};
 
 /// One recorded setting: (namespace, name, old value).
 pub type ConditionRow = (String, String, Option<String>);

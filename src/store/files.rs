@@ -3,7 +3,7 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{Result, Store};
+use super::db::{Result, Store};
 
 /// One cached file. `path` is relative to the cache directory (so a moved data dir keeps working); `token` is the
 /// download secret and must never be logged.

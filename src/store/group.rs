@@ -18,8 +18,10 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, Transaction};
 
-use super::audit::AuditRow;
-use super::{Result, Store};
+use rusqlite::Result;
+
+use super::codec::{key_hash, pack_digest, pack_outcome};
+use super::rows::{self, AuditRow};
 
 /// Longest a batch waits for the writes of other running calls.
 pub const WINDOW: Duration = Duration::from_millis(5);
@@ -70,27 +72,21 @@ impl Drop for Activity {
     }
 }
 
-impl Store {
-    /// Marks a tool call as running until the guard is dropped.
-    pub fn call_activity(&self) -> Activity {
-        self.group.active.fetch_add(1, Ordering::SeqCst);
-        Activity(self.group.active.clone())
+impl Group {
+    /// Marks a tool call as running until the guard is dropped ([`Store::call_activity`]).
+    pub(super) fn activity(&self) -> Activity {
+        self.active.fetch_add(1, Ordering::SeqCst);
+        Activity(self.active.clone())
     }
 
-    /// Queues `write` for the next group commit and waits until it is committed (blocking: call it from a
-    /// blocking thread). The error of a write that failed is its own: a failed batch is retried write by write.
-    pub fn commit(&self, write: Write) -> Result<()> {
-        self.commit_all(vec![write])
-    }
-
-    /// [`Store::commit`] of several writes that belong together: all in the same transaction.
-    pub fn commit_all(&self, writes: Vec<Write>) -> Result<()> {
+    /// Queues `writes` for the next group commit on `conn` and waits until they are committed ([`Store::commit_all`]).
+    pub(super) fn commit_all(&self, conn: &Arc<Mutex<Connection>>, writes: Vec<Write>) -> Result<()> {
         let (reply, done) = mpsc::sync_channel(1);
         {
-            let mut tx = self.group.tx.lock().unwrap_or_else(|e| e.into_inner());
+            let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
             let sender = tx.get_or_insert_with(|| {
                 let (tx, rx) = mpsc::channel();
-                let (conn, active) = (self.conn.clone(), self.group.active.clone());
+                let (conn, active) = (conn.clone(), self.active.clone());
                 std::thread::Builder::new()
                     .name("store-writer".into())
                     .spawn(move || writer(conn, active, rx))
@@ -172,9 +168,9 @@ fn apply<'a>(db: &mut Connection, writes: impl Iterator<Item = &'a Write>) -> Re
                     channel,
                     tool,
                     call_id,
-                    super::calls::pack_digest(args_sha256),
+                    pack_digest(args_sha256),
                     *now_ms as i64,
-                    super::calls::key_hash(channel, tool, call_id)
+                    key_hash(channel, tool, call_id)
                 ])?;
             }
             Write::CallFinished { channel, tool, call_id, outcome, now_ms } => {
@@ -188,9 +184,9 @@ fn apply<'a>(db: &mut Connection, writes: impl Iterator<Item = &'a Write>) -> Re
                     channel,
                     tool,
                     call_id,
-                    super::calls::pack_outcome(outcome),
+                    pack_outcome(outcome),
                     *now_ms as i64,
-                    super::calls::key_hash(channel, tool, call_id)
+                    key_hash(channel, tool, call_id)
                 ])?;
             }
             Write::Audit { rec, hash } => {
@@ -202,7 +198,7 @@ fn apply<'a>(db: &mut Connection, writes: impl Iterator<Item = &'a Write>) -> Re
                 rec.seq = last.checked_add(1).ok_or(rusqlite::Error::IntegralValueOutOfRange(0, last))?;
                 rec.prev_hash = prev;
                 rec.hash = hash(&rec);
-                super::audit::insert(&tx, &rec)?;
+                rows::insert(&tx, &rec)?;
                 head = Some((rec.seq, rec.hash));
             }
         }

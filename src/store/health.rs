@@ -4,7 +4,7 @@
 
 use rusqlite::params;
 
-use super::{Result, Store};
+use super::db::{Result, Store};
 
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
