@@ -14,8 +14,10 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Map, Value};
 
 use super::session::Principal;
-use super::{device_id, Wall};
-use crate::channels::takeover::{Operator, TakeoverInfo, OPERATOR_CHANNEL};
+use super::state::{device_id, Wall};
+use super::views::takeover_json;
+use super::wire::is_json;
+use crate::channels::takeover::{Operator, OPERATOR_CHANNEL};
 use crate::device::shell::{input_text_chunks, quote};
 use crate::device::{DeviceKey, DeviceState};
 use crate::http::{error, json_response, Body};
@@ -65,11 +67,6 @@ fn ok(v: Value) -> Response<Body> {
     let mut r = json_response(StatusCode::OK, v.to_string());
     r.headers_mut().insert(hyper::header::CACHE_CONTROL, hyper::header::HeaderValue::from_static("no-store"));
     r
-}
-
-/// The takeover as the API shows it (`takeover` of a device; never the session id).
-pub fn takeover_json(t: &TakeoverInfo, me: Option<&Operator>) -> Value {
-    json!({"by": t.by.kind(), "since_ms": t.since_ms, "expires_ms": t.expires_ms, "mine": me == Some(&t.by)})
 }
 
 fn online(app: &App, key: &DeviceKey) -> Result<(), ProtoError> {
@@ -282,7 +279,7 @@ pub async fn input(app: &App, w: &Wall, key: &DeviceKey, p: &Principal, req: Req
     let Some(by) = operator(p) else {
         return fail(&ProtoError::new(ErrorCode::PermissionDenied, "log in on the wall first"));
     };
-    if !super::api::is_json(&req) {
+    if !is_json(&req) {
         return error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "invalid_arguments", "send Content-Type: application/json");
     }
     let body = match read_small_body(req.into_body(), MAX_INPUT_BODY, app.cfg.limits.body_timeout).await {

@@ -25,8 +25,9 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::Notify;
 
-use super::api::{snapshot, sse_event};
-use super::{Wall, MAX_EVENT_STREAMS};
+use super::state::{Wall, MAX_EVENT_STREAMS};
+use super::views::snapshot;
+use super::wire::sse_event;
 use crate::http::{error, Body};
 use crate::server::App;
 

@@ -15,8 +15,7 @@
 //! Caps: [`MAX_VIEWERS_PER_DEVICE`] per phone and [`MAX_VIEWERS`] in all (each holds a socket and a task, and
 //! every watched phone a capture loop taking the box's CPU); beyond them the answer is `503 too_many_viewers`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -26,8 +25,9 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 use tokio::sync::{watch, Notify};
 
+use super::feeds::FrameTx;
+use super::state::Wall;
 use super::thumbs::{Shot, Thumb};
-use super::Wall;
 use crate::device::adb::AdbBackend;
 use crate::device::{DeviceKey, DeviceState};
 use crate::http::{error, Body};
@@ -45,7 +45,7 @@ pub const FRAME_INTERVAL: Duration = Duration::from_millis(150);
 const STILL_AFTER: Duration = Duration::from_secs(2);
 /// The capture period of a still screen: a watched idle phone costs the box (and the phone) about a third of the
 /// captures, and its first change shows at most this much later; an operator's input wakes the loop at once
-/// ([`Live::poke`]).
+/// ([`super::feeds::Live::poke`]).
 pub const STILL_INTERVAL: Duration = Duration::from_millis(500);
 /// The last frame is sent again after this long without a change.
 pub const KEEPALIVE: Duration = Duration::from_secs(5);
@@ -55,24 +55,6 @@ const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
 const AGENT_PAUSE: Duration = Duration::from_millis(250);
 /// The multipart boundary (never occurs in the part headers; JPEG bodies are delimited by Content-Length too).
 const BOUNDARY: &str = "xagent-live-frame";
-
-/// The live frames of one phone, as its capture loop publishes them.
-type FrameTx = watch::Sender<Option<Arc<Thumb>>>;
-
-#[derive(Default)]
-pub struct Live {
-    inner: Mutex<Inner>,
-}
-
-#[derive(Default)]
-struct Inner {
-    /// Viewers per phone.
-    viewers: HashMap<DeviceKey, usize>,
-    /// The running capture loop of a phone (its sender); a loop removes itself when it ends.
-    feeds: HashMap<DeviceKey, FrameTx>,
-    /// Wakes a phone's capture loop out of its still-screen pace (operator input: the screen is about to change).
-    pokes: HashMap<DeviceKey, Arc<Notify>>,
-}
 
 /// One viewer's place under the caps; freed on drop.
 struct Viewer {
@@ -88,20 +70,6 @@ impl Drop for Viewer {
             if *n == 0 {
                 g.viewers.remove(&self.key);
             }
-        }
-    }
-}
-
-impl Live {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The phone's screen is about to change (an operator's input): its capture loop, if one runs, captures now
-    /// and at the full frame rate again.
-    pub fn poke(&self, key: &DeviceKey) {
-        if let Some(n) = self.lock().pokes.get(key) {
-            n.notify_one();
         }
     }
 }
