@@ -86,7 +86,7 @@ async fn inputs_go_through_the_helper_on_its_one_stream() {
         );
         let st = status(&mut r).await;
         let h = &st["phone_helper"];
-        assert_eq!((&h["state"], &h["version"]), (&json!("running"), &json!("3")), "{st}");
+        assert_eq!((&h["state"], &h["version"]), (&json!("running"), &json!("4")), "{st}");
         assert!(h["answered"].as_u64().unwrap() >= 5, "{h}");
         assert!(h.get("fell_back").is_none(), "{h}");
     })
@@ -192,7 +192,7 @@ async fn refused_injection_falls_back_and_says_why() {
         // `/health` carries the same in one line per phone, which `doctor` prints (and the wall shows).
         let health = common::get(r.srv.addr, "/health").await.json();
         let line = health["phone_helpers"][&r.serial].as_str().unwrap_or_default().to_owned();
-        assert!(line.starts_with("running (helper 3); shell path for "), "{health}");
+        assert!(line.starts_with("running (helper 4); shell path for "), "{health}");
         assert!(line.contains("key (denied") && line.contains("tap (denied"), "{line}");
     })
     .await;
@@ -444,6 +444,59 @@ async fn rotation_and_display_size_come_from_the_helpers_screen() {
             let asked = cmds.iter().any(|c| c.starts_with("dumpsys input") || c.starts_with("wm size"));
             assert_eq!(asked, !helper, "helper {helper}: {cmds:?}");
         }
+    })
+    .await;
+}
+
+/// A tool called as given, the connector's defaults applying (`settle` on): its result.
+async fn as_is(r: &mut Rig, tool: &str, args: Value) -> Value {
+    let ch = r.ch.clone();
+    let ack = r.c.invoke_as_is(&ch, tool, args).await;
+    assert!(ack["type"] == "tool.invoke.ack" && ack.get("error").is_none(), "{tool} failed: {ack}");
+    ack["payload"]["result"].clone()
+}
+
+/// A settled tap once the helper runs: settle's frames are the helper's `frame` (the display averaged on the phone,
+/// one request on the helper's stream), not a `screencap` each — and they still see what the tap changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_reads_its_frames_through_the_helper() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
+        r.ok("android_tap", tap()).await;
+        let (s0, c0) = (r.sim.streams(), r.sim.commands().len());
+        let still = as_is(&mut r, "android_tap", json!({"x": NOTHING.0, "y": NOTHING.1})).await;
+        let e = &still["effect"];
+        assert_eq!((&e["settled"], &e["screen_changed"]), (&json!(true), &json!(false)), "{still}");
+        let moved = as_is(&mut r, "android_tap", json!({"x": INCREMENT.0, "y": INCREMENT.1})).await;
+        let e = &moved["effect"];
+        assert_eq!((&e["settled"], &e["screen_changed"]), (&json!(true), &json!(true)), "{moved}");
+        assert_eq!(r.sim.counter(), 1);
+        let cmds = r.sim.commands()[c0..].to_vec();
+        assert!(!cmds.iter().any(|c| c.contains("screencap") || c == "framebuffer:"), "no capture: {cmds:?}");
+        // What is left on streams of their own: the foreground/keyboard reads beside each frame.
+        let state_reads = cmds.iter().filter(|c| c.contains("dumpsys")).count() as u64;
+        assert_eq!(r.sim.streams() - s0, state_reads, "{cmds:?}");
+        let h = status(&mut r).await["phone_helper"].clone();
+        assert!(h.get("fell_back").is_none(), "{h}");
+    })
+    .await;
+}
+
+/// A helper without a screenshot call (`frame=no_screenshot_api`): settle captures with screencap as before, and the
+/// status says the frame fell back and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_captures_with_screencap_where_the_helper_cannot_read_the_display() {
+    bounded(async {
+        let mut r = Rig::with(helper_cfg(Mode::Unavailable), AUTO, None).await;
+        r.ok("android_tap", tap()).await;
+        let c0 = r.sim.commands().len();
+        let still = as_is(&mut r, "android_tap", json!({"x": NOTHING.0, "y": NOTHING.1})).await;
+        let e = &still["effect"];
+        assert_eq!((&e["settled"], &e["screen_changed"]), (&json!(true), &json!(false)), "{still}");
+        let cmds = r.sim.commands()[c0..].to_vec();
+        assert!(cmds.iter().any(|c| c.contains("screencap")), "{cmds:?}");
+        let h = status(&mut r).await["phone_helper"].clone();
+        assert!(h["fell_back"]["frame"].as_str().is_some_and(|w| w.contains("no_screenshot_api")), "{h}");
     })
     .await;
 }

@@ -204,6 +204,35 @@ fn run_profile(sim_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, p
             &mut work,
         );
     }
+    // 2b. The same without the UI-tree delta (`effect_tree: false`): the settle alone — frames and the state, what
+    // issue 32's target was set for before the delta (issue 33) came by default where the helper reads trees.
+    {
+        let mut work: Vec<Work<'_>> = sides
+            .iter()
+            .map(|s| {
+                let f: Box<dyn FnMut()> = Box::new(move || {
+                    let r = invoke(s, "android_tap", json!({"x": EMPTY.0, "y": EMPTY.1, "effect_tree": false}));
+                    assert_eq!(r["effect"]["screen_changed"], false, "{}: {r}", s.name);
+                    assert!(r["effect"].get("tree").is_none(), "{}: {r}", s.name);
+                });
+                (s.name.clone(), f)
+            })
+            .collect();
+        work.push((
+            "adb CLI".into(),
+            Box::new(|| {
+                cli_tap(&ex, &ey);
+                cli_screencap();
+            }),
+        ));
+        run(
+            "settled tap without the tree delta (`effect_tree: false`), still screen vs `input tap` + `exec-out screencap -p`",
+            "settled_tap_no_tree",
+            n_light,
+            &none,
+            &mut work,
+        );
+    }
     // 3. A tap on an element of an observation (the Increment button: it stays where it is).
     {
         let targets: Vec<Value> = sides.iter().map(|s| index_of(&observe(s), "Increment")).collect();

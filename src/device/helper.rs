@@ -175,6 +175,8 @@ const TREE_REPLY_MAX: usize = 8 << 20;
 const REPLY_MAX: usize = 4096;
 /// A `clip` reply: at most 2048 UTF-16 units of text (≤ 6 KiB of UTF-8) as base64, and its words.
 const CLIP_REPLY_MAX: usize = 12 << 10;
+/// A `frame` reply: at most 64 × 64 cells of 3 bytes as base64 (16 KiB) and its numbers.
+const FRAME_REPLY_MAX: usize = 17 << 10;
 /// Bytes of stderr kept from a helper that did not start (for the reason).
 const STDERR_KEPT: usize = 2048;
 /// What a request may take beyond its own duration (a gesture's, an idle wait's): the protocol's "1 s plus".
@@ -280,6 +282,7 @@ fn operation(verb: &str, args: &str) -> &'static str {
         "tree" => "tree",
         "idle" => "idle",
         "clip" | "setclip" | "clearclip" => "clip",
+        "frame" => "frame",
         _ => "ping",
     }
 }
@@ -306,6 +309,13 @@ impl Helpers {
     /// The connector shuts down: every session ends (each stream closed, each helper at the end of its input).
     pub fn shutdown(&self) {
         self.phones.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Whether `key`'s helper is running now, so that asking it costs no start (settle's frames ask only then:
+    /// a start inside a frame's short deadline could be cut off half-way).
+    pub fn running(&self, key: &DeviceKey) -> bool {
+        let phone = self.phones.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned();
+        phone.is_some_and(|p| p.book.lock().unwrap_or_else(|e| e.into_inner()).running)
     }
 
     /// Sends `verb args` to `key`'s helper (started first when needed) within `timeout`: the reply's payload, or
@@ -533,6 +543,7 @@ async fn request(tx: &mpsc::Sender<Request>, verb: &str, args: &str, timeout: Du
     let max = match verb {
         "tree" => TREE_REPLY_MAX,
         "clip" => CLIP_REPLY_MAX,
+        "frame" => FRAME_REPLY_MAX,
         _ => REPLY_MAX,
     };
     let (reply, rx) = oneshot::channel();

@@ -20,6 +20,7 @@
 //! Costs are added to the command line's modelled time ([`super::shell::CmdIo::sleep`]): the service answers once
 //! the whole line's time has passed, as a phone's shell does.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Time a real phone spends that a loopback simulator would not. Capture costs (display read, PNG, link, gzip)
@@ -77,6 +78,10 @@ pub struct PhoneCosts {
     /// A helper's `tree`: the UiAutomation walk, plus [`PhoneCosts::helper_tree_per_kb`] per KiB of XML.
     pub helper_tree: Duration,
     pub helper_tree_per_kb: Duration,
+    /// A helper's `frame`: the display read in its process (SurfaceFlinger's capture and the copy out of the
+    /// hardware buffer), plus [`PhoneCosts::helper_frame_per_megapixel`] for averaging every pixel into cells.
+    pub helper_frame: Duration,
+    pub helper_frame_per_megapixel: Duration,
 }
 
 impl PhoneCosts {
@@ -123,6 +128,12 @@ impl PhoneCosts {
             helper_call: Duration::from_millis(5),
             helper_tree: Duration::from_millis(20),
             helper_tree_per_kb: Duration::from_millis(4),
+            // An in-process capture: 30–130 ms measured for peers' resident screenshots that also scale and
+            // encode a JPEG (research notes §6: handsets.dev 8–12 ms on an emulator, midscene's scrcpy path
+            // 130 ms); no encoding here, so the low end plus the hardware buffer's copy. The averaging pass is
+            // one read of each pixel in ART, ~10 ns each once JIT-compiled. Both interpolated, not measured.
+            helper_frame: Duration::from_millis(40),
+            helper_frame_per_megapixel: Duration::from_millis(10),
             ..PhoneCosts::usb2()
         }
     }
@@ -241,6 +252,48 @@ const INPUT_SOURCES: &[&str] = &[
     "mouse",
     "rotaryencoder",
 ];
+
+/// The phone's CPU cores as phone-side tools see them ([`PhoneCosts::cores`]): each job takes the core that frees
+/// first and holds it for its whole cost, so with `n` cores at most `n` jobs run at once at full rate.
+#[derive(Debug, Default)]
+pub(crate) struct Cores {
+    busy_until: Vec<tokio::time::Instant>,
+}
+
+impl Cores {
+    /// Reserves a core for `cost` starting no earlier than `from`; returns when the job is done. `cores` = 0:
+    /// every job has a core of its own.
+    pub(crate) fn run(&mut self, cores: u32, from: tokio::time::Instant, cost: Duration) -> tokio::time::Instant {
+        if cores == 0 {
+            return from + cost;
+        }
+        self.busy_until.resize(cores as usize, from);
+        let core = (0..self.busy_until.len()).min_by_key(|i| self.busy_until[*i]).unwrap_or(0);
+        let end = self.busy_until[core].max(from) + cost;
+        self.busy_until[core] = end;
+        end
+    }
+}
+
+/// The phone's one USB link: every byte any stream sends to the host takes its turn at the configured rate.
+#[derive(Default)]
+pub(crate) struct Link {
+    busy_until: Mutex<Option<tokio::time::Instant>>,
+    /// Every byte any stream sent to the host (paced or not): what [`SimPhone::bytes_sent`] reports.
+    pub(crate) sent: std::sync::atomic::AtomicU64,
+}
+
+impl Link {
+    /// Reserves the link for `bytes` at `per_s`; returns when they have crossed it.
+    pub(crate) fn reserve(&self, bytes: usize, per_s: u64) -> tokio::time::Instant {
+        let now = tokio::time::Instant::now();
+        let mut busy = self.busy_until.lock().unwrap_or_else(|e| e.into_inner());
+        let start = busy.filter(|b| *b > now).unwrap_or(now);
+        let end = start + PhoneCosts::at_rate(bytes, per_s);
+        *busy = Some(end);
+        end
+    }
+}
 
 #[cfg(test)]
 mod tests {

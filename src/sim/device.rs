@@ -7,9 +7,11 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::cmdio::ExecResult;
+use super::costs::Cores;
 use super::fs::MemFs;
+use super::state::{DevtoolsLie, FrameLie, InputEvent, SimConfig};
 use super::ui::Ui;
-use super::{FrameLie, InputEvent, SimConfig};
 
 /// Logcat ring size; old lines are dropped like the kernel log buffer does.
 const LOG_CAPACITY: usize = 2000;
@@ -77,22 +79,31 @@ pub struct Device {
     /// How screen captures lie (hostile-phone tests); [`FrameLie::None`] for an honest phone.
     pub frame_lie: FrameLie,
     /// How the browser stand-in's DevTools socket lies (hostile-page tests); `Lie::None` for an honest one.
-    pub devtools_lie: super::devtools::Lie,
+    pub devtools_lie: DevtoolsLie,
     /// Shell-protocol v2 packets and sync `DATA` chunks announce 0xFFFFFFF0 bytes (hostile-phone tests).
     pub length_lie: bool,
     /// Command lines answered with a scripted output instead of running (hostile-phone tests): the first entry
     /// whose prefix starts the command line wins.
-    pub answers: Vec<(String, super::shell::ExecResult)>,
+    pub answers: Vec<(String, ExecResult)>,
     /// The phone's fast cores as phone-side tools use them (`gzip`), shared by every command of the phone.
-    pub(crate) cores: super::Cores,
+    pub(crate) cores: Cores,
     /// The file-creation mask of the shell running the current command line (`umask`); each command line is a
     /// new shell, which starts from adbd's.
     pub umask: u32,
     /// The primary clip (`ClipboardManager`): what the phone helper's paste sets and puts back.
     pub clipboard: Option<String>,
     /// Processes a test can see with `ps` and end with `kill` beyond the fixed system ones: running phone helpers.
-    pub processes: Vec<super::helper::Process>,
+    pub processes: Vec<Process>,
     pub next_pid: u32,
+}
+
+/// A running phone helper (`helper.rs`) as `ps` and `kill` see it.
+#[derive(Debug, Clone)]
+pub struct Process {
+    pub pid: u32,
+    pub args: String,
+    /// Notified by `kill`: the helper ends with 137.
+    pub(super) kill: std::sync::Arc<tokio::sync::Notify>,
 }
 
 pub fn now_unix_ms() -> u64 {
@@ -243,10 +254,10 @@ impl Device {
             installs: 0,
             idle_timeout: std::time::Duration::from_secs(10),
             frame_lie: FrameLie::None,
-            devtools_lie: super::devtools::Lie::None,
+            devtools_lie: DevtoolsLie::None,
             length_lie: false,
             answers: Vec::new(),
-            cores: super::Cores::default(),
+            cores: Cores::default(),
             umask: ADBD_UMASK,
             clipboard: None,
             processes: Vec::new(),
@@ -322,7 +333,7 @@ mod tests {
     fn boot_id_reads_like_a_real_phone() {
         let mut d = Device::new(SimConfig::default(), "127.0.0.1:5555".into());
         let run = |d: &mut Device, s: &str| {
-            String::from_utf8_lossy(&super::super::shell::run_script(d, s, b"").stdout).into_owned()
+            String::from_utf8_lossy(&super::super::commands::run_line(d, s, b"").stdout).into_owned()
         };
         let id = run(&mut d, "cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo");
         assert_eq!(id.len(), 37, "{id:?}");

@@ -21,11 +21,14 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use super::device::Device;
-use super::transport::{StreamIn, StreamOut};
+use super::shared::Shared;
+use super::stream::{StreamIn, StreamOut};
 #[cfg(doc)]
 use super::ui::WEBVIEW_APP_PACKAGE;
 use super::ui::{Rect, BROWSER_FOOTER, BROWSER_LINKS, BROWSER_PACKAGE, BROWSER_TITLE, BROWSER_URL};
-use super::Shared;
+
+/// How the socket lies (defined with the phone's other injected misbehaviour, `state.rs`).
+pub use super::state::DevtoolsLie as Lie;
 
 /// Chrome's socket name.
 pub const CHROME_SOCKET: &str = "chrome_devtools_remote";
@@ -33,23 +36,6 @@ pub const CHROME_SOCKET: &str = "chrome_devtools_remote";
 pub const PAGE_ID: &str = "9A3C0E5B7D1F4A2C8E6B0D4F2A1C3E5B";
 const CHROME_VERSION: &str = "Chrome/120.0.6099.230";
 const WEBKIT_REV: &str = "537.36 (@a58f8e9d1e7c0d6a2a1c8d1b4b2e5f7c9a0b3d6e)";
-
-/// How the DevTools socket lies (hostile-page tests).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Lie {
-    #[default]
-    None,
-    /// A WebSocket frame announcing 9 MiB (more than the host reads).
-    Oversized,
-    /// A frame with a reserved opcode.
-    MalformedFrame,
-    /// Replies, but every one with another request's id.
-    WrongIds,
-    /// Layout metrics and rectangles with absurd numbers (1e308, negative sizes).
-    AbsurdNumbers,
-    /// Accepts the WebSocket and never answers.
-    Silent,
-}
 
 /// The sockets `/proc/net/unix` lists: a few of the system's, and Chrome's while the browser is in front.
 pub fn proc_net_unix(dev: &Device) -> String {

@@ -16,51 +16,25 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::device::Device;
-use super::services::{packet, PacketReader, ID_CLOSE_STDIN, ID_EXIT, ID_STDERR, ID_STDIN, ID_STDOUT};
-use super::shell::CmdIo;
-use super::transport::{StreamIn, StreamOut};
-use super::Shared;
+use super::device::{Device, Process};
+use super::gates::{apply_fault, stall_point};
+use super::shared::Shared;
+use super::shell_v2::{packet, PacketReader, ID_CLOSE_STDIN, ID_EXIT, ID_STDERR, ID_STDIN, ID_STDOUT};
+use super::state::InputEvent;
+use super::stream::{StreamIn, StreamOut};
+
+/// How the helper behaves on this phone (defined with the phone's configuration, `state.rs`).
+pub use super::state::HelperMode as Mode;
 
 /// The protocol version and helper version the greeting carries.
 pub const PROTOCOL: u32 = 1;
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// Longest request line (without its `\n`).
 const MAX_LINE: usize = 16384;
 
 /// What `ps` shows for a running helper (the class path travels in the environment, not in the arguments).
 pub const ARGS: &str = "app_process / xagent.Helper";
-
-/// How the helper behaves on this phone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// Everything works.
-    #[default]
-    Works,
-    /// `app_process` dies before the greeting (a vendor build that refuses it, a dex it cannot load).
-    NoStart,
-    /// It starts, but no injection method was found (a release whose hidden API moved): the greeting says
-    /// `no_inject_method` for every injecting operation and `no_uiautomation` for tree and idle.
-    Unavailable,
-    /// Injection is refused with a SecurityException (Xiaomi/MIUI/HyperOS without "USB debugging (Security
-    /// settings)"): every injecting request answers `denied`; `screen` and `tree` still work.
-    Denied,
-    /// Another UiAutomation is connected (a test framework, `uiautomator` itself): `tree` and `idle` answer
-    /// `busy uiautomation_in_use`.
-    TreeBusy,
-    /// The previous clip cannot be read (Android 10+ limits background clipboard reads): a paste answers
-    /// `paste not_restored`.
-    ClipUnreadable,
-}
-
-/// A running helper as `ps` and `kill` see it.
-#[derive(Debug, Clone)]
-pub struct Process {
-    pub pid: u32,
-    pub args: String,
-    kill: Arc<tokio::sync::Notify>,
-}
 
 /// The dex a helper command line names, when the line is exactly the helper's start command.
 pub fn command_dex(cmd: &str) -> Option<&str> {
@@ -70,52 +44,10 @@ pub fn command_dex(cmd: &str) -> Option<&str> {
     (tail.trim() == ARGS && !name.is_empty() && !name.contains('/')).then_some(path)
 }
 
-/// `ps` (toybox; every form the connector uses prints PID and ARGS): a few system processes and each helper.
-pub fn ps(dev: &Device, io: &mut CmdIo) -> i32 {
-    io.out("  PID ARGS\n");
-    for (pid, args) in [
-        (1, "/system/bin/init second_stage"),
-        (612, "/apex/com.android.adbd/bin/adbd --root_seclabel=u:r:su:s0"),
-        (1325, "system_server"),
-    ] {
-        io.out(&format!("{pid:>5} {args}\n"));
-    }
-    for p in &dev.processes {
-        io.out(&format!("{:>5} {}\n", p.pid, p.args));
-    }
-    0
-}
-
-/// `kill [-9|-KILL|-s SIG] PID…`: ends helper processes (the system ones are not the shell user's to kill).
-pub fn kill(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
-    let mut rc = 0;
-    let mut skip = false;
-    for a in args {
-        if std::mem::take(&mut skip) || a.starts_with('-') {
-            skip = *a == "-s";
-            continue;
-        }
-        match a.parse::<u32>().ok().and_then(|pid| dev.processes.iter().position(|p| p.pid == pid)) {
-            Some(i) => {
-                let p = dev.processes.remove(i);
-                p.kill.notify_one();
-            }
-            None => {
-                let what = if a.parse::<u32>().is_ok() { "No such process" } else { "Operation not permitted" };
-                io.err(&format!("kill: {a}: {what}\n"));
-                rc = 1;
-            }
-        }
-    }
-    rc
-}
-
 /// Runs the helper on one `shell,v2` stream until its end (see the module docs).
 pub(crate) async fn serve(shared: &Arc<Shared>, cmd: &str, dex: &str, input: &mut StreamIn, out: &mut StreamOut) {
     shared.device.lock().unwrap_or_else(|e| e.into_inner()).record_command(cmd);
-    if !super::services::stall_point(shared, cmd.trim_start(), input).await
-        || !super::services::apply_fault(shared, input, out).await
-    {
+    if !stall_point(shared, cmd.trim_start(), input).await || !apply_fault(shared, input, out).await {
         return;
     }
     let (loads, sdk) = {
@@ -215,7 +147,7 @@ async fn run(
 }
 
 /// Each operation's state: `ok` or why it is unavailable.
-fn states(shared: &Shared) -> [(&'static str, &'static str); 8] {
+fn states(shared: &Shared) -> [(&'static str, &'static str); 9] {
     let inject = if shared.cfg.helper == Mode::Unavailable { "no_inject_method" } else { "ok" };
     let ui = if shared.cfg.helper == Mode::Unavailable { "no_uiautomation" } else { "ok" };
     [
@@ -228,6 +160,7 @@ fn states(shared: &Shared) -> [(&'static str, &'static str); 8] {
         ("idle", ui),
         // The clipboard service is there whatever happened to injection.
         ("clip", "ok"),
+        ("frame", if shared.cfg.helper == Mode::Unavailable { "no_screenshot_api" } else { "ok" }),
     ]
 }
 
@@ -287,7 +220,7 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
             count(0)?;
             return Ok(("pong".to_owned(), Duration::ZERO));
         }
-        "tree" | "idle" | "screen" => {}
+        "tree" | "idle" | "screen" | "frame" => {}
         "clip" | "setclip" | "clearclip" => {
             let mut dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
             return clip_reply(shared, &mut dev, verb, args).map(|p| (p, costs.helper_call));
@@ -347,7 +280,7 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
             let pointers: Vec<Vec<(i32, i32)>> =
                 pointers.iter().map(|p| p.chunks(2).map(|xy| (xy[0], xy[1])).collect()).collect();
             // Recorded as it arrived (every pointer's points), so a test sees what a phone would have been sent.
-            dev.record_event(super::InputEvent::Gesture { duration_ms: ms as u32, pointers: pointers.clone() });
+            dev.record_event(InputEvent::Gesture { duration_ms: ms as u32, pointers: pointers.clone() });
             let fingers = pointers.len();
             dev.log('D', "InputDispatcher", &format!("Delivering a {fingers}-pointer gesture {ms}ms"));
             // The simulated UI knows single touches: one finger's path scrolls as a swipe does; more fingers
@@ -443,8 +376,45 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
                 None => Ok((format!("busy {timeout}"), Duration::from_millis(timeout))),
             }
         }
+        "frame" => {
+            count(2)?;
+            let gw = num(args[0], 8, 64)? as u32;
+            let gh = num(args[1], 8, 64)? as u32;
+            if shared.cfg.helper == Mode::Unavailable {
+                return Err("unavailable no_screenshot_api".to_owned());
+            }
+            let (w, h) = dev.ui.logical_size();
+            let cells = frame_cells(&dev.ui.render_rgba(), w, h, gw, gh);
+            let cost = costs.helper_frame + costs.helper_frame_per_megapixel.mul_f64(f64::from(w) * f64::from(h) / 1e6);
+            Ok((format!("frame {w} {h} {gw} {gh} {}", base64(&cells)), cost))
+        }
         _ => Err("unknown_verb unknown verb".to_owned()),
     }
+}
+
+/// `frame`'s cells as `phone-helper/smali/xagent/Frame.smali` computes them (device-profile/phone-helper.md §4):
+/// pixel (x, y) of the `w` × `h` RGBA picture goes to cell (x·gw/w, y·gh/h); each cell is the rounded mean
+/// (`(sum + n/2) / n`) of its pixels' R, G and B, row by row.
+fn frame_cells(rgba: &[u8], w: u32, h: u32, gw: u32, gh: u32) -> Vec<u8> {
+    let (w, h, gw, gh) = (w as usize, h as usize, gw as usize, gh as usize);
+    let mut sums = vec![[0u64; 4]; gw * gh];
+    let col: Vec<usize> = (0..w).map(|x| x * gw / w).collect();
+    for (y, row) in rgba.chunks_exact(w * 4).take(h).enumerate() {
+        let base = y * gh / h * gw;
+        for (x, p) in row.chunks_exact(4).enumerate() {
+            let s = &mut sums[base + col[x]];
+            s[0] += u64::from(p[0]);
+            s[1] += u64::from(p[1]);
+            s[2] += u64::from(p[2]);
+            s[3] += 1;
+        }
+    }
+    let mut out = Vec::with_capacity(gw * gh * 3);
+    for [r, g, b, n] in sums {
+        let n = n.max(1);
+        out.extend([r, g, b].map(|v| ((v + n / 2) / n) as u8));
+    }
+    out
 }
 
 /// The clipboard verbs on the simulated clipboard (`Device::clipboard`), as `phone-helper/smali/xagent/Clip.smali`
@@ -521,4 +491,34 @@ pub fn base64(data: &[u8]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The simulator's `frame` arithmetic is the bytecode's: the stub picture of the JVM cases (a ramp, and 20 × 30
+    /// pixels that do not divide into 8 × 8 cells), averaged here, gives the replies those cases expect of the real
+    /// dex (`tests/fixtures/phone-helper/34-frame.case`, `36-frame-pie.case`).
+    #[test]
+    fn frame_cells_agree_with_the_helpers_cases() {
+        // tests/phone_helper/stubs/android/graphics/Bitmap.java's pattern
+        let ramp = |w: u32, h: u32| -> Vec<u8> {
+            let mut v = Vec::new();
+            for y in 0..h {
+                for x in 0..w {
+                    v.extend([((x * 16) & 0xff) as u8, ((y * 8) & 0xff) as u8, (((x + y) * 7) & 0xff) as u8, 255]);
+                }
+            }
+            v
+        };
+        let case = |name: &str| {
+            let path = format!("{}/tests/fixtures/phone-helper/{name}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(path).unwrap();
+            let reply = text.lines().find_map(|l| l.strip_prefix("< f1 ok frame ")).unwrap().to_owned();
+            reply.rsplit(' ').next().unwrap().to_owned()
+        };
+        assert_eq!(base64(&frame_cells(&ramp(16, 32), 16, 32, 8, 16)), case("34-frame.case"));
+        assert_eq!(base64(&frame_cells(&ramp(20, 30), 20, 30, 8, 8)), case("36-frame-pie.case"));
+    }
 }

@@ -5,14 +5,17 @@
 //! `adb_client`, the connector) drives it through the genuine ADB code path: the sim is never a
 //! shortcut around it.
 //!
-//! Layout:
-//! - [`transport`]: message codec, CNXN/AUTH handshake, stream multiplexing and flow control;
-//! - [`services`]: `shell:` (v1 and shell protocol v2), `exec:`, `abb_exec:`, `reboot:`...;
-//! - [`sync`]: the `sync:` file transfer protocol;
-//! - [`shell`]: a small sh-like interpreter (quoting, `;`/`&&`/`||`/`|`, redirections, `$?`);
-//! - [`commands`]: the Android tools (`input`, `screencap`, `uiautomator`, `pm`, `am`, ...);
-//! - [`ui`]: the UI model behind both `uiautomator dump` and `screencap`;
-//! - [`fs`]: the in-memory filesystem; [`device`]: the rest of the phone's state.
+//! Layout (the one-way order the files name each other in is ARCHITECTURE.md's, checked by tests/module_arrows.rs):
+//! - [`transport`]: CNXN/AUTH handshake, stream multiplexing and flow control, on [`wire`]'s message codec and
+//!   [`stream`]'s stream halves;
+//! - [`services`]: `shell:` (v1 and shell protocol v2, [`shell_v2`]), `exec:`, `abb_exec:`, `reboot:`...; the
+//!   stream services [`sync`] (`sync:`), [`helper`] (the resident phone helper), [`devtools`]; [`gates`]: the
+//!   stall and latency/hang faults they all pass;
+//! - [`commands`]: the Android tools (`input`, `screencap`, `uiautomator`, `pm`, `am`, ...), one file per family;
+//! - [`shell`]: a small sh-like interpreter (quoting, `;`/`&&`/`||`/`|`, redirections, `$?`), given the commands;
+//! - [`shared`]: what every connection of one phone shares; [`device`]: the phone's state; [`ui`]: the UI model
+//!   behind both `uiautomator dump` and `screencap`; [`fs`]: the in-memory filesystem; [`cmdio`]: a command's I/O;
+//! - [`state`]: the configuration, injected faults and input events; [`costs`]: what the phone's hardware spends.
 //!
 //! Faults (latency, hang, offline, unauthorized, dropped connections) can be injected at runtime
 //! to test the connector's error handling against a realistic transport. A phone can also be made hostile, in
@@ -22,21 +25,28 @@
 //! ([`SimPhone::answer`]). Each phone has its own random boot id
 //! (`/proc/sys/kernel/random/boot_id`), shared by the paths of [`SimPhone::listen_also`].
 
+pub mod cmdio;
 pub mod commands;
 pub mod costs;
 pub mod device;
 pub mod devtools;
 pub mod font;
 pub mod fs;
+pub mod gates;
 pub mod helper;
 pub mod packages;
 pub mod record;
 pub mod services;
+pub mod shared;
 pub mod shell;
+pub mod shell_v2;
+pub mod state;
+pub mod stream;
 pub mod sync;
 pub mod transport;
 pub mod ui;
 pub mod uimode;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -48,211 +58,8 @@ use tokio::task::JoinHandle;
 
 pub use costs::PhoneCosts;
 use device::Device;
-
-/// Identity and screen of the simulated phone.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimConfig {
-    pub model: String,
-    pub manufacturer: String,
-    pub android_version: String,
-    pub sdk: u32,
-    pub screen_width: u32,
-    pub screen_height: u32,
-    pub density: u32,
-    /// Whether the ADB Keyboard IME (`com.android.adbkeyboard/.AdbIME`) is installed: the usual way to type
-    /// non-ASCII text over adb (`am broadcast -a ADB_INPUT_B64 --es msg <base64>` while it is the active IME).
-    pub adb_keyboard: bool,
-    /// Whether adbd offers the shell protocol v2 (`shell_v2` feature, Android 7.0+). Without it only plain
-    /// `shell:` exists (stderr merged, no exit status) and `shell,v2,...:` is an unknown service, as on old phones.
-    pub shell_v2: bool,
-    /// Whether `uiautomator dump /dev/tty` prints the XML (it does on most versions; on others the XML goes
-    /// nowhere and only the "dumped to" line appears).
-    pub dump_to_tty: bool,
-    /// How long a screen change (an app opening or closing, a tap that opens a screen) animates, in milliseconds:
-    /// until it ends every captured frame differs and `uiautomator dump` waits (waitForIdle). 0 (tests' default):
-    /// changes show at once; the demo animates.
-    pub animation_ms: u32,
-    /// CPUs the phone's kernel offers a shell process: what `nproc` (toybox, Android 10+) prints. 8 on the
-    /// Pixel 7 this simulator plays (Tensor G2).
-    pub cpus: u32,
-    /// Commands this phone's build lacks although its release has them (vendor builds strip toybox applets):
-    /// the shell answers "inaccessible or not found" for them.
-    pub missing_commands: Vec<String>,
-    /// What the phone's hardware spends (display read, PNG encoding, the USB link, phone-side tools). All zero by
-    /// default, so functional tests run at loopback speed; the benchmark and the demo turn them on ([`PhoneCosts::phone`]).
-    pub costs: PhoneCosts,
-    /// How the resident phone helper (`app_process … xagent.Helper`, `helper.rs`) behaves on this phone: it works
-    /// (default), cannot start, finds no injection API, is refused injection (Xiaomi), finds UiAutomation taken…
-    pub helper: helper::Mode,
-}
-
-/// The phone's CPU cores as phone-side tools see them ([`PhoneCosts::cores`]): each job takes the core that frees
-/// first and holds it for its whole cost, so with `n` cores at most `n` jobs run at once at full rate.
-#[derive(Debug, Default)]
-pub(crate) struct Cores {
-    busy_until: Vec<tokio::time::Instant>,
-}
-
-impl Cores {
-    /// Reserves a core for `cost` starting no earlier than `from`; returns when the job is done. `cores` = 0:
-    /// every job has a core of its own.
-    pub(crate) fn run(&mut self, cores: u32, from: tokio::time::Instant, cost: Duration) -> tokio::time::Instant {
-        if cores == 0 {
-            return from + cost;
-        }
-        self.busy_until.resize(cores as usize, from);
-        let core = (0..self.busy_until.len()).min_by_key(|i| self.busy_until[*i]).unwrap_or(0);
-        let end = self.busy_until[core].max(from) + cost;
-        self.busy_until[core] = end;
-        end
-    }
-}
-
-/// The phone's one USB link: every byte any stream sends to the host takes its turn at the configured rate.
-#[derive(Default)]
-pub(crate) struct Link {
-    busy_until: Mutex<Option<tokio::time::Instant>>,
-    /// Every byte any stream sent to the host (paced or not): what [`SimPhone::bytes_sent`] reports.
-    pub(crate) sent: std::sync::atomic::AtomicU64,
-}
-
-impl Link {
-    /// Reserves the link for `bytes` at `per_s`; returns when they have crossed it.
-    pub(crate) fn reserve(&self, bytes: usize, per_s: u64) -> tokio::time::Instant {
-        let now = tokio::time::Instant::now();
-        let mut busy = self.busy_until.lock().unwrap_or_else(|e| e.into_inner());
-        let start = busy.filter(|b| *b > now).unwrap_or(now);
-        let end = start + PhoneCosts::at_rate(bytes, per_s);
-        *busy = Some(end);
-        end
-    }
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            model: "Pixel 7 (sim)".into(),
-            manufacturer: "Google".into(),
-            android_version: "14".into(),
-            sdk: 34,
-            screen_width: 1080,
-            screen_height: 2400,
-            density: 420,
-            adb_keyboard: false,
-            shell_v2: true,
-            dump_to_tty: true,
-            animation_ms: 0,
-            cpus: 8,
-            missing_commands: Vec::new(),
-            costs: PhoneCosts::default(),
-            helper: helper::Mode::default(),
-        }
-    }
-}
-
-/// Injected misbehaviour. Exactly one fault is active at a time; `Fault::None` clears it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Fault {
-    #[default]
-    None,
-    /// Every shell/exec command is delayed by this much before it runs.
-    Latency(Duration),
-    /// Shell/exec commands are accepted (and logged) but not answered until the fault changes.
-    Hang,
-    /// adbd is wedged: the transport stays up (the adb server still lists the device as `device`), but service
-    /// OPENs are never answered — no OKAY, no CLSE — as on a phone whose adbd or USB stack hangs. The adb server
-    /// then never answers the host's service request either.
-    Unresponsive,
-    /// Existing transports are closed and new TCP connections are closed immediately, so the adb
-    /// server first shows the device `offline` and then drops it.
-    Offline,
-    /// New transports answer CNXN with AUTH challenges forever: adb lists the device as
-    /// `unauthorized`. Existing transports are unaffected (call `drop_connections` to force the
-    /// adb server to reconnect into the unauthorized state).
-    Unauthorized,
-}
-
-/// A hostile phone's screen captures (`framebuffer:`, `screencap`, `screencap -p`), for testing that nothing a
-/// phone sends can panic the connector. An honest phone never sends these; each lie is one a broken or malicious
-/// adbd could send, byte for byte in the real formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FrameLie {
-    #[default]
-    None,
-    /// `framebuffer:` names a red channel at bit offset 0xFFFFFFF8, length 8 (wraps to 0 in u32 arithmetic);
-    /// raw `screencap` claims one more row than it sends.
-    ChannelOverflow,
-    /// Honest headers, then half the pixels and the stream ends.
-    Truncated,
-    /// Every capture claims a 60 000 × 60 000 screen: `screencap -p` a valid PNG header (IHDR) with no pixel
-    /// data, the raw formats the same size with a few bytes.
-    Huge,
-    /// Every capture claims a `width × height` RGBA screen with headers consistent in themselves (the size word
-    /// matches), then sends 64 bytes of pixels and ends: a claim the connector must not pay for up front.
-    Claims(u32, u32),
-    /// Captures are honest, but `gzip` answers a valid gzip member holding the capture followed by 64 MiB of
-    /// zeros (a 64 KB "zip bomb" whose header claims an honest frame and which inflates far past it).
-    GzipBomb,
-    /// Captures are honest, but `gzip` compresses all of its input but the last 4 KiB (a valid member that
-    /// inflates to less than was asked for).
-    GzipShort,
-    /// Captures are honest, but `gzip` flips one byte in the middle of its deflate data (a corrupt stream).
-    GzipCorrupt,
-}
-
-/// One injected input event, as recorded in the event log.
-#[derive(Clone, Debug, PartialEq)]
-pub enum InputEvent {
-    Tap {
-        x: i32,
-        y: i32,
-    },
-    Swipe {
-        x1: i32,
-        y1: i32,
-        x2: i32,
-        y2: i32,
-        duration_ms: u32,
-    },
-    Text(String),
-    /// Canonical key name, e.g. `KEYCODE_HOME` (numeric codes are translated).
-    Key(String),
-    /// A multi-touch gesture through the phone helper's `gesture` verb: each pointer's path (pointer 0 first),
-    /// every path with the same number of points; point *j* of *P* is reached at *j*·`duration_ms`/(*P*−1).
-    Gesture {
-        duration_ms: u32,
-        pointers: Vec<Vec<(i32, i32)>>,
-    },
-}
-
-/// State shared by the accept loop, every connection and every service task.
-pub(crate) struct Shared {
-    pub(crate) device: Mutex<Device>,
-    pub(crate) fault: watch::Sender<Fault>,
-    /// Bumped to make every live connection close (drop/offline/shutdown/reboot).
-    pub(crate) kill: watch::Sender<u64>,
-    pub(crate) cfg: SimConfig,
-    pub(crate) stalls: Mutex<Stalls>,
-    /// Bumped whenever a stall pattern is released.
-    pub(crate) stall_release: watch::Sender<u64>,
-    /// Transport connections accepted so far (an adb server's reconnect shows as one more).
-    pub(crate) transports: std::sync::atomic::AtomicU64,
-    /// Streams (service requests: shell, exec, sync, framebuffer, …) opened so far: each is a USB round trip.
-    pub(crate) streams: std::sync::atomic::AtomicU64,
-    /// The device-to-host link (paced at `cfg.costs.link_bytes_per_s`).
-    pub(crate) link: Link,
-}
-
-/// The per-command stall fault (see [`SimPhone::stall`]).
-#[derive(Default)]
-pub(crate) struct Stalls {
-    /// Active patterns: a command (or `framebuffer:`, `sync:SEND PATH`, ...) starting with one of them is held.
-    pub(crate) patterns: Vec<String>,
-    /// Commands held right now.
-    pub(crate) held: Vec<String>,
-    /// Held commands whose stream the host closed (adbd would SIGHUP them), oldest first.
-    pub(crate) hung_up: Vec<String>,
-}
+use shared::{Shared, Stalls};
+pub use state::{Fault, FrameLie, InputEvent, SimConfig};
 
 /// Handle to a running simulated phone; cheap to clone.
 #[derive(Clone)]
@@ -285,7 +92,7 @@ impl SimPhone {
             stall_release: watch::Sender::new(0),
             transports: Default::default(),
             streams: Default::default(),
-            link: Link::default(),
+            link: costs::Link::default(),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         tracing::info!(%addr, "sim phone listening");
@@ -346,7 +153,7 @@ impl SimPhone {
     /// `stderr` and exits with `status` instead of running: a phone whose tools print whatever they like — terminal
     /// escapes, forged lines, megabytes — as a vendor's `input` binary or a rooted phone can (hostile-phone tests).
     pub fn answer(&self, prefix: &str, stdout: &str, stderr: &str, status: i32) {
-        let res = shell::ExecResult {
+        let res = cmdio::ExecResult {
             stdout: stdout.as_bytes().to_vec(),
             stderr: stderr.as_bytes().to_vec(),
             status,
@@ -513,7 +320,7 @@ impl SimPhone {
     /// as when the app asks for a permission: Allow / Don't allow, modal, dismissed by BACK (`sim/ui/windows.rs`).
     /// A tap on a button records its label in [`SimPhone::clicks`].
     pub fn show_permission_prompt(&self, message: &str) {
-        self.device().ui.permission_prompt = Some(ui::windows::PermissionPrompt { message: message.to_owned() });
+        self.device().ui.permission_prompt = Some(ui::PermissionPrompt { message: message.to_owned() });
     }
 
     /// The app's window has no views yet (`on`: an activity still inflating its layout): both trees hold its root

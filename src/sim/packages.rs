@@ -6,8 +6,8 @@
 //! The demo app (`com.xagent.demo`) requests CAMERA, RECORD_AUDIO, ACCESS_FINE_LOCATION (and POST_NOTIFICATIONS
 //! from Android 13) as runtime permissions and INTERNET as an install-time one; other apps request none.
 
+use super::cmdio::CmdIo;
 use super::device::Device;
-use super::shell::CmdIo;
 
 /// Permissions the sim's package manager knows, and whether each is a runtime ("dangerous") one.
 const KNOWN: &[(&str, bool)] = &[

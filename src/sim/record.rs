@@ -17,8 +17,8 @@
 
 use std::time::Duration;
 
+use super::cmdio::CmdIo;
 use super::device::{now_unix_secs, Device};
-use super::shell::CmdIo;
 
 /// screenrecord.cpp `kMaxTimeLimitSec` (Android 4.4 – 14).
 pub const MAX_TIME_LIMIT_S: u32 = 180;

@@ -1,27 +1,20 @@
 //! Device services reachable through OPEN: `shell:` (v1 and shell protocol v2), `exec:`,
 //! `sync:`, `abb_exec:`/`abb:`, `reboot:` and a few administrative ones.
 //!
-//! Shell protocol v2 (AOSP `shell_protocol.h`): every packet is `id: u8, length: u32 LE, data`;
-//! ids stdin=0, stdout=1, stderr=2, exit=3 (one byte: status), close-stdin=4, window-size=5.
-//! v1 / `exec:` are raw byte streams without an exit status: stderr is merged into the stream and
-//! the end of output is signalled only by closing the stream.
+//! Shell protocol v2 is framed by `shell_v2.rs`. v1 / `exec:` are raw byte streams without an exit status: stderr
+//! is merged into the stream and the end of output is signalled only by closing the stream.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::shell::{self, ExecResult};
-use super::transport::{StreamIn, StreamOut};
-use super::{sync, Fault, FrameLie, Shared};
-
-pub const ID_STDIN: u8 = 0;
-pub const ID_STDOUT: u8 = 1;
-pub const ID_STDERR: u8 = 2;
-pub const ID_EXIT: u8 = 3;
-pub const ID_CLOSE_STDIN: u8 = 4;
-pub const ID_WINDOW_SIZE: u8 = 5;
-
-/// Largest data length per shell packet we emit (matches adbd's buffer size).
-const SHELL_PACKET_MAX: usize = 32 * 1024 - 5;
+use super::cmdio::ExecResult;
+use super::gates::{apply_fault, stall_point};
+use super::shared::Shared;
+use super::shell;
+use super::shell_v2::*;
+use super::state::FrameLie;
+use super::stream::{StreamIn, StreamOut};
+use super::{commands, sync};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Service {
@@ -93,56 +86,6 @@ pub fn parse(name: &str) -> Option<Service> {
     Some(Service::Message(msg))
 }
 
-/// Encodes one shell-protocol packet.
-pub fn packet(id: u8, data: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(5 + data.len());
-    v.push(id);
-    v.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    v.extend_from_slice(data);
-    v
-}
-
-/// Encodes a command result as v2 packets: stdout, stderr, then (unless the command keeps
-/// running) exit.
-pub fn encode_v2(res: &ExecResult, with_exit: bool) -> Vec<u8> {
-    let mut v = Vec::new();
-    for (id, data) in [(ID_STDOUT, &res.stdout), (ID_STDERR, &res.stderr)] {
-        for chunk in data.chunks(SHELL_PACKET_MAX) {
-            v.extend(packet(id, chunk));
-        }
-    }
-    if with_exit {
-        v.extend(packet(ID_EXIT, &[(res.status & 0xff) as u8]));
-    }
-    v
-}
-
-/// Incremental decoder for shell v2 packets arriving split across WRTEs.
-#[derive(Default)]
-pub struct PacketReader {
-    buf: Vec<u8>,
-}
-
-impl PacketReader {
-    pub fn push(&mut self, data: &[u8]) {
-        self.buf.extend_from_slice(data);
-    }
-    /// Next complete packet, if any.
-    pub fn next_packet(&mut self) -> Option<(u8, Vec<u8>)> {
-        if self.buf.len() < 5 {
-            return None;
-        }
-        let len = u32::from_le_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]) as usize;
-        if self.buf.len() < 5 + len {
-            return None;
-        }
-        let id = self.buf[0];
-        let data = self.buf[5..5 + len].to_vec();
-        self.buf.drain(..5 + len);
-        Some((id, data))
-    }
-}
-
 /// Number of stdin bytes a streamed install (`cmd package install -S N`, `pm install -S N`) will
 /// send; the command can only run once they have arrived.
 fn stdin_needed(cmd: &str) -> Option<usize> {
@@ -177,42 +120,6 @@ async fn read_stdin(input: &mut StreamIn, n: usize, v2: bool) -> Option<Vec<u8>>
     Some(data)
 }
 
-/// The per-command stall fault: holds `what` while a stall pattern matches it. False when the host closed the
-/// stream meanwhile (recorded in `hung_up`; the caller ends the command without output).
-pub(crate) async fn stall_point(shared: &Arc<Shared>, what: &str, input: &mut StreamIn) -> bool {
-    let matches = |shared: &Arc<Shared>| {
-        shared.stalls.lock().unwrap_or_else(|e| e.into_inner()).patterns.iter().any(|p| what.starts_with(p.as_str()))
-    };
-    if !matches(shared) {
-        return true;
-    }
-    let mut release = shared.stall_release.subscribe();
-    shared.stalls.lock().unwrap_or_else(|e| e.into_inner()).held.push(what.to_owned());
-    let unhold = |shared: &Arc<Shared>, hung_up: bool| {
-        let mut st = shared.stalls.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = st.held.iter().position(|h| h == what) {
-            st.held.remove(i);
-        }
-        if hung_up {
-            st.hung_up.push(what.to_owned());
-        }
-    };
-    loop {
-        tokio::select! {
-            _ = release.changed() => {
-                if !matches(shared) {
-                    unhold(shared, false);
-                    return true;
-                }
-            }
-            _ = input.wait_closed() => {
-                unhold(shared, true);
-                return false;
-            }
-        }
-    }
-}
-
 /// Applies the injected fault and runs a command line. `None` if the stream or connection went
 /// away while the command was held back by a `Hang` or a stall.
 async fn execute(
@@ -233,7 +140,7 @@ async fn execute(
         let mut dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
         let scripted =
             dev.answers.iter().find(|(p, _)| cmd.trim_start().starts_with(p.as_str())).map(|(_, r)| r.clone());
-        scripted.unwrap_or_else(|| shell::run_script(&mut dev, cmd, stdin))
+        scripted.unwrap_or_else(|| commands::run_line(&mut dev, cmd, stdin))
     };
     if !res.sleep.is_zero() {
         tokio::select! {
@@ -242,33 +149,6 @@ async fn execute(
         }
     }
     Some(res)
-}
-
-/// Waits out `Latency`/`Hang`; false if the connection died or the host closed the stream meanwhile (adbd hangs
-/// up a command whose host went away).
-pub(crate) async fn apply_fault(shared: &Arc<Shared>, input: &mut StreamIn, out: &StreamOut) -> bool {
-    let mut fault_rx = shared.fault.subscribe();
-    loop {
-        let f = fault_rx.borrow_and_update().clone();
-        match f {
-            Fault::Latency(d) => {
-                tokio::select! {
-                    _ = tokio::time::sleep(d) => {}
-                    _ = out.connection_closed() => return false,
-                    _ = input.wait_closed() => return false,
-                }
-                return true;
-            }
-            Fault::Hang => {
-                tokio::select! {
-                    r = fault_rx.changed() => if r.is_err() { return false },
-                    _ = out.connection_closed() => return false,
-                    _ = input.wait_closed() => return false,
-                }
-            }
-            _ => return true,
-        }
-    }
 }
 
 pub(crate) async fn run(service: Service, shared: Arc<Shared>, mut input: StreamIn, mut out: StreamOut) {
@@ -474,26 +354,6 @@ mod tests {
         assert_eq!(parse("shellfoo:x"), None);
         assert_eq!(parse("jdwp:1"), None);
         assert_eq!(parse("framebuffer:"), Some(Service::Framebuffer));
-    }
-
-    #[test]
-    fn v2_framing_roundtrip() {
-        let res = ExecResult { stdout: b"out".to_vec(), stderr: b"err!".to_vec(), status: 3, ..Default::default() };
-        let enc = encode_v2(&res, true);
-        assert_eq!(&enc[..8], &[1, 3, 0, 0, 0, b'o', b'u', b't']);
-        let mut pr = PacketReader::default();
-        // Feed byte by byte: packets must only appear once complete.
-        let mut got = Vec::new();
-        for b in &enc {
-            pr.push(&[*b]);
-            while let Some(p) = pr.next_packet() {
-                got.push(p);
-            }
-        }
-        assert_eq!(got, vec![(ID_STDOUT, b"out".to_vec()), (ID_STDERR, b"err!".to_vec()), (ID_EXIT, vec![3])]);
-        let big = ExecResult { stdout: vec![7; 100_000], ..Default::default() };
-        let enc = encode_v2(&big, false);
-        assert_eq!(enc.len(), 100_000 + 5 * 100_000usize.div_ceil(SHELL_PACKET_MAX));
     }
 
     #[test]

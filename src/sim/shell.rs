@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use super::commands;
+use super::cmdio::{CmdIo, ExecResult};
 use super::device::{now_unix_secs, Device};
 
 /// Part of a word; `$?` must be expanded when the command *runs*, not when it is parsed.
@@ -372,47 +372,16 @@ fn expand(w: &Word, status: i32) -> String {
     s
 }
 
-/// Collected result of running a command line.
-#[derive(Debug, Default, Clone)]
-pub struct ExecResult {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub status: i32,
-    /// Total `sleep` requested; the async service waits this long before answering.
-    pub sleep: Duration,
-    /// A command (e.g. `logcat` without `-d`) that never terminates on a real device: the service
-    /// keeps the stream open until the client closes it.
-    pub follow: bool,
-}
-
-/// Per-command I/O handed to builtins.
-#[derive(Debug, Default)]
-pub struct CmdIo {
-    pub out: Vec<u8>,
-    pub err: Vec<u8>,
-    pub sleep: Duration,
-    pub follow: bool,
-    pub exit: Option<i32>,
-    /// Modelled phone time already spent by the command line before this command starts (the `sleep` of the
-    /// commands before it): where a cost that waits for a shared resource (a core) starts from.
-    pub at: Duration,
-}
-
-impl CmdIo {
-    pub fn out(&mut self, s: &str) {
-        self.out.extend_from_slice(s.as_bytes());
-    }
-    pub fn err(&mut self, s: &str) {
-        self.err.extend_from_slice(s.as_bytes());
-    }
-}
-
 /// Longest total `sleep` one command line may request (keeps hung tests bounded).
 const MAX_SLEEP: Duration = Duration::from_secs(600);
 
-/// Runs a full command line against the device. `stdin` feeds the first command of every
-/// pipeline (used by streamed installs).
-pub fn run_script(dev: &mut Device, src: &str, stdin: &[u8]) -> ExecResult {
+/// Runs one simple command (`argv` expanded, its stdin, its I/O) and returns its status: the shell knows the
+/// grammar, the commands are given to it (`commands::run`), so the interpreter below them never names them.
+pub type Run = fn(&mut Device, &[String], &[u8], &mut CmdIo) -> i32;
+
+/// Runs a full command line against the device, each simple command through `command`. `stdin` feeds the first
+/// command of every pipeline (used by streamed installs).
+pub fn run_script(dev: &mut Device, src: &str, stdin: &[u8], command: Run) -> ExecResult {
     let mut res = ExecResult::default();
     dev.umask = super::device::ADBD_UMASK;
     let script = match tokenize(src).and_then(parse) {
@@ -468,7 +437,7 @@ pub fn run_script(dev: &mut Device, src: &str, stdin: &[u8]) -> ExecResult {
             } else if argv.is_empty() {
                 0
             } else {
-                commands::run(dev, &argv, &input, &mut io)
+                command(dev, &argv, &input, &mut io)
             };
             res.sleep = (res.sleep + io.sleep).min(MAX_SLEEP);
             res.follow |= io.follow;
@@ -532,6 +501,7 @@ pub fn run_script(dev: &mut Device, src: &str, stdin: &[u8]) -> ExecResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::commands::run_line as run_script;
 
     #[test]
     fn splits_quotes_and_escapes() {

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use super::device::now_unix_secs;
 use super::fs::{FsError, Stat};
-use super::transport::{StreamIn, StreamOut};
-use super::Shared;
+use super::gates::stall_point;
+use super::shared::Shared;
+use super::stream::{StreamIn, StreamOut};
 
 /// Max payload of one DATA chunk (`SYNC_DATA_MAX`).
 pub const SYNC_DATA_MAX: usize = 64 * 1024;
@@ -108,8 +109,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, input: &mut StreamIn, out: &mut St
             return;
         };
         let path = String::from_utf8_lossy(&path).into_owned();
-        if !super::services::stall_point(shared, &format!("sync:{} {path}", String::from_utf8_lossy(&id)), input).await
-        {
+        if !stall_point(shared, &format!("sync:{} {path}", String::from_utf8_lossy(&id)), input).await {
             return;
         }
         let dev = || shared.device.lock().unwrap_or_else(|e| e.into_inner());

@@ -197,6 +197,13 @@ pub struct DemoLayout {
     pub row_height: i32,
 }
 
+/// A runtime-permission prompt over the app: its message, as the permission controller words it (drawn, dumped
+/// and tapped by `ui/windows.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PermissionPrompt {
+    pub message: String,
+}
+
 #[derive(Debug, Clone)]
 pub struct Ui {
     /// The panel's physical size (portrait, what `wm size` prints).
@@ -246,7 +253,7 @@ pub struct Ui {
     /// a playing video: the picture changes by itself). For live-view tests; `None` = a still screen.
     pub ticking: Option<(std::time::Instant, std::time::Duration)>,
     /// A runtime-permission prompt floating over the app (`windows.rs`).
-    pub permission_prompt: Option<windows::PermissionPrompt>,
+    pub permission_prompt: Option<PermissionPrompt>,
     /// The app's window has no views yet (an activity still inflating its layout): its tree is the root alone.
     pub app_loading: bool,
 }

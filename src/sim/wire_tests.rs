@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::services::{PacketReader, ID_EXIT, ID_STDOUT};
-use super::transport::*;
+use super::shell_v2::{PacketReader, ID_EXIT, ID_STDOUT};
+use super::wire::*;
 use super::{Fault, SimConfig, SimPhone};
 
 const T: Duration = Duration::from_secs(10);
@@ -306,8 +306,8 @@ fn helper_cmd(path: &str) -> String {
 async fn play_helper(sim: &SimPhone, input: &[u8]) -> (Vec<String>, Vec<u8>) {
     let (mut h, _) = Host::connect(sim.addr(), MAX_PAYLOAD).await;
     let remote = h.open(1, &helper_cmd("/data/local/tmp/xagent-helper-0123456789abcdef.dex")).await;
-    let mut stdin = super::services::packet(super::services::ID_STDIN, input);
-    stdin.extend(super::services::packet(super::services::ID_CLOSE_STDIN, &[]));
+    let mut stdin = super::shell_v2::packet(super::shell_v2::ID_STDIN, input);
+    stdin.extend(super::shell_v2::packet(super::shell_v2::ID_CLOSE_STDIN, &[]));
     let mut data = Vec::new();
     let mut closed = false;
     for chunk in stdin.chunks(4096) {
@@ -449,15 +449,15 @@ async fn the_native_helper_needs_its_dex_and_shows_in_ps_until_killed() {
             break m.data;
         }
     };
-    assert!(String::from_utf8_lossy(&greeting).contains("* hello 1 3 34 "));
+    assert!(String::from_utf8_lossy(&greeting).contains(&format!("* hello 1 {} 34 ", super::helper::VERSION)));
     let ps = {
         let mut d = sim.device();
-        super::shell::run_script(&mut d, "ps -A -o PID,ARGS", &[])
+        super::commands::run_line(&mut d, "ps -A -o PID,ARGS", &[])
     };
     let ps = String::from_utf8(ps.stdout).unwrap();
     let line = ps.lines().find(|l| l.ends_with("app_process / xagent.Helper")).expect("listed");
     let pid = line.split_whitespace().next().unwrap().to_owned();
-    let killed = super::shell::run_script(&mut sim.device(), &format!("kill -9 {pid}"), &[]);
+    let killed = super::commands::run_line(&mut sim.device(), &format!("kill -9 {pid}"), &[]);
     assert_eq!(killed.status, 0);
     let data = h.read_to_close(1, remote).await;
     assert_eq!(v2_packets(&data).last(), Some(&(ID_EXIT, vec![137])));

@@ -128,17 +128,42 @@ pub fn take(args: &mut Map<String, Value>) -> SettleArgs {
 
 /// A frame reduced to its grid of cell averages (RGB), or `None` when no frame could be taken.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Signature(Vec<u8>);
+pub struct Signature {
+    cells: Vec<u8>,
+    /// Who averaged it: the phone helper (every pixel, on the phone) or this host (a capture fitted on the way in).
+    /// Two signatures are only compared when the same side made both: their roundings differ by a unit or two.
+    on_phone: bool,
+}
 
 impl Signature {
     /// Area averages of `rgb` (`w` × `h`, packed RGB) over the grid.
     pub fn of_rgb(rgb: &[u8], w: u32, h: u32) -> Signature {
-        Signature(area_downscale_raw(rgb, w as usize, h as usize, 3, GRID_W, GRID_H))
+        Signature { cells: area_downscale_raw(rgb, w as usize, h as usize, 3, GRID_W, GRID_H), on_phone: false }
     }
 
-    /// Equal within [`TOLERANCE`] per cell and channel.
+    /// Whether `other` was made the same way, so that [`Signature::same`] means something.
+    pub fn comparable(&self, other: &Signature) -> bool {
+        self.on_phone == other.on_phone && self.cells.len() == other.cells.len()
+    }
+
+    /// Made the same way and equal within [`TOLERANCE`] per cell and channel.
     pub fn same(&self, other: &Signature) -> bool {
-        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| a.abs_diff(*b) <= TOLERANCE)
+        self.comparable(other) && self.cells.iter().zip(&other.cells).all(|(a, b)| a.abs_diff(*b) <= TOLERANCE)
+    }
+
+    /// The phone helper's `frame` payload, `W H GW GH <base64>` (device-profile/phone-helper.md §4), for the grid
+    /// asked; `None` for anything else — a hostile or broken reply is no signature, and the capture path takes
+    /// over.
+    pub fn of_helper_frame(payload: &str) -> Option<Signature> {
+        let mut f = payload.strip_prefix("frame ")?.split(' ');
+        let mut num = || f.next()?.parse::<u32>().ok();
+        let (w, h, gw, gh) = (num()?, num()?, num()?, num()?);
+        if w == 0 || h == 0 || gw != GRID_W || gh != GRID_H {
+            return None;
+        }
+        let cells = crate::device::shell::base64_decode(f.next()?)?;
+        (f.next().is_none() && cells.len() == (GRID_W * GRID_H * 3) as usize)
+            .then_some(Signature { cells, on_phone: true })
     }
 }
 
@@ -146,20 +171,43 @@ impl Signature {
 /// (issue 24's fitted path), so no full-size frame is held, and the grid is averaged from it.
 const SIGNATURE_FIT: u32 = 192;
 
-/// One frame's signature, captured the way `android_screenshot` captures (the compressed capture where the phone
-/// has a working gzip: a fraction of the framebuffer's bytes over USB; the framebuffer otherwise; raw `screencap`
-/// when both fail) and downscaled to [`SIGNATURE_FIT`] on the way in. Holds one of the phone's screenshot permits
-/// (`tools::permits`) while the frame is in memory.
-async fn signature(adb: &AdbBackend, key: &DeviceKey, deadline: Duration) -> Option<Signature> {
-    let _permit = super::permits::captures().acquire(key).await.ok()?;
+/// How long the phone helper's `frame` may take before the capture path is tried instead: the display read and
+/// the averaging take tens of ms on a phone; a helper slower than this is not saving anything.
+const HELPER_FRAME_LIMIT: Duration = Duration::from_millis(1500);
+
+/// One frame's signature. Where the phone helper runs, its `frame` verb: the display read in the helper's process
+/// and averaged there to the grid, a few KB on the helper's stream — no `screencap` process, no temp file, no
+/// compression, one request (issue 32: a capture's six streams made settle's frames most of a settled tap's cost).
+/// Elsewhere, or when the helper cannot, the frame is captured the way `android_screenshot` captures (the
+/// compressed capture where the phone has a working gzip: a fraction of the framebuffer's bytes over USB; the
+/// framebuffer otherwise; raw `screencap` when both fail), downscaled to [`SIGNATURE_FIT`] on the way in, holding
+/// one of the phone's screenshot permits (`tools::permits`) while the frame is in memory.
+///
+/// `on_phone`: whether to ask the helper at all — the frames of one settle come from one side (see
+/// [`Signature::comparable`]), and a helper not running yet is not started for a frame.
+async fn signature(adb: &AdbBackend, key: &DeviceKey, deadline: Duration, on_phone: bool) -> Option<Signature> {
     let end = tokio::time::Instant::now() + deadline;
-    let shot = match capture::capture(adb, key, DEFAULT_PATH, SIGNATURE_FIT, deadline).await {
+    let grid = format!("{GRID_W} {GRID_H}");
+    let limit = deadline.min(HELPER_FRAME_LIMIT);
+    let asked = if on_phone && adb.helpers().running(key) {
+        adb.helper(key, false, limit, "frame", &grid, Duration::ZERO).await
+    } else {
+        Ok(None)
+    };
+    if let Ok(Some(payload)) = asked {
+        if let Some(sig) = Signature::of_helper_frame(&payload) {
+            return Some(sig);
+        }
+        tracing::debug!(len = payload.len(), "the helper's frame reply is not a signature; capturing instead");
+    }
+    let left = |end: tokio::time::Instant| end.saturating_duration_since(tokio::time::Instant::now());
+    let _permit = super::permits::captures().acquire(key).await.ok()?;
+    let shot = match capture::capture(adb, key, DEFAULT_PATH, SIGNATURE_FIT, left(end)).await {
         Ok(c) => c,
         Err(e) if e.code == ErrorCode::DeviceTimeout => return None,
-        Err(_) => {
-            let left = end.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
-            capture::capture(adb, key, CapturePath::Raw, SIGNATURE_FIT, left).await.ok()?
-        }
+        Err(_) => capture::capture(adb, key, CapturePath::Raw, SIGNATURE_FIT, left(end).max(Duration::from_millis(1)))
+            .await
+            .ok()?,
     };
     // CPU-bound but short and bounded: it runs to completion even if the call is dropped.
     tokio::task::spawn_blocking(move || {
@@ -201,7 +249,7 @@ pub struct Before {
 /// Takes the frame and the foreground window before the input, concurrently, within [`BEFORE_LIMIT`].
 pub async fn before(adb: &AdbBackend, key: &DeviceKey) -> Before {
     let sdk = adb.info(key).and_then(|i| i.sdk);
-    let frame = signature(adb, key, BEFORE_LIMIT);
+    let frame = signature(adb, key, BEFORE_LIMIT, true);
     let cmd = formats::foreground_command(sdk);
     let fg = adb.shell(key, &cmd, false, BEFORE_LIMIT);
     let work = async { tokio::join!(frame, fg) };
@@ -251,7 +299,8 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
         let left = timeout.saturating_sub(started.elapsed());
         // A frame that takes longer than what is left of the timeout would only be compared too late.
         let limit = left.max(INTERVAL);
-        let (frame, st) = tokio::join!(tokio::time::timeout(limit, signature(adb, key, limit)), query());
+        let on_phone = last.as_ref().is_none_or(|l| l.on_phone);
+        let (frame, st) = tokio::join!(tokio::time::timeout(limit, signature(adb, key, limit, on_phone)), query());
         state = st;
         let Ok(Some(frame)) = frame else { break };
         if quiet == Some(false) {
@@ -279,8 +328,9 @@ pub async fn after(adb: &AdbBackend, key: &DeviceKey, before: Before, timeout: D
         _ => None,
     };
     json!({
+        // Frames made on different sides (the helper failed in between) are not compared: unknown.
         "screen_changed": match (&before.frame, &last) {
-            (Some(b), Some(a)) => Some(!b.same(a)),
+            (Some(b), Some(a)) if b.comparable(a) => Some(!b.same(a)),
             _ => None,
         },
         "foreground_changed": changed(&before.foreground, &foreground),
@@ -328,6 +378,30 @@ mod tests {
             }
         }
         assert!(!a.same(&Signature::of_rgb(&glyph, w, h)));
+    }
+
+    /// The helper's `frame` reply is a phone's bytes: only the grid asked, whole, well-formed, is a signature.
+    #[test]
+    fn a_helper_frame_is_a_signature_only_when_it_is_the_grid_asked() {
+        let cells = vec![7u8; (GRID_W * GRID_H * 3) as usize];
+        let b64 = crate::device::shell::base64(&cells);
+        let sig = Signature::of_helper_frame(&format!("frame 1080 2400 {GRID_W} {GRID_H} {b64}")).unwrap();
+        assert!(sig.same(&sig.clone()));
+        let short = crate::device::shell::base64(&cells[1..]);
+        for bad in [
+            format!("frame 1080 2400 {GRID_W} {GRID_H} {short}"),
+            format!("frame 1080 2400 8 8 {b64}"),
+            format!("frame 0 2400 {GRID_W} {GRID_H} {b64}"),
+            format!("frame 1080 2400 {GRID_W} {GRID_H} {b64} more"),
+            format!("frame 1080 2400 {GRID_W} {GRID_H} ***"),
+            format!("xml {b64}"),
+            "frame".to_owned(),
+        ] {
+            assert!(Signature::of_helper_frame(&bad).is_none(), "{bad}");
+        }
+        // The same cells averaged on the host are not compared with the phone's: different roundings.
+        let host = Signature { cells, on_phone: false };
+        assert!(!host.comparable(&sig) && !host.same(&sig));
     }
 
     #[test]

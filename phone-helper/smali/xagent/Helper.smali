@@ -469,6 +469,10 @@
     invoke-virtual {v0, v1}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
     move-result v1
     if-nez v1, :clearclip
+    const-string v1, "frame"
+    invoke-virtual {v0, v1}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
+    move-result v1
+    if-nez v1, :frame
     const-string v0, "unknown_verb"
     const-string v1, "unknown verb"
     invoke-static {v0, v1}, Lxagent/Helper;->err(Ljava/lang/String;Ljava/lang/String;)Lxagent/Err;
@@ -533,6 +537,10 @@
     invoke-static {p0}, Lxagent/Clip;->opClearClip([Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     return-object v0
+    :frame
+    invoke-static {p0}, Lxagent/Frame;->opFrame([Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    return-object v0
 .end method
 
 # ---------------------------------------------------------------- probing
@@ -541,7 +549,7 @@
 .method static helloPayload()Ljava/lang/String;
     .locals 4
     sget-object v3, Lxagent/Helper;->touch:Ljava/lang/String;
-    const-string v0, "1 3 "
+    const-string v0, "1 4 "
     sget v1, Lxagent/Helper;->sdk:I
     invoke-static {v1}, Ljava/lang/String;->valueOf(I)Ljava/lang/String;
     move-result-object v1
@@ -596,6 +604,13 @@
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     sget-object v1, Lxagent/Helper;->clipState:Ljava/lang/String;
+    invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    # helper 4: the display read in-process (the frame verb)
+    const-string v1, " frame="
+    invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v0
+    sget-object v1, Lxagent/Frame;->state:Ljava/lang/String;
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     return-object v0
@@ -731,6 +746,8 @@
     :try_ui_end
     .catch Ljava/lang/Throwable; {:try_ui .. :try_ui_end} :ui_done
     :ui_done
+    sget v0, Lxagent/Helper;->sdk:I
+    invoke-static {v0}, Lxagent/Frame;->probe(I)V
     return-void
 .end method
 

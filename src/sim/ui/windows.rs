@@ -11,7 +11,7 @@
 //!
 //! The prompt is modal: taps outside it do nothing, BACK dismisses it (as "Don't allow"), typed text goes nowhere.
 
-use super::{xml_escape, Canvas, Node, Rect, Ui};
+use super::{xml_escape, Canvas, Node, PermissionPrompt, Rect, TapOutcome, Ui};
 
 /// The permission controller's package on phones with Google's build (AOSP's is `com.android.permissioncontroller`;
 /// the resource ids keep the AOSP name on both, as the fixtures show).
@@ -20,12 +20,6 @@ pub const PERMISSION_PACKAGE: &str = "com.google.android.permissioncontroller";
 pub const KEYBOARD_PACKAGE: &str = "com.google.android.inputmethod.latin";
 /// The keys of the keyboard's one row.
 const KEYS: &str = "qwertyuiop";
-
-/// A runtime-permission prompt over the app: its message, as the permission controller words it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PermissionPrompt {
-    pub message: String,
-}
 
 /// Where the prompt's parts are (a 1080 × 2400 phone: the buttons are 72…1008 px wide, as recorded).
 struct PromptLayout {
@@ -137,7 +131,7 @@ impl Ui {
 
     /// A tap on a window above the app: `Some` when one took it (the prompt takes every tap while it shows; a key
     /// of the keyboard types nothing here but keeps the field's focus).
-    pub(super) fn tap_windows(&mut self, x: i32, y: i32) -> Option<super::TapOutcome> {
+    pub(super) fn tap_windows(&mut self, x: i32, y: i32) -> Option<TapOutcome> {
         if !self.screen_on {
             return None;
         }
@@ -155,11 +149,11 @@ impl Ui {
                     self.permission_prompt = None;
                     self.clicked(Some(label.to_owned()))
                 }
-                None => super::TapOutcome::Nothing,
+                None => TapOutcome::Nothing,
             });
         }
         if self.keyboard_up() && self.keyboard_rect().contains(x, y) {
-            return Some(super::TapOutcome::Nothing);
+            return Some(TapOutcome::Nothing);
         }
         None
     }

@@ -1,0 +1,545 @@
+# The `frame` verb (helper 4): a still-screen check cheaper than a capture. The display is read in this process
+# through SurfaceFlinger's screenshot call (no `screencap` process, no file, no compression, nothing over USB but
+# the answer) and reduced here to GW x GH cell averages of every pixel: a few KB that settle compares with the
+# frame before an input. Which call, per Android version (device-profile/phone-helper.md §8, with AOSP paths):
+#   API 26-27  SurfaceControl.screenshot(int width, int height)            (the display's logical size)
+#   API 28-30  SurfaceControl.screenshot(Rect sourceCrop, int w, int h, int rotation)  (empty Rect, 0, 0: native)
+#   API 31-33  SurfaceControl.captureDisplay(DisplayCaptureArgs) of getInternalDisplayToken()
+#   API 34+    ScreenCapture.captureDisplay(DisplayCaptureArgs) of DisplayControl.getPhysicalDisplayToken(id),
+#              DisplayControl loaded from services.jar (SurfaceControl's display tokens moved there in 14)
+# Everything is looked up once at start (probe); a missing piece makes the operation `no_screenshot_api`.
+.class final Lxagent/Frame;
+.super Ljava/lang/Object;
+
+.field static state:Ljava/lang/String;
+.field static kind:I
+.field static capture:Ljava/lang/reflect/Method;
+.field static builder:Ljava/lang/reflect/Constructor;
+.field static token:Ljava/lang/reflect/Method;
+.field static ids:Ljava/lang/reflect/Method;
+
+# Resolves the screenshot call of this SDK; sets state to "ok" or the reason.
+.method static probe(I)V
+    .locals 8
+    const-string v0, "no_screenshot_api"
+    sput-object v0, Lxagent/Frame;->state:Ljava/lang/String;
+    :try_start
+    const-string v0, "android.view.SurfaceControl"
+    invoke-static {v0}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
+    move-result-object v0
+    const-string v1, "screenshot"
+    const/16 v2, 0x1c
+    if-ge p0, v2, :p
+    # 26-27: screenshot(int, int)
+    const/4 v2, 2
+    new-array v3, v2, [Ljava/lang/Class;
+    sget-object v4, Ljava/lang/Integer;->TYPE:Ljava/lang/Class;
+    const/4 v5, 0
+    aput-object v4, v3, v5
+    const/4 v5, 1
+    aput-object v4, v3, v5
+    invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
+    move-result-object v3
+    sput-object v3, Lxagent/Frame;->capture:Ljava/lang/reflect/Method;
+    const/4 v2, 0
+    sput v2, Lxagent/Frame;->kind:I
+    goto :ok
+    :p
+    const/16 v2, 0x1f
+    if-ge p0, v2, :s
+    # 28-30: screenshot(Rect, int, int, int)
+    const/4 v2, 4
+    new-array v3, v2, [Ljava/lang/Class;
+    const-class v4, Landroid/graphics/Rect;
+    const/4 v5, 0
+    aput-object v4, v3, v5
+    sget-object v4, Ljava/lang/Integer;->TYPE:Ljava/lang/Class;
+    const/4 v5, 1
+    aput-object v4, v3, v5
+    const/4 v5, 2
+    aput-object v4, v3, v5
+    const/4 v5, 3
+    aput-object v4, v3, v5
+    invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
+    move-result-object v3
+    sput-object v3, Lxagent/Frame;->capture:Ljava/lang/reflect/Method;
+    const/4 v2, 1
+    sput v2, Lxagent/Frame;->kind:I
+    goto :ok
+    :s
+    const/16 v2, 0x22
+    if-ge p0, v2, :u
+    # 31-33: SurfaceControl.captureDisplay(SurfaceControl.DisplayCaptureArgs), getInternalDisplayToken()
+    const-string v6, "android.view.SurfaceControl$DisplayCaptureArgs"
+    invoke-static {v0, v6}, Lxagent/Frame;->captureCall(Ljava/lang/Class;Ljava/lang/String;)V
+    const-string v1, "getInternalDisplayToken"
+    const/4 v2, 0
+    new-array v3, v2, [Ljava/lang/Class;
+    invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
+    move-result-object v3
+    sput-object v3, Lxagent/Frame;->token:Ljava/lang/reflect/Method;
+    const/4 v2, 2
+    sput v2, Lxagent/Frame;->kind:I
+    goto :ok
+    :u
+    # 34+: ScreenCapture.captureDisplay(ScreenCapture.DisplayCaptureArgs), DisplayControl's tokens
+    const-string v0, "android.window.ScreenCapture"
+    invoke-static {v0}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
+    move-result-object v0
+    const-string v6, "android.window.ScreenCapture$DisplayCaptureArgs"
+    invoke-static {v0, v6}, Lxagent/Frame;->captureCall(Ljava/lang/Class;Ljava/lang/String;)V
+    invoke-static {}, Lxagent/Frame;->displayControl()Ljava/lang/Class;
+    move-result-object v0
+    const-string v1, "getPhysicalDisplayIds"
+    const/4 v2, 0
+    new-array v3, v2, [Ljava/lang/Class;
+    invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
+    move-result-object v3
+    sput-object v3, Lxagent/Frame;->ids:Ljava/lang/reflect/Method;
+    const-string v1, "getPhysicalDisplayToken"
+    const/4 v2, 1
+    new-array v3, v2, [Ljava/lang/Class;
+    sget-object v4, Ljava/lang/Long;->TYPE:Ljava/lang/Class;
+    const/4 v5, 0
+    aput-object v4, v3, v5
+    invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
+    move-result-object v3
+    sput-object v3, Lxagent/Frame;->token:Ljava/lang/reflect/Method;
+    const/4 v2, 3
+    sput v2, Lxagent/Frame;->kind:I
+    :ok
+    const-string v0, "ok"
+    sput-object v0, Lxagent/Frame;->state:Ljava/lang/String;
+    :try_end
+    .catch Ljava/lang/Throwable; {:try_start .. :try_end} :missing
+    :missing
+    return-void
+.end method
+
+# owner.captureDisplay(ARGS) and ARGS$Builder(IBinder), both kept
+.method static captureCall(Ljava/lang/Class;Ljava/lang/String;)V
+    .locals 5
+    invoke-static {p1}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
+    move-result-object v0
+    const/4 v1, 1
+    new-array v2, v1, [Ljava/lang/Class;
+    const/4 v3, 0
+    aput-object v0, v2, v3
+    const-string v4, "captureDisplay"
+    invoke-virtual {p0, v4, v2}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
+    move-result-object v2
+    sput-object v2, Lxagent/Frame;->capture:Ljava/lang/reflect/Method;
+    const-string v4, "$Builder"
+    invoke-static {p1, v4}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v4
+    invoke-static {v4}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
+    move-result-object v0
+    new-array v2, v1, [Ljava/lang/Class;
+    const-class v4, Landroid/os/IBinder;
+    aput-object v4, v2, v3
+    invoke-virtual {v0, v2}, Ljava/lang/Class;->getConstructor([Ljava/lang/Class;)Ljava/lang/reflect/Constructor;
+    move-result-object v2
+    sput-object v2, Lxagent/Frame;->builder:Ljava/lang/reflect/Constructor;
+    return-void
+.end method
+
+# com.android.server.display.DisplayControl from /system/framework/services.jar (Android 14+), with its JNI
+# library loaded into that class loader's namespace; a library that will not load is not fatal here (the call
+# that needs it fails then, and the verb answers `failed`).
+.method static displayControl()Ljava/lang/Class;
+    .locals 10
+    const-string v0, "com.android.internal.os.ClassLoaderFactory"
+    invoke-static {v0}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
+    move-result-object v0
+    # createClassLoader(String dexPath, String librarySearchPath, String libraryPermittedPath,
+    #                   ClassLoader parent, int targetSdkVersion, boolean isNamespaceShared, String classLoaderName)
+    const/4 v1, 7
+    new-array v2, v1, [Ljava/lang/Class;
+    const-class v3, Ljava/lang/String;
+    const/4 v4, 0
+    aput-object v3, v2, v4
+    const/4 v4, 1
+    aput-object v3, v2, v4
+    const/4 v4, 2
+    aput-object v3, v2, v4
+    const-class v5, Ljava/lang/ClassLoader;
+    const/4 v4, 3
+    aput-object v5, v2, v4
+    sget-object v5, Ljava/lang/Integer;->TYPE:Ljava/lang/Class;
+    const/4 v4, 4
+    aput-object v5, v2, v4
+    sget-object v5, Ljava/lang/Boolean;->TYPE:Ljava/lang/Class;
+    const/4 v4, 5
+    aput-object v5, v2, v4
+    const/4 v4, 6
+    aput-object v3, v2, v4
+    const-string v3, "createClassLoader"
+    invoke-virtual {v0, v3, v2}, Ljava/lang/Class;->getDeclaredMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
+    move-result-object v0
+    new-array v2, v1, [Ljava/lang/Object;
+    const-string v3, "/system/framework/services.jar"
+    const/4 v4, 0
+    aput-object v3, v2, v4
+    invoke-static {}, Ljava/lang/ClassLoader;->getSystemClassLoader()Ljava/lang/ClassLoader;
+    move-result-object v3
+    const/4 v4, 3
+    aput-object v3, v2, v4
+    const/4 v3, 0
+    invoke-static {v3}, Ljava/lang/Integer;->valueOf(I)Ljava/lang/Integer;
+    move-result-object v3
+    const/4 v4, 4
+    aput-object v3, v2, v4
+    sget-object v3, Ljava/lang/Boolean;->TRUE:Ljava/lang/Boolean;
+    const/4 v4, 5
+    aput-object v3, v2, v4
+    const/4 v3, 0
+    invoke-virtual {v0, v3, v2}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v0
+    check-cast v0, Ljava/lang/ClassLoader;
+    const-string v1, "com.android.server.display.DisplayControl"
+    invoke-virtual {v0, v1}, Ljava/lang/ClassLoader;->loadClass(Ljava/lang/String;)Ljava/lang/Class;
+    move-result-object v9
+    :try_lib
+    # Runtime.loadLibrary0(Class fromClass, String libname): the library in DisplayControl's namespace
+    const/4 v1, 2
+    new-array v2, v1, [Ljava/lang/Class;
+    const-class v3, Ljava/lang/Class;
+    const/4 v4, 0
+    aput-object v3, v2, v4
+    const-class v3, Ljava/lang/String;
+    const/4 v4, 1
+    aput-object v3, v2, v4
+    const-class v3, Ljava/lang/Runtime;
+    const-string v4, "loadLibrary0"
+    invoke-virtual {v3, v4, v2}, Ljava/lang/Class;->getDeclaredMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
+    move-result-object v3
+    const/4 v4, 1
+    invoke-virtual {v3, v4}, Ljava/lang/reflect/Method;->setAccessible(Z)V
+    new-array v2, v1, [Ljava/lang/Object;
+    const/4 v4, 0
+    aput-object v9, v2, v4
+    const-string v5, "android_servers"
+    const/4 v4, 1
+    aput-object v5, v2, v4
+    invoke-static {}, Ljava/lang/Runtime;->getRuntime()Ljava/lang/Runtime;
+    move-result-object v4
+    invoke-virtual {v3, v4, v2}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
+    :try_lib_end
+    .catch Ljava/lang/Throwable; {:try_lib .. :try_lib_end} :lib_done
+    :lib_done
+    return-object v9
+.end method
+
+# ID frame GW GH -> "frame W H GW GH <B64>": the display (W x H as captured) in GW x GH cells (8-64 each), each
+# the rounded mean R, G, B of every pixel in it, row by row, base64 of the GW*GH*3 bytes.
+.method static opFrame([Ljava/lang/String;)Ljava/lang/String;
+    .locals 6
+    const/4 v0, 2
+    invoke-static {p0, v0}, Lxagent/Helper;->arity([Ljava/lang/String;I)V
+    const/4 v0, 2
+    const/16 v1, 0x8
+    const/16 v2, 0x40
+    invoke-static {p0, v0, v1, v2}, Lxagent/Helper;->argInt([Ljava/lang/String;III)I
+    move-result v3
+    const/4 v0, 3
+    invoke-static {p0, v0, v1, v2}, Lxagent/Helper;->argInt([Ljava/lang/String;III)I
+    move-result v4
+    sget-object v0, Lxagent/Frame;->state:Ljava/lang/String;
+    const-string v1, "ok"
+    invoke-virtual {v1, v0}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
+    move-result v1
+    if-nez v1, :available
+    const-string v1, "unavailable"
+    invoke-static {v1, v0}, Lxagent/Helper;->err(Ljava/lang/String;Ljava/lang/String;)Lxagent/Err;
+    move-result-object v0
+    throw v0
+    :available
+    invoke-static {}, Lxagent/Frame;->shot()Landroid/graphics/Bitmap;
+    move-result-object v0
+    if-nez v0, :have
+    const-string v0, "failed"
+    const-string v1, "the display gave no picture"
+    invoke-static {v0, v1}, Lxagent/Helper;->err(Ljava/lang/String;Ljava/lang/String;)Lxagent/Err;
+    move-result-object v0
+    throw v0
+    :have
+    # a hardware bitmap (12+) cannot be read pixel by pixel: copy it to memory first
+    sget-object v1, Landroid/graphics/Bitmap$Config;->ARGB_8888:Landroid/graphics/Bitmap$Config;
+    const/4 v2, 0
+    invoke-virtual {v0, v1, v2}, Landroid/graphics/Bitmap;->copy(Landroid/graphics/Bitmap$Config;Z)Landroid/graphics/Bitmap;
+    move-result-object v1
+    invoke-virtual {v0}, Landroid/graphics/Bitmap;->recycle()V
+    if-nez v1, :copied
+    const-string v0, "failed"
+    const-string v1, "the picture could not be copied"
+    invoke-static {v0, v1}, Lxagent/Helper;->err(Ljava/lang/String;Ljava/lang/String;)Lxagent/Err;
+    move-result-object v0
+    throw v0
+    :copied
+    invoke-static {v1, v3, v4}, Lxagent/Frame;->grid(Landroid/graphics/Bitmap;II)Ljava/lang/String;
+    move-result-object v0
+    invoke-virtual {v1}, Landroid/graphics/Bitmap;->recycle()V
+    return-object v0
+.end method
+
+# The display as a Bitmap through the call probe found (null when the system gave none).
+.method static shot()Landroid/graphics/Bitmap;
+    .locals 9
+    sget v0, Lxagent/Frame;->kind:I
+    sget-object v1, Lxagent/Frame;->capture:Ljava/lang/reflect/Method;
+    const/4 v2, 0
+    packed-switch v0, :kinds
+    return-object v2
+    :k0
+    # the logical size from the display service (screenshot(int, int) scales to what it is given)
+    sget-object v3, Lxagent/Helper;->display:Ljava/lang/Object;
+    const-string v4, "getDisplayInfo"
+    invoke-static {v3, v4, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    invoke-virtual {v3}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
+    move-result-object v4
+    const-string v5, "logicalWidth"
+    invoke-virtual {v4, v5}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
+    move-result-object v5
+    invoke-virtual {v5, v3}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v5
+    const-string v6, "logicalHeight"
+    invoke-virtual {v4, v6}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
+    move-result-object v6
+    invoke-virtual {v6, v3}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v6
+    const/4 v7, 2
+    new-array v7, v7, [Ljava/lang/Object;
+    const/4 v8, 0
+    aput-object v5, v7, v8
+    const/4 v8, 1
+    aput-object v6, v7, v8
+    goto :invoke
+    :k1
+    const/4 v7, 4
+    new-array v7, v7, [Ljava/lang/Object;
+    new-instance v3, Landroid/graphics/Rect;
+    invoke-direct {v3}, Landroid/graphics/Rect;-><init>()V
+    const/4 v8, 0
+    aput-object v3, v7, v8
+    invoke-static {v8}, Ljava/lang/Integer;->valueOf(I)Ljava/lang/Integer;
+    move-result-object v3
+    const/4 v8, 1
+    aput-object v3, v7, v8
+    const/4 v8, 2
+    aput-object v3, v7, v8
+    const/4 v8, 3
+    aput-object v3, v7, v8
+    goto :invoke
+    :k2
+    sget-object v3, Lxagent/Frame;->token:Ljava/lang/reflect/Method;
+    const/4 v4, 0
+    new-array v4, v4, [Ljava/lang/Object;
+    invoke-virtual {v3, v2, v4}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    goto :args
+    :k3
+    # the first physical display's token
+    sget-object v3, Lxagent/Frame;->ids:Ljava/lang/reflect/Method;
+    const/4 v4, 0
+    new-array v5, v4, [Ljava/lang/Object;
+    invoke-virtual {v3, v2, v5}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    check-cast v3, [J
+    array-length v5, v3
+    if-nez v5, :has_display
+    return-object v2
+    :has_display
+    aget-wide v5, v3, v4
+    invoke-static {v5, v6}, Ljava/lang/Long;->valueOf(J)Ljava/lang/Long;
+    move-result-object v5
+    const/4 v3, 1
+    new-array v6, v3, [Ljava/lang/Object;
+    aput-object v5, v6, v4
+    sget-object v3, Lxagent/Frame;->token:Ljava/lang/reflect/Method;
+    invoke-virtual {v3, v2, v6}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    :args
+    # new DisplayCaptureArgs.Builder(token).build(), then captureDisplay(args).asBitmap()
+    if-nez v3, :has_token
+    return-object v2
+    :has_token
+    const/4 v4, 1
+    new-array v5, v4, [Ljava/lang/Object;
+    const/4 v6, 0
+    aput-object v3, v5, v6
+    sget-object v3, Lxagent/Frame;->builder:Ljava/lang/reflect/Constructor;
+    invoke-virtual {v3, v5}, Ljava/lang/reflect/Constructor;->newInstance([Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    const-string v4, "build"
+    invoke-static {v3, v4, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    const/4 v4, 1
+    new-array v7, v4, [Ljava/lang/Object;
+    aput-object v3, v7, v6
+    invoke-virtual {v1, v2, v7}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    if-nez v3, :has_buffer
+    return-object v2
+    :has_buffer
+    const-string v4, "asBitmap"
+    invoke-static {v3, v4, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    check-cast v3, Landroid/graphics/Bitmap;
+    return-object v3
+    :invoke
+    invoke-virtual {v1, v2, v7}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    check-cast v3, Landroid/graphics/Bitmap;
+    return-object v3
+    :kinds
+    .packed-switch 0x0
+        :k0
+        :k1
+        :k2
+        :k3
+    .end packed-switch
+.end method
+
+# "W H GW GH B64" of bitmap b: every pixel summed into its cell (row y into cell row y*GH/H, column x into x*GW/W),
+# read a row at a time so only one row is held. Sums are ints: the picture has at most 2^24 pixels (a larger one is
+# `failed`) and a cell at most (W/8 + 1) * (H/8 + 1) of them (GW, GH >= 8), under 2^22, so a sum stays below 2^30.
+.method static grid(Landroid/graphics/Bitmap;II)Ljava/lang/String;
+    .locals 22
+    invoke-virtual/range {p0 .. p0}, Landroid/graphics/Bitmap;->getWidth()I
+    move-result v0
+    invoke-virtual/range {p0 .. p0}, Landroid/graphics/Bitmap;->getHeight()I
+    move-result v1
+    if-lez v0, :bad
+    if-lez v1, :bad
+    mul-int v2, v0, v1
+    const/high16 v3, 0x1000000
+    if-gt v2, v3, :bad
+    goto :sized
+    :bad
+    const-string v0, "failed"
+    const-string v1, "the picture is empty or larger than 16 megapixels"
+    invoke-static {v0, v1}, Lxagent/Helper;->err(Ljava/lang/String;Ljava/lang/String;)Lxagent/Err;
+    move-result-object v0
+    throw v0
+    :sized
+    # v2 = cells, v3 = column -> cell column, v4..v7 = r, g, b, count per cell, v8 = one row
+    mul-int v2, p1, p2
+    new-array v3, v0, [I
+    const/4 v9, 0
+    :cols
+    if-ge v9, v0, :cols_done
+    mul-int v10, v9, p1
+    div-int/2addr v10, v0
+    aput v10, v3, v9
+    add-int/lit8 v9, v9, 0x1
+    goto :cols
+    :cols_done
+    new-array v4, v2, [I
+    new-array v5, v2, [I
+    new-array v6, v2, [I
+    new-array v7, v2, [I
+    new-array v8, v0, [I
+    const/4 v9, 0
+    :rows
+    if-ge v9, v1, :rows_done
+    # getPixels(row, 0, W, 0, y, W, 1)
+    const/4 v11, 0
+    const/4 v12, 1
+    move-object/from16 v13, p0
+    move-object v14, v8
+    move v15, v11
+    move/from16 v16, v0
+    move/from16 v17, v11
+    move/from16 v18, v9
+    move/from16 v19, v0
+    move/from16 v20, v12
+    invoke-virtual/range {v13 .. v20}, Landroid/graphics/Bitmap;->getPixels([IIIIIII)V
+    mul-int v10, v9, p2
+    div-int/2addr v10, v1
+    mul-int v10, v10, p1
+    const/4 v11, 0
+    :px
+    if-ge v11, v0, :px_done
+    aget v12, v8, v11
+    aget v13, v3, v11
+    add-int/2addr v13, v10
+    shr-int/lit8 v14, v12, 0x10
+    and-int/lit16 v14, v14, 0xff
+    aget v15, v4, v13
+    add-int/2addr v15, v14
+    aput v15, v4, v13
+    shr-int/lit8 v14, v12, 0x8
+    and-int/lit16 v14, v14, 0xff
+    aget v15, v5, v13
+    add-int/2addr v15, v14
+    aput v15, v5, v13
+    and-int/lit16 v14, v12, 0xff
+    aget v15, v6, v13
+    add-int/2addr v15, v14
+    aput v15, v6, v13
+    aget v15, v7, v13
+    add-int/lit8 v15, v15, 0x1
+    aput v15, v7, v13
+    add-int/lit8 v11, v11, 0x1
+    goto :px
+    :px_done
+    add-int/lit8 v9, v9, 0x1
+    goto :rows
+    :rows_done
+    # the means, rounded, as bytes R G B per cell
+    mul-int/lit8 v9, v2, 0x3
+    new-array v8, v9, [B
+    const/4 v9, 0
+    :means
+    if-ge v9, v2, :means_done
+    aget v10, v7, v9
+    if-nez v10, :counted
+    const/4 v10, 1
+    :counted
+    div-int/lit8 v11, v10, 0x2
+    mul-int/lit8 v12, v9, 0x3
+    aget v13, v4, v9
+    add-int/2addr v13, v11
+    div-int/2addr v13, v10
+    int-to-byte v13, v13
+    aput-byte v13, v8, v12
+    add-int/lit8 v12, v12, 0x1
+    aget v13, v5, v9
+    add-int/2addr v13, v11
+    div-int/2addr v13, v10
+    int-to-byte v13, v13
+    aput-byte v13, v8, v12
+    add-int/lit8 v12, v12, 0x1
+    aget v13, v6, v9
+    add-int/2addr v13, v11
+    div-int/2addr v13, v10
+    int-to-byte v13, v13
+    aput-byte v13, v8, v12
+    add-int/lit8 v9, v9, 0x1
+    goto :means
+    :means_done
+    invoke-static {}, Ljava/util/Base64;->getEncoder()Ljava/util/Base64$Encoder;
+    move-result-object v9
+    invoke-virtual {v9, v8}, Ljava/util/Base64$Encoder;->encodeToString([B)Ljava/lang/String;
+    move-result-object v8
+    new-instance v9, Ljava/lang/StringBuilder;
+    invoke-direct {v9}, Ljava/lang/StringBuilder;-><init>()V
+    const-string v10, "frame "
+    invoke-virtual {v9, v10}, Ljava/lang/StringBuilder;->append(Ljava/lang/String;)Ljava/lang/StringBuilder;
+    invoke-virtual {v9, v0}, Ljava/lang/StringBuilder;->append(I)Ljava/lang/StringBuilder;
+    const-string v10, " "
+    invoke-virtual {v9, v10}, Ljava/lang/StringBuilder;->append(Ljava/lang/String;)Ljava/lang/StringBuilder;
+    invoke-virtual {v9, v1}, Ljava/lang/StringBuilder;->append(I)Ljava/lang/StringBuilder;
+    invoke-virtual {v9, v10}, Ljava/lang/StringBuilder;->append(Ljava/lang/String;)Ljava/lang/StringBuilder;
+    move/from16 v11, p1
+    invoke-virtual {v9, v11}, Ljava/lang/StringBuilder;->append(I)Ljava/lang/StringBuilder;
+    invoke-virtual {v9, v10}, Ljava/lang/StringBuilder;->append(Ljava/lang/String;)Ljava/lang/StringBuilder;
+    move/from16 v11, p2
+    invoke-virtual {v9, v11}, Ljava/lang/StringBuilder;->append(I)Ljava/lang/StringBuilder;
+    invoke-virtual {v9, v10}, Ljava/lang/StringBuilder;->append(Ljava/lang/String;)Ljava/lang/StringBuilder;
+    invoke-virtual {v9, v8}, Ljava/lang/StringBuilder;->append(Ljava/lang/String;)Ljava/lang/StringBuilder;
+    invoke-virtual {v9}, Ljava/lang/StringBuilder;->toString()Ljava/lang/String;
+    move-result-object v8
+    return-object v8
+.end method

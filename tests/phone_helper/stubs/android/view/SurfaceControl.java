@@ -1,0 +1,77 @@
+package android.view;
+
+import android.graphics.Bitmap;
+import android.graphics.Rect;
+import android.os.IBinder;
+
+/**
+ * The screenshot calls of every Android version at once (the helper picks by SDK_INT, as on a phone only one of
+ * them exists); -Dstub.no_screenshot=1 makes the class fail to load (a ROM without it: `no_screenshot_api`),
+ * -Dstub.no_picture=1 makes each call answer null.
+ */
+public final class SurfaceControl {
+    static {
+        if (xagentstub.Rec.on("no_screenshot")) throw new IllegalStateException("no SurfaceControl here");
+    }
+
+    static Bitmap picture(boolean hardware) {
+        return xagentstub.Rec.on("no_picture") ? null : Bitmap.display(hardware);
+    }
+
+    /** Android 8.x. */
+    public static Bitmap screenshot(int width, int height) {
+        xagentstub.Rec.log("SurfaceControl.screenshot(" + width + ", " + height + ")");
+        return picture(false);
+    }
+
+    /** Android 9-11. */
+    public static Bitmap screenshot(Rect sourceCrop, int width, int height, int rotation) {
+        xagentstub.Rec.log("SurfaceControl.screenshot(Rect(" + sourceCrop.left + "," + sourceCrop.top + ","
+                + sourceCrop.right + "," + sourceCrop.bottom + "), " + width + ", " + height + ", " + rotation + ")");
+        return picture(false);
+    }
+
+    /** Android 10-13. */
+    public static IBinder getInternalDisplayToken() {
+        xagentstub.Rec.log("SurfaceControl.getInternalDisplayToken()");
+        return new IBinder() {};
+    }
+
+    /** Android 12-13. */
+    public static ScreenshotHardwareBuffer captureDisplay(DisplayCaptureArgs args) {
+        xagentstub.Rec.log("SurfaceControl.captureDisplay(" + args + ")");
+        return xagentstub.Rec.on("no_picture") ? null : new ScreenshotHardwareBuffer();
+    }
+
+    public static class ScreenshotHardwareBuffer {
+        public Bitmap asBitmap() {
+            xagentstub.Rec.log("ScreenshotHardwareBuffer.asBitmap()");
+            return Bitmap.display(true);
+        }
+    }
+
+    public static class DisplayCaptureArgs {
+        final IBinder token;
+
+        DisplayCaptureArgs(IBinder token) {
+            this.token = token;
+        }
+
+        @Override
+        public String toString() {
+            return "DisplayCaptureArgs(" + (token == null ? "null" : "token") + ")";
+        }
+
+        public static class Builder {
+            final IBinder token;
+
+            public Builder(IBinder token) {
+                this.token = token;
+            }
+
+            public DisplayCaptureArgs build() {
+                return new DisplayCaptureArgs(token);
+            }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+package android.window;
+
+import android.graphics.Bitmap;
+import android.os.IBinder;
+
+/** Android 14+'s home of the display capture (frameworks/base core/java/android/window/ScreenCapture.java). */
+public final class ScreenCapture {
+    public static ScreenshotHardwareBuffer captureDisplay(DisplayCaptureArgs args) {
+        xagentstub.Rec.log("ScreenCapture.captureDisplay(" + args + ")");
+        return xagentstub.Rec.on("no_picture") ? null : new ScreenshotHardwareBuffer();
+    }
+
+    public static class ScreenshotHardwareBuffer {
+        public Bitmap asBitmap() {
+            xagentstub.Rec.log("ScreenshotHardwareBuffer.asBitmap()");
+            return Bitmap.display(true);
+        }
+    }
+
+    public static class DisplayCaptureArgs {
+        final IBinder token;
+
+        DisplayCaptureArgs(IBinder token) {
+            this.token = token;
+        }
+
+        @Override
+        public String toString() {
+            return "DisplayCaptureArgs(" + (token == null ? "null" : "token") + ")";
+        }
+
+        public static class Builder {
+            final IBinder token;
+
+            public Builder(IBinder token) {
+                this.token = token;
+            }
+
+            public DisplayCaptureArgs build() {
+                return new DisplayCaptureArgs(token);
+            }
+        }
+    }
+}
