@@ -268,7 +268,7 @@ pub async fn helper_tree(adb: &AdbBackend, device: &DeviceKey, deadline: Duratio
     let Some(payload) = adb.helper(device, false, deadline, "tree", "", Duration::ZERO).await? else {
         return Ok(None);
     };
-    let xml = payload.strip_prefix("xml ").and_then(crate::device::shell::base64_decode).map(String::from_utf8);
+    let xml = payload.strip_prefix("xml ").and_then(crate::base64::decode).map(String::from_utf8);
     match xml.map(|x| x.map_err(|e| e.to_string()).and_then(|x| parse_tree(&x))) {
         Some(Ok((elements, windows))) => {
             let cover = Cover::of("helper", Windows::All(windows.unwrap_or_default()), &elements);

@@ -19,7 +19,7 @@ use super::target::{self, ElementArg, Resolved, SelectorArg};
 use super::{args, dump, observations};
 use crate::device::adb::AdbBackend;
 use crate::device::helper::Input;
-use crate::device::shell::{base64, input_text_chunks, quote};
+use crate::device::shell::{input_text_chunks, quote};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// Key names accepted by `android_key` (the `KEYCODE_` prefix is added).
@@ -336,7 +336,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 } else {
                     // The phone helper types ASCII as key events and anything else through the clipboard and a paste
                     // (no ADB Keyboard needed); where it cannot, the shell path as before.
-                    let b64 = base64(text.as_bytes());
+                    let b64 = crate::base64::encode(text.as_bytes());
                     let helper = c.adb.helper(&c.device, true, c.spec.deadline, "text", &b64, Duration::ZERO).await?;
                     match helper.as_deref().map(|p| p.split_once(' ').unwrap_or((p, ""))) {
                         Some(("paste", how)) => {
@@ -603,7 +603,7 @@ async fn type_unicode(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
     let previous = previous.trim().to_owned();
     let mut script = format!(
         "ime set {ADB_KEYBOARD} >/dev/null && am broadcast -a ADB_INPUT_B64 --es msg {} >/dev/null",
-        quote(&base64(text.as_bytes()))
+        quote(&crate::base64::encode(text.as_bytes()))
     );
     if !previous.is_empty() && previous != "null" && previous != ADB_KEYBOARD {
         script.push_str(&format!("; ime set {} >/dev/null", quote(&previous)));
