@@ -15,7 +15,7 @@
 //! 1. `protocol::packet::Packet::parse` on arbitrary text, arbitrary JSON, and mutated valid packets;
 //! 2. `tools::schema::validate` / `Registry::prepare` against every served tool input schema;
 //! 3. `device::shell::quote` (through the simulated phone's shell tokenizer) and `input_text_chunks`;
-//! 4. `tools::ui::parse_dump` and `device::host::parse_devices`;
+//! 4. `tools::dump::parse_dump` and `device::host::parse_devices`;
 //! 5. `policy::Policy::shell_allows`;
 //! 6. `protocol::card::with_connector_channel_id`.
 
@@ -37,7 +37,7 @@ use xagent_adb_connector::protocol::card::with_connector_channel_id;
 use xagent_adb_connector::protocol::packet::Packet;
 use xagent_adb_connector::sim::shell::split_words;
 use xagent_adb_connector::sim::ui::Ui;
-use xagent_adb_connector::tools::ui::parse_dump;
+use xagent_adb_connector::tools::dump::parse_dump;
 use xagent_adb_connector::tools::{schema, Registry};
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -460,7 +460,7 @@ fn inner_arrows(room_name: &str) -> Inner {
 /// Rooms that still hold a circle (issue 37, item 1, step 3: each is untied by moving the shared type down into a
 /// file of its own, or by passing a closure); the test fails when one of them loses its last circle, so the list
 /// only shrinks.
-const NOT_YET_UNTIED: &[&str] = &["device", "server", "tools"];
+const NOT_YET_UNTIED: &[&str] = &["device", "server"];
 
 fn rooms() -> Vec<String> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -519,4 +519,55 @@ fn the_inner_scan_reads_groups_supers_and_children() {
     let pixels = inner_arrows("pixels");
     assert!(pixels["capture"].contains_key("parallel") && pixels["frame"].contains_key("downscale"), "{pixels:?}");
     assert!(!pixels.values().any(|t| t.contains_key("mod")), "nothing in pixels/ imports its mod.rs: {pixels:?}");
+}
+
+/// The files of `tools/` that define a tool: their shipped code builds a `ToolSpec { … }` literal (every tool has one, the
+/// closure-backed ones and those with an `impl Tool` of their own alike). `impl Tool for` alone is no sign:
+/// `device.rs`'s `DeviceTool` is the adapter every closure tool runs in, with no tool of its own.
+fn tool_files() -> BTreeSet<String> {
+    let room = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tools");
+    let mut files = Vec::new();
+    rust_files(&room, &mut files);
+    files
+        .into_iter()
+        .filter(|f| {
+            let code = without_tests(&code_only(&std::fs::read_to_string(f).unwrap()));
+            code.match_indices("ToolSpec").any(|(at, _)| {
+                !ident_before(code.as_bytes(), at)
+                    && code[at + "ToolSpec".len()..].trim_start().starts_with('{')
+                    // Not the type's declaration, an `impl`, or a return type before a body (`-> &ToolSpec {`).
+                    && !["struct", "impl", "for", "&", "->"].iter().any(|w| code[..at].trim_end().ends_with(w))
+            })
+        })
+        .map(|f| f.strip_prefix(&room).unwrap().with_extension("").to_string_lossy().replace('\\', "/"))
+        .collect()
+}
+
+/// Inside `tools/`, one way: a tool file holds its tools and nothing another tool needs. What two tools share (the
+/// element model, the observation store, the screen-state gate, an action's result parts) sits in a tool-free file
+/// below them, the registry and the tool context at the bottom; nothing imports `tools/mod.rs` (it only lists the
+/// default tools and re-exports).
+#[test]
+fn a_tool_file_imports_no_other_tool_file() {
+    let tools = tool_files();
+    assert!(tools.len() > 10 && tools.contains("input") && !tools.contains("device"), "tool files: {tools:?}");
+    let inner = inner_arrows("tools");
+    let mut failures = String::new();
+    for (from, to) in &inner {
+        for (target, at) in to {
+            if target == "mod" {
+                failures.push_str(&format!(
+                    "tools/{from}.rs imports tools/mod.rs ({}): name the file that defines it instead\n",
+                    at.iter().cloned().collect::<Vec<_>>().join(" | ")
+                ));
+            } else if tools.contains(from) && tools.contains(target) {
+                failures.push_str(&format!(
+                    "tools/{from}.rs defines a tool and imports tools/{target}.rs, which defines one too ({}): move \
+                     what they share into a tool-free file of tools/\n",
+                    at.iter().cloned().collect::<Vec<_>>().join(" | ")
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures}");
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use xagent_adb_connector::device::formats::{self, Battery, WmSize};
 use xagent_adb_connector::device::host::parse_devices;
-use xagent_adb_connector::tools::ui::parse_dump;
+use xagent_adb_connector::tools::dump::parse_dump;
 
 fn sample(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real").join(name);

@@ -305,7 +305,7 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
         }
         "text" => {
             count(1)?;
-            let bytes = super::commands::decode_base64(args[0]).ok_or("bad_request text is not base64")?;
+            let bytes = crate::base64::decode(args[0]).ok_or("bad_request text is not base64")?;
             let text = String::from_utf8_lossy(&bytes).into_owned();
             let keys = text.bytes().all(|b| (0x20..=0x7e).contains(&b));
             refuse(shared, if keys { "text" } else { "paste" })?;
@@ -357,7 +357,7 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
             // No idle wait: the tree as it is now, animating or not.
             let xml = dev.ui.tree_xml();
             let cost = costs.helper_tree + costs.helper_tree_per_kb.mul_f64(xml.len() as f64 / 1024.0);
-            Ok((format!("xml {}", base64(xml.as_bytes())), cost))
+            Ok((format!("xml {}", crate::base64::encode(xml.as_bytes())), cost))
         }
         "idle" => {
             count(2)?;
@@ -386,7 +386,7 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
             let (w, h) = dev.ui.logical_size();
             let cells = frame_cells(&dev.ui.render_rgba(), w, h, gw, gh);
             let cost = costs.helper_frame + costs.helper_frame_per_megapixel.mul_f64(f64::from(w) * f64::from(h) / 1e6);
-            Ok((format!("frame {w} {h} {gw} {gh} {}", base64(&cells)), cost))
+            Ok((format!("frame {w} {h} {gw} {gh} {}", crate::base64::encode(&cells)), cost))
         }
         _ => Err("unknown_verb unknown verb".to_owned()),
     }
@@ -439,11 +439,11 @@ fn clip_reply(shared: &Shared, dev: &mut Device, verb: &str, args: &[&str]) -> R
             } else {
                 (&units[..], "clip")
             };
-            let b64 = base64(String::from_utf16_lossy(units).as_bytes());
+            let b64 = crate::base64::encode(String::from_utf16_lossy(units).as_bytes());
             Ok(if b64.is_empty() { word.to_owned() } else { format!("{word} {b64}") })
         }
         "setclip" => {
-            let bytes = super::commands::decode_base64(args[0]).ok_or("bad_request text is not base64")?;
+            let bytes = crate::base64::decode(args[0]).ok_or("bad_request text is not base64")?;
             dev.clipboard = Some(String::from_utf8_lossy(&bytes).into_owned());
             Ok(String::new())
         }
@@ -479,20 +479,6 @@ fn ui_ready(shared: &Shared) -> Result<(), String> {
     }
 }
 
-/// Standard base64 with padding (`tree`'s payload).
-pub fn base64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            out.push(if i <= chunk.len() { A[((n >> (18 - 6 * i)) & 63) as usize] as char } else { '=' });
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,7 +504,7 @@ mod tests {
             let reply = text.lines().find_map(|l| l.strip_prefix("< f1 ok frame ")).unwrap().to_owned();
             reply.rsplit(' ').next().unwrap().to_owned()
         };
-        assert_eq!(base64(&frame_cells(&ramp(16, 32), 16, 32, 8, 16)), case("34-frame.case"));
-        assert_eq!(base64(&frame_cells(&ramp(20, 30), 20, 30, 8, 8)), case("36-frame-pie.case"));
+        assert_eq!(crate::base64::encode(&frame_cells(&ramp(16, 32), 16, 32, 8, 16)), case("34-frame.case"));
+        assert_eq!(crate::base64::encode(&frame_cells(&ramp(20, 30), 20, 30, 8, 8)), case("36-frame-pie.case"));
     }
 }

@@ -378,7 +378,7 @@ async fn the_native_helper_answers_the_protocol_cases() {
                 }
             } else if let Some(r) = line.strip_prefix("> ") {
                 if let Some((id, b64)) = r.split_once(" text ") {
-                    let t = super::commands::decode_base64(b64).unwrap_or_default();
+                    let t = crate::base64::decode(b64).unwrap_or_default();
                     ascii.push((id.to_owned(), t.iter().all(|b| (0x20..=0x7e).contains(b))));
                 }
                 input.extend_from_slice(r.as_bytes());

@@ -7,8 +7,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::device::{check_package, invalid, tool};
-use super::{args, Tool, ToolSpec};
+use super::args;
+use super::context::{check_package, invalid};
+use super::device::tool;
+use super::registry::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::shell::quote;
 use crate::policy::Policy;

@@ -117,6 +117,11 @@ fn integral(v: &mut Value) {
     }
 }
 
+/// The default cap on listed elements (`android_ui_dump`, `android_observe`).
+pub fn elements_300() -> u32 {
+    300
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

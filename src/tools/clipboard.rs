@@ -12,8 +12,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::device::{invalid, tool};
-use super::{Tool, ToolSpec};
+use super::context::invalid;
+use super::device::tool;
+use super::registry::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::clipboard::{Clip, MAX_SET_BYTES};
 

@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::device::Ctx;
+use super::context::Ctx;
+use super::dump::{self, Tree};
+use super::element::Element;
+use super::observations;
 use super::tree::Cover;
-use super::ui::{Element, Tree};
 
 /// Bound of one tree read around an action: longer than uiautomator's own 10 s idle wait, so a screen that never
 /// idles ends in its real cause.
@@ -49,8 +51,8 @@ pub struct TreeBefore(Result<Tree, String>, Duration, Mode);
 
 async fn read_tree(c: &Ctx, mode: Mode) -> Result<Tree, String> {
     match mode {
-        Mode::Asked => super::ui::read(c, READ_LIMIT).await.map_err(|e| e.message),
-        Mode::Cheap => match super::ui::helper_tree(&c.adb, &c.device, READ_LIMIT).await {
+        Mode::Asked => dump::read(c, READ_LIMIT).await.map_err(|e| e.message),
+        Mode::Cheap => match dump::helper_tree(&c.adb, &c.device, READ_LIMIT).await {
             Ok(Some(t)) => Ok(t),
             Ok(None) => Err(NOT_CHEAP.to_owned()),
             Err(e) => Err(e.message),
@@ -86,23 +88,14 @@ pub async fn after(c: &Ctx, before: TreeBefore) -> Option<Value> {
             if let (Value::Object(m), Value::Object(cover)) = (&mut v, after.cover.to_json()) {
                 m.extend(cover);
             }
-            let id = super::observe::new_id();
-            super::observe::remember(
-                &c.call.channel_id,
-                super::observe::Observation {
-                    id: id.clone(),
-                    device: c.device.clone(),
-                    created: Instant::now(),
-                    elements: after.elements,
-                },
-            );
+            let id = observations::keep(&c.call.channel_id, &c.device, after.elements);
             v["observation_id"] = json!(id);
             v["ms"] = json!(ms);
             Some(v)
         }
         (_, Err(e)) if mode == Mode::Cheap && e == NOT_CHEAP => None,
         (Err(e), _) | (_, Err(e)) => {
-            let source = if mode == Mode::Cheap { "helper" } else { super::ui::last_source(&c.device) };
+            let source = if mode == Mode::Cheap { "helper" } else { dump::last_source(&c.device) };
             let mut v = Cover::unavailable(source, e).to_json();
             v["ms"] = json!(ms);
             Some(v)
@@ -256,25 +249,7 @@ mod tests {
     use super::*;
 
     fn el(index: usize, class: &str, id: &str, text: &str, bounds: [i32; 4]) -> Element {
-        Element {
-            index,
-            text: text.into(),
-            resource_id: id.into(),
-            class: class.into(),
-            package: "p".into(),
-            content_desc: String::new(),
-            clickable: false,
-            enabled: true,
-            focused: false,
-            checked: false,
-            selected: false,
-            scrollable: false,
-            focusable: false,
-            password: false,
-            bounds,
-            web: false,
-            window: None,
-        }
+        Element { index, text: text.into(), resource_id: id.into(), ..Element::new(class, "p", bounds) }
     }
 
     #[test]

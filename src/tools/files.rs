@@ -14,8 +14,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::device::{invalid, tool};
-use super::{args, ProgressFn, Tool, ToolSpec};
+use super::args;
+use super::context::invalid;
+use super::device::tool;
+use super::registry::{ProgressFn, Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::shell::quote;
 use crate::files::{self, NewFile};

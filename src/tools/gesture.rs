@@ -12,12 +12,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::acted::{acted_schema, re_resolved_schema, with_element, with_woke, woke_schema, MAX_COORD};
 use super::args;
-use super::device::{invalid, tool, Ctx};
-use super::input::{acted_schema, re_resolved_schema, with_element, with_woke, woke_schema, MAX_COORD};
-use super::power::{ready_for_input, InputGate};
+use super::context::{invalid, Ctx};
+use super::device::tool;
+use super::gate::{ready_for_input, InputGate};
+use super::registry::{Tool, ToolSpec};
 use super::target::{self, ElementArg};
-use super::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 

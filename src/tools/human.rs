@@ -8,26 +8,23 @@
 //! a session id: a bearer secret), how long it waited and the note. Nobody within the timeout (≤ 30 min, and never
 //! past the call's deadline) → `human_unavailable`.
 //!
-//! The book of open requests ([`Requests`]) is in memory, one request per phone at most (so it is bounded by the
+//! The book of open requests ([`Requests`], `requests.rs`) is in memory, one request per phone at most (so it is bounded by the
 //! phones); an entry lives exactly as long as the waiting call's future: the call's end, its deadline, a
-//! `channel.close` or a dropped socket all drop the [`Waiting`] guard, which closes the request. The call is the
+//! `channel.close` or a dropped socket all drop the `Waiting` guard, which closes the request. The call is the
 //! one agent call a takeover does not stop ([`Tool::waits_for_operator`]): the takeover is what it waits for.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
 
-use super::device::invalid;
-use super::{BoxFuture, Tool, ToolCall, ToolSpec};
+use super::context::invalid;
+use super::registry::{BoxFuture, Tool, ToolCall, ToolSpec};
+use super::requests::{Requests, View};
 use crate::device::text::phone_text;
-use crate::device::DeviceKey;
-use crate::notify::NotifyUrl;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::now_ms;
 
@@ -57,99 +54,6 @@ struct RequestArgs {
 
 fn timeout_600() -> u64 {
     600
-}
-
-/// How an open request was answered.
-#[derive(Clone, Debug)]
-pub struct Resolution {
-    /// `session` or `api_key` (`channels::takeover::Operator::kind`).
-    pub by: &'static str,
-    pub note: Option<String>,
-}
-
-/// An open request as the wall and the webhook show it.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct View {
-    pub request_id: u64,
-    pub reason: String,
-    pub instructions: Option<String>,
-    pub since_ms: u64,
-    /// When it answers `human_unavailable` unless someone returns the phone first.
-    pub expires_ms: u64,
-}
-
-struct Open {
-    view: View,
-    tx: oneshot::Sender<Resolution>,
-}
-
-/// The open requests, one per phone.
-#[derive(Default)]
-pub struct Requests {
-    open: Mutex<HashMap<DeviceKey, Open>>,
-    next: AtomicU64,
-    notify: OnceLock<NotifyUrl>,
-}
-
-/// Closes its request when the waiting call ends, however it ends.
-struct Waiting {
-    book: Arc<Requests>,
-    key: DeviceKey,
-    id: u64,
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        let mut g = self.book.lock();
-        if g.get(&self.key).is_some_and(|o| o.view.request_id == self.id) {
-            g.remove(&self.key);
-        }
-    }
-}
-
-impl Requests {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<DeviceKey, Open>> {
-        self.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The operator's webhook (`run.rs`, once at start-up).
-    pub fn set_notify(&self, url: NotifyUrl) {
-        let _ = self.notify.set(url);
-    }
-
-    /// The open request on `key`, if any.
-    pub fn view(&self, key: &DeviceKey) -> Option<View> {
-        self.lock().get(key).map(|o| o.view.clone())
-    }
-
-    /// How many requests wait for a person now (`/metrics`).
-    pub fn open_count(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// Answers the open request on `key` (the operator returned the phone). `true` when one was waiting.
-    pub fn resolve(&self, key: &DeviceKey, by: &'static str, note: Option<String>) -> bool {
-        let Some(open) = self.lock().remove(key) else { return false };
-        open.tx.send(Resolution { by, note }).is_ok()
-    }
-
-    fn open(
-        self: &Arc<Self>,
-        key: &DeviceKey,
-        view: View,
-    ) -> Result<(Waiting, oneshot::Receiver<Resolution>), ProtoError> {
-        let mut g = self.lock();
-        if g.contains_key(key) {
-            return Err(ProtoError::new(
-                ErrorCode::DeviceBusy,
-                "a request for a person is already open on this phone; wait for its answer",
-            ));
-        }
-        let (tx, rx) = oneshot::channel();
-        let id = view.request_id;
-        g.insert(key.clone(), Open { view, tx });
-        Ok((Waiting { book: self.clone(), key: key.clone(), id }, rx))
-    }
 }
 
 pub struct RequestHuman {
@@ -250,6 +154,7 @@ impl Tool for RequestHuman {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::DeviceKey;
 
     fn key() -> DeviceKey {
         DeviceKey { server: "127.0.0.1:5037".into(), serial: "s".into() }

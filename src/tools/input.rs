@@ -8,19 +8,19 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::args;
-use super::device::{invalid, tool, Ctx};
-use super::power::{ready_for_input, InputGate};
+use super::acted::{acted_schema, re_resolved_schema, with_element, with_woke, woke_schema, MAX_COORD};
+use super::context::{invalid, Ctx};
+use super::device::tool;
+use super::element::Element;
+use super::gate::{ready_for_input, InputGate};
+use super::keyboard::ADB_KEYBOARD;
+use super::registry::{Tool, ToolSpec};
 use super::target::{self, ElementArg, Resolved, SelectorArg};
-use super::ui::{self, Element};
-use super::{Tool, ToolSpec};
+use super::{args, dump, observations};
 use crate::device::adb::AdbBackend;
 use crate::device::helper::Input;
-use crate::device::shell::{base64, input_text_chunks, quote};
+use crate::device::shell::{input_text_chunks, quote};
 use crate::protocol::errors::{ErrorCode, ProtoError};
-
-/// The ADB Keyboard IME (<https://github.com/senzhk/ADBKeyBoard>): the standard way to type non-ASCII over adb.
-pub const ADB_KEYBOARD: &str = "com.android.adbkeyboard/.AdbIME";
 
 /// Key names accepted by `android_key` (the `KEYCODE_` prefix is added).
 pub const KEYS: &[&str] = &[
@@ -57,22 +57,6 @@ pub const KEYS: &[&str] = &[
 /// Keys that are themselves about the screen's power: sent whatever the screen state (the gate would wake the
 /// phone before a POWER press that then turns it off again).
 const POWER_KEYS: &[&str] = &["POWER", "WAKEUP", "SLEEP"];
-
-/// A coordinate argument: device pixels; the screen's own size is checked before acting.
-pub(super) const MAX_COORD: i64 = 100_000;
-
-/// `woke` in an input tool's result: the phone was asleep and was woken before the input (policy auto_wake).
-pub(super) fn woke_schema() -> Value {
-    json!({"type": "boolean"})
-}
-
-/// Adds `woke: true` to a result when the gate woke the phone.
-pub(super) fn with_woke(mut v: Value, woke: bool) -> Value {
-    if woke {
-        v["woke"] = json!(true);
-    }
-    v
-}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -352,7 +336,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 } else {
                     // The phone helper types ASCII as key events and anything else through the clipboard and a paste
                     // (no ADB Keyboard needed); where it cannot, the shell path as before.
-                    let b64 = base64(text.as_bytes());
+                    let b64 = crate::base64::encode(text.as_bytes());
                     let helper = c.adb.helper(&c.device, true, c.spec.deadline, "text", &b64, Duration::ZERO).await?;
                     match helper.as_deref().map(|p| p.split_once(' ').unwrap_or((p, ""))) {
                         Some(("paste", how)) => {
@@ -509,7 +493,7 @@ async fn scroll(c: &Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
     let mut last: Option<Vec<(String, [i32; 4])>> = None;
     let mut first: Option<Vec<(String, [i32; 4])>> = None;
     loop {
-        let now = ui::dump(c, Duration::from_secs(15)).await?;
+        let now = dump::dump(c, Duration::from_secs(15)).await?;
         let view = shown(&now);
         // Whether the content moved between the first tree read and this one: a settle compares pixels only, and
         // a list of look-alike rows scrolled by whole rows looks the same (`settle::TREE_CHANGED`).
@@ -519,16 +503,7 @@ async fn scroll(c: &Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
             if let Some(e) = now.iter().find(|e| sel.matches(e)) {
                 let r = Resolved { element: e.clone(), re_resolved: false };
                 // The tree it was found in is kept as an observation: the element's index can be acted on.
-                let id = super::observe::new_id();
-                super::observe::remember(
-                    &c.call.channel_id,
-                    super::observe::Observation {
-                        id: id.clone(),
-                        device: c.device.clone(),
-                        created: std::time::Instant::now(),
-                        elements: now,
-                    },
-                );
+                let id = observations::keep(&c.call.channel_id, &c.device, now);
                 let mut out = json!({"found": true, "swipes": swipes, "reached_end": false, "element": r.to_json(),
                                      "observation_id": id});
                 if let Some(m) = moved {
@@ -572,15 +547,6 @@ async fn scroll(c: &Ctx, a: ScrollArgs) -> Result<Value, ProtoError> {
     }
 }
 
-/// The schema of the `element` part of an action's result: the element as it was right before the action.
-pub(super) fn acted_schema() -> Value {
-    ui::element_schema(false)
-}
-
-pub(super) fn re_resolved_schema() -> Value {
-    json!({"type": "boolean"})
-}
-
 /// Where a pointer action lands: the resolved `element`'s centre, or `x`/`y` (exactly one of the two forms).
 async fn locate(
     c: &Ctx,
@@ -606,15 +572,6 @@ async fn locate(
     };
     c.check_point(x, y, what).await?;
     Ok((x, y, on))
-}
-
-/// Adds which element was acted on to an action's result.
-pub(super) fn with_element(mut v: Value, on: Option<Resolved>) -> Value {
-    if let Some(r) = on {
-        v["element"] = r.to_json();
-        v["re_resolved"] = json!(r.re_resolved);
-    }
-    v
 }
 
 /// The key `submit: true` sends after the text.
@@ -646,7 +603,7 @@ async fn type_unicode(c: &Ctx, text: &str) -> Result<&'static str, ProtoError> {
     let previous = previous.trim().to_owned();
     let mut script = format!(
         "ime set {ADB_KEYBOARD} >/dev/null && am broadcast -a ADB_INPUT_B64 --es msg {} >/dev/null",
-        quote(&base64(text.as_bytes()))
+        quote(&crate::base64::encode(text.as_bytes()))
     );
     if !previous.is_empty() && previous != "null" && previous != ADB_KEYBOARD {
         script.push_str(&format!("; ime set {} >/dev/null", quote(&previous)));
@@ -664,7 +621,7 @@ const DELS_PER_COMMAND: usize = 100;
 
 /// The focused input field in a fresh UI dump, if any.
 async fn focused_field(c: &Ctx) -> Result<Option<Element>, ProtoError> {
-    let now = ui::dump(c, Duration::from_secs(15)).await?;
+    let now = dump::dump(c, Duration::from_secs(15)).await?;
     Ok(now.into_iter().find(|e| e.focused && (e.class.ends_with("EditText") || e.focusable)))
 }
 

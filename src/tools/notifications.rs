@@ -13,8 +13,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::device::{check_package, tool};
-use super::{Tool, ToolSpec};
+use super::context::check_package;
+use super::device::tool;
+use super::registry::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::notifications;
 use crate::policy::Policy;

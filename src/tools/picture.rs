@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::device::Ctx;
+use super::context::Ctx;
 use crate::device::formats;
 
 /// What a captured frame shows, for a result's `frame`: the picture, or why it shows nothing. Peers hand an agent

@@ -28,8 +28,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::args;
 use super::device::tool;
-use super::{args, Tool, ToolSpec};
+use super::registry::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::DeviceKey;
 use crate::files::{self, NewFile};

@@ -10,9 +10,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::args;
 use super::device::tool;
 use super::picture::{frame_verdict, quality_80, screen_on_for, side_1280, MAX_SIDE_ARG};
-use super::{args, Tool, ToolSpec};
+use super::registry::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::files::{self, NewFile};
 use crate::pixels::capture::{capture, CapturePath, DEFAULT_PATH};

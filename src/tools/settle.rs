@@ -161,7 +161,7 @@ impl Signature {
         if w == 0 || h == 0 || gw != GRID_W || gh != GRID_H {
             return None;
         }
-        let cells = crate::device::shell::base64_decode(f.next()?)?;
+        let cells = crate::base64::decode(f.next()?)?;
         (f.next().is_none() && cells.len() == (GRID_W * GRID_H * 3) as usize)
             .then_some(Signature { cells, on_phone: true })
     }
@@ -384,10 +384,10 @@ mod tests {
     #[test]
     fn a_helper_frame_is_a_signature_only_when_it_is_the_grid_asked() {
         let cells = vec![7u8; (GRID_W * GRID_H * 3) as usize];
-        let b64 = crate::device::shell::base64(&cells);
+        let b64 = crate::base64::encode(&cells);
         let sig = Signature::of_helper_frame(&format!("frame 1080 2400 {GRID_W} {GRID_H} {b64}")).unwrap();
         assert!(sig.same(&sig.clone()));
-        let short = crate::device::shell::base64(&cells[1..]);
+        let short = crate::base64::encode(&cells[1..]);
         for bad in [
             format!("frame 1080 2400 {GRID_W} {GRID_H} {short}"),
             format!("frame 1080 2400 8 8 {b64}"),

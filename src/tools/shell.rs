@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::device::tool;
-use super::{Tool, ToolSpec};
+use super::registry::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::policy::Policy;
 use crate::protocol::errors::{ErrorCode, ProtoError};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::device::tool;
-use super::{Tool, ToolSpec};
+use super::registry::{Tool, ToolSpec};
 use crate::device::adb::AdbBackend;
 use crate::device::Backend;
 use crate::device::{formats, text};
@@ -56,7 +56,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             let (model, manufacturer) = (next(text::MAX_NAME_CHARS), next(text::MAX_NAME_CHARS));
             let (release, sdk) = (next(text::MAX_SHORT_CHARS), next(text::MAX_SHORT_CHARS));
             let rest: Vec<&str> = lines.collect();
-            let unicode_input = formats::ime_listed(&rest.join("\n"), crate::tools::input::ADB_KEYBOARD);
+            let unicode_input = formats::ime_listed(&rest.join("\n"), crate::tools::keyboard::ADB_KEYBOARD);
             let (w, h) = c.adb.screen_size(&c.device).await?;
             let density = c.adb.shell_ok(&c.device, "wm density", false, d).await?;
             let density = density.lines().rev().find_map(|l| l.rsplit(':').next()?.trim().parse::<i64>().ok());

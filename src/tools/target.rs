@@ -15,9 +15,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::device::{invalid, Ctx};
-use super::observe;
-use super::ui::{self, Element};
+use super::context::{invalid, Ctx};
+use super::dump::{self, Tree};
+use super::element::Element;
+use super::observations;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// How far (device pixels, per edge) an observed element may have moved and still count as the same one in place.
@@ -298,7 +299,7 @@ fn list(els: &[&Element]) -> String {
 /// Resolves `target` against `now` (a fresh dump). Pure, so every rule is unit-tested.
 pub fn resolve_in(
     target: &Target,
-    observed: Option<&observe::Observation>,
+    observed: Option<&observations::Observation>,
     now: &[Element],
 ) -> Result<Resolved, ProtoError> {
     match target {
@@ -425,11 +426,11 @@ fn distance(a: &str, b: &str) -> usize {
 pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
     let obs = match target {
         Target::Observed { observation_id, index } => {
-            match observe::recall(&c.call.channel_id, &c.device, observation_id) {
+            match observations::recall(&c.call.channel_id, &c.device, observation_id) {
                 Ok(o) => Some(o),
-                Err(observe::Missing::Gone(o, _, e)) => {
+                Err(observations::Missing::Gone(o, _, e)) => {
                     // Its elements are still known: say where the element is now, with an id to act on it.
-                    let now = ui::read(c, DUMP_DEADLINE).await.map_err(|_| e.clone())?;
+                    let now = dump::read(c, DUMP_DEADLINE).await.map_err(|_| e.clone())?;
                     return Err(with_observation(c, found_again(e, &o, *index, &now.elements), now));
                 }
                 Err(missing) => return Err(missing.into_error()),
@@ -437,7 +438,7 @@ pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
         }
         Target::Selector(_) => None,
     };
-    let mut now = ui::read(c, DUMP_DEADLINE).await?;
+    let mut now = dump::read(c, DUMP_DEADLINE).await?;
     // An element of a web page is checked against the page read again (`tools::web`), not against the tree.
     let web_target = match (target, &obs) {
         (Target::Observed { index, .. }, Some(o)) => o.elements.get(*index).is_some_and(|e| e.web),
@@ -459,7 +460,7 @@ pub async fn resolve(c: &Ctx, target: &Target) -> Result<Resolved, ProtoError> {
 /// The answer to an observation that expired or was dropped (`e`): when element `index` of it is on screen now
 /// (same identity; one of them, or the one where it was), the message and `details.candidates` name it where it is
 /// now; otherwise `e` as it is. Nothing was done either way: the agent decides with what it sees now.
-pub fn found_again(mut e: ProtoError, obs: &observe::Observation, index: usize, now: &[Element]) -> ProtoError {
+pub fn found_again(mut e: ProtoError, obs: &observations::Observation, index: usize, now: &[Element]) -> ProtoError {
     let Some(was) = obs.elements.get(index).filter(|w| has_identity(w)) else {
         e.message.push_str("; call android_observe again");
         return e;
@@ -475,24 +476,15 @@ pub fn found_again(mut e: ProtoError, obs: &observe::Observation, index: usize, 
 }
 
 /// An error that lists candidates (ambiguous, stale, `nth` past the matches, an expired observation's element found
-/// again) keeps the dump it was decided on in the channel's scratch slot (`observe::remember_scratch`: it never
+/// again) keeps the dump it was decided on in the channel's scratch slot (`observations::keep_scratch`: it never
 /// pushes out an observation the agent made), so the agent can retry at once with `{index, observation_id}` of the
 /// candidate it means — checked against the screen again like any observed target — instead of observing first.
-fn with_observation(c: &Ctx, mut e: ProtoError, now: ui::Tree) -> ProtoError {
+fn with_observation(c: &Ctx, mut e: ProtoError, now: Tree) -> ProtoError {
     let Some(Value::Object(details)) = e.details.as_mut() else { return e };
     if details.get("candidates").and_then(Value::as_array).is_none_or(Vec::is_empty) {
         return e;
     }
-    let id = observe::new_id();
-    observe::remember_scratch(
-        &c.call.channel_id,
-        observe::Observation {
-            id: id.clone(),
-            device: c.device.clone(),
-            created: std::time::Instant::now(),
-            elements: now.elements,
-        },
-    );
+    let id = observations::keep_scratch(&c.call.channel_id, &c.device, now.elements);
     details.insert("observation_id".into(), json!(id));
     details.insert("tree".into(), now.cover.to_json());
     e.message.push_str(&format!(
@@ -507,7 +499,7 @@ mod tests {
     use std::time::Instant;
 
     fn el(index: usize, text: &str, id: &str, bounds: [i32; 4]) -> Element {
-        let mut e = ui::parse_dump(&format!(
+        let mut e = dump::parse_dump(&format!(
             r#"<hierarchy><node text="{text}" resource-id="{id}" class="android.widget.Button" package="p" content-desc="" clickable="true" enabled="true" bounds="[{},{}][{},{}]" /></hierarchy>"#,
             bounds[0], bounds[1], bounds[2], bounds[3]
         ))
@@ -517,8 +509,8 @@ mod tests {
         e
     }
 
-    fn obs(elements: Vec<Element>) -> observe::Observation {
-        observe::Observation {
+    fn obs(elements: Vec<Element>) -> observations::Observation {
+        observations::Observation {
             id: "obs_1".into(),
             device: crate::device::DeviceKey { server: "s".into(), serial: "x".into() },
             created: Instant::now(),

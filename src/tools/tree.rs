@@ -20,7 +20,7 @@
 
 use serde_json::{json, Value};
 
-use super::ui::Element;
+use super::element::Element;
 
 /// Longest window title or package kept, in characters (the phone's strings; a hostile app chooses its title).
 const WINDOW_TEXT_MAX: usize = 100;

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::device::Ctx;
-use super::ui::Element;
+use super::context::Ctx;
+use super::element::Element;
 use crate::device::devtools::{self, Target};
 use crate::device::text::phone_text;
 use crate::protocol::errors::{ErrorCode, ProtoError};
@@ -418,25 +418,8 @@ pub fn elements(snap: &Value, at: &Placement, package: &str) -> Result<(Vec<Elem
             truncated = true;
         }
     };
-    let base = |class: &str, bounds: [i32; 4]| Element {
-        index: 0,
-        text: String::new(),
-        resource_id: String::new(),
-        class: format!("web.{class}"),
-        package: package.to_owned(),
-        content_desc: String::new(),
-        clickable: false,
-        enabled: true,
-        focused: false,
-        checked: false,
-        selected: false,
-        scrollable: false,
-        focusable: false,
-        password: false,
-        bounds,
-        web: true,
-        window: None,
-    };
+    let base =
+        |class: &str, bounds: [i32; 4]| Element { web: true, ..Element::new(format!("web.{class}"), package, bounds) };
     for i in 0..n {
         let Some(kind) = kinds[i] else { continue };
         let Some(bounds) = rect[i].and_then(|r| at.on_screen(r)) else { continue };

@@ -7,8 +7,6 @@ use crate::sim::device::Device;
 use crate::sim::state::InputEvent;
 use crate::sim::ui::Activity;
 
-use super::input::decode_base64;
-
 fn start_activity(dev: &mut Device, act: Activity) {
     dev.log('I', "ActivityTaskManager", &format!("START u0 {{cmp={}}} from uid 2000", act.component()));
     dev.ui.launch(act);
@@ -131,7 +129,7 @@ fn adb_keyboard_broadcast(dev: &mut Device, args: &[&str]) {
     }
     let text = match (action, msg) {
         (Some("ADB_INPUT_TEXT"), Some(m)) => Some(m.to_string()),
-        (Some("ADB_INPUT_B64"), Some(m)) => decode_base64(m).and_then(|b| String::from_utf8(b).ok()),
+        (Some("ADB_INPUT_B64"), Some(m)) => crate::base64::decode(m).and_then(|b| String::from_utf8(b).ok()),
         _ => None,
     };
     if let Some(text) = text {

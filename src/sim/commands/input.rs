@@ -252,25 +252,3 @@ pub(super) fn input(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         }
     }
 }
-
-/// Standard base64 (with or without padding); `None` on any invalid character.
-pub(crate) fn decode_base64(s: &str) -> Option<Vec<u8>> {
-    let val = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let (mut out, mut acc, mut bits) = (Vec::new(), 0u32, 0);
-    for &c in s.trim_end_matches('=').as_bytes() {
-        acc = (acc << 6) | u32::from(val(c)?);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}

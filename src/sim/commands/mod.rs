@@ -31,7 +31,7 @@ use super::shell::run_script;
 
 pub use builtins::NPROC_SINCE_SDK;
 pub use gzip::GZIP_SINCE_SDK;
-pub(crate) use input::{decode_base64, key, keycode_name, swipe, tap, type_text};
+pub(crate) use input::{key, keycode_name, swipe, tap, type_text};
 
 /// Runs a command line on the phone: the shell's grammar (`shell.rs`) with these commands.
 pub fn run_line(dev: &mut Device, src: &str, stdin: &[u8]) -> ExecResult {
