@@ -303,10 +303,9 @@ async fn start_inner(
         channel_slots: Default::default(),
         sessions: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_sessions)),
         per_ip: Default::default(),
-        health: crate::server::control::WriteHealth::new(store_for_health, cfg.data_dir.clone(), files_dir.clone()),
+        health: crate::server::writable::WriteHealth::new(store_for_health, cfg.data_dir.clone(), files_dir.clone()),
         wall,
         auth: Default::default(),
-        mcp: Default::default(),
     });
     hub.backend().clone().start(shutdown_rx.clone());
     tokio::spawn(hub.clone().run_leases(shutdown_rx.clone()));

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use hyper::header::{HeaderValue, AUTHORIZATION, CACHE_CONTROL, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 
-use super::App;
+use super::log_gate::LogGate;
 use crate::http::{constant_time_eq, error, Body};
 
 /// Wrong keys one source may present per [`WINDOW`]; beyond, every key check from it answers 429 until the window
@@ -113,6 +113,32 @@ impl AuthGate {
         (age < WINDOW && e.failures >= MAX_FAILURES_PER_WINDOW).then(|| WINDOW - age)
     }
 
+    /// Compares a presented key with the configured one (`key`), under the per-source limit. `Err` is the 429 or 401
+    /// to send. Never logs the presented value.
+    pub fn verify(
+        &self,
+        ip: Option<IpAddr>,
+        key: &str,
+        presented: &str,
+        surface: Surface,
+    ) -> Result<(), Box<Response<Body>>> {
+        let now = Instant::now();
+        if let Some(retry) = ip.and_then(|ip| self.blocked(ip, now)) {
+            self.throttled(surface);
+            return Err(too_many(retry));
+        }
+        if constant_time_eq(presented.as_bytes(), key.as_bytes()) {
+            return Ok(());
+        }
+        self.failed(ip, surface, now);
+        static GATE: LogGate = LogGate::new();
+        if let Some(suppressed) = GATE.allow() {
+            let ip = ip.map(|i| i.to_string()).unwrap_or_default();
+            tracing::warn!(surface = surface.as_str(), %ip, suppressed, "wrong system API key presented");
+        }
+        Err(Box::new(error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong")))
+    }
+
     /// Counts a wrong key from `ip`.
     pub fn failed(&self, ip: Option<IpAddr>, surface: Surface, now: Instant) {
         self.failures[surface as usize].fetch_add(1, Ordering::Relaxed);
@@ -173,32 +199,6 @@ fn too_many(retry: Duration) -> Box<Response<Body>> {
     Box::new(r)
 }
 
-/// Compares a presented key with the configured one (`key`), under the per-source limit. `Err` is the 429 or 401 to
-/// send. Never logs the presented value.
-pub fn verify(
-    app: &App,
-    ip: Option<IpAddr>,
-    key: &str,
-    presented: &str,
-    surface: Surface,
-) -> Result<(), Box<Response<Body>>> {
-    let now = Instant::now();
-    if let Some(retry) = ip.and_then(|ip| app.auth.blocked(ip, now)) {
-        app.auth.throttled(surface);
-        return Err(too_many(retry));
-    }
-    if constant_time_eq(presented.as_bytes(), key.as_bytes()) {
-        return Ok(());
-    }
-    app.auth.failed(ip, surface, now);
-    static GATE: super::LogGate = super::LogGate::new();
-    if let Some(suppressed) = GATE.allow() {
-        let ip = ip.map(|i| i.to_string()).unwrap_or_default();
-        tracing::warn!(surface = surface.as_str(), %ip, suppressed, "wrong system API key presented");
-    }
-    Err(Box::new(error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong")))
-}
-
 /// The value of `Authorization: Bearer <key>`, if present.
 pub fn bearer<B>(req: &Request<B>) -> Option<&str> {
     req.headers()
@@ -206,19 +206,6 @@ pub fn bearer<B>(req: &Request<B>) -> Option<&str> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim)
-}
-
-/// `Authorization: Bearer <key>` when a key is configured (protocol §3). `Err` is the 401/429 to send.
-pub fn check_api_key<B>(app: &App, req: &Request<B>, surface: Surface) -> Result<(), Box<Response<Body>>> {
-    let Some(key) = app.cfg.api_key.as_deref() else { return Ok(()) };
-    match bearer(req) {
-        Some(p) => verify(app, peer_ip(req), key, p, surface),
-        None => Err(Box::new(error(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "this endpoint requires Authorization: Bearer <system API key>",
-        ))),
-    }
 }
 
 #[cfg(test)]

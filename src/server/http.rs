@@ -1,54 +1,17 @@
-//! Request routing for the control, transfer and data planes (and the mounted wall), the system API key check, and
-//! the small-body reader. The response primitives are `crate::http`.
+//! Request routing for the control, transfer and data planes, the MCP endpoint and the mounted wall. The response
+//! primitives are `crate::http`, the small-body reader `body.rs`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ALLOW};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::auth::{check_api_key, Surface};
-use super::{control, transfer, ws, App};
+use super::auth::Surface;
+use super::state::App;
+use super::{control, mcp, transfer, ws};
 use crate::http::{error, Body};
-
-/// Reads a small request body (JSON of the wall's API; never an upload) whole: at most `max` bytes, and all of it
-/// within `deadline` of the call. Why a deadline: hyper's header timeout ends with the head, and a client that
-/// announces a body and never sends it would otherwise hold its connection (and a slot of the per-address and
-/// global connection caps) for as long as it likes. `Err` is the 408/413/400 to send; the connection is closed
-/// after it (hyper never reuses a connection whose body was not read to the end).
-pub async fn read_small_body(
-    body: hyper::body::Incoming,
-    max: usize,
-    deadline: std::time::Duration,
-) -> Result<Bytes, Box<Response<Body>>> {
-    match tokio::time::timeout(deadline, http_body_util::Limited::new(body, max).collect()).await {
-        Ok(Ok(b)) => Ok(b.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(Box::new(error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_arguments",
-            &format!("the request body is larger than {max} bytes"),
-        ))),
-        Ok(Err(_)) => {
-            Err(Box::new(error(StatusCode::BAD_REQUEST, "invalid_arguments", "the request body was cut off")))
-        }
-        Err(_) => {
-            static GATE: super::LogGate = super::LogGate::new();
-            if let Some(suppressed) = GATE.allow() {
-                tracing::info!(deadline_s = deadline.as_secs_f64(), suppressed, "request body not received in time");
-            }
-            let mut r = error(
-                StatusCode::REQUEST_TIMEOUT,
-                "request_timeout",
-                &format!("the request body did not arrive within {} s", deadline.as_secs_f64()),
-            );
-            r.headers_mut().insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
-            Err(Box::new(r))
-        }
-    }
-}
 
 fn method_not_allowed(allow: &'static str) -> Response<Body> {
     let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", &format!("use {allow} on this path"));
@@ -73,7 +36,7 @@ fn method_not_allowed(allow: &'static str) -> Response<Body> {
 ///   anything else), and the same for every reader — they name no phone, channel or address.
 fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<Body>> {
     if path == "/mcp" {
-        return super::mcp::foreign_page(app, req);
+        return mcp::foreign_page(app, req);
     }
     if app.cfg.api_key.is_some() {
         return None;
@@ -104,7 +67,12 @@ fn foreign_page<B>(app: &App, req: &Request<B>, path: &str) -> Option<Response<B
     None
 }
 
-pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+/// Answers one request. `mcp` is the MCP endpoint's session table (kept by the accept loop, see `state.rs`).
+pub async fn route(
+    app: Arc<App>,
+    mcp: Arc<mcp::Sessions>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
     let get = method == Method::GET || method == Method::HEAD;
@@ -115,16 +83,16 @@ pub async fn route(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Bod
     let resp = match path.as_str() {
         "/connector-card.json" if get => control::card(&app),
         "/skill.md" if get => control::skill(),
-        "/health" if get => match check_api_key(&app, &req, Surface::Health) {
+        "/health" if get => match app.check_api_key(&req, Surface::Health) {
             Ok(()) => control::health(&app).await,
             Err(r) => *r,
         },
-        "/metrics" if get => match check_api_key(&app, &req, Surface::Metrics) {
+        "/metrics" if get => match app.check_api_key(&req, Surface::Metrics) {
             Ok(()) => control::metrics(&app),
             Err(r) => *r,
         },
         "/ws" if method == Method::GET => ws::upgrade(app.clone(), req),
-        "/mcp" => super::mcp::handle(app.clone(), req).await,
+        "/mcp" => mcp::handle(app.clone(), mcp, req).await,
         "/files/uploads" if method == Method::POST => transfer::upload(&app, req).await,
         "/files/uploads" => method_not_allowed("POST"),
         p if p.starts_with("/files/refs/") => match &p["/files/refs/".len()..] {

@@ -31,10 +31,11 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::{check_api_key, Surface};
+use super::auth::Surface;
+use super::body::read_small_body;
 use super::stall::WriteDeadline;
+use super::state::App;
 use super::ws::local::{Hooks, Local};
-use super::App;
 use crate::http::{error, json_response, Body};
 use crate::protocol::packet::obj;
 use crate::protocol::{self as proto, Packet};
@@ -60,7 +61,9 @@ const STREAM_QUEUE: usize = 4;
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// The open MCP sessions, and the connector instance they share (one instance for every MCP session, so ended
-/// sessions leave no instance behind waiting for its lease).
+/// sessions leave no instance behind waiting for its lease). One per server, kept by the accept loop
+/// (`server::serve`) and handed to [`handle`]: a session holds an in-process data plane, which holds the `App`, so
+/// the table sits above the state, not in it.
 #[derive(Default)]
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<McpSession>>>,
@@ -126,8 +129,8 @@ pub fn foreign_page<B>(app: &App, req: &Request<B>) -> Option<Response<Body>> {
     None
 }
 
-pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
-    if let Err(r) = check_api_key(&app, &req, Surface::Mcp) {
+pub async fn handle(app: Arc<App>, mcp: Arc<Sessions>, req: Request<Incoming>) -> Response<Body> {
+    if let Err(r) = app.check_api_key(&req, Surface::Mcp) {
         return *r;
     }
     if let Some(v) = req.headers().get(VERSION_HEADER) {
@@ -142,10 +145,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
     }
     let session_id = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     match *req.method() {
-        Method::POST => post(app, req, session_id).await,
-        Method::DELETE => match session_id.and_then(|id| app.mcp.get(&id).map(|s| (id, s))) {
+        Method::POST => post(app, mcp, req, session_id).await,
+        Method::DELETE => match session_id.and_then(|id| mcp.get(&id).map(|s| (id, s))) {
             Some((id, s)) => {
-                end(&app, &id, &s, "ended by the client").await;
+                end(&app, &mcp, &id, &s, "ended by the client").await;
                 let mut r = Response::new(crate::http::full(""));
                 *r.status_mut() = StatusCode::NO_CONTENT;
                 r
@@ -173,11 +176,11 @@ fn answer(status: StatusCode, v: &Value) -> Response<Body> {
     json_response(status, v.to_string())
 }
 
-async fn post(app: Arc<App>, req: Request<Incoming>, session_id: Option<String>) -> Response<Body> {
+async fn post(app: Arc<App>, mcp: Arc<Sessions>, req: Request<Incoming>, session_id: Option<String>) -> Response<Body> {
     let host = req.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let write_deadline = req.extensions().get::<WriteDeadline>().cloned();
     let (max, deadline) = (app.cfg.max_message_bytes, app.cfg.limits.body_timeout);
-    let body = match super::http::read_small_body(req.into_body(), max, deadline).await {
+    let body = match read_small_body(req.into_body(), max, deadline).await {
         Ok(b) => b,
         Err(r) => return *r,
     };
@@ -192,7 +195,7 @@ async fn post(app: Arc<App>, req: Request<Incoming>, session_id: Option<String>)
     let method = msg.get("method").and_then(Value::as_str).unwrap_or("").to_owned();
     let Some(id) = msg.get("id").cloned().filter(|_| !method.is_empty()) else {
         // A notification (`notifications/initialized`, `notifications/cancelled`) or a response: nothing to answer.
-        if let Some(s) = session_id.as_deref().and_then(|id| app.mcp.get(id)) {
+        if let Some(s) = session_id.as_deref().and_then(|id| mcp.get(id)) {
             *s.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
             if method == "notifications/cancelled" {
                 cancelled(&s, msg.get("params"));
@@ -204,14 +207,14 @@ async fn post(app: Arc<App>, req: Request<Incoming>, session_id: Option<String>)
     };
     let params = msg.get("params").and_then(Value::as_object).cloned().unwrap_or_default();
     if method == "initialize" {
-        return initialize(&app, &id, &params).await;
+        return initialize(&app, &mcp, &id, &params).await;
     }
     let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| is_token(t)).cloned();
     let Some(sid) = session_id else {
         let e = rpc_error(&id, -32600, "Mcp-Session-Id is required after initialize");
         return answer(StatusCode::BAD_REQUEST, &e);
     };
-    let Some(session) = app.mcp.get(&sid) else {
+    let Some(session) = mcp.get(&sid) else {
         // 404 tells the client to start a new session (the transport's rule).
         let e = rpc_error(&id, -32001, "no such MCP session (it ended or expired); initialize again");
         return answer(StatusCode::NOT_FOUND, &e);
@@ -229,7 +232,7 @@ async fn post(app: Arc<App>, req: Request<Incoming>, session_id: Option<String>)
     answer(StatusCode::OK, &reply)
 }
 
-async fn initialize(app: &Arc<App>, id: &Value, params: &Map<String, Value>) -> Response<Body> {
+async fn initialize(app: &Arc<App>, mcp: &Arc<Sessions>, id: &Value, params: &Map<String, Value>) -> Response<Body> {
     if *app.shutdown.borrow() {
         return answer(StatusCode::SERVICE_UNAVAILABLE, &rpc_error(id, -32603, "the connector is shutting down"));
     }
@@ -243,7 +246,7 @@ async fn initialize(app: &Arc<App>, id: &Value, params: &Map<String, Value>) -> 
         return answer(StatusCode::SERVICE_UNAVAILABLE, &rpc_error(id, -32603, &m));
     };
     let local = Local::new(app.clone());
-    let instance = app.mcp.instance.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let instance = mcp.instance.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let mut hello = obj([
         ("connector_card_id", json!(proto::CONNECTOR_CARD_ID)),
         ("protocol_version", json!(proto::PROTOCOL_VERSION)),
@@ -255,7 +258,7 @@ async fn initialize(app: &Arc<App>, id: &Value, params: &Map<String, Value>) -> 
     let ack = local.request("connector.hello", None, hello).await;
     let opened = match (&ack.error, ack.payload().get("connector_id").and_then(Value::as_str)) {
         (None, Some(cid)) => {
-            *app.mcp.instance.lock().unwrap_or_else(|e| e.into_inner()) = Some(cid.to_owned());
+            *mcp.instance.lock().unwrap_or_else(|e| e.into_inner()) = Some(cid.to_owned());
             local.request("channel.open", None, Map::new()).await
         }
         _ => ack,
@@ -278,9 +281,9 @@ async fn initialize(app: &Arc<App>, id: &Value, params: &Map<String, Value>) -> 
         ended: CancellationToken::new(),
         _permit: permit,
     });
-    app.mcp.map.lock().unwrap_or_else(|e| e.into_inner()).insert(sid.clone(), session.clone());
+    mcp.map.lock().unwrap_or_else(|e| e.into_inner()).insert(sid.clone(), session.clone());
     tracing::info!(%channel, client = %session.label, "MCP session started");
-    tokio::spawn(expire(app.clone(), sid.clone(), session));
+    tokio::spawn(expire(app.clone(), mcp.clone(), sid.clone(), session));
     let result = json!({
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": false}},
@@ -298,12 +301,12 @@ async fn initialize(app: &Arc<App>, id: &Value, params: &Map<String, Value>) -> 
 
 /// Ends a session once: the phone is given back (`auth.logout`, which also stops its running calls), the channel
 /// unregistered, the in-process socket closed.
-async fn end(app: &Arc<App>, sid: &str, s: &Arc<McpSession>, why: &str) {
+async fn end(app: &Arc<App>, mcp: &Sessions, sid: &str, s: &Arc<McpSession>, why: &str) {
     if s.ended.is_cancelled() {
         return;
     }
     s.ended.cancel();
-    app.mcp.map.lock().unwrap_or_else(|e| e.into_inner()).remove(sid);
+    mcp.map.lock().unwrap_or_else(|e| e.into_inner()).remove(sid);
     if app.hub.binding(&s.channel).is_some() {
         let _ = s.local.request("auth.logout", Some(&s.channel), Map::new()).await;
     }
@@ -315,17 +318,17 @@ async fn end(app: &Arc<App>, sid: &str, s: &Arc<McpSession>, why: &str) {
 
 /// Ends the session after [`IDLE`] without a request, or at shutdown (an MCP session does not outlive the process:
 /// its phone must not stay held by a channel nobody can reach again).
-async fn expire(app: Arc<App>, sid: String, s: Arc<McpSession>) {
+async fn expire(app: Arc<App>, mcp: Arc<Sessions>, sid: String, s: Arc<McpSession>) {
     let _guard = app.tasks.enter();
     let mut shutdown = app.shutdown.clone();
     loop {
         let idle = s.last.lock().unwrap_or_else(|e| e.into_inner()).elapsed();
         if idle >= IDLE {
-            return end(&app, &sid, &s, "idle").await;
+            return end(&app, &mcp, &sid, &s, "idle").await;
         }
         tokio::select! {
             _ = s.ended.cancelled() => return,
-            _ = shutdown.changed() => return end(&app, &sid, &s, "connector shutting down").await,
+            _ = shutdown.changed() => return end(&app, &mcp, &sid, &s, "connector shutting down").await,
             _ = tokio::time::sleep(IDLE - idle) => {}
         }
     }

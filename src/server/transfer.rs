@@ -33,8 +33,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 use tokio_util::io::ReaderStream;
 
-use super::auth::{check_api_key, Surface};
-use super::App;
+use super::auth::Surface;
+use super::log_gate::LogGate;
+use super::state::App;
 use crate::files::{self, names, AsyncWriter, CacheError, ClaimRefused, DownloadClaim, NewFile};
 use crate::http::{constant_time_eq, error, full, json_response, Body};
 
@@ -131,7 +132,7 @@ pub async fn download<B>(app: &Arc<App>, req: &Request<B>, file_ref: &str) -> Re
     let asking_channel = req.headers().get(CHANNEL_HEADER).and_then(|v| v.to_str().ok()).map(str::trim);
     let mut backend_ok = false;
     if req.headers().contains_key(AUTHORIZATION) {
-        if let Err(r) = check_api_key(app, req, Surface::Download) {
+        if let Err(r) = app.check_api_key(req, Surface::Download) {
             return *r;
         }
         backend_ok = app.cfg.api_key.is_some() && asking_channel == Some(row.channel_id.as_str());
@@ -280,7 +281,7 @@ fn check_request(
     req: &Request<Incoming>,
     declared: Option<u64>,
 ) -> Result<(String, String), Box<Response<Body>>> {
-    check_api_key(app, req, Surface::Upload)?;
+    app.check_api_key(req, Surface::Upload)?;
     let channel = req
         .headers()
         .get(CHANNEL_HEADER)
@@ -411,7 +412,7 @@ fn cache_err(e: CacheError, limit: u64) -> Box<Response<Body>> {
     match e {
         CacheError::TooLarge { limit: l } => Box::new(too_large(l.min(limit))),
         CacheError::StagingFull { limit } => {
-            static GATE: super::LogGate = super::LogGate::new();
+            static GATE: LogGate = LogGate::new();
             if let Some(suppressed) = GATE.allow() {
                 tracing::warn!(limit, suppressed, "upload refused: cache staging full");
             }

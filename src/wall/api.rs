@@ -16,7 +16,7 @@ use super::wire::is_json;
 use crate::device::{DeviceKey, DeviceState};
 use crate::http::{error, full, json_response, Body};
 use crate::protocol::errors::{ErrorCode, ProtoError};
-use crate::server::http::read_small_body;
+use crate::server::body::read_small_body;
 use crate::server::App;
 
 /// Largest login body.
@@ -174,7 +174,7 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
         Err(_) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", "the login body is not valid JSON"),
     };
     if let Some(key) = app.cfg.api_key.as_deref() {
-        if let Err(r) = crate::server::auth::verify(app, ip, key, &presented, crate::server::auth::Surface::Login) {
+        if let Err(r) = app.auth.verify(ip, key, &presented, crate::server::auth::Surface::Login) {
             return *r;
         }
     }

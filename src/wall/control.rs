@@ -22,7 +22,7 @@ use crate::device::shell::{input_text_chunks, quote};
 use crate::device::{DeviceKey, DeviceState};
 use crate::http::{error, json_response, Body};
 use crate::protocol::errors::{ErrorCode, ProtoError};
-use crate::server::http::read_small_body;
+use crate::server::body::read_small_body;
 use crate::server::App;
 use crate::tools::input::KEYS;
 

@@ -159,7 +159,7 @@ fn cookie_value<B>(req: &Request<B>, name: &str) -> Option<String> {
 pub fn authorize<B>(app: &App, sessions: &Sessions, req: &Request<B>) -> Result<Principal, Denied> {
     if let Some(key) = app.cfg.api_key.as_deref() {
         if let Some(p) = auth::bearer(req) {
-            return auth::verify(app, auth::peer_ip(req), key, p, auth::Surface::Api).map(|()| Principal::Bearer);
+            return app.auth.verify(auth::peer_ip(req), key, p, auth::Surface::Api).map(|()| Principal::Bearer);
         }
     }
     if let Some((id, csrf)) = sessions.of_request(req) {

@@ -3,11 +3,13 @@
 
 use serde_json::{json, Map, Value};
 
+use super::fields::log_str;
 use super::session::Session;
 use crate::channels::to_value;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::packet::obj;
 use crate::protocol::{self as proto, Packet};
+use crate::server::log_gate::LogGate;
 
 /// Requests xAgent sends; each must carry a `request_id` ("请求和 ack 必填", §7).
 const REQUESTS: &[&str] = &[
@@ -27,16 +29,6 @@ const REQUESTS: &[&str] = &[
 /// `tool_call_id`, `flow_id`, ...). These are stored (idempotency records, audit log) and logged, so they are bounded;
 /// the protocol's own ids are far shorter.
 pub const MAX_ID_LEN: usize = 128;
-
-/// A client string made safe for a log line: control characters escaped, cut to 64 characters.
-pub fn log_str(s: &str) -> String {
-    let cut: String = s.chars().take(64).collect();
-    let mut out: String = cut.chars().flat_map(char::escape_debug).collect();
-    if s.chars().count() > 64 {
-        out.push('…');
-    }
-    out
-}
 
 /// `Some(field)` names the first client identifier longer than [`MAX_ID_LEN`].
 fn overlong_field(pkt: &Packet) -> Option<&'static str> {
@@ -78,7 +70,7 @@ pub async fn on_text(session: &mut Session, text: &str) {
         }
     };
     if let Some(field) = overlong_field(&pkt) {
-        static GATE: crate::server::LogGate = crate::server::LogGate::new();
+        static GATE: LogGate = LogGate::new();
         if let Some(suppressed) = GATE.allow() {
             tracing::info!(field, suppressed, "packet refused: identifier too long");
         }
@@ -166,7 +158,7 @@ async fn channel_open(session: &mut Session, pkt: &Packet) {
     let max = session.app.cfg.limits.max_channels;
     // A new channel costs memory and a database row until its lease expires: their number is capped.
     if !requested.is_some_and(|r| hub.channel_exists(r)) && hub.stats().1 >= max {
-        static GATE: crate::server::LogGate = crate::server::LogGate::new();
+        static GATE: LogGate = LogGate::new();
         if let Some(suppressed) = GATE.allow() {
             tracing::warn!(limit = max, suppressed, "channel.open refused: channel limit reached");
         }
@@ -231,9 +223,4 @@ async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
         _ => unreachable!("routed by on_text"),
     };
     session.send(reply).await
-}
-
-/// Reads a string field of a payload.
-pub fn str_field<'a>(payload: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
-    payload.get(name).and_then(Value::as_str)
 }

@@ -11,7 +11,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::session::Session;
 use crate::protocol::Packet;
-use crate::server::{App, Tracker};
+use crate::server::state::App;
+use crate::server::tracker::Tracker;
 
 /// Requests waiting for their reply, by `request_id`.
 type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<Packet>>>>;

@@ -1,11 +1,16 @@
-//! Data plane `GET /ws` (protocol §6): the upgrade, then one [`session`] per socket.
+//! Data plane `GET /ws` (protocol §6): the upgrade, then one [`socket`] session per socket.
+//!
+//! Inside, one way: `mod.rs` (upgrade) → `socket.rs` (a WebSocket's loops) and `local.rs` (the in-process session)
+//! → `dispatch.rs` (packet type → handler) → `tool.rs` (`tool.invoke`) → `session.rs` (the state every handler works
+//! on) → `slots.rs`, `fields.rs`.
 
 mod dispatch;
+mod fields;
 pub mod local;
 mod session;
+pub mod slots;
+mod socket;
 mod tool;
-
-pub use session::ChannelSlots;
 
 /// Bytes tungstenite buffers before writing to the socket.
 const WRITE_BUFFER: usize = 128 * 1024;
@@ -27,10 +32,11 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
-use super::auth::{check_api_key, Surface};
-use super::App;
+use super::auth::Surface;
+use super::state::App;
 use crate::http::{error, full, Body};
 use crate::protocol::SUBPROTOCOL;
+use crate::server::log_gate::LogGate;
 
 fn header_has_token(req: &Request<Incoming>, name: hyper::header::HeaderName, token: &str) -> bool {
     req.headers()
@@ -43,7 +49,7 @@ fn header_has_token(req: &Request<Incoming>, name: hyper::header::HeaderName, to
 
 /// Validates the handshake (key before upgrade, subprotocol offered) and hands the socket to a session.
 pub fn upgrade(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
-    if let Err(r) = check_api_key(&app, &req, Surface::Ws) {
+    if let Err(r) = app.check_api_key(&req, Surface::Ws) {
         return *r;
     }
     if !header_has_token(&req, UPGRADE, "websocket") || !header_has_token(&req, CONNECTION, "upgrade") {
@@ -71,7 +77,7 @@ pub fn upgrade(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
         return error(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the connector is shutting down");
     }
     let Ok(session_permit) = app.sessions.clone().try_acquire_owned() else {
-        static GATE: crate::server::LogGate = crate::server::LogGate::new();
+        static GATE: LogGate = LogGate::new();
         if let Some(suppressed) = GATE.allow() {
             tracing::warn!(limit = app.cfg.limits.max_sessions, suppressed, "websocket refused: too many sessions");
         }
@@ -95,7 +101,7 @@ pub fn upgrade(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
                     .write_buffer_size(WRITE_BUFFER)
                     .max_write_buffer_size(MAX_WRITE_BUFFER);
                 let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(cfg)).await;
-                session::run(app, ws).await;
+                socket::run(app, ws).await;
             }
             Err(e) => tracing::debug!(error = %e, "websocket upgrade failed"),
         }

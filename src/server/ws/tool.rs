@@ -5,20 +5,18 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::dispatch::str_field;
+use super::fields::{log_str, str_field};
 use super::session::Session;
+use super::slots::MAX_CONCURRENT_PER_CHANNEL;
 use crate::device::DeviceState;
 use crate::idempotency::{args_digest, Begin, CallKey, Calls};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::packet::obj;
 use crate::protocol::Packet;
+use crate::server::log_gate::LogGate;
 use crate::tools::{ProgressFn, ToolCall};
 
 const ACK: &str = "tool.invoke.ack";
-
-/// Tool calls one channel may have running at once (side effects queue per device anyway; this bounds memory
-/// and keeps one agent from monopolising the blocking pool).
-pub const MAX_CONCURRENT_PER_CHANNEL: usize = 16;
 
 /// How much longer than the tool's own deadline a repeated call waits for the first one's outcome.
 const WAIT_SLACK: std::time::Duration = std::time::Duration::from_secs(5);
@@ -37,7 +35,7 @@ const CONTEXT_KEYS: &[&str] = &["session_id", "tool_call_id"];
 fn check_payload_shape(payload: &Map<String, Value>) -> Result<(), ProtoError> {
     let bad = |m: String| Err(ProtoError::new(ErrorCode::InvalidPacket, m));
     if let Some(k) = payload.keys().find(|k| !PAYLOAD_KEYS.contains(&k.as_str())) {
-        let k = super::dispatch::log_str(k);
+        let k = log_str(k);
         return if CONTEXT_KEYS.contains(&k.as_str()) {
             bad(format!(
                 "`{k}` belongs in payload.context.{k} (protocol §8.18), not at the payload's top level; nothing ran"
@@ -95,7 +93,7 @@ fn check_argument_channel(arguments: &Value, channel: &str) -> Result<(), ProtoE
             format!(
                 "argument `connector_channel_id` is \"{}\" but this call came on channel {channel:?} (the packet's \
                  envelope, which alone routes a call: protocol §8.18); nothing ran. Pass the channel's own id",
-                super::dispatch::log_str(given)
+                log_str(given)
             ),
         )),
         _ => Ok(()),
@@ -138,9 +136,9 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     let metrics = session.app.metrics.clone();
     let fail = |e: ProtoError| {
         // Refusals can come in floods: one line per second, client strings escaped and cut.
-        static GATE: crate::server::LogGate = crate::server::LogGate::new();
+        static GATE: LogGate = LogGate::new();
         if let Some(suppressed) = GATE.allow() {
-            let tool = super::dispatch::log_str(&tool_id);
+            let tool = log_str(&tool_id);
             tracing::info!(%tool, code = e.code.as_str(), suppressed, "tool.invoke refused");
         }
         // Label values are bounded: unknown tool ids are counted under one name.
@@ -427,7 +425,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                 }
                 Err(e) if refused => {
                     // One line per second at most: such failures can come at thousands a second.
-                    static GATE: crate::server::LogGate = crate::server::LogGate::new();
+                    static GATE: LogGate = LogGate::new();
                     if let Some(suppressed) = GATE.allow() {
                         tracing::info!(ms, code = e.code.as_str(), suppressed, "tool failed before any device action");
                     }
