@@ -1,5 +1,6 @@
 //! Every check of the system API key, on every surface (wall login, `Authorization: Bearer` on `/api/v1`,
-//! `/health`, `/metrics`, uploads, downloads, the WebSocket upgrade), under one per-source failure limit.
+//! `/health`, `/metrics`, uploads, downloads, the WebSocket upgrade, `/mcp`), under one per-source failure limit; a
+//! request's `Authorization: Bearer` is read by `state::App::check_api_key`, which asks [`AuthGate::verify`].
 //!
 //! Why per source and not global: a global budget let ten wrong guesses from anywhere lock the operator out with
 //! the right key (429 from every address). Why every surface: a limit on the login form alone left `Bearer`

@@ -218,7 +218,7 @@ impl Device {
                 "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME",
             ),
             ("secure", "android_id", "5a1b2c3d4e5f6071"),
-            // Dark mode off, as `cmd uimode night no` leaves it (`sim::uimode`).
+            // Dark mode off, as `cmd uimode night no` leaves it (`sim::commands::uimode`).
             ("secure", "ui_night_mode", "1"),
         ] {
             settings.insert((ns.to_string(), k.to_string()), v.to_string());

@@ -35,7 +35,6 @@ pub mod fs;
 pub mod gates;
 pub mod helper;
 pub mod packages;
-pub mod record;
 pub mod services;
 pub mod shared;
 pub mod shell;
@@ -45,7 +44,6 @@ pub mod stream;
 pub mod sync;
 pub mod transport;
 pub mod ui;
-pub mod uimode;
 pub mod wire;
 
 use std::net::SocketAddr;

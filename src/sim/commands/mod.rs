@@ -17,9 +17,11 @@ mod logcat;
 mod pm;
 mod procs;
 mod props;
+mod record;
 mod settings;
 mod text;
 mod uiautomator;
+mod uimode;
 mod wm;
 
 #[cfg(test)]
@@ -73,7 +75,7 @@ fn dispatch(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> 
         "wm" => wm::wm(dev, &args, io),
         "input" => input::input(dev, &args, io),
         "screencap" => capture::screencap(dev, &args, io),
-        "screenrecord" => super::record::screenrecord(dev, &args, io),
+        "screenrecord" => record::screenrecord(dev, &args, io),
         // toybox gzip: in Android's toybox since 8.0 (tests/fixtures/real/toybox-applets-by-android-version.md).
         "gzip" if dev.cfg.sdk >= GZIP_SINCE_SDK => gzip::gzip(dev, &args, stdin, io),
         // toybox nproc: new in Android 10's toybox (AOSP shell_and_utilities/README.md, tests/fixtures/real/).
@@ -115,7 +117,7 @@ fn dispatch(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> 
                 "input" => "input",
                 "settings" => "settings",
                 "input_method" => "ime",
-                "uimode" => return super::uimode::uimode(dev, &args[1..], io),
+                "uimode" => return uimode::uimode(dev, &args[1..], io),
                 "battery" | "statusbar" | "power" => "svc",
                 other => {
                     io.err(&format!("cmd: Can't find service: {other}\n"));

@@ -8,7 +8,7 @@
 //! it): a cancelled recording leaves a file behind, as on a real phone, for the connector to remove.
 //!
 //! The video is one picture of the phone's default 1080×2400 screen, a flat dark frame, at one frame per second:
-//! `data/screen-1080x2400.h264` is its H.264 IDR picture (SPS, PPS, slice; 569 bytes), made once with
+//! `src/sim/data/screen-1080x2400.h264` is its H.264 IDR picture (SPS, PPS, slice; 569 bytes), made once with
 //! `ffmpeg -f lavfi -i color=c=0x202830:s=1080x2400:r=1 -frames:v 1 -c:v libx264 -profile:v main -preset veryslow
 //! -x264-params keyint=1:bframes=0 -bsf:v filter_units=remove_types=6 -f h264 screen-1080x2400.h264` (ffmpeg 5.1,
 //! Debian 12), and muxed here into ISO BMFF boxes (ftyp, moov: mvhd + one video trak with an avcC, mdat) with the
@@ -17,8 +17,8 @@
 
 use std::time::Duration;
 
-use super::cmdio::CmdIo;
-use super::device::{now_unix_secs, Device};
+use crate::sim::cmdio::CmdIo;
+use crate::sim::device::{now_unix_secs, Device};
 
 /// screenrecord.cpp `kMaxTimeLimitSec` (Android 4.4 – 14).
 pub const MAX_TIME_LIMIT_S: u32 = 180;
@@ -27,7 +27,7 @@ const MAX_BIT_RATE: u64 = 200 * 1_000_000;
 /// screenrecord first appeared in Android 4.4 (KitKat).
 const SINCE_SDK: u32 = 19;
 
-const PICTURE: &[u8] = include_bytes!("data/screen-1080x2400.h264");
+const PICTURE: &[u8] = include_bytes!("../data/screen-1080x2400.h264");
 const WIDTH: u32 = 1080;
 const HEIGHT: u32 = 2400;
 

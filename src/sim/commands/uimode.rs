@@ -3,8 +3,8 @@
 //! error text otherwise). The mode lives where Android keeps it, `secure ui_night_mode` (0 auto, 1 no, 2 yes,
 //! 3 custom), so a test reads it like any setting.
 
-use super::cmdio::CmdIo;
-use super::device::Device;
+use crate::sim::cmdio::CmdIo;
+use crate::sim::device::Device;
 
 const KEY: (&str, &str) = ("secure", "ui_night_mode");
 
