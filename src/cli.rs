@@ -608,12 +608,12 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
         if args.allow_serials.is_empty() { policy.allow_serials.clone() } else { args.allow_serials.clone() };
     let command = match args.recover_command.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
         Some(c) => Some(
-            crate::device::recovery::split_command(c)
+            crate::device::recovery_config::split_command(c)
                 .map_err(|e| ConfigError { code: exit::CONFIG, message: format!("--recover-command: {e}") })?,
         ),
         None => None,
     };
-    if !(crate::device::recovery::OFFLINE_AFTER_MIN..=crate::device::recovery::OFFLINE_AFTER_MAX)
+    if !(crate::device::recovery_config::OFFLINE_AFTER_MIN..=crate::device::recovery_config::OFFLINE_AFTER_MAX)
         .contains(&args.recover_offline_after)
     {
         return Err(ConfigError {
@@ -630,7 +630,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
         }
         None => None,
     };
-    let recovery = crate::device::recovery::Config {
+    let recovery = crate::device::recovery_config::Config {
         command,
         command_timeout: args.recover_command_timeout,
         wait: args.recover_wait,

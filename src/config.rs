@@ -64,7 +64,7 @@ pub struct Resolved {
     /// The operator's device wall (`/`).
     pub wall: crate::wall::WallConfig,
     /// The operator's part of the recovery ladder of stuck phones.
-    pub recovery: crate::device::recovery::Config,
+    pub recovery: crate::device::recovery_config::Config,
     /// `--capture-compression auto`.
     pub capture_compression: bool,
     /// `--capture-streams`: most parallel streams per compressed capture (1..=4).

@@ -89,7 +89,7 @@ pub struct Policy {
     /// ["com.example.shop"], "clear_apps": ["com.example.shop"], "home": true, "restore_keyboard": true}}`, each
     /// optional.
     #[serde(default)]
-    pub lease_conditions: crate::device::conditions::Conditions,
+    pub lease_conditions: crate::device::lease::Conditions,
 }
 
 impl Policy {

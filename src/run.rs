@@ -70,23 +70,19 @@ pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
     Ok(running)
 }
 
-/// Lease conditions' old values live in the store until they are restored (`device::conditions::Ledger`).
+/// Lease conditions' old values live in the store until they are restored (`device::lease::Ledger`).
 struct StoreLedger(Store);
 
-impl crate::device::conditions::Ledger for StoreLedger {
-    fn record(
-        &self,
-        key: &crate::device::DeviceKey,
-        rows: &[crate::device::conditions::Recorded],
-    ) -> Result<(), String> {
+impl crate::device::lease::Ledger for StoreLedger {
+    fn record(&self, key: &crate::device::DeviceKey, rows: &[crate::device::lease::Recorded]) -> Result<(), String> {
         let rows: Vec<_> = rows.iter().map(|r| (r.namespace.clone(), r.name.clone(), r.old.clone())).collect();
         self.0.record_conditions(&key.server, &key.serial, &rows, crate::protocol::now_ms()).map_err(|e| e.to_string())
     }
-    fn recorded(&self, key: &crate::device::DeviceKey) -> Result<Vec<crate::device::conditions::Recorded>, String> {
+    fn recorded(&self, key: &crate::device::DeviceKey) -> Result<Vec<crate::device::lease::Recorded>, String> {
         let rows = self.0.recorded_conditions(&key.server, &key.serial).map_err(|e| e.to_string())?;
         Ok(rows
             .into_iter()
-            .map(|(namespace, name, old)| crate::device::conditions::Recorded { namespace, name, old })
+            .map(|(namespace, name, old)| crate::device::lease::Recorded { namespace, name, old })
             .collect())
     }
     fn forget(&self, key: &crate::device::DeviceKey) -> Result<(), String> {

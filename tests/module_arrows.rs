@@ -457,11 +457,6 @@ fn inner_arrows(room_name: &str) -> Inner {
     inner
 }
 
-/// Rooms that still hold a circle (issue 37, item 1, step 3: each is untied by moving the shared type down into a
-/// file of its own, or by passing a closure); the test fails when one of them loses its last circle, so the list
-/// only shrinks.
-const NOT_YET_UNTIED: &[&str] = &["device"];
-
 fn rooms() -> Vec<String> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut rooms: Vec<String> = std::fs::read_dir(&src)
@@ -491,23 +486,18 @@ fn inner_cycle_report(room: &str, inner: &Inner, c: &[String]) -> String {
 #[test]
 fn the_files_inside_each_room_form_no_cycle() {
     let mut failures = String::new();
-    let mut untied = Vec::new();
     for room in rooms() {
         let inner = inner_arrows(&room);
         println!("{room}/:\n{}", describe(&inner));
-        match (cycle(&inner), NOT_YET_UNTIED.contains(&room.as_str())) {
-            (Some(c), false) => failures.push_str(&format!(
+        if let Some(c) = cycle(&inner) {
+            failures.push_str(&format!(
                 "import cycle inside {room}/: {}\n{}",
                 c.join(" → "),
                 inner_cycle_report(&room, &inner, &c)
-            )),
-            (Some(c), true) => println!("{room}/ still has a circle: {}", c.join(" → ")),
-            (None, true) => untied.push(room),
-            (None, false) => {}
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures}");
-    assert!(untied.is_empty(), "no circle is left in {untied:?}: take them off NOT_YET_UNTIED so they stay so");
 }
 
 #[test]

@@ -23,11 +23,11 @@ use tokio::sync::{broadcast, watch};
 
 use super::formats;
 use super::host;
+use super::key::{DeviceInfo, DeviceKey, DeviceState};
+pub use super::link::Device;
 use super::power::{self, ScreenState};
 pub use super::transport::ShellOut;
 use super::transport::{self, FbHeader, FileStat};
-use super::{Backend, DeviceInfo, DeviceKey, DeviceState};
-use crate::protocol::card::{AuthField, AuthFlow};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 pub struct AdbBackend {
@@ -40,7 +40,7 @@ pub struct AdbBackend {
     rotations: Mutex<HashMap<DeviceKey, (Instant, u8)>>,
     reachable: Mutex<HashMap<SocketAddrV4, bool>>,
     /// When each adb server's tracker lost its connection (or first failed to make one); removed when a tracker
-    /// connection is open again. What `/health` and `xagent_adb_server_up` read (see [`super::UNREACHABLE_AFTER`]).
+    /// connection is open again. What `/health` and `xagent_adb_server_up` read (see [`super::key::UNREACHABLE_AFTER`]).
     down_since: Mutex<HashMap<SocketAddrV4, Instant>>,
     /// Devices verified reachable since they last came online, with `ro.product.model` as the phone reports it
     /// (the adb server's `model:` is sanitised: `Pixel_7__sim_`). A device the adb server lists as `device` counts
@@ -61,7 +61,7 @@ pub struct AdbBackend {
     capture_streams_max: std::sync::atomic::AtomicUsize,
     /// `--capture-compression`: whether compressed captures may be tried at all.
     capture_compression: std::sync::atomic::AtomicBool,
-    /// Servers whose device list was applied at least once (see [`Backend::settling`]).
+    /// Servers whose device list was applied at least once (see [`super::backend::Backend::settling`]).
     listed: Mutex<std::collections::HashSet<SocketAddrV4>>,
     /// Per device: the last screen state known, when it was learnt and until when it is trusted
     /// ([`AdbBackend::screen_state`]): [`SCREEN_STATE_TTL`] after a read, [`INPUT_KEEPS_AWAKE`] after an input of
@@ -73,12 +73,12 @@ pub struct AdbBackend {
     health: super::health::Book,
     /// Per phone: device operations in flight now. A health read waits until a phone has none (agents first).
     in_flight: Mutex<HashMap<DeviceKey, usize>>,
-    /// Per phone: side-effecting operations started since start-up ([`Backend::side_effects_started`]).
+    /// Per phone: side-effecting operations started since start-up ([`super::backend::Backend::side_effects_started`]).
     side_effects: Mutex<HashMap<DeviceKey, u64>>,
-    recovery: Mutex<super::recovery::Config>,
-    audit: Mutex<Option<super::recovery::AuditSink>>,
+    recovery: Mutex<super::recovery_config::Config>,
+    audit: Mutex<Option<super::recovery_config::AuditSink>>,
     /// Lease conditions: what a bind sets and a release restores (`conditions.rs`).
-    conditions: super::conditions::State,
+    conditions: super::lease::State,
     /// The backend's own `Arc` (weak): `Backend::released` spawns the release job, which outlives the call.
     me: std::sync::Weak<AdbBackend>,
     /// Per phone: the resident helper (`helper.rs`), started at first use, ended when the phone changes state.
@@ -214,26 +214,26 @@ impl AdbBackend {
     }
 
     /// The operator's part of the recovery ladder (`--recover-command`) and the warning thresholds (policy).
-    pub fn configure_health(&self, recovery: super::recovery::Config, thresholds: super::health::Thresholds) {
+    pub fn configure_health(&self, recovery: super::recovery_config::Config, thresholds: super::health::Thresholds) {
         *self.recovery.lock().unwrap_or_else(|e| e.into_inner()) = recovery;
         self.health.set_thresholds(thresholds);
     }
 
-    pub fn recovery_config(&self) -> super::recovery::Config {
+    pub fn recovery_config(&self) -> super::recovery_config::Config {
         self.recovery.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn me(&self) -> Option<Arc<AdbBackend>> {
+    pub(super) fn me(&self) -> Option<Arc<AdbBackend>> {
         self.me.upgrade()
     }
 
     /// The lease-condition state (`conditions.rs`).
-    pub fn conditions(&self) -> &super::conditions::State {
+    pub fn conditions(&self) -> &super::lease::State {
         &self.conditions
     }
 
     /// Where recovery steps are recorded (the audit log; wired by `run.rs`).
-    pub fn set_audit(&self, sink: super::recovery::AuditSink) {
+    pub fn set_audit(&self, sink: super::recovery_config::AuditSink) {
         *self.audit.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
     }
 
@@ -298,13 +298,13 @@ impl AdbBackend {
         }
     }
 
-    fn ids(&self) -> std::sync::MutexGuard<'_, super::identity::Identities> {
+    pub(super) fn ids(&self) -> std::sync::MutexGuard<'_, super::identity::Identities> {
         self.identities.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The device list as the channel layer sees it: one entry per phone under its presented key, in the state
     /// of its best path.
-    fn view(&self) -> Vec<DeviceInfo> {
+    pub(super) fn view(&self) -> Vec<DeviceInfo> {
         let raw: Vec<DeviceInfo> = self.devices.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
         let ids = self.ids();
         let mut best: HashMap<DeviceKey, (DeviceInfo, (u8, u8))> = HashMap::new();
@@ -329,6 +329,28 @@ impl AdbBackend {
             .map_or_else(|| key.clone(), |(_, p)| p)
     }
 
+    /// True while an adb server's first list has not arrived or a listed device is being verified
+    /// ([`super::backend::Backend::settling`]).
+    pub(super) fn lists_pending(&self) -> bool {
+        if !self.verifying.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            return true;
+        }
+        // A server not tried yet, or reachable but not yet listed (an unreachable one will not list anything soon).
+        let listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let reachable = self.reachable.lock().unwrap_or_else(|e| e.into_inner());
+        self.servers.iter().any(|s| !listed.contains(s) && reachable.get(s).copied() != Some(false))
+    }
+
+    /// How many side-effecting operations were ever started on `key` ([`super::backend::Backend::side_effects_started`]).
+    pub(super) fn side_effects_of(&self, key: &DeviceKey) -> u64 {
+        self.side_effects.lock().unwrap_or_else(|e| e.into_inner()).get(key).copied().unwrap_or(0)
+    }
+
+    /// Every state change of a device ([`super::backend::Backend::subscribe`]).
+    pub(super) fn changes(&self) -> broadcast::Receiver<DeviceKey> {
+        self.changes.subscribe()
+    }
+
     pub fn servers(&self) -> &[SocketAddrV4] {
         &self.servers
     }
@@ -338,8 +360,7 @@ impl AdbBackend {
         for &server in &self.servers {
             tokio::spawn(self.clone().track(server, shutdown.clone()));
         }
-        tokio::spawn(self.clone().watch_health(shutdown.clone()));
-        tokio::spawn(super::recovery::run(self.clone(), shutdown));
+        tokio::spawn(self.clone().watch_health(shutdown));
     }
 
     /// Follows `host:track-devices-l` of one server; reconnects with backoff when the server goes away, in which
@@ -672,7 +693,7 @@ impl AdbBackend {
                 super::sent::started();
             }
             let shell_v2 = self.shell_v2_of(&path, server).await?;
-            op(Device { server, serial: path.serial.clone(), shell_v2 }).await
+            op(Device::new(server, path.serial.clone(), shell_v2)).await
         };
         let r = tokio::time::timeout(deadline, work).await;
         if ordered {
@@ -695,7 +716,7 @@ impl AdbBackend {
         }
         match r {
             // Cut by the recovery ladder's reconnect: say so rather than the transport's "adb: closed".
-            Ok(r) => r.map_err(|e| super::recovery::explain_cut(self, key, began, ordered, e)),
+            Ok(r) => r.map_err(|e| explain_cut(self, key, began, ordered, e)),
             Err(_) => Err(ProtoError::new(
                 ErrorCode::DeviceTimeout,
                 format!(
@@ -774,7 +795,7 @@ impl AdbBackend {
         deadline: Duration,
     ) -> Result<(Vec<u8>, usize), ProtoError> {
         self.op(key, false, deadline, |d| async move {
-            transport::exec_gunzip(d.server, &d.serial, cmd, max_compressed, inflate).await
+            transport::exec_gunzip(d.path().0, d.path().1, cmd, max_compressed, inflate).await
         })
         .await
     }
@@ -790,7 +811,7 @@ impl AdbBackend {
         deadline: Duration,
     ) -> Result<usize, ProtoError> {
         self.op(key, false, deadline, |d| async move {
-            transport::exec_feed(d.server, &d.serial, cmd, max_compressed, inflate).await
+            transport::exec_feed(d.path().0, d.path().1, cmd, max_compressed, inflate).await
         })
         .await
     }
@@ -873,7 +894,7 @@ impl AdbBackend {
         deadline: Duration,
     ) -> Result<(FbHeader, S), ProtoError> {
         self.op(key, false, deadline, |d| async move {
-            transport::framebuffer_feed(d.server, &d.serial, max_pixel_bytes, start).await
+            transport::framebuffer_feed(d.path().0, d.path().1, max_pixel_bytes, start).await
         })
         .await
     }
@@ -1053,45 +1074,29 @@ impl AdbBackend {
     }
 }
 
-/// One device as an operation sees it: where to reach it and how to talk shell to it. Cheap; every call opens its
-/// own connection, owned by the calling future.
-#[derive(Clone, Debug)]
-pub struct Device {
-    server: SocketAddr,
-    serial: String,
-    shell_v2: bool,
-}
-
-impl Device {
-    /// The adb server and the serial this operation reaches the phone through.
-    pub fn path(&self) -> (SocketAddr, &str) {
-        (self.server, &self.serial)
+/// The error of a command that ended because the ladder reconnected its phone (`began`: when the command
+/// started): the transport's own error ("adb: closed", "device offline") names a symptom, not what happened.
+/// `device_timeout` is the code of a phone that stopped answering; the message says so, that the connector
+/// reconnected it, and whether the call's input is known to have been sent (`device::sent`): an ordered command
+/// (a side effect) or an earlier one of the same call may have reached the phone. Other errors pass unchanged.
+fn explain_cut(adb: &AdbBackend, key: &DeviceKey, began: Instant, ordered: bool, e: ProtoError) -> ProtoError {
+    if e.code == ErrorCode::DeviceTimeout || !adb.health_book().reconnected_since(key, began) {
+        return e;
     }
-
-    pub async fn shell(&self, cmd: &str) -> Result<ShellOut, ProtoError> {
-        self.shell_capped(cmd, transport::SHELL_OUTPUT_MAX).await
-    }
-
-    /// [`Device::shell`] reading at most `cap` bytes of output.
-    pub async fn shell_capped(&self, cmd: &str, cap: usize) -> Result<ShellOut, ProtoError> {
-        if self.shell_v2 {
-            transport::shell_v2(self.server, &self.serial, cmd, cap).await
-        } else {
-            transport::shell_v1(self.server, &self.serial, cmd, cap).await
-        }
-    }
-
-    pub async fn exec(&self, cmd: &str, cap: usize) -> Result<Vec<u8>, ProtoError> {
-        transport::exec(self.server, &self.serial, cmd, cap).await
-    }
-
-    pub async fn framebuffer(&self, max_pixel_bytes: usize) -> Result<(FbHeader, Vec<u8>), ProtoError> {
-        transport::framebuffer(self.server, &self.serial, max_pixel_bytes).await
-    }
-
-    pub async fn sync(&self) -> Result<transport::Sync, ProtoError> {
-        transport::Sync::open(self.server, &self.serial).await
-    }
+    let sent = ordered || super::sent::already();
+    let what = if sent {
+        "its input may have been sent before the reconnect (check the screen before repeating it)"
+    } else {
+        "none of its input had been sent"
+    };
+    ProtoError::new(
+        ErrorCode::DeviceTimeout,
+        format!(
+            "the phone stopped answering and the connector reconnected it (recovery) during this call, which cut \
+             the call; {what}. The phone may be back within seconds: retry then"
+        ),
+    )
+    .with_details(serde_json::json!({"reconnected": true, "input_may_have_been_sent": sent}))
 }
 
 /// How long a rotation read is reused: a burst of taps costs one `dumpsys input`, a turned phone is seen within 1 s.
@@ -1101,206 +1106,10 @@ pub const ROTATION_TTL: Duration = Duration::from_secs(1);
 const ROTATION_COMMAND: &str =
     "dumpsys input | grep -E 'SurfaceOrientation:|InputDeviceOrientation:|Viewport INTERNAL:'; true";
 
-impl Backend for AdbBackend {
-    fn phone_helper(&self, key: &DeviceKey) -> Option<String> {
-        Some(super::helper::summary(&self.helpers.report(key)))
-    }
-
-    fn side_effects_started(&self, key: &DeviceKey) -> Option<u64> {
-        Some(self.side_effects.lock().unwrap_or_else(|e| e.into_inner()).get(key).copied().unwrap_or(0))
-    }
-
-    fn adb_servers(&self) -> Vec<(String, Option<Duration>)> {
-        self.outages().into_iter().map(|(s, d)| (s.to_string(), d)).collect()
-    }
-
-    fn health_of(&self, key: &DeviceKey) -> Option<(super::health::Snapshot, Vec<super::health::Warning>)> {
-        let s = self.health.snapshot(key, Instant::now());
-        let w = s.warnings(&self.health.thresholds());
-        Some((s, w))
-    }
-
-    fn command_timed_out(&self, key: &DeviceKey) {
-        self.health.command_ended(key, true);
-    }
-
-    fn health(&self) -> Vec<(DeviceKey, super::health::Snapshot, Vec<super::health::Warning>)> {
-        let t = self.health.thresholds();
-        self.health
-            .all(Instant::now())
-            .into_iter()
-            .map(|(k, s)| {
-                let w = s.warnings(&t);
-                (k, s, w)
-            })
-            .collect()
-    }
-
-    fn auth_flows(&self) -> Vec<AuthFlow> {
-        vec![AuthFlow {
-            id: "adb_device",
-            target_type: "device",
-            kind: "form",
-            title: "绑定 Android 设备",
-            description: Some(
-                "Bind one Android phone attached to this connector's adb server(s). Leave the serial empty to take \
-                 any free online phone, optionally one matching every given constraint (model, manufacturer, SDK \
-                 range, operator labels).",
-            ),
-            fields: vec![
-                AuthField {
-                    name: "serial",
-                    label: "设备序列号 (可选)",
-                    input_type: "text",
-                    required: false,
-                    placeholder: Some("as printed by `adb devices`, e.g. R58N123ABC"),
-                    help_text: Some("Empty: bind any free, online, authorised device (matching the fields below)."),
-                },
-                AuthField {
-                    name: "model",
-                    label: "型号 (可选)",
-                    input_type: "text",
-                    required: false,
-                    placeholder: Some("e.g. Pixel 7"),
-                    help_text: Some("ro.product.model, case-insensitive; without a serial only."),
-                },
-                AuthField {
-                    name: "manufacturer",
-                    label: "厂商 (可选)",
-                    input_type: "text",
-                    required: false,
-                    placeholder: Some("e.g. samsung"),
-                    help_text: Some("ro.product.manufacturer, case-insensitive."),
-                },
-                AuthField {
-                    name: "min_sdk",
-                    label: "最低 SDK (可选)",
-                    input_type: "text",
-                    required: false,
-                    placeholder: Some("e.g. 30"),
-                    help_text: Some("Lowest Android API level accepted."),
-                },
-                AuthField {
-                    name: "max_sdk",
-                    label: "最高 SDK (可选)",
-                    input_type: "text",
-                    required: false,
-                    placeholder: Some("e.g. 34"),
-                    help_text: Some("Highest Android API level accepted."),
-                },
-                AuthField {
-                    name: "labels",
-                    label: "标签 (可选)",
-                    input_type: "text",
-                    required: false,
-                    placeholder: Some("e.g. pool:checkout, sim:carrier-x"),
-                    help_text: Some("Comma-separated operator labels (policy file); the device must have all."),
-                },
-            ]
-            .into_iter()
-            // Offered only where the policy lets an agent choose something (`device::conditions`).
-            .chain(self.conditions.agents_may_choose().then_some(AuthField {
-                name: "conditions",
-                label: "租用条件 (可选)",
-                input_type: "text",
-                required: false,
-                placeholder: Some("e.g. {\"dark_mode\": true, \"font_scale\": 1.3}"),
-                help_text: Some(
-                    "Lease conditions for this bind, a JSON object: only those the operator's policy lets agents \
-                     choose (lease_conditions.agent_may_set); any other is refused. Undone at release.",
-                ),
-            }))
-            .collect(),
-        }]
-    }
-
-    fn devices(&self) -> Vec<DeviceInfo> {
-        let mut v = self.view();
-        v.sort_by(|a, b| a.key.cmp(&b.key));
-        v
-    }
-
-    fn info(&self, key: &DeviceKey) -> Option<DeviceInfo> {
-        self.view().into_iter().find(|d| &d.key == key)
-    }
-
-    fn resolve_serial(&self, serial: &str) -> Option<DeviceKey> {
-        self.ids().resolve_serial(serial)
-    }
-
-    fn aliases(&self, key: &DeviceKey) -> Vec<String> {
-        self.ids().names_of(key)
-    }
-
-    fn keep_key(&self, key: &DeviceKey) {
-        self.ids().prefer(key);
-    }
-
-    fn subscribe(&self) -> broadcast::Receiver<DeviceKey> {
-        self.changes.subscribe()
-    }
-
-    fn start(self: Arc<Self>, shutdown: watch::Receiver<bool>) {
-        let mut stop = shutdown.clone();
-        let me = Arc::downgrade(&self);
-        self.spawn_trackers(shutdown.clone());
-        // Shutting down ends every phone helper (each stream closed: the helper exits at the end of its input).
-        tokio::spawn(async move {
-            while !*stop.borrow_and_update() {
-                if stop.changed().await.is_err() {
-                    break;
-                }
-            }
-            if let Some(me) = me.upgrade() {
-                me.helpers.shutdown();
-            }
-        });
-        tokio::spawn(super::conditions::sweep(self, shutdown));
-    }
-
-    fn released(&self, key: &DeviceKey) {
-        if self.conditions.released(key) {
-            // The release job needs the backend itself: it is reached through the tracker's Arc.
-            if let Some(me) = self.me() {
-                tokio::spawn(super::conditions::release(me, key.clone()));
-            }
-        }
-    }
-
-    fn prepare(self: Arc<Self>, key: DeviceKey) -> futures_util::future::BoxFuture<'static, Result<(), ProtoError>> {
-        if super::conditions::idle(&self, &key) {
-            self.conditions.lease_continues(&key);
-            return Box::pin(async { Ok(()) });
-        }
-        Box::pin(super::conditions::prepare(self, key))
-    }
-
-    fn not_restored(&self, key: &DeviceKey) -> Option<String> {
-        self.conditions.not_restored(key)
-    }
-
-    fn ask_conditions(&self, key: Option<&DeviceKey>, asked: Option<&serde_json::Value>) -> Result<(), String> {
-        self.conditions.ask(key, asked)
-    }
-
-    fn lease_continues(&self, key: &DeviceKey) {
-        self.conditions.lease_continues(key);
-    }
-
-    fn settling(&self) -> bool {
-        if !self.verifying.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
-            return true;
-        }
-        // A server not tried yet, or reachable but not yet listed (an unreachable one will not list anything soon).
-        let listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
-        let reachable = self.reachable.lock().unwrap_or_else(|e| e.into_inner());
-        self.servers.iter().any(|s| !listed.contains(s) && reachable.get(s).copied() != Some(false))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::backend::Backend;
 
     #[test]
     fn wm_size_prefers_override() {

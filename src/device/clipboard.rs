@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use super::adb::AdbBackend;
-use super::DeviceKey;
+use super::key::DeviceKey;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// Longest text `clipboard_set` sends, in UTF-8 bytes: its base64 and the request's words stay under the helper's

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
-use super::{Backend, DeviceInfo, DeviceKey, DeviceState};
+use super::backend::Backend;
+use super::key::{DeviceInfo, DeviceKey, DeviceState};
 use crate::protocol::card::{AuthField, AuthFlow};
 
 pub struct FakeBackend {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use super::formats::HealthText;
-use super::DeviceKey;
+use super::key::DeviceKey;
 
 /// A phone's health is read at most this often.
 pub const READ_EVERY: Duration = Duration::from_secs(30);
@@ -113,7 +113,7 @@ struct Phone {
     unhealthy: Option<String>,
     /// Last run of the operator's recover command (rate limit).
     command_ran: Option<Instant>,
-    /// When the recovery ladder last reconnected the phone (`recovery::explain_cut`).
+    /// When the recovery ladder last reconnected the phone (`adb.rs`, `explain_cut`).
     reconnected: Option<Instant>,
     /// Why a lease's settings are not restored on it yet (`conditions.rs`): no agent gets it meanwhile.
     not_restored: Option<String>,

@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use super::{DeviceKey, DeviceState};
+use super::key::{DeviceKey, DeviceState};
 
 /// Evidence that a path reaches one particular phone: paths with equal proofs are one phone.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

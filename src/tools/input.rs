@@ -18,7 +18,7 @@ use super::registry::{Tool, ToolSpec};
 use super::target::{self, ElementArg, Resolved, SelectorArg};
 use super::{args, dump, observations};
 use crate::device::adb::AdbBackend;
-use crate::device::helper::Input;
+use crate::device::input::Input;
 use crate::device::shell::{input_text_chunks, quote};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
