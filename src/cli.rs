@@ -333,7 +333,8 @@ pub enum AuditAction {
     Verify,
     /// Print the last N records (seq, UTC time, channel, tool_call_id, device, tool, result, redacted arguments).
     Tail {
-        #[arg(short = 'n', long, default_value_t = 20)]
+        /// How many of the newest records to print.
+        #[arg(short = 'n', long, value_name = "N", default_value_t = 20)]
         lines: u64,
         /// One JSON object per line instead of the table (for scripts).
         #[arg(long)]
@@ -751,6 +752,28 @@ mod tests {
                 assert!(a.get_help_heading().is_some(), "{name} --{id} has no heading in SERVE_HEADINGS");
             }
         }
+    }
+
+    /// Issue 37 item 3: every flag and argument of every command says what it is (an undescribed flag is a
+    /// blank in `--help`, `docs/commands.md` and `docs/configuration.md`).
+    #[test]
+    fn every_flag_of_every_command_is_described() {
+        let cmd = super::command();
+        let mut undescribed = Vec::new();
+        let mut seen = 0;
+        for sub in cmd.get_subcommands() {
+            for nested in std::iter::once(sub).chain(sub.get_subcommands()) {
+                for a in nested.get_arguments() {
+                    seen += 1;
+                    let described = a.get_help().or(a.get_long_help()).is_some_and(|h| h.to_string().trim().len() > 3);
+                    if !described {
+                        undescribed.push(format!("{} {}", nested.get_name(), a.get_id()));
+                    }
+                }
+            }
+        }
+        assert!(seen > 50, "the walk saw the commands' flags ({seen})");
+        assert!(undescribed.is_empty(), "flags without a description: {undescribed:?}");
     }
 
     #[test]

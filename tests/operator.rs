@@ -681,3 +681,35 @@ fn version_says_build_time_in_rfc3339() {
     let b = built.as_bytes();
     assert!(built.len() == 20 && b[4] == b'-' && b[10] == b'T' && b[13] == b':' && built.ends_with('Z'), "{text}");
 }
+
+/// Issue 37 item 3, ripgrep's way: `-h` is the short summary (one line a flag, no examples) and says where the rest
+/// is; `--help` is the long one with the examples, and both have the same flags in the same headed groups.
+#[test]
+fn short_help_is_a_summary_and_long_help_has_the_examples() {
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for sub in ["serve", "doctor"] {
+        let short = run(&[sub, "-h"]);
+        let long = run(&[sub, "--help"]);
+        assert!(short.contains("(see more with '--help')"), "{sub} -h says where the rest is:\n{short}");
+        assert!(short.lines().count() * 2 <= long.lines().count(), "{sub} -h is not a summary of --help");
+        assert!(!short.contains("Examples:") && long.contains("Examples:"), "{sub}: examples only in --help");
+        let flags = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+                .map(|w| w.trim_end_matches(',').to_owned())
+                .collect()
+        };
+        let (fs, fl) = (flags(&short), flags(&long));
+        assert!(fs.len() > 10, "{sub} -h lists its flags: {fs:?}");
+        for f in &fs {
+            assert!(fl.contains(f), "{sub} --help lacks {f}");
+        }
+        for heading in ["Network and access:", "Phones:"] {
+            assert!(short.contains(heading) && long.contains(heading), "{sub}: {heading} in both");
+        }
+    }
+}
