@@ -795,7 +795,8 @@ impl AdbBackend {
         deadline: Duration,
     ) -> Result<(Vec<u8>, usize), ProtoError> {
         self.op(key, false, deadline, |d| async move {
-            transport::exec_gunzip(d.path().0, d.path().1, cmd, max_compressed, inflate).await
+            let (server, serial) = d.path();
+            transport::exec_gunzip(server, serial, cmd, max_compressed, inflate).await
         })
         .await
     }
@@ -811,7 +812,8 @@ impl AdbBackend {
         deadline: Duration,
     ) -> Result<usize, ProtoError> {
         self.op(key, false, deadline, |d| async move {
-            transport::exec_feed(d.path().0, d.path().1, cmd, max_compressed, inflate).await
+            let (server, serial) = d.path();
+            transport::exec_feed(server, serial, cmd, max_compressed, inflate).await
         })
         .await
     }
@@ -894,7 +896,8 @@ impl AdbBackend {
         deadline: Duration,
     ) -> Result<(FbHeader, S), ProtoError> {
         self.op(key, false, deadline, |d| async move {
-            transport::framebuffer_feed(d.path().0, d.path().1, max_pixel_bytes, start).await
+            let (server, serial) = d.path();
+            transport::framebuffer_feed(server, serial, max_pixel_bytes, start).await
         })
         .await
     }
