@@ -21,6 +21,8 @@
 # uptime of the last accessibility event (written on the looper thread), and of the end of the last tree/idle
 .field static volatile lastEvent:J
 .field static lastUse:J
+# true while an idle wait runs without the lock (see opIdle): the release timer must not let go meanwhile
+.field static inUse:Z
 # the tree being written (one request at a time)
 .field static sb:Ljava/lang/StringBuilder;
 .field static count:I
@@ -233,6 +235,9 @@
     :try_start
     sget-object v1, Lxagent/Ui;->ua:Landroid/app/UiAutomation;
     if-eqz v1, :out
+    # an idle wait is running (it re-arms this timer when it ends)
+    sget-boolean v1, Lxagent/Ui;->inUse:Z
+    if-nez v1, :out
     invoke-static {}, Landroid/os/SystemClock;->uptimeMillis()J
     move-result-wide v2
     sget-wide v4, Lxagent/Ui;->lastUse:J
@@ -868,6 +873,13 @@
 # idle QUIET TIMEOUT: "idle <waited>" once no accessibility event has come for QUIET ms (counted from the last
 # event, or from connecting), "busy <waited>" when TIMEOUT ms pass first. No enforced minimum (uiautomator's
 # waitForIdle is the model, without its second).
+# The wait itself holds no lock (helper D2). The events arrive on the xagent-ui looper thread: the framework posts
+# every listener call to the Looper given to the UiAutomation's constructor (AOSP api28 android/app/UiAutomation.java
+# :200 `mLocalCallbackHandler = new Handler(looper)`, :1167; android-36 :314, :1980; on 26-27 the whole client runs
+# on it, api26 :193). The release timer (run) runs on that thread too and takes the class monitor: a wait that slept
+# holding it stopped the looper once the timer fired 3 s after the last tree/idle, no event arrived any more, and
+# "idle" was answered mid-animation. inUse (set and cleared under the monitor) keeps the timer from releasing
+# meanwhile; the timer is armed again when the wait ends.
 .method static opIdle([Ljava/lang/String;)Ljava/lang/String;
     .locals 14
     const/4 v0, 2
@@ -887,6 +899,12 @@
     monitor-enter v0
     :try_start
     invoke-static {}, Lxagent/Ui;->connect()V
+    const/4 v1, 1
+    sput-boolean v1, Lxagent/Ui;->inUse:Z
+    :try_end
+    .catch Ljava/lang/Throwable; {:try_start .. :try_end} :caught
+    monitor-exit v0
+    :try_wait
     invoke-static {}, Landroid/os/SystemClock;->uptimeMillis()J
     move-result-wide v2
     :wait
@@ -918,14 +936,30 @@
     move-result-object v4
     invoke-static {v1, v4}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v1
-    invoke-static {}, Lxagent/Ui;->touch()V
-    :try_end
-    .catch Ljava/lang/Throwable; {:try_start .. :try_end} :caught
+    :try_wait_end
+    .catch Ljava/lang/Throwable; {:try_wait .. :try_wait_end} :wait_failed
+    monitor-enter v0
+    invoke-static {}, Lxagent/Ui;->done()V
     monitor-exit v0
     return-object v1
+    :wait_failed
+    move-exception v1
+    monitor-enter v0
+    invoke-static {}, Lxagent/Ui;->done()V
+    monitor-exit v0
+    throw v1
     :caught
     move-exception v1
     invoke-static {}, Lxagent/Ui;->release()V
     monitor-exit v0
     throw v1
+.end method
+
+# the end of an idle wait (caller holds the lock): the timer may release again, 3000 ms from now
+.method static done()V
+    .locals 1
+    const/4 v0, 0
+    sput-boolean v0, Lxagent/Ui;->inUse:Z
+    invoke-static {}, Lxagent/Ui;->touch()V
+    return-void
 .end method

@@ -67,8 +67,22 @@ public final class Ui {
         return next <= until ? next : -1;
     }
 
+    /** The looper the UiAutomation was made with (its constructor's). */
+    public static volatile android.os.Looper looper;
+
+    /**
+     * One accessibility event, as the system delivers it: on the UiAutomation's looper thread, never on the
+     * caller's. API 26-27 run the whole client on the constructor's Looper (AOSP api26 android/app/UiAutomation.java:193
+     * `mClient = new IAccessibilityServiceClientImpl(looper)`); 28+ post the listener call to a Handler on it
+     * (api28 :200 `mLocalCallbackHandler = new Handler(looper)`, :1167 `mLocalCallbackHandler.post(...)`; android-36
+     * :314, :1980). A looper thread that is blocked delivers nothing until it is free.
+     */
     public static void deliver() {
-        UiAutomation.OnAccessibilityEventListener l = listener;
-        if (l != null) l.onAccessibilityEvent(AccessibilityEvent.obtain());
+        android.os.Looper l = looper;
+        if (l == null || listener == null) return;
+        new android.os.Handler(l).post(() -> {
+            UiAutomation.OnAccessibilityEventListener now = listener;
+            if (now != null) now.onAccessibilityEvent(AccessibilityEvent.obtain());
+        });
     }
 }

@@ -30,6 +30,7 @@ public final class UiAutomation {
     public UiAutomation(Looper looper, IUiAutomationConnection connection) {
         if (looper == null || connection == null) throw new IllegalArgumentException("Looper cannot be null!");
         Rec.log("ui new UiAutomation(Looper, connection)");
+        Ui.looper = looper;
     }
 
     public void connect() {
