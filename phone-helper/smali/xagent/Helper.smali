@@ -30,6 +30,9 @@
 # the UI tree and idle wait (Ui.smali): "ok" or why not, kept here so a Ui class that cannot load is a reason too
 .field static uiState:Ljava/lang/String;
 
+# true until the request being handled has injected its first event (see inject: Android 8-12)
+.field static first:Z
+
 # the gesture being played (single-threaded: one request at a time)
 .field static gDown:J
 .field static gN:I
@@ -334,6 +337,8 @@
     invoke-static {v0, v1, v2}, Lxagent/Helper;->fail(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)V
     return-void
     :hasverb
+    const/4 v2, 1
+    sput-boolean v2, Lxagent/Helper;->first:Z
     :try_start
     invoke-static {v1}, Lxagent/Helper;->dispatch([Ljava/lang/String;)Ljava/lang/String;
     move-result-object v2
@@ -866,7 +871,16 @@
 # ---------------------------------------------------------------- injection
 
 # injectInputEvent(event, mode); mode 0 = INJECT_INPUT_EVENT_MODE_ASYNC (do not wait for the app),
-# 2 = WAIT_FOR_FINISH. false from the system is "failed"; a SecurityException surfaces as "denied".
+# 1 = WAIT_FOR_RESULT, 2 = WAIT_FOR_FINISH. false from the system is "failed"; a SecurityException surfaces as
+# "denied".
+# Helper D3: on Android 8-12 an ASYNC injection the system refuses (INJECT_EVENTS denied: Xiaomi's "USB debugging
+# (Security settings)" off) still returns true: the native dispatcher answers SUCCEEDED for ASYNC before its
+# permission check and only logs the later denial (frameworks/native InputDispatcher.cpp, `if (syncMode ==
+# INPUT_EVENT_INJECTION_SYNC_NONE) { injectionResult = INPUT_EVENT_INJECTION_SUCCEEDED; }`, "Asynchronous input
+# event injection permission denied."); the Java layer throws only for PERMISSION_DENIED (android-32
+# InputManagerService.java:885-888). From 13 the permission is checked first in every mode (android-33
+# InputManagerService.java:869-874). So there the first event of each request goes WAIT_FOR_RESULT, which reports
+# the denial as a SecurityException once the event is dispatched, without waiting for the app to handle it.
 .method static inject(Landroid/view/InputEvent;I)V
     .locals 5
     sget-object v0, Lxagent/Helper;->inject:Ljava/lang/reflect/Method;
@@ -877,6 +891,16 @@
     move-result-object v1
     throw v1
     :have
+    sget-boolean v3, Lxagent/Helper;->first:Z
+    const/4 v4, 0
+    sput-boolean v4, Lxagent/Helper;->first:Z
+    if-nez p1, :mode_set
+    if-eqz v3, :mode_set
+    sget v3, Lxagent/Helper;->sdk:I
+    const/16 v4, 0x20
+    if-gt v3, v4, :mode_set
+    const/4 p1, 1
+    :mode_set
     sget-object v1, Lxagent/Helper;->im:Ljava/lang/Object;
     const/4 v2, 2
     new-array v2, v2, [Ljava/lang/Object;
