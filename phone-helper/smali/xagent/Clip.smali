@@ -21,8 +21,9 @@
 .end method
 
 # clip: "clip <B64>" (the first item's text, whole; "clip" alone when it is empty), "cut <B64>" (its first 2048
-# UTF-16 units), "none" (no clip, or a first item without text: a URI, an intent). On Android 10+ the system
-# answers null, i.e. "none", to a caller it does not let read in the background.
+# UTF-16 units), "none" (no clip, or a first item without text: a URI, an intent). The system answers a read it
+# refuses with null too (ClipboardService.getPrimaryClip), i.e. "none"; AOSP lets the shell read in the
+# background (its READ_CLIPBOARD_IN_BACKGROUND, api29 ClipboardService.java:271), some vendors may not.
 .method static opClip([Ljava/lang/String;)Ljava/lang/String;
     .locals 6
     const/4 v0, 0
@@ -33,20 +34,9 @@
     const/4 v2, 0
     invoke-static {v0, v1, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v0
-    if-eqz v0, :none
-    check-cast v0, Landroid/content/ClipData;
-    invoke-virtual {v0}, Landroid/content/ClipData;->getItemCount()I
-    move-result v1
-    if-lez v1, :none
-    const/4 v1, 0
-    invoke-virtual {v0, v1}, Landroid/content/ClipData;->getItemAt(I)Landroid/content/ClipData$Item;
+    invoke-static {v0}, Lxagent/Clip;->text(Ljava/lang/Object;)Ljava/lang/String;
     move-result-object v0
     if-eqz v0, :none
-    invoke-virtual {v0}, Landroid/content/ClipData$Item;->getText()Ljava/lang/CharSequence;
-    move-result-object v0
-    if-eqz v0, :none
-    invoke-interface {v0}, Ljava/lang/CharSequence;->toString()Ljava/lang/String;
-    move-result-object v0
     const-string v3, "clip "
     invoke-virtual {v0}, Ljava/lang/String;->length()I
     move-result v1
@@ -84,9 +74,12 @@
     return-object v0
 .end method
 
-# setclip B64: the text (UTF-8, base64) as a plain-text clip labelled "xagent", set as com.android.shell.
+# setclip B64: the text (UTF-8, base64) as a plain-text clip labelled "xagent", set as com.android.shell, then
+# read back: a write the system refuses returns silently (AOSP ClipboardService.setPrimaryClip: `if
+# (!clipboardAccessAllowed(...)) { return; }`), so only the read-back can tell. "" when ours reads back, "unverified"
+# when reads answer null (refused too, or nothing there), `denied` when another clip is there.
 .method static opSetClip([Ljava/lang/String;)Ljava/lang/String;
-    .locals 4
+    .locals 5
     const/4 v0, 1
     invoke-static {p0, v0}, Lxagent/Helper;->arity([Ljava/lang/String;I)V
     const/4 v0, 2
@@ -108,8 +101,27 @@
     move-result-object v1
     const-string v3, "setPrimaryClip"
     invoke-static {v0, v3, v1}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    const-string v3, "getPrimaryClip"
+    const/4 v4, 0
+    invoke-static {v0, v3, v4}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v0
+    if-nez v0, :read
+    const-string v0, "unverified"
+    return-object v0
+    :read
+    invoke-static {v0}, Lxagent/Clip;->text(Ljava/lang/Object;)Ljava/lang/String;
+    move-result-object v0
+    invoke-virtual {v2, v0}, Ljava/lang/String;->equals(Ljava/lang/Object;)Z
+    move-result v0
+    if-eqz v0, :refused
     const-string v0, ""
     return-object v0
+    :refused
+    const-string v0, "denied"
+    const-string v1, "the system did not take the clip (another clip reads back)"
+    invoke-static {v0, v1}, Lxagent/Helper;->err(Ljava/lang/String;Ljava/lang/String;)Lxagent/Err;
+    move-result-object v0
+    throw v0
     :bad
     const-string v0, "bad_request"
     const-string v1, "text is not base64"
@@ -118,28 +130,61 @@
     throw v0
 .end method
 
-# clearclip: clearPrimaryClip (Android 9+); Android 8 has none, so an empty plain-text clip stands for it there.
+# The first item's text of a ClipData (an Object, as Helper.call answers), or null.
+.method static text(Ljava/lang/Object;)Ljava/lang/String;
+    .locals 2
+    if-eqz p0, :none
+    check-cast p0, Landroid/content/ClipData;
+    invoke-virtual {p0}, Landroid/content/ClipData;->getItemCount()I
+    move-result v0
+    if-gtz v0, :item
+    goto :none
+    :item
+    const/4 v0, 0
+    invoke-virtual {p0, v0}, Landroid/content/ClipData;->getItemAt(I)Landroid/content/ClipData$Item;
+    move-result-object v0
+    if-eqz v0, :none
+    invoke-virtual {v0}, Landroid/content/ClipData$Item;->getText()Ljava/lang/CharSequence;
+    move-result-object v0
+    if-eqz v0, :none
+    invoke-interface {v0}, Ljava/lang/CharSequence;->toString()Ljava/lang/String;
+    move-result-object v0
+    return-object v0
+    :none
+    const/4 v0, 0
+    return-object v0
+.end method
+
+# clearclip: see clear.
 .method static opClearClip([Ljava/lang/String;)Ljava/lang/String;
-    .locals 4
+    .locals 1
     const/4 v0, 0
     invoke-static {p0, v0}, Lxagent/Helper;->arity([Ljava/lang/String;I)V
     invoke-static {}, Lxagent/Clip;->service()Ljava/lang/Object;
     move-result-object v0
+    invoke-static {v0}, Lxagent/Clip;->clear(Ljava/lang/Object;)V
+    const-string v0, ""
+    return-object v0
+.end method
+
+# clearPrimaryClip (Android 9+); Android 8 has none (AOSP api26 ClipboardService: set and get only), so an empty
+# plain-text clip stands for it there. Also what a paste uses when there was no clip before it (helper D8: on 8 it
+# left our text on the clipboard).
+.method static clear(Ljava/lang/Object;)V
+    .locals 4
     :try_clear
     const-string v1, "clearPrimaryClip"
     const/4 v2, 0
-    invoke-static {v0, v1, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    invoke-static {p0, v1, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     :try_clear_end
     .catch Lxagent/Err; {:try_clear .. :try_clear_end} :no_clear
-    const-string v0, ""
-    return-object v0
+    return-void
     :no_clear
     const-string v1, "xagent"
     const-string v2, ""
     invoke-static {v1, v2}, Landroid/content/ClipData;->newPlainText(Ljava/lang/CharSequence;Ljava/lang/CharSequence;)Landroid/content/ClipData;
     move-result-object v1
     const-string v3, "setPrimaryClip"
-    invoke-static {v0, v3, v1}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
-    const-string v0, ""
-    return-object v0
+    invoke-static {p0, v3, v1}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    return-void
 .end method

@@ -801,10 +801,14 @@
 .end method
 
 # Calls target's method `name` whatever its parameter list on this Android version: the binder signatures grow
-# (IClipboard.setPrimaryClip: (clip, pkg) on 8-9, + userId on 10-11, + attributionTag on 12-13, + deviceId on 14+),
-# so each parameter is filled by its type: the first String is our package "com.android.shell" (the shell user's
-# package), later Strings (attribution tags) null, ints 0 (user 0, default device, default display), any other
-# object `arg`. Whatever that method's class, it is called with the access check off (setAccessible).
+# (IClipboard.setPrimaryClip: (clip, pkg) on 8-9, + userId on 10-13, + attributionTag from 13 QPR1, + deviceId on
+# 14+) and vendors add their own, so each parameter is filled by its type: the first String is our package
+# "com.android.shell" (the shell user's package), later Strings (attribution tags) null, ints 0 (user 0, default
+# device, default display), longs 0, booleans true, the first other object `arg` and any later one null.
+# Helper D5: vivo/iQOO Android 14 builds add a `boolean userOperate` (getPrimaryClip(String, String, int, int,
+# boolean), setPrimaryClip(ClipData, String, String, int, int, boolean): scrcpy 5ce8672e, 746eaea5, issues #4492,
+# #4703; scrcpy passes true). Filled with `arg`, Method.invoke threw IllegalArgumentException and clip, setclip
+# and non-ASCII text failed there. Whatever that method's class, it is called with the access check off.
 .method static call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     .locals 10
     invoke-virtual {p0}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
@@ -835,6 +839,7 @@
     new-array v4, v1, [Ljava/lang/Object;
     const/4 v2, 0
     const/4 v5, 0
+    const/4 v9, 0
     :fill
     if-ge v2, v1, :invoke
     aget-object v6, v0, v2
@@ -848,14 +853,30 @@
     goto :next
     :not_string
     sget-object v7, Ljava/lang/Integer;->TYPE:Ljava/lang/Class;
-    if-ne v6, v7, :object
+    if-ne v6, v7, :not_int
     const/4 v8, 0
     invoke-static {v8}, Ljava/lang/Integer;->valueOf(I)Ljava/lang/Integer;
     move-result-object v8
     aput-object v8, v4, v2
     goto :next
+    :not_int
+    sget-object v7, Ljava/lang/Boolean;->TYPE:Ljava/lang/Class;
+    if-ne v6, v7, :not_boolean
+    sget-object v8, Ljava/lang/Boolean;->TRUE:Ljava/lang/Boolean;
+    aput-object v8, v4, v2
+    goto :next
+    :not_boolean
+    sget-object v7, Ljava/lang/Long;->TYPE:Ljava/lang/Class;
+    if-ne v6, v7, :object
+    const-wide/16 v7, 0x0
+    invoke-static {v7, v8}, Ljava/lang/Long;->valueOf(J)Ljava/lang/Long;
+    move-result-object v8
+    aput-object v8, v4, v2
+    goto :next
     :object
+    if-nez v9, :next
     aput-object p2, v4, v2
+    const/4 v9, 1
     :next
     add-int/lit8 v2, v2, 0x1
     goto :fill
@@ -1430,6 +1451,11 @@
 # Reads the current clip, sets ours (as com.android.shell), presses KEYCODE_PASTE (279) waiting until the focused
 # app has handled it (it reads the clipboard then, so putting the old clip back cannot race it), then restores
 # the previous clip, or clears ours when there was none.
+# A read the system refuses answers null, not an exception (AOSP ClipboardService.getPrimaryClip: `if
+# (!clipboardAccessAllowed(...)) { return null; }`), which looks like an empty clipboard: clearing after the paste
+# then threw the user's clip away. So a null is believed only when reading our own clip back works; otherwise the
+# previous clip is unknown and nothing is touched after the paste ("not_restored": ours is left, the user's may be
+# there under it on phones that keep a history).
 .method static paste(Ljava/lang/String;)Ljava/lang/String;
     .locals 9
     sget-object v0, Lxagent/Helper;->clip:Ljava/lang/Object;
@@ -1464,6 +1490,22 @@
     move-result-object v3
     const-string v4, "setPrimaryClip"
     invoke-static {v0, v4, v3}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    if-eqz v2, :press
+    if-nez v1, :press
+    :try_back
+    const-string v3, "getPrimaryClip"
+    const/4 v4, 0
+    invoke-static {v0, v3, v4}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    if-nez v3, :press
+    # our own clip reads back as null: reads are refused, and the first null said nothing
+    const/4 v2, 0
+    :try_back_end
+    .catch Ljava/lang/Throwable; {:try_back .. :try_back_end} :unknown
+    goto :press
+    :unknown
+    const/4 v2, 0
+    :press
     invoke-static {}, Landroid/os/SystemClock;->uptimeMillis()J
     move-result-wide v4
     sput-wide v4, Lxagent/Helper;->gDown:J
@@ -1494,9 +1536,7 @@
     goto :finish
     :clear
     :try_clear
-    const-string v4, "clearPrimaryClip"
-    const/4 v5, 0
-    invoke-static {v0, v4, v5}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    invoke-static {v0}, Lxagent/Clip;->clear(Ljava/lang/Object;)V
     const-string v3, "paste cleared"
     :try_clear_end
     .catch Ljava/lang/Throwable; {:try_clear .. :try_clear_end} :finish

@@ -40,18 +40,27 @@ public final class Clipboard {
         return b.toString();
     }
 
+    /**
+     * -Dstub.clip_set_denied=1: the system does not let the shell user write; it returns without a word, as AOSP's
+     * ClipboardService.setPrimaryClip does (`if (!clipboardAccessAllowed(OP_WRITE_CLIPBOARD, ...)) { return; }`).
+     */
     public static void set(ClipData clip, String pkg, String tag, Integer user, Integer device) {
+        boolean refused = Rec.on("clip_set_denied");
         Rec.log("clip set " + (clip == null ? "null" : Rec.q(clip.label()) + " " + Rec.q(clip.text())) + " "
-                + who(pkg, tag, user, device));
-        if (Rec.on("clip_set_denied")) throw new SecurityException("not allowed");
-        current = clip;
+                + who(pkg, tag, user, device) + (refused ? " (refused)" : ""));
+        if (!refused) current = clip;
     }
 
+    /**
+     * -Dstub.clip_read_denied=1: the system does not let the shell user read (a vendor's background-read rule;
+     * AOSP lets the shell read, api29 ClipboardService.java:271): it answers null, as for an empty clipboard
+     * (ClipboardService.getPrimaryClip: `if (!clipboardAccessAllowed(OP_READ_CLIPBOARD, ...)) { return null; }`),
+     * never an exception.
+     */
     public static ClipData get(String pkg, String tag, Integer user, Integer device) {
-        Rec.log("clip get " + who(pkg, tag, user, device) + " -> " + text());
-        // Android 10+ refuses background clipboard reads to apps that are not the IME or focused
-        if (Rec.on("clip_read_denied")) throw new SecurityException("background read");
-        return current;
+        boolean refused = Rec.on("clip_read_denied");
+        Rec.log("clip get " + who(pkg, tag, user, device) + " -> " + (refused ? "null (refused)" : text()));
+        return refused ? null : current;
     }
 
     public static void clear(String pkg, String tag, Integer user, Integer device) {

@@ -12,6 +12,7 @@ public interface IClipboard {
     class Stub {
         public static Object asInterface(IBinder b) {
             int sdk = android.os.Build.VERSION.SDK_INT;
+            if (sdk >= 34 && "vivo".equals(xagentstub.Rec.prop("clip_shape", ""))) return new Vivo34();
             if (sdk >= 34) return new V34();
             if (sdk >= 31) return new V31();
             if (sdk >= 29) return new V29();
@@ -69,6 +70,27 @@ public interface IClipboard {
             }
 
             public ClipData getPrimaryClip(String pkg, String tag, int user, int device) {
+                return Clipboard.get(pkg, tag, user, device);
+            }
+
+            public void clearPrimaryClip(String pkg, String tag, int user, int device) {
+                Clipboard.clear(pkg, tag, user, device);
+            }
+        }
+
+        /**
+         * -Dstub.clip_shape=vivo: vivo/iQOO Android 14 builds add a `boolean userOperate` last (scrcpy 5ce8672e,
+         * issue #4492: getPrimaryClip(String, String, int, int, boolean); 746eaea5, issue #4703 "IQOO Neo 8":
+         * setPrimaryClip(ClipData, String, String, int, int, boolean)); clearPrimaryClip keeps AOSP 14's shape.
+         */
+        private static class Vivo34 implements IClipboard {
+            public void setPrimaryClip(ClipData c, String pkg, String tag, int user, int device, boolean op) {
+                xagentstub.Rec.log("clip vivo userOperate=" + op);
+                Clipboard.set(c, pkg, tag, user, device);
+            }
+
+            public ClipData getPrimaryClip(String pkg, String tag, int user, int device, boolean op) {
+                xagentstub.Rec.log("clip vivo userOperate=" + op);
                 return Clipboard.get(pkg, tag, user, device);
             }
 
