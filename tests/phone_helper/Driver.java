@@ -26,7 +26,9 @@ import org.xml.sax.InputSource;
  * "< LINE" an expected reply; "<xml ID XML" the reply "ID ok xml " + base64 of XML's UTF-8 bytes (compared as
  * the decoded XML); "<xmlsum ID windows=W nodes=N truncated=T bytes=B line=L" a tree reply with W windows, N nodes, B bytes
  * of XML, L bytes of reply line;
- * "= LINE" an expected stub record (only this JVM run has records).
+ * "= LINE" an expected stub record (only this JVM run has records);
+ * "!env KEY=VALUE" the helper's environment (app_process's, e.g. SYSTEMSERVERCLASSPATH);
+ * "!exit N" the exit status expected (0 when absent: a native abort is 134).
  * Every tree reply must also parse as XML 1.0 (the JDK's parser): escaping that breaks it fails the case.
  *
  * Usage: java Driver HELPER_JAR STUB_CLASSES CASE_DIR
@@ -62,9 +64,22 @@ public final class Driver {
         List<Integer> pauseAfter = new ArrayList<>();
         List<String> replies = new ArrayList<>();
         List<String> records = new ArrayList<>();
+        java.util.Map<String, String> env = new java.util.HashMap<>();
+        int exit = 0;
+        // the helper reaches Runtime.loadLibrary0 by reflection, as it can on Android (no module system there)
+        // app_process's main thread has the process's 8 MB stack (the RLIMIT_STACK of a shell), not the JVM's 1 MB:
+        // a deep tree's recursion must not depend on how much the JIT has compiled yet on a busy machine
+        cmd.add("-Xss8m");
+        cmd.add("--add-opens");
+        cmd.add("java.base/java.lang=ALL-UNNAMED");
         for (String line : Files.readAllLines(file.toPath(), StandardCharsets.UTF_8)) {
             if (line.isEmpty() || line.startsWith("#")) continue;
-            if (line.startsWith("! ")) {
+            if (line.startsWith("!env ")) {
+                String[] kv = line.substring(5).trim().split("=", 2);
+                env.put(kv[0], kv[1]);
+            } else if (line.startsWith("!exit ")) {
+                exit = Integer.parseInt(line.substring(6).trim());
+            } else if (line.startsWith("! ")) {
                 for (String kv : line.substring(2).trim().split(" +")) cmd.add("-Dstub." + kv);
             } else if (line.startsWith("> ")) {
                 input.write((line.substring(2) + "\n").getBytes(StandardCharsets.UTF_8));
@@ -91,7 +106,10 @@ public final class Driver {
         cmd.add("-cp");
         cmd.add(jar + File.pathSeparator + stubs);
         cmd.add("xagent.Helper");
-        Process p = new ProcessBuilder(cmd).start();
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.environment().remove("SYSTEMSERVERCLASSPATH");
+        pb.environment().putAll(env);
+        Process p = pb.start();
         Collector out = new Collector(p.getInputStream());
         Collector err = new Collector(p.getErrorStream());
         out.start();
@@ -119,7 +137,9 @@ public final class Driver {
         out.join();
         err.join();
         StringBuilder problems = new StringBuilder();
-        if (p.exitValue() != 0) problems.append("  exit status ").append(p.exitValue()).append('\n');
+        if (p.exitValue() != exit) {
+            problems.append("  exit status ").append(p.exitValue()).append(", expected ").append(exit).append('\n');
+        }
         compareReplies(replies, out.lines(), problems);
         compare("record (stderr)", records, err.lines(), problems);
         return problems.length() == 0 ? null : problems.toString();

@@ -6,7 +6,8 @@
 #   API 28-30  SurfaceControl.screenshot(Rect sourceCrop, int w, int h, int rotation)  (empty Rect, 0, 0: native)
 #   API 31-33  SurfaceControl.captureDisplay(DisplayCaptureArgs) of getInternalDisplayToken()
 #   API 34+    ScreenCapture.captureDisplay(DisplayCaptureArgs) of DisplayControl.getPhysicalDisplayToken(id),
-#              DisplayControl loaded from services.jar (SurfaceControl's display tokens moved there in 14)
+#              DisplayControl loaded from the system server's class path (SurfaceControl's display tokens moved
+#              there in 14), its JNI library loaded on the first frame
 # Everything is looked up once at start (probe); a missing piece makes the operation `no_screenshot_api`.
 .class final Lxagent/Frame;
 .super Ljava/lang/Object;
@@ -17,6 +18,9 @@
 .field static builder:Ljava/lang/reflect/Constructor;
 .field static token:Ljava/lang/reflect/Method;
 .field static ids:Ljava/lang/reflect/Method;
+# 14+: DisplayControl, and whether its JNI library has been loaded (on the first frame, never in the probe)
+.field static dc:Ljava/lang/Class;
+.field static lib:Z
 
 # Resolves the screenshot call of this SDK; sets state to "ok" or the reason.
 .method static probe(I)V
@@ -143,9 +147,12 @@
     return-void
 .end method
 
-# com.android.server.display.DisplayControl from /system/framework/services.jar (Android 14+), with its JNI
-# library loaded into that class loader's namespace; a library that will not load is not fatal here (the call
-# that needs it fails then, and the verb answers `failed`).
+# com.android.server.display.DisplayControl (Android 14+) from a class loader on the system server's whole class
+# path, $SYSTEMSERVERCLASSPATH (services.jar alone when unset). Helper D1: on services.jar alone, loading
+# libandroid_servers aborted the process on vendor ROMs whose JNI_OnLoad registers natives of classes in other
+# jars of that path (scrcpy #5274 Transsion, #4943 Honor, #4616 Meizu; scrcpy a507b4f5 "Use the full system server
+# classpath"), and it ran here, in the probe, before the greeting: every verb was lost. The library is now loaded
+# on the first frame (lib), so even an abort costs only `frame` (the host then keeps screencap).
 .method static displayControl()Ljava/lang/Class;
     .locals 10
     const-string v0, "com.android.internal.os.ClassLoaderFactory"
@@ -177,7 +184,16 @@
     invoke-virtual {v0, v3, v2}, Ljava/lang/Class;->getDeclaredMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v0
     new-array v2, v1, [Ljava/lang/Object;
+    const-string v3, "SYSTEMSERVERCLASSPATH"
+    invoke-static {v3}, Ljava/lang/System;->getenv(Ljava/lang/String;)Ljava/lang/String;
+    move-result-object v3
+    if-eqz v3, :no_env
+    invoke-virtual {v3}, Ljava/lang/String;->isEmpty()Z
+    move-result v4
+    if-eqz v4, :path
+    :no_env
     const-string v3, "/system/framework/services.jar"
+    :path
     const/4 v4, 0
     aput-object v3, v2, v4
     invoke-static {}, Ljava/lang/ClassLoader;->getSystemClassLoader()Ljava/lang/ClassLoader;
@@ -199,8 +215,25 @@
     const-string v1, "com.android.server.display.DisplayControl"
     invoke-virtual {v0, v1}, Ljava/lang/ClassLoader;->loadClass(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v9
+    sput-object v9, Lxagent/Frame;->dc:Ljava/lang/Class;
+    return-object v9
+.end method
+
+# Loads DisplayControl's JNI library (libandroid_servers) into its class loader's namespace, once, on the first
+# frame: Runtime.loadLibrary0(Class fromClass, String libname) (android-34 java/lang/Runtime.java:1001). A library
+# that will not load is not fatal here (the capture that needs it fails then, and the verb answers `failed`).
+.method static lib()V
+    .locals 6
+    sget-boolean v0, Lxagent/Frame;->lib:Z
+    if-eqz v0, :load
+    return-void
+    :load
+    const/4 v0, 1
+    sput-boolean v0, Lxagent/Frame;->lib:Z
+    sget-object v0, Lxagent/Frame;->dc:Ljava/lang/Class;
+    if-nez v0, :try_lib
+    return-void
     :try_lib
-    # Runtime.loadLibrary0(Class fromClass, String libname): the library in DisplayControl's namespace
     const/4 v1, 2
     new-array v2, v1, [Ljava/lang/Class;
     const-class v3, Ljava/lang/Class;
@@ -217,7 +250,7 @@
     invoke-virtual {v3, v4}, Ljava/lang/reflect/Method;->setAccessible(Z)V
     new-array v2, v1, [Ljava/lang/Object;
     const/4 v4, 0
-    aput-object v9, v2, v4
+    aput-object v0, v2, v4
     const-string v5, "android_servers"
     const/4 v4, 1
     aput-object v5, v2, v4
@@ -227,7 +260,7 @@
     :try_lib_end
     .catch Ljava/lang/Throwable; {:try_lib .. :try_lib_end} :lib_done
     :lib_done
-    return-object v9
+    return-void
 .end method
 
 # ID frame GW GH -> "frame W H GW GH <B64>": the display (W x H as captured) in GW x GH cells (8-64 each), each
@@ -339,6 +372,7 @@
     move-result-object v3
     goto :args
     :k3
+    invoke-static {}, Lxagent/Frame;->lib()V
     # the first physical display's token
     sget-object v3, Lxagent/Frame;->ids:Ljava/lang/reflect/Method;
     const/4 v4, 0

@@ -1,11 +1,15 @@
 package com.android.internal.os;
 
-/** Records the class loader the helper asks for (services.jar on 14+) and answers the stubs' own loader. */
+/**
+ * Records the class loader the helper asks for (the system server's class path on 14+) and answers one that
+ * defines DisplayControl itself, so the JNI library the helper loads for it is looked up through that loader
+ * (xagentstub.ServerLoader: where a vendor's native registration aborts).
+ */
 public final class ClassLoaderFactory {
     public static ClassLoader createClassLoader(String dexPath, String librarySearchPath, String libraryPermittedPath,
             ClassLoader parent, int targetSdkVersion, boolean isNamespaceShared, String classLoaderName) {
         xagentstub.Rec.log("ClassLoaderFactory.createClassLoader(" + xagentstub.Rec.q(dexPath) + ", "
                 + targetSdkVersion + ", " + isNamespaceShared + ")");
-        return ClassLoaderFactory.class.getClassLoader();
+        return new xagentstub.ServerLoader(dexPath, ClassLoaderFactory.class.getClassLoader());
     }
 }
