@@ -49,6 +49,14 @@
     sput-object v0, Lxagent/Helper;->out:Ljava/io/PrintStream;
     sget v0, Landroid/os/Build$VERSION;->SDK_INT:I
     sput v0, Lxagent/Helper;->sdk:I
+    # Helper D12: a main Looper, as every app process has one. Vendor hooks build Handlers on
+    # Looper.getMainLooper() and crash on null (OnePlus/OPPO ColorOS 14's TheiaSigprotector: DroidCast #19,
+    # Shizuku #347); scrcpy prepares it for the same reason (e282100d). Prepared only: nothing loops on it.
+    :try_looper
+    invoke-static {}, Landroid/os/Looper;->prepareMainLooper()V
+    :try_looper_end
+    .catch Ljava/lang/Throwable; {:try_looper .. :try_looper_end} :probe
+    :probe
     invoke-static {}, Lxagent/Helper;->probe()V
     const-string v0, "* hello "
     invoke-static {}, Lxagent/Helper;->helloPayload()Ljava/lang/String;

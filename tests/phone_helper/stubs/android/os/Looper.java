@@ -74,6 +74,14 @@ public final class Looper {
         synchronized (this) {
             thread = Thread.currentThread();
         }
+        // -Dstub.main_looper_hook=1: a vendor hook run at the start of every loop builds a Handler on the main
+        // Looper (OnePlus/OPPO ColorOS 14: Looper.loop -> LooperExtImpl.initLoop -> TheiaSigprotector
+        // .initSigprotector -> new Handler(null looper): DroidCast #19, Shizuku #347). Without one the thread throws,
+        // and an uncaught exception ends an app_process program (RuntimeInit's KillApplicationHandler).
+        if (xagentstub.Rec.on("main_looper_hook") && getMainLooper() == null) {
+            xagentstub.Rec.log("Looper.loop: vendor hook: new Handler(null looper): NullPointerException; killed");
+            Runtime.getRuntime().halt(1);
+        }
         while (true) {
             Runnable r;
             synchronized (this) {
