@@ -99,6 +99,8 @@
     move-result-object v1
     throw v1
     :can
+    # the UiAutomation made, once it is: a connect that fails must let go of what it started (abandon)
+    const/4 v6, 0
     :try_start
     new-instance v0, Landroid/os/HandlerThread;
     const-string v1, "xagent-ui"
@@ -126,6 +128,7 @@
     invoke-virtual {v3, v4}, Ljava/lang/reflect/Constructor;->newInstance([Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     check-cast v3, Landroid/app/UiAutomation;
+    move-object v6, v3
     # FLAG_DONT_SUPPRESS_ACCESSIBILITY_SERVICES (1): the user's accessibility services (TalkBack...) keep running
     const/4 v4, 1
     invoke-virtual {v3, v4}, Landroid/app/UiAutomation;->connect(I)V
@@ -150,6 +153,13 @@
     .catch Ljava/lang/Throwable; {:try_start .. :try_end} :failed
     :failed
     move-exception v0
+    if-eqz v6, :abandoned
+    sget-object v1, Lxagent/Ui;->ua:Landroid/app/UiAutomation;
+    if-eqz v1, :abandon
+    goto :abandoned
+    :abandon
+    invoke-static {v6}, Lxagent/Ui;->abandon(Landroid/app/UiAutomation;)V
+    :abandoned
     invoke-static {}, Lxagent/Ui;->release()V
     invoke-static {v0}, Lxagent/Ui;->busy(Ljava/lang/Throwable;)Z
     move-result v1
@@ -160,6 +170,38 @@
     move-result-object v0
     :rethrow
     throw v0
+.end method
+
+# A UiAutomation whose connect() failed: let go of what it started. From API 28 connect() starts a HandlerThread
+# "UiAutomation" and sets mIsConnecting before it asks the system (api28 android/app/UiAutomation.java:227-229); a
+# refusal ("already registered": another UiAutomation holds the service) leaves both, so disconnect() throws "Cannot
+# call disconnect() while connecting!" before the finally that quits the thread. Helper D7: one thread leaked per
+# `busy` answer, toward "pthread_create failed" in a long session. disconnect() is tried (a build where it works),
+# then the thread is quit through its field; neither may throw out of here.
+.method static abandon(Landroid/app/UiAutomation;)V
+    .locals 3
+    :try_disc
+    invoke-virtual {p0}, Landroid/app/UiAutomation;->disconnect()V
+    :try_disc_end
+    .catch Ljava/lang/Throwable; {:try_disc .. :try_disc_end} :field
+    :field
+    :try_field
+    const-class v0, Landroid/app/UiAutomation;
+    const-string v1, "mRemoteCallbackThread"
+    invoke-virtual {v0, v1}, Ljava/lang/Class;->getDeclaredField(Ljava/lang/String;)Ljava/lang/reflect/Field;
+    move-result-object v0
+    const/4 v1, 1
+    invoke-virtual {v0, v1}, Ljava/lang/reflect/Field;->setAccessible(Z)V
+    invoke-virtual {v0, p0}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v0
+    instance-of v1, v0, Landroid/os/HandlerThread;
+    if-eqz v1, :done
+    check-cast v0, Landroid/os/HandlerThread;
+    invoke-virtual {v0}, Landroid/os/HandlerThread;->quit()Z
+    :try_field_end
+    .catch Ljava/lang/Throwable; {:try_field .. :try_field_end} :done
+    :done
+    return-void
 .end method
 
 # true when t or one of its causes is the system's "already registered" IllegalStateException

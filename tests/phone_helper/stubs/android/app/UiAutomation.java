@@ -37,15 +37,31 @@ public final class UiAutomation {
         connect(0);
     }
 
+    /** From API 28 connect() starts its own callback thread before it asks the system (see connect). */
+    private android.os.HandlerThread mRemoteCallbackThread;
+    private boolean mIsConnecting;
+
+    /**
+     * As AOSP's from API 28 (api28 android/app/UiAutomation.java:227-229; android-36 connectWithTimeout): a
+     * HandlerThread "UiAutomation" is started and mIsConnecting set before the system is asked; when the system
+     * refuses ("already registered"), the exception leaves both as they are (only the wait that follows a
+     * successful registration resets mIsConnecting in a finally), so that thread runs on until something quits it.
+     */
     public void connect(int flags) {
         connects++;
         Rec.log("ui connect(" + flags + ")");
+        if (android.os.Build.VERSION.SDK_INT >= 28) {
+            mIsConnecting = true;
+            mRemoteCallbackThread = new android.os.HandlerThread("UiAutomation");
+            mRemoteCallbackThread.start();
+        }
         if (connects <= Rec.num("ui_busy", 0)) {
             throw new IllegalStateException(
                     "UiAutomationService android.accessibilityservice.IAccessibilityServiceClient$Stub$Proxy@5c4b1a"
                             + "already registered!");
         }
         if (Rec.on("ui_connect_throws")) throw new RuntimeException("Error while connecting UiAutomation");
+        mIsConnecting = false;
         connected = true;
     }
 
@@ -53,11 +69,20 @@ public final class UiAutomation {
         if (!connected) throw new IllegalStateException("Not connected!");
     }
 
+    /**
+     * AOSP: "Cannot call disconnect() while connecting!" while mIsConnecting (a refused connect leaves it set), then
+     * not-connected, then the system call, and the callback thread quit in a finally.
+     */
     public void disconnect() {
+        if (mIsConnecting) throw new IllegalStateException("Cannot call disconnect() while connecting!");
         check();
         connected = false;
         Ui.listener = null;
         Rec.log("ui disconnect (" + Ui.counts() + ")");
+        if (mRemoteCallbackThread != null) {
+            mRemoteCallbackThread.quit();
+            mRemoteCallbackThread = null;
+        }
     }
 
     public int getConnectionId() {
