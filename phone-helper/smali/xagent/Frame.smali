@@ -21,6 +21,8 @@
 # 14+: DisplayControl, and whether its JNI library has been loaded (on the first frame, never in the probe)
 .field static dc:Ljava/lang/Class;
 .field static lib:Z
+# 12+: the ScreenshotHardwareBuffer of the picture being read, closed once it is copied (see release)
+.field static buf:Ljava/lang/Object;
 
 # Resolves the screenshot call of this SDK; sets state to "ok" or the reason.
 .method static probe(I)V
@@ -302,6 +304,7 @@
     invoke-virtual {v0, v1, v2}, Landroid/graphics/Bitmap;->copy(Landroid/graphics/Bitmap$Config;Z)Landroid/graphics/Bitmap;
     move-result-object v1
     invoke-virtual {v0}, Landroid/graphics/Bitmap;->recycle()V
+    invoke-static {}, Lxagent/Frame;->release()V
     if-nez v1, :copied
     const-string v0, "failed"
     const-string v1, "the picture could not be copied"
@@ -313,6 +316,28 @@
     move-result-object v0
     invoke-virtual {v1}, Landroid/graphics/Bitmap;->recycle()V
     return-object v0
+.end method
+
+# Helper D9: on 12+ the picture wraps the screenshot's HardwareBuffer (android-31 SurfaceControl.java:716-721
+# asBitmap: Bitmap.wrapHardwareBuffer(mHardwareBuffer, ...)); recycling the Bitmap leaves the buffer (~10 MB for
+# 1080x2400) to the garbage collector. It is closed as soon as the picture is copied (HardwareBuffer.close, API 26).
+.method static release()V
+    .locals 3
+    sget-object v0, Lxagent/Frame;->buf:Ljava/lang/Object;
+    const/4 v1, 0
+    sput-object v1, Lxagent/Frame;->buf:Ljava/lang/Object;
+    if-eqz v0, :done
+    :try_start
+    const-string v2, "getHardwareBuffer"
+    invoke-static {v0, v2, v1}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v0
+    check-cast v0, Landroid/hardware/HardwareBuffer;
+    if-eqz v0, :done
+    invoke-virtual {v0}, Landroid/hardware/HardwareBuffer;->close()V
+    :try_end
+    .catch Ljava/lang/Throwable; {:try_start .. :try_end} :done
+    :done
+    return-void
 .end method
 
 # The display as a Bitmap through the call probe found (null when the system gave none).
@@ -416,6 +441,7 @@
     if-nez v3, :has_buffer
     return-object v2
     :has_buffer
+    sput-object v3, Lxagent/Frame;->buf:Ljava/lang/Object;
     const-string v4, "asBitmap"
     invoke-static {v3, v4, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3

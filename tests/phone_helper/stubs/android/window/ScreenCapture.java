@@ -15,6 +15,11 @@ public final class ScreenCapture {
             xagentstub.Rec.log("ScreenshotHardwareBuffer.asBitmap()");
             return Bitmap.display(true);
         }
+
+        /** The buffer asBitmap() wraps (android-31 SurfaceControl.java ScreenshotHardwareBuffer; android-34 ScreenCapture). */
+        public android.hardware.HardwareBuffer getHardwareBuffer() {
+            return new android.hardware.HardwareBuffer();
+        }
     }
 
     public static class DisplayCaptureArgs {
