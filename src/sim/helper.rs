@@ -36,12 +36,15 @@ const MAX_LINE: usize = 16384;
 /// What `ps` shows for a running helper (the class path travels in the environment, not in the arguments).
 pub const ARGS: &str = "app_process / xagent.Helper";
 
-/// The dex a helper command line names, when the line is exactly the helper's start command.
+/// The dex a helper command line names, when the line is the helper's start command (`app_process` passes what
+/// follows the class to its `main`, which the helper ignores: the host's `--owner=` mark, which `ps` shows).
 pub fn command_dex(cmd: &str) -> Option<&str> {
     let rest = cmd.trim().strip_prefix("CLASSPATH=")?;
     let (path, tail) = rest.split_once(' ')?;
     let name = path.strip_prefix("/data/local/tmp/xagent-helper-")?.strip_suffix(".dex")?;
-    (tail.trim() == ARGS && !name.is_empty() && !name.contains('/')).then_some(path)
+    let tail = tail.trim();
+    let args_ok = tail == ARGS || tail.strip_prefix(ARGS).is_some_and(|t| t.starts_with(' '));
+    (args_ok && !name.is_empty() && !name.contains('/')).then_some(path)
 }
 
 /// Runs the helper on one `shell,v2` stream until its end (see the module docs).
@@ -66,7 +69,9 @@ pub(crate) async fn serve(shared: &Arc<Shared>, cmd: &str, dex: &str, input: &mu
         let mut dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
         dev.next_pid += 1;
         let pid = dev.next_pid;
-        dev.processes.push(Process { pid, args: ARGS.to_owned(), kill: kill.clone() });
+        // What `ps` shows: the command line after the class path (in the environment, not the arguments).
+        let args = cmd.trim().split_once(' ').map_or(ARGS, |(_, a)| a.trim()).to_owned();
+        dev.processes.push(Process { pid, args, kill: kill.clone() });
         pid
     };
     let status = run(shared, input, out, &kill).await;
@@ -127,7 +132,14 @@ async fn run(
             let (reply, wait) = if std::mem::take(&mut too_long) || req.len() > MAX_LINE {
                 ("- err too_long request line longer than 16384 bytes".to_owned(), Duration::ZERO)
             } else {
-                handle(shared, &req)
+                let (reply, wait) = handle(shared, &req);
+                let input = req
+                    .split(|b| *b == b' ')
+                    .nth(1)
+                    .is_some_and(|v| matches!(v, b"tap" | b"swipe" | b"press" | b"gesture" | b"key" | b"text"));
+                let late = shared.cfg.helper == Mode::Late && input;
+                let late = if late { super::state::LATE_REPLY } else { Duration::ZERO };
+                (reply, wait + late)
             };
             if !wait.is_zero() {
                 tokio::select! {
@@ -330,7 +342,10 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
                 dev.clipboard = None;
                 "cleared"
             } else {
-                "not_restored"
+                // Android 8's IClipboard has no clearPrimaryClip (AOSP api26 ClipboardService): the helper replaces
+                // ours with an empty clip, as `clearclip` does there (helper D8).
+                dev.clipboard = Some(String::new());
+                "cleared"
             };
             Ok((format!("paste {how}"), costs.helper_call))
         }

@@ -161,7 +161,14 @@ pub enum HelperMode {
     /// The previous clip cannot be read (Android 10+ limits background clipboard reads): a paste answers
     /// `paste not_restored`.
     ClipUnreadable,
+    /// Every input (tap, swipe, press, gesture, key, text) is carried out at once but answered [`LATE_REPLY`]
+    /// later (a phone whose helper stalls: a long GC pause, a CPU-starved phone), past the host's request limit of
+    /// 1 s plus the verb's own time. Reads answer at once.
+    Late,
 }
+
+/// How late a [`HelperMode::Late`] helper answers.
+pub const LATE_REPLY: Duration = Duration::from_millis(1500);
 
 /// How the browser stand-in's DevTools socket lies (hostile-page tests; `devtools.rs`, where it is re-exported as
 /// `devtools::Lie`).
