@@ -49,6 +49,7 @@ pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
     adb.set_capture_streams_max(r.capture_streams);
     adb.conditions().configure(r.policy.lease_conditions.clone());
     adb.helpers().set_enabled(r.phone_helper);
+    adb.helpers().set_owner(&r.serve.data_dir.as_deref().map(|p| p.display().to_string()).unwrap_or_default());
     let registry = Registry::device_tools_with(&adb, &Arc::new(r.policy));
     if let Some(url) = r.notify_url {
         registry.human().set_notify(url);

@@ -17,6 +17,14 @@
 //! back for that one call. What fell back and why is in [`Helpers::report`] (`android_device_status`, the wall,
 //! `doctor`).
 //!
+//! Exactly once: a side effect (an input, typed text, a clipboard write) whose request has gone to the helper is
+//! never sent again by another path. When its answer is lost (the stream died, no answer in time) or says it
+//! `failed` part-way, the call answers `device_timeout` with `input_may_have_been_sent` and the helper is
+//! restarted (or the verb left to the shell path from the next call on), never bypassed for that call: a late
+//! helper still delivers what it was given, and the `input` fallback would have made one tap two. Only answers
+//! the helper gives before injecting anything (`unavailable`, `unknown_verb`, `denied`, `bad_request`) let the
+//! same call go the shell's way.
+//!
 //! The phone is hostile too: reply lines are bounded (a greeting 1 KiB, a `tree` 8 MiB, anything else 4 KiB), a
 //! reply must answer the request in front of the queue (ids are checked), every request has its own timeout, and
 //! payloads are parsed as untrusted input by their users.
@@ -33,6 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::key::DeviceKey;
 use super::link::Device;
+use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// The assembled helper (`phone-helper/xagent-helper.dex`; `tests/phone_helper.rs` checks that it is what its smali
 /// source assembles to).
@@ -49,6 +58,10 @@ pub fn dex_path() -> String {
 
 /// What `ps` shows for a helper (`app_process` keeps its arguments; the class path is in the environment).
 const PROCESS_MARK: &str = "xagent.Helper";
+
+/// The argument that names the connector a helper belongs to (the helper ignores its arguments; `ps` shows them):
+/// start-up clean-up kills only this connector's own leftovers, never another connector's running helper.
+const OWNER_ARG: &str = "--owner=";
 
 /// The first Android release the dex runs on (dex version 038, `smali --api 26`).
 pub const MIN_SDK: u32 = 26;
@@ -82,11 +95,13 @@ const STARTS: u32 = 2;
 pub struct Helpers {
     enabled: AtomicBool,
     phones: Mutex<HashMap<DeviceKey, Arc<Phone>>>,
+    /// This connector's mark on its helpers' command lines ([`Helpers::set_owner`]).
+    owner: Mutex<String>,
 }
 
 impl Default for Helpers {
     fn default() -> Self {
-        Helpers { enabled: AtomicBool::new(true), phones: Mutex::default() }
+        Helpers { enabled: AtomicBool::new(true), phones: Mutex::default(), owner: Mutex::new("0".to_owned()) }
     }
 }
 
@@ -141,6 +156,9 @@ struct Request {
     line: String,
     max: usize,
     reply: oneshot::Sender<String>,
+    /// Set just before the line is written to the helper's stream: a request that died unwritten never reached the
+    /// phone and may go again (exactly once is about what was written).
+    written: Arc<AtomicBool>,
 }
 
 /// A verb's answer as the caller sees it.
@@ -151,8 +169,33 @@ enum Answer {
         reason: String,
         sticky: bool,
     },
-    /// The stream died or timed out: the session is gone.
+    /// The stream died or timed out after the request was written: the session is gone.
     Died(String),
+    /// The session was gone before the request was written: nothing reached the phone.
+    NotSent(String),
+}
+
+/// The mark [`Helpers::set_owner`] gives a connector whose data directory is `place`: 12 hex digits of a SHA-256
+/// of the host's name and `place`.
+pub fn owner_tag(place: &str) -> String {
+    use sha2::Digest;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let hash = sha2::Sha256::digest(format!("{}\0{place}", host.trim()).as_bytes());
+    hash.iter().take(6).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Forgets `phone`'s session that `tx` went to (only that one: another caller may have restarted it already); its
+/// starts used, the helper is left down.
+async fn ended(phone: &Phone, tx: &mpsc::Sender<Request>, reason: &str) {
+    let mut s = phone.session.lock().await;
+    if s.as_ref().is_some_and(|s| s.tx.same_channel(tx)) {
+        *s = None;
+    }
+    let mut b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+    b.running = false;
+    if b.starts >= STARTS {
+        b.down = Some(format!("its stream ended again ({reason})"));
+    }
 }
 
 /// The greeting operation a verb needs.
@@ -177,6 +220,23 @@ fn operation(verb: &str, args: &str) -> &'static str {
     }
 }
 
+/// Verbs that change the phone: once one is written to the helper's stream it is never sent another way.
+fn side_effect(verb: &str) -> bool {
+    matches!(verb, "tap" | "swipe" | "press" | "gesture" | "key" | "text" | "setclip" | "clearclip")
+}
+
+/// The error of a side effect whose request reached the helper and whose outcome is unknown.
+fn maybe_sent(verb: &str, why: &str) -> ProtoError {
+    ProtoError::new(
+        ErrorCode::DeviceTimeout,
+        format!(
+            "the phone helper took `{verb}` but its answer was lost ({why}); the input may have been delivered, so it \
+             was not sent again another way. Check the screen (android_observe) before repeating it"
+        ),
+    )
+    .with_details(json!({"input_may_have_been_sent": true}))
+}
+
 impl Helpers {
     pub fn set_enabled(&self, on: bool) {
         self.enabled.store(on, Ordering::Relaxed);
@@ -184,6 +244,17 @@ impl Helpers {
 
     pub fn enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Names this connector on its helpers' command lines: a short hash of `place` (its data directory) and the
+    /// host's name, the same across restarts (so a crashed run's helper is recognised and ended) and different for
+    /// another connector sharing the phone (whose helper is left alone).
+    pub fn set_owner(&self, place: &str) {
+        *self.owner.lock().unwrap_or_else(|e| e.into_inner()) = owner_tag(place);
+    }
+
+    fn owner(&self) -> String {
+        self.owner.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn phone(&self, key: &DeviceKey) -> Arc<Phone> {
@@ -209,7 +280,8 @@ impl Helpers {
     }
 
     /// Sends `verb args` to `key`'s helper (started first when needed) within `timeout`: the reply's payload, or
-    /// `None` when the caller must use the shell path (the reason is kept). `sdk` gates Android 8+.
+    /// `None` when the caller must use the shell path (the reason is kept). `sdk` gates Android 8+. An error when a
+    /// side effect's request reached the helper and its outcome is unknown: it must not be sent again another way.
     pub(crate) async fn call(
         &self,
         key: &DeviceKey,
@@ -218,22 +290,23 @@ impl Helpers {
         verb: &str,
         args: &str,
         timeout: Duration,
-    ) -> Option<String> {
+    ) -> Result<Option<String>, ProtoError> {
         if !self.enabled() {
-            return None;
+            return Ok(None);
         }
         let phone = self.phone(key);
         let op = operation(verb, args);
         {
             let b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
             if b.fallbacks.contains_key(verb) || b.fallbacks.contains_key(op) {
-                return None;
+                return Ok(None);
             }
         }
-        // A failed request is retried once (`failed`: the protocol's "retry once, then fall back").
+        let effect = side_effect(verb);
+        // A failed read is retried once (`failed`: the protocol's "retry once, then fall back"); a side effect never.
         let mut failed_once = false;
         loop {
-            let tx = self.session(&phone, d, sdk).await?;
+            let Some(tx) = self.session(&phone, d, sdk).await else { return Ok(None) };
             let state = phone.book.lock().unwrap_or_else(|e| e.into_inner()).operations.get(op).cloned();
             match state.as_deref() {
                 Some("ok") => {}
@@ -242,21 +315,35 @@ impl Helpers {
                 None => {
                     let why = "not offered by this helper".to_owned();
                     phone.book.lock().unwrap_or_else(|e| e.into_inner()).fallbacks.insert(op.to_owned(), why);
-                    return None;
+                    return Ok(None);
                 }
                 Some(reason) => {
                     let why = format!("unavailable: {reason}");
                     phone.book.lock().unwrap_or_else(|e| e.into_inner()).fallbacks.insert(op.to_owned(), why);
-                    return None;
+                    return Ok(None);
                 }
             }
             match request(&tx, verb, args, timeout).await {
                 Answer::Ok(payload) => {
                     phone.book.lock().unwrap_or_else(|e| e.into_inner()).answered += 1;
-                    return Some(payload);
+                    return Ok(Some(payload));
                 }
-                Answer::Fallback { reason, sticky: false } if reason.starts_with("failed") && !failed_once => {
+                Answer::Fallback { reason, sticky: false }
+                    if reason.starts_with("failed") && !failed_once && !effect =>
+                {
                     failed_once = true;
+                }
+                Answer::Fallback { reason, .. } if effect && reason.starts_with("failed") => {
+                    // The helper gave up part-way (an injection the system answered false, an exception between
+                    // events): some of the input may be on the phone. The shell path from the next call on.
+                    tracing::warn!(device = %key, verb, reason = %reason, "phone helper: a side effect failed part-way");
+                    phone
+                        .book
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .fallbacks
+                        .insert(verb.to_owned(), reason.clone());
+                    return Err(maybe_sent(verb, &format!("the phone helper answered `{reason}`")));
                 }
                 Answer::Fallback { reason, sticky } => {
                     tracing::info!(device = %key, verb, reason = %reason, "phone helper: falling back to the shell");
@@ -266,23 +353,30 @@ impl Helpers {
                     } else {
                         b.last_fallback = Some((verb.to_owned(), reason));
                     }
-                    return None;
+                    return Ok(None);
+                }
+                Answer::NotSent(reason) => {
+                    // Nothing reached the phone: a fresh helper takes the request (if its starts allow; else the
+                    // shell path does, as for a helper that never started).
+                    tracing::info!(device = %key, verb, reason = %reason, "phone helper: its stream had ended");
+                    ended(&phone, &tx, &reason).await;
                 }
                 Answer::Died(reason) => {
                     tracing::warn!(device = %key, verb, reason = %reason, "phone helper: its stream ended");
-                    let mut s = phone.session.lock().await;
-                    // Only the session this request went to: another caller may have restarted it already.
-                    if s.as_ref().is_some_and(|s| s.tx.same_channel(&tx)) {
-                        *s = None;
-                    }
+                    ended(&phone, &tx, &reason).await;
                     let mut b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
-                    b.running = false;
                     b.last_fallback = Some((verb.to_owned(), reason.clone()));
-                    if b.starts >= STARTS {
-                        b.down = Some(format!("its stream ended again ({reason})"));
+                    if verb == "frame" {
+                        // Reading the display can kill the process on a ROM whose system-server library aborts
+                        // (helper D1): settle keeps screencap on this phone rather than killing it each time.
+                        b.fallbacks.insert(verb.to_owned(), format!("the helper died reading the display ({reason})"));
                     }
-                    // The request may have reached the phone before the stream died: not sent again.
-                    return None;
+                    drop(b);
+                    if effect {
+                        return Err(maybe_sent(verb, &reason));
+                    }
+                    // A read: the shell path answers it instead.
+                    return Ok(None);
                 }
             }
         }
@@ -313,7 +407,7 @@ impl Helpers {
             }
             b.starts += 1;
         }
-        match start(d).await {
+        match start(d, &self.owner()).await {
             Ok((sess, version, operations)) => {
                 let tx = sess.tx.clone();
                 *s = Some(sess);
@@ -437,11 +531,15 @@ async fn request(tx: &mpsc::Sender<Request>, verb: &str, args: &str, timeout: Du
         _ => REPLY_MAX,
     };
     let (reply, rx) = oneshot::channel();
-    if tx.send(Request { id: id.clone(), line, max, reply }).await.is_err() {
-        return Answer::Died("the helper's stream is closed".to_owned());
+    let written = Arc::new(AtomicBool::new(false));
+    if tx.send(Request { id: id.clone(), line, max, reply, written: written.clone() }).await.is_err() {
+        return Answer::NotSent("the helper's stream is closed".to_owned());
     }
     let line = match tokio::time::timeout(timeout, rx).await {
         Ok(Ok(l)) => l,
+        Ok(Err(_)) if !written.load(Ordering::SeqCst) => {
+            return Answer::NotSent("the helper's stream ended before the request was written".to_owned());
+        }
         Ok(Err(_)) => return Answer::Died("the helper's stream ended".to_owned()),
         // A helper that stops answering holds every request queued behind this one: it is ended (the caller's
         // session is dropped) and, once, started again.
@@ -478,8 +576,8 @@ async fn request(tx: &mpsc::Sender<Request>, verb: &str, args: &str, timeout: Du
 }
 
 /// Cleans up, pushes the dex when needed, starts the helper and reads its greeting: the session, the helper
-/// version and the operations' states; or why it cannot be used.
-async fn start(d: &Device) -> Result<(Session, String, BTreeMap<String, String>), String> {
+/// version and the operations' states; or why it cannot be used. `owner` marks this connector's helpers.
+async fn start(d: &Device, owner: &str) -> Result<(Session, String, BTreeMap<String, String>), String> {
     let path = dex_path();
     let name = path.rsplit('/').next().unwrap_or_default().to_owned();
     // One round trip finds what an earlier run left: dex files of other versions, a helper still running.
@@ -488,30 +586,14 @@ async fn start(d: &Device) -> Result<(Session, String, BTreeMap<String, String>)
         .await
         .map_err(|e| format!("the clean-up probe failed: {}", e.message))?;
     let (files, procs) = found.stdout.split_once("__xagent_ps__").unwrap_or((&found.stdout, ""));
-    let stale: Vec<String> = files
-        .lines()
-        .map(str::trim)
-        .filter(|f| is_helper_dex(f) && *f != name)
-        .map(|f| super::shell::quote(&format!("/data/local/tmp/{f}")))
-        .collect();
-    let pids: Vec<String> = procs
-        .lines()
-        .filter(|l| l.contains(PROCESS_MARK))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|p| !p.is_empty() && p.len() <= 10 && p.bytes().all(|b| b.is_ascii_digit()))
-        .map(str::to_owned)
-        .collect();
-    if !stale.is_empty() || !pids.is_empty() {
-        let mut cmd = Vec::new();
-        if !stale.is_empty() {
-            cmd.push(format!("rm -f {}", stale.join(" ")));
-        }
-        if !pids.is_empty() {
-            cmd.push(format!("kill -9 {}", pids.join(" ")));
-        }
-        tracing::info!(files = stale.len(), processes = pids.len(), "phone helper: removing what an earlier run left");
+    let (cmd, foreign) = cleanup(files, procs, &name, owner);
+    if foreign > 0 {
+        tracing::info!(processes = foreign, "phone helper: another connector's helper runs on this phone; left alone");
+    }
+    if let Some(cmd) = cmd {
+        tracing::info!("phone helper: removing what an earlier run of this connector left");
         // Best effort: a process that ended meanwhile makes `kill` fail, which changes nothing here.
-        let _ = d.shell(&format!("{}; true", cmd.join("; "))).await;
+        let _ = d.shell(&format!("{cmd}; true")).await;
     }
     let mut sync = d.sync().await.map_err(|e| format!("sync failed: {}", e.message))?;
     let st = sync.stat(&path).await.map_err(|e| format!("sync STAT failed: {}", e.message))?;
@@ -523,13 +605,13 @@ async fn start(d: &Device) -> Result<(Session, String, BTreeMap<String, String>)
     }
     drop(sync);
     let (server, serial) = d.path();
-    let cmd = format!("CLASSPATH={path} app_process / xagent.Helper");
+    let cmd = format!("CLASSPATH={path} app_process / xagent.Helper {OWNER_ARG}{owner}");
     let st = super::transport::open(server, serial, &format!("shell,v2,raw:{cmd}"))
         .await
         .map_err(|e| format!("could not open the helper's stream: {}", e.message))?;
     let mut s = st.into_tcp();
     let mut rd = Reader::default();
-    let greeting = match tokio::time::timeout(START_TIMEOUT, rd.line(&mut s, GREETING_MAX)).await {
+    let greeting = match tokio::time::timeout(START_TIMEOUT, rd.line(&mut s, || GREETING_MAX)).await {
         Err(_) => return Err(format!("no greeting within {} s", START_TIMEOUT.as_secs())),
         Ok(Err(e)) => return Err(e),
         Ok(Ok(l)) => l,
@@ -559,6 +641,42 @@ async fn start(d: &Device) -> Result<(Session, String, BTreeMap<String, String>)
     Ok((Session { tx, task }, version, operations))
 }
 
+/// What start-up removes, from `ls /data/local/tmp` and `ps -A -o PID,ARGS`: this connector's own helpers left
+/// running by an earlier run (their `--owner=` is ours) are killed; dex files of other versions are deleted only
+/// while no other connector's helper runs (it may be using one: a helper's dex is named in its environment, which
+/// `ps` does not show). The shell command, and how many foreign helpers run.
+fn cleanup(files: &str, procs: &str, ours: &str, owner: &str) -> (Option<String>, usize) {
+    let mine = format!("{PROCESS_MARK} {OWNER_ARG}{owner}");
+    let mut pids = Vec::new();
+    let mut foreign = 0;
+    for l in procs.lines().map(str::trim).filter(|l| l.contains(PROCESS_MARK)) {
+        let (pid, args) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+        if !args.trim_end().ends_with(&mine) {
+            foreign += 1;
+        } else if !pid.is_empty() && pid.len() <= 10 && pid.bytes().all(|b| b.is_ascii_digit()) {
+            pids.push(pid.to_owned());
+        }
+    }
+    let stale: Vec<String> = if foreign > 0 {
+        Vec::new()
+    } else {
+        files
+            .lines()
+            .map(str::trim)
+            .filter(|f| is_helper_dex(f) && *f != ours)
+            .map(|f| super::shell::quote(&format!("/data/local/tmp/{f}")))
+            .collect()
+    };
+    let mut cmd = Vec::new();
+    if !stale.is_empty() {
+        cmd.push(format!("rm -f {}", stale.join(" ")));
+    }
+    if !pids.is_empty() {
+        cmd.push(format!("kill -9 {}", pids.join(" ")));
+    }
+    ((!cmd.is_empty()).then(|| cmd.join("; ")), foreign)
+}
+
 /// `xagent-helper-<hex>.dex`, nothing else (a name the host recognises as one of its own).
 fn is_helper_dex(name: &str) -> bool {
     name.strip_prefix("xagent-helper-")
@@ -576,6 +694,7 @@ async fn serve(s: TcpStream, mut rd: Reader, mut rx: mpsc::Receiver<Request>) {
         while let Some(req) = rx.recv().await {
             // Queued before it is written: the reply may come back before the write returns.
             pending.lock().unwrap_or_else(|e| e.into_inner()).push_back((req.id, req.max, req.reply));
+            req.written.store(true, Ordering::SeqCst);
             if w.write_all(&v2(0, req.line.as_bytes())).await.is_err() {
                 return;
             }
@@ -585,7 +704,10 @@ async fn serve(s: TcpStream, mut rd: Reader, mut rx: mpsc::Receiver<Request>) {
     };
     let reader = async {
         loop {
-            let Ok(line) = rd.line(&mut r, TREE_REPLY_MAX).await else { return };
+            // Bounded by what the request in front of the queue may answer (a tap's reply is not buffered up to a
+            // tree's 8 MiB); asked again as packets arrive, since that request may be queued while this read waits.
+            let max = || pending.lock().unwrap_or_else(|e| e.into_inner()).front().map_or(REPLY_MAX, |p| p.1);
+            let Ok(line) = rd.line(&mut r, max).await else { return };
             let Some((id, max, reply)) = pending.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else {
                 // A line nobody asked for: not the protocol.
                 return;
@@ -596,9 +718,12 @@ async fn serve(s: TcpStream, mut rd: Reader, mut rx: mpsc::Receiver<Request>) {
             let _ = reply.send(line);
         }
     };
+    // The reader first: a stream that has ended (the helper killed between two calls) is noticed before a new
+    // request is written into it, so that request counts as not sent and goes to a fresh helper.
     tokio::select! {
-        _ = writer => {}
+        biased;
         _ = reader => {}
+        _ = writer => {}
     }
 }
 
@@ -622,8 +747,13 @@ struct Reader {
 impl Reader {
     /// The next stdout line (without `\n`), at most `max` bytes; an error when the stream ends first, the line
     /// runs past `max`, or the helper exits (with what it said on stderr).
-    async fn line<R: tokio::io::AsyncRead + Unpin>(&mut self, s: &mut R, max: usize) -> Result<String, String> {
+    async fn line<R: tokio::io::AsyncRead + Unpin>(
+        &mut self,
+        s: &mut R,
+        max: impl Fn() -> usize,
+    ) -> Result<String, String> {
         loop {
+            let max = max();
             if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
                 let rest = self.buf.split_off(i + 1);
                 let mut line = std::mem::replace(&mut self.buf, rest);
@@ -759,8 +889,33 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(5)).await;
         });
         let mut s = TcpStream::connect(addr).await.unwrap();
-        let r = tokio::time::timeout(Duration::from_secs(2), Reader::default().line(&mut s, REPLY_MAX)).await;
+        let r = tokio::time::timeout(Duration::from_secs(2), Reader::default().line(&mut s, || REPLY_MAX)).await;
         assert!(r.expect("answered at once").unwrap_err().contains("packet"));
         srv.abort();
+    }
+}
+
+#[cfg(test)]
+mod cleanup_tests {
+    use super::cleanup;
+
+    const PS: &str = "  PID ARGS\n    1 /system/bin/init second_stage\n 5001 app_process / xagent.Helper \
+                      --owner=0e2feb5e090d\n 5002 app_process / xagent.Helper --owner=0123456789ab\n";
+    const LS: &str = "notes.txt\nxagent-helper-00000000deadbeef.dex\nxagent-helper-1111111111111111.dex\n";
+
+    #[test]
+    fn only_our_own_helpers_are_killed_and_old_dex_kept_while_another_runs() {
+        let (cmd, foreign) = cleanup(LS, PS, "xagent-helper-1111111111111111.dex", "0e2feb5e090d");
+        assert_eq!((cmd.as_deref(), foreign), (Some("kill -9 5001"), 1));
+    }
+
+    #[test]
+    fn with_no_other_connector_old_dex_files_go_too() {
+        let ps = PS.lines().filter(|l| !l.contains("0123456789ab")).collect::<Vec<_>>().join("\n");
+        let (cmd, foreign) = cleanup(LS, &ps, "xagent-helper-1111111111111111.dex", "0e2feb5e090d");
+        assert_eq!(
+            (cmd.as_deref(), foreign),
+            (Some("rm -f '/data/local/tmp/xagent-helper-00000000deadbeef.dex'; kill -9 5001"), 0)
+        );
     }
 }

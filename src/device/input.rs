@@ -98,13 +98,8 @@ impl AdbBackend {
         }
         let sdk = Backend::info(self, key).and_then(|i| i.sdk);
         let timeout = timeout_for(verb, held);
-        self.op(
-            key,
-            ordered,
-            deadline,
-            |d| async move { Ok(self.helpers().call(key, &d, sdk, verb, args, timeout).await) },
-        )
-        .await
+        self.op(key, ordered, deadline, |d| async move { self.helpers().call(key, &d, sdk, verb, args, timeout).await })
+            .await
     }
 
     /// Sends an input: through the helper when it can, else the `input` command (a side effect, ordered).
