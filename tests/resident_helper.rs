@@ -135,6 +135,31 @@ async fn a_clip_that_cannot_be_put_back_is_reported() {
     .await;
 }
 
+/// Helper D4 (issue 46): on Samsung One UI 9–11 the paste may insert the clip that was there before ours while the
+/// clipboard write "succeeded" (scrcpy #1986: "It pastes what was previously copied on the phone's clipboard
+/// instead"). The helper cannot see it; the host reads every paste back and never reports unseen text as typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paste_that_typed_the_previous_clip_is_not_reported_as_typed() {
+    bounded(async {
+        let mut r = Rig::with(helper_cfg(Mode::StalePaste), AUTO, None).await;
+        r.ok("android_tap", json!({"x": FIELD.0, "y": FIELD.1, "settle": false})).await;
+        r.sim.set_clipboard(Some("the user's clip"));
+        // No `verify` asked: a paste is read back anyway.
+        let res = r.ok("android_input_text", json!({"text": "Grüße", "settle": false})).await;
+        assert_eq!((&res["method"], &res["clipboard"]), (&json!("helper_paste"), &json!("restored")), "{res}");
+        assert_eq!((&res["read_back"], &res["verified"]), (&json!(true), &json!(false)), "{res}");
+        assert_eq!(res["field_text"], "the user's clip", "{res}");
+        assert!(res["warning"].as_str().unwrap().contains("not show the pasted text"), "{res}");
+        // Where the paste did arrive, no warning.
+        let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
+        r.ok("android_tap", json!({"x": FIELD.0, "y": FIELD.1, "settle": false})).await;
+        let res = r.ok("android_input_text", json!({"text": "Grüße", "settle": false})).await;
+        assert_eq!((&res["read_back"], &res["verified"]), (&json!(true), &json!(true)), "{res}");
+        assert!(res.get("warning").is_none(), "{res}");
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_is_read_on_a_screen_that_never_idles() {
     bounded(async {

@@ -331,7 +331,11 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
             }
             // The clipboard as com.android.shell, KEYCODE_PASTE into the focused field, the previous clip back.
             let previous = dev.clipboard.replace(text.clone());
-            super::commands::type_text(&mut dev, &text);
+            let pasted = match (&previous, shared.cfg.helper) {
+                (Some(p), Mode::StalePaste) => p.clone(),
+                _ => text.clone(),
+            };
+            super::commands::type_text(&mut dev, &pasted);
             let how = if shared.cfg.helper == Mode::ClipUnreadable {
                 "not_restored"
             } else if let Some(p) = previous {

@@ -161,6 +161,10 @@ pub enum HelperMode {
     /// The previous clip cannot be read (Android 10+ limits background clipboard reads): a paste answers
     /// `paste not_restored`.
     ClipUnreadable,
+    /// Paste types the clip that was there before ours (Samsung One UI 9–11: setting the clipboard has no effect on
+    /// paste — scrcpy #1771, #1986, #2277, #3611) while the helper, which reads its own clip back, answers
+    /// `paste restored`.
+    StalePaste,
     /// Every input (tap, swipe, press, gesture, key, text) is carried out at once but answered [`LATE_REPLY`]
     /// later (a phone whose helper stalls: a long GC pause, a CPU-starved phone), past the host's request limit of
     /// 1 s plus the verb's own time. Reads answer at once.

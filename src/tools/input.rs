@@ -288,6 +288,7 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                     "read_back": {"type": "boolean", "description": "Whether the field was read back (verify)"},
                     "field_text": {"type": ["string", "null"], "description": "The field after typing (null: password or not found)"},
                     "password": {"type": "boolean"}, "verified": {"type": ["boolean", "null"]},
+                    "warning": {"type": "string", "description": "Present when the typed text was not seen arriving"},
                     "read_back_ms": {"type": "integer"},
                     "method": {"type": "string", "enum": ["input_text", "adb_keyboard", "helper_keys", "helper_paste"]},
                     "clipboard": {"type": "string", "enum": ["restored", "cleared", "not_restored"]}}}),
@@ -351,7 +352,13 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                         None => (type_unicode(&c, &text).await?, None, false),
                     }
                 };
+                // A paste is always read back: on some phones (Samsung One UI 9–11, scrcpy #1986: "It pastes what
+                // was previously copied") the clipboard write "succeeds" and the paste inserts the previous clip,
+                // which the helper cannot see (it reads its own clip back). Text not seen arriving is not "done".
+                let pasted = method == "helper_paste";
+                let verify = verify || pasted;
                 let back = if verify { Some(read_back(&c, &text, clear).await) } else { None };
+                let paste_unseen = pasted && back.as_ref().is_some_and(|b| b.get("verified") == Some(&json!(false)));
                 if submit && !enter_sent {
                     c.adb
                         .input(&c.device, Input::Key { name: "ENTER", long: false, times: 1 }, c.spec.deadline)
@@ -365,6 +372,13 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 }
                 if let (Some(obj), Some(back)) = (r.as_object_mut(), back) {
                     obj.extend(back);
+                }
+                if paste_unseen {
+                    r["warning"] = json!(
+                        "the field does not show the pasted text (field_text is what it holds): this phone may have \
+                         pasted an earlier clip. Look at the field and correct it before going on; do not assume \
+                         the text arrived"
+                    );
                 }
                 Ok(with_woke(with_element(r, on), ready.woke))
             },
