@@ -458,3 +458,54 @@ async fn a_phone_that_stays_offline_is_reconnected_then_handed_to_the_recover_co
     .await
     .expect("bounded");
 }
+
+/// Issue 48 (item 5): the ladder recovers a hung phone whatever its phone helper's state — running, unable to start
+/// (a ROM that kills it), never started before the hang, and off. A helper that is not used must not count as the
+/// phone answering (it reset the timeouts in a row on every call), and no helper start may spend a call's deadline
+/// on a phone whose last command timed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_phone_is_reconnected_whatever_its_helpers_state() {
+    use xagent_adb_connector::sim::helper::Mode;
+    use xagent_adb_connector::sim::SimConfig;
+    bounded(async {
+        let cases: [(&str, Mode, &[&str], bool); 4] = [
+            ("running", Mode::Works, &[], true),
+            ("unable to start", Mode::NoStart, &[], true),
+            ("never started", Mode::Works, &[], false),
+            ("off", Mode::Works, &["--phone-helper", "off"], true),
+        ];
+        for (what, mode, flags, tap_first) in cases {
+            let cfg = SimConfig { helper: mode, ..SimConfig::default() };
+            let (adb, sim, serial) = setup_with(cfg).await.expect("adb is required (apt-get install adb)");
+            let dir = tempfile::tempdir().unwrap();
+            let mut args = vec!["--tool-deadline-max", "2s", "--recover-wait", "5s"];
+            args.extend_from_slice(flags);
+            let srv = start(&adb, dir.path(), &args);
+            let mut c = ws(srv.addr, Some(KEY)).await;
+            c.hello(None).await;
+            let ch = c.bind(Some(&serial)).await;
+            if tap_first {
+                let r = c.tap(&ch, 10, 10).await;
+                assert!(r.get("error").is_none(), "{what}: {r}");
+            }
+            sim.set_fault(Fault::Unresponsive);
+            let transports = sim.transports();
+            for _ in 0..3 {
+                let r = c.tap(&ch, 10, 10).await;
+                assert_eq!(error_code(&r), "device_timeout", "{what}: {r}");
+            }
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while sim.transports() == transports {
+                assert!(
+                    Instant::now() < deadline,
+                    "{what}: the phone was never reconnected: {:#?}",
+                    srv.logs().iter().filter(|l| l.contains("recover") || l.contains("helper")).collect::<Vec<_>>()
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            sim.set_fault(Fault::None);
+        }
+    })
+    .await
+    .expect("bounded");
+}

@@ -283,6 +283,11 @@ impl Book {
         });
     }
 
+    /// How many commands for the phone timed out in a row (0: its last command was answered).
+    pub fn timeouts_in_a_row(&self, key: &DeviceKey) -> u32 {
+        self.phones.lock().unwrap_or_else(|e| e.into_inner()).get(key).map_or(0, |p| p.timeouts_in_a_row)
+    }
+
     /// A command for the phone ended: in `device_timeout` or otherwise. Returns the timeouts in a row now. An
     /// answer of any kind proves the phone alive: it clears `unhealthy`.
     pub fn command_ended(&self, key: &DeviceKey, timed_out: bool) -> u32 {

@@ -272,6 +272,21 @@ impl Helpers {
         self.phones.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
+    /// Whether a request for `verb` would go to `key`'s helper at all (on, not given up on that phone, the verb
+    /// not fallen back): when not, the caller goes the shell's way without a device operation of its own — an
+    /// operation that touches nothing must not count as the phone answering (the recovery ladder counts timeouts
+    /// in a row, and any answer resets them).
+    pub fn would_use(&self, key: &DeviceKey, verb: &str, args: &str) -> bool {
+        if !self.enabled() {
+            return false;
+        }
+        let Some(phone) = self.phones.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned() else {
+            return true;
+        };
+        let b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+        b.down.is_none() && !b.fallbacks.contains_key(verb) && !b.fallbacks.contains_key(operation(verb, args))
+    }
+
     /// Whether `key`'s helper is running now, so that asking it costs no start (settle's frames ask only then:
     /// a start inside a frame's short deadline could be cut off half-way).
     pub fn running(&self, key: &DeviceKey) -> bool {
@@ -403,6 +418,12 @@ impl Helpers {
             }
             if sdk.is_some_and(|v| v < MIN_SDK) {
                 b.down = Some(format!("Android older than 8 (API {}; the helper needs {MIN_SDK})", sdk.unwrap_or(0)));
+                return None;
+            }
+            if b.starts >= STARTS {
+                // A start cut short (its call's deadline ran out on a phone that stopped answering) counts too: the
+                // helper is not started on every call.
+                b.down = Some(format!("started {STARTS} times already"));
                 return None;
             }
             b.starts += 1;
@@ -917,5 +938,30 @@ mod cleanup_tests {
             (cmd.as_deref(), foreign),
             (Some("rm -f '/data/local/tmp/xagent-helper-00000000deadbeef.dex'; kill -9 5001"), 0)
         );
+    }
+}
+
+#[cfg(test)]
+mod use_tests {
+    use super::*;
+
+    fn key() -> DeviceKey {
+        DeviceKey { server: "127.0.0.1:5037".into(), serial: "A".into() }
+    }
+
+    /// Issue 48 (item 5): a helper given up on is not asked — so no device operation that touches nothing counts
+    /// as the phone answering and resets the recovery ladder's timeouts in a row.
+    #[test]
+    fn a_helper_given_up_on_or_a_fallen_back_verb_is_not_asked() {
+        let h = Helpers::default();
+        assert!(h.would_use(&key(), "tap", "1 2"), "not started yet: asked (and started)");
+        h.phone(&key()).book.lock().unwrap().fallbacks.insert("touch".into(), "denied".into());
+        assert!(!h.would_use(&key(), "tap", "1 2"));
+        assert!(h.would_use(&key(), "key", "4 1 0"));
+        h.phone(&key()).book.lock().unwrap().down = Some("no greeting".into());
+        assert!(!h.would_use(&key(), "key", "4 1 0"));
+        h.set_enabled(false);
+        h.forget(&key());
+        assert!(!h.would_use(&key(), "key", "4 1 0"), "off");
     }
 }

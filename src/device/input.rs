@@ -93,7 +93,12 @@ impl AdbBackend {
         args: &str,
         held: Duration,
     ) -> Result<Option<String>, ProtoError> {
-        if !self.helpers().enabled() {
+        if !self.helpers().would_use(key, verb, args) {
+            return Ok(None);
+        }
+        // A phone whose last command timed out may be stuck: no helper start spends this call's deadline on it
+        // (the shell path's own timeout then counts toward the recovery ladder); a running helper is still asked.
+        if !self.helpers().running(key) && self.health_book().timeouts_in_a_row(key) > 0 {
             return Ok(None);
         }
         let sdk = Backend::info(self, key).and_then(|i| i.sdk);
