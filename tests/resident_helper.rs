@@ -135,6 +135,24 @@ async fn a_clip_that_cannot_be_put_back_is_reported() {
     .await;
 }
 
+/// Issue 46 (item 4): a helper without the virtual key map (`text=no_key_map`) pastes ASCII too, as the protocol
+/// says: the text goes to it, not to the shell's `input text` for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_key_map_ascii_is_pasted_by_the_helper() {
+    bounded(async {
+        let mut r = Rig::with(helper_cfg(Mode::NoKeyMap), AUTO, None).await;
+        r.ok("android_tap", json!({"x": FIELD.0, "y": FIELD.1, "settle": false})).await;
+        let res = r.ok("android_input_text", json!({"text": "hello", "settle": false})).await;
+        assert_eq!((&res["method"], &res["clipboard"]), (&json!("helper_paste"), &json!("cleared")), "{res}");
+        assert_eq!(r.sim.fields().0, "hello");
+        let cmds = r.sim.commands();
+        assert!(!cmds.iter().any(|c| c.starts_with("input ")), "no `input text`: {cmds:?}");
+        let h = status(&mut r).await["phone_helper"].clone();
+        assert!(h.get("fell_back").is_none(), "{h}");
+    })
+    .await;
+}
+
 /// Helper D4 (issue 46): on Samsung One UI 9–11 the paste may insert the clip that was there before ours while the
 /// clipboard write "succeeded" (scrcpy #1986: "It pastes what was previously copied on the phone's clipboard
 /// instead"). The helper cannot see it; the host reads every paste back and never reports unseen text as typed.

@@ -322,7 +322,17 @@ impl Helpers {
         let mut failed_once = false;
         loop {
             let Some(tx) = self.session(&phone, d, sdk).await else { return Ok(None) };
-            let state = phone.book.lock().unwrap_or_else(|e| e.into_inner()).operations.get(op).cloned();
+            let state = {
+                let b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+                match b.operations.get(op).map(String::as_str) {
+                    // Without the virtual key map the helper pastes ASCII too (protocol: `no_key_map`): the text
+                    // goes to it whenever it can paste, not to the shell for good.
+                    Some("no_key_map") if op == "text" && b.operations.get("paste").is_some_and(|p| p == "ok") => {
+                        Some("ok".to_owned())
+                    }
+                    other => other.map(str::to_owned),
+                }
+            };
             match state.as_deref() {
                 Some("ok") => {}
                 // A verb the greeting does not name (an older helper): ask; it answers unknown_verb if so.

@@ -165,7 +165,7 @@ fn states(shared: &Shared) -> [(&'static str, &'static str); 9] {
     [
         ("touch", inject),
         ("key", inject),
-        ("text", inject),
+        ("text", if shared.cfg.helper == Mode::NoKeyMap { "no_key_map" } else { inject }),
         ("paste", inject),
         ("screen", "ok"),
         ("tree", ui),
@@ -319,7 +319,8 @@ fn verb_reply(shared: &Arc<Shared>, verb: &str, args: &[&str]) -> Answer {
             count(1)?;
             let bytes = crate::base64::decode(args[0]).ok_or("bad_request text is not base64")?;
             let text = String::from_utf8_lossy(&bytes).into_owned();
-            let keys = text.bytes().all(|b| (0x20..=0x7e).contains(&b));
+            // Without the virtual key map (`no_key_map`) ASCII goes through the clipboard too.
+            let keys = text.bytes().all(|b| (0x20..=0x7e).contains(&b)) && shared.cfg.helper != Mode::NoKeyMap;
             refuse(shared, if keys { "text" } else { "paste" })?;
             if keys {
                 let shifted = text.chars().filter(|c| c.is_ascii_uppercase() || "~!@#$%^&*()_+{}|:\"<>?".contains(*c));

@@ -161,6 +161,9 @@ pub enum HelperMode {
     /// The previous clip cannot be read (Android 10+ limits background clipboard reads): a paste answers
     /// `paste not_restored`.
     ClipUnreadable,
+    /// The virtual keyboard's KeyCharacterMap did not load: the greeting says `text=no_key_map` and ASCII text is
+    /// pasted like any other (case 16).
+    NoKeyMap,
     /// Paste types the clip that was there before ours (Samsung One UI 9–11: setting the clipboard has no effect on
     /// paste — scrcpy #1771, #1986, #2277, #3611) while the helper, which reads its own clip back, answers
     /// `paste restored`.
