@@ -591,8 +591,9 @@ async fn request(tx: &mpsc::Sender<Request>, verb: &str, args: &str, timeout: Du
             sticky: true,
         },
         "denied" => Answer::Fallback {
-            reason: "denied: the system refused injection (on Xiaomi phones enable \"USB debugging (Security \
-                     settings)\")"
+            reason: "denied: the system refused injection (Xiaomi/Redmi/POCO: turn on Settings > Additional \
+                     settings > Developer options > \"USB debugging (Security settings)\", which asks for a SIM and a \
+                     Mi account; other phones: check Developer options for an input or security toggle)"
                 .to_owned(),
             sticky: true,
         },
