@@ -398,7 +398,7 @@
     goto :args
     :k3
     invoke-static {}, Lxagent/Frame;->lib()V
-    # the first physical display's token
+    # the token of the physical display behind logical display 0 (physicalId)
     sget-object v3, Lxagent/Frame;->ids:Ljava/lang/reflect/Method;
     const/4 v4, 0
     new-array v5, v4, [Ljava/lang/Object;
@@ -409,7 +409,8 @@
     if-nez v5, :has_display
     return-object v2
     :has_display
-    aget-wide v5, v3, v4
+    invoke-static {v3}, Lxagent/Frame;->physicalId([J)J
+    move-result-wide v5
     invoke-static {v5, v6}, Ljava/lang/Long;->valueOf(J)Ljava/lang/Long;
     move-result-object v5
     const/4 v3, 1
@@ -459,6 +460,51 @@
         :k2
         :k3
     .end packed-switch
+.end method
+
+# The physical display behind logical display 0, among ids (not empty): DisplayInfo.address, a
+# DisplayAddress$Physical, gives its id (helper D10: on a foldable the first physical display may be the panel that
+# is off; AOSP android-34 DisplayInfo.java `public DisplayAddress address`, DisplayAddress.Physical
+# `getPhysicalDisplayId()`; Appium's uiautomator2 DisplayIdHelper takes the same route). The first id when the
+# address is missing, not physical, or not among ids.
+.method static physicalId([J)J
+    .locals 8
+    const/4 v0, 0
+    aget-wide v1, p0, v0
+    :try_start
+    sget-object v3, Lxagent/Helper;->display:Ljava/lang/Object;
+    const-string v4, "getDisplayInfo"
+    const/4 v5, 0
+    invoke-static {v3, v4, v5}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    invoke-virtual {v3}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
+    move-result-object v4
+    const-string v6, "address"
+    invoke-virtual {v4, v6}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
+    move-result-object v4
+    invoke-virtual {v4, v3}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    if-eqz v3, :first
+    const-string v4, "getPhysicalDisplayId"
+    invoke-static {v3, v4, v5}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v3
+    check-cast v3, Ljava/lang/Long;
+    invoke-virtual {v3}, Ljava/lang/Long;->longValue()J
+    move-result-wide v3
+    array-length v5, p0
+    :each
+    if-ge v0, v5, :first
+    aget-wide v6, p0, v0
+    cmp-long v6, v6, v3
+    if-nez v6, :next
+    return-wide v3
+    :next
+    add-int/lit8 v0, v0, 0x1
+    goto :each
+    :try_end
+    .catch Ljava/lang/Throwable; {:try_start .. :try_end} :first
+    :first
+    return-wide v1
 .end method
 
 # "W H GW GH B64" of bitmap b: every pixel summed into its cell (row y into cell row y*GH/H, column x into x*GW/W),

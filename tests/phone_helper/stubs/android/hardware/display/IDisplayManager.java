@@ -20,6 +20,9 @@ public interface IDisplayManager {
                 boolean turned = (d.rotation & 1) == 1;
                 d.logicalWidth = turned ? 2400 : 1080;
                 d.logicalHeight = turned ? 1080 : 2400;
+                // -Dstub.display0_phys=ID: the physical display behind display 0 (a foldable's active panel).
+                String phys = Rec.prop("display0_phys", "");
+                if (!phys.isEmpty()) d.address = android.view.DisplayAddress.fromPhysicalDisplayId(Long.parseLong(phys));
                 return d;
             }
         }

@@ -2,11 +2,17 @@ package com.android.server.display;
 
 import android.os.IBinder;
 
-/** services.jar's display tokens on Android 14+ (-Dstub.no_displays=1: a phone reporting none). */
+/**
+ * services.jar's display tokens on Android 14+ (-Dstub.no_displays=1: a phone reporting none; -Dstub.phys_ids=A,B:
+ * the physical displays, in SurfaceFlinger's order).
+ */
 public final class DisplayControl {
     public static long[] getPhysicalDisplayIds() {
         xagentstub.Rec.log("DisplayControl.getPhysicalDisplayIds()");
-        return xagentstub.Rec.on("no_displays") ? new long[0] : new long[] {4619827259835644672L, 7L};
+        if (xagentstub.Rec.on("no_displays")) return new long[0];
+        String ids = xagentstub.Rec.prop("phys_ids", "");
+        if (ids.isEmpty()) return new long[] {4619827259835644672L, 7L};
+        return java.util.Arrays.stream(ids.split(",")).mapToLong(Long::parseLong).toArray();
     }
 
     public static IBinder getPhysicalDisplayToken(long id) {
