@@ -505,6 +505,43 @@ async fn doctor_without_the_key_of_a_keyed_connector_says_to_pass_it() {
     assert!(text.contains(&format!("ok    a connector is running on {addr}")), "{text}");
 }
 
+/// Issue 50: a wrong key is not answered with "pass --api-key-file" as a missing one is (the user already did), and
+/// both name the connector they reached; the key never appears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_tells_a_wrong_key_from_a_missing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let kf = dir.path().join("key");
+    std::fs::write(&kf, "k-call-right-1").unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "k-call-wrong-2").unwrap();
+    let srv = Server::start(&dir.path().join("data"), &["--api-key-file", kf.to_str().unwrap()], &[]);
+    let url = format!("http://{}", srv.addr);
+    let call = |key: Option<std::path::PathBuf>| {
+        let url = url.clone();
+        blocking(move || {
+            let mut cmd = Command::new(BIN);
+            cmd.args(["call", "android_device_status", "--url", &url])
+                .env_remove("XAGENT_CONNECTOR_API_KEY")
+                .env_remove("XAGENT_ADB_API_KEY_FILE")
+                .env("XAGENT_ADB_CONFIG_DIR", "/nonexistent-xagent-config");
+            if let Some(k) = key {
+                cmd.arg("--api-key-file").arg(k);
+            }
+            let out = cmd.output().unwrap();
+            (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
+        })
+    };
+    let (code, missing) = call(None).await;
+    assert_ne!(code, Some(0), "{missing}");
+    assert!(missing.contains("wants its API key") && missing.contains("--api-key-file"), "{missing}");
+    assert!(missing.contains(&srv.addr.to_string()), "names the connector: {missing}");
+    let (code, refused) = call(Some(wrong)).await;
+    assert_ne!(code, Some(0), "{refused}");
+    assert!(refused.contains("refused the API key given") && !refused.contains("pass --api-key-file"), "{refused}");
+    assert!(refused.contains(&srv.addr.to_string()), "{refused}");
+    assert!(!refused.contains("k-call-wrong-2") && !refused.contains("k-call-right-1"), "{refused}");
+}
+
 /// `call` holds the phone only for the call: after a call that fails, times out or is interrupted (SIGINT), the
 /// one phone is free for the next client at once (not after the hour of lease grace); and errors name their code.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -221,13 +221,24 @@ impl Session {
             .map_err(|e| {
                 use tokio_tungstenite::tungstenite::Error;
                 match e {
+                    Error::Http(r) if (r.status() == 401 || r.status() == 403) && key.is_none() => CallError {
+                        code: exit::FAILURE,
+                        message: format!(
+                            "unauthorized: the connector at {authority} wants its API key (HTTP {}); pass \
+                             --api-key-file FILE (or set XAGENT_CONNECTOR_API_KEY)",
+                            r.status().as_u16()
+                        ),
+                    },
+                    // A key was sent and refused: naming the flag again would send the user looking for a file
+                    // they already gave. The key itself is never printed.
                     Error::Http(r) if r.status() == 401 || r.status() == 403 => CallError {
                         code: exit::FAILURE,
                         message: format!(
-                        "unauthorized: the connector wants its API key (HTTP {}); pass --api-key-file FILE (or set \
-                         XAGENT_CONNECTOR_API_KEY)",
-                        r.status().as_u16()
-                    ),
+                            "unauthorized: the connector at {authority} refused the API key given (HTTP {}): it is \
+                             not this connector's key (check --url names the connector you mean, and which key file \
+                             or XAGENT_CONNECTOR_API_KEY was used)",
+                            r.status().as_u16()
+                        ),
                     },
                     Error::Http(r) => {
                         failed(format!("the connector refused the WebSocket: HTTP {}", r.status().as_u16()))
