@@ -26,15 +26,39 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// The git files the build facts come from, only those that exist: cargo treats a watched path that is missing as
+/// changed, so watching `packed-refs` in a repository that was never packed reran this script (and relinked the
+/// crate) on every build. Watched: `HEAD`, the branch it names (its loose file, or while it lives only in
+/// `packed-refs` the folder its loose file would appear in), `refs/tags` (for `git_tag`) and `packed-refs` once it
+/// exists. Not the whole `refs/`: in a repository shared by worktrees every other branch's commit touched it and
+/// rebuilt this one. `tests/build_script.rs` includes this file to check it.
+pub fn watched_git_paths(git_dir: &str, common: &str, head_ref: Option<&str>) -> Vec<String> {
+    let exists = |p: &String| std::path::Path::new(p).exists();
+    let mut paths = vec![format!("{git_dir}/HEAD")];
+    if let Some(r) = head_ref {
+        let loose = format!("{common}/{r}");
+        let folder = match loose.rsplit_once('/') {
+            Some((dir, _)) => dir.to_string(),
+            None => common.to_string(),
+        };
+        paths.push(if exists(&loose) { loose } else { folder });
+    }
+    paths.push(format!("{common}/refs/tags"));
+    paths.push(format!("{common}/packed-refs"));
+    paths.into_iter().filter(exists).collect()
+}
+
 fn main() {
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     println!("cargo:rerun-if-env-changed=XAGENT_BUILD_GIT_REV");
+    println!("cargo:rerun-if-changed=build.rs");
     // In a linked worktree `.git` is a file: ask git where HEAD and the refs (tags) really live.
     let git_dir = git(&["rev-parse", "--git-dir"]).unwrap_or_else(|| ".git".into());
     let common = git(&["rev-parse", "--git-common-dir"]).unwrap_or_else(|| git_dir.clone());
-    println!("cargo:rerun-if-changed={git_dir}/HEAD");
-    println!("cargo:rerun-if-changed={common}/refs");
-    println!("cargo:rerun-if-changed={common}/packed-refs");
+    let head_ref = git(&["symbolic-ref", "-q", "HEAD"]);
+    for path in watched_git_paths(&git_dir, &common, head_ref.as_deref()) {
+        println!("cargo:rerun-if-changed={path}");
+    }
 
     let rev = std::env::var("XAGENT_BUILD_GIT_REV")
         .ok()

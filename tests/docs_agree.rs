@@ -383,3 +383,215 @@ fn the_policy_pages_example_is_a_policy_the_binary_accepts() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(out.status.success(), "docs/policy.md's example is refused: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+// ---- Issue 51 item 2: the device profile by concern ----
+
+/// The device profile's pages besides the index, sorted.
+fn profile_pages() -> Vec<String> {
+    markdown_files()
+        .into_iter()
+        .filter(|f| f.starts_with("device-profile/") && f != "device-profile/README.md")
+        .collect()
+}
+
+/// `device-profile/README.md` is an index a reader can hold in mind: at most 200 lines, its "Pages" table links
+/// every page of the folder (a page nobody links is a page nobody reads), and every page split out of it links back
+/// (phone-helper.md, the helper's own wire protocol, predates the split).
+#[test]
+fn the_device_profile_readme_is_a_short_index_of_every_page() {
+    let index = read("device-profile/README.md");
+    let lines = index.lines().count();
+    assert!(lines <= 200, "device-profile/README.md has {lines} lines; the detail belongs in its pages");
+    let pages = index.split("\n## Pages\n").nth(1).expect("a `## Pages` section").split("\n## ").next().unwrap();
+    let pages_listed = profile_pages();
+    assert!(pages_listed.len() >= 7, "the profile is split by concern: {pages_listed:?}");
+    for page in pages_listed {
+        let name = page.trim_start_matches("device-profile/");
+        assert!(pages.contains(&format!("]({name})")), "device-profile/README.md's Pages table does not link {name}");
+        if name != "phone-helper.md" {
+            assert!(read(&page).contains("](README.md"), "{page} does not link back to the index");
+        }
+    }
+}
+
+/// Which page details each tool: the concern a reader looks under. A tool added to the code without a place here
+/// fails, and so does a tool's entry (`- **`android_…`** —`) found on another page or on two.
+const TOOL_PAGES: &[(&str, &[&str])] = &[
+    (
+        "observation.md",
+        &[
+            "android_device_status",
+            "android_ui_dump",
+            "android_ui_wait",
+            "android_screenshot",
+            "android_observe",
+            "android_logcat",
+            "android_notifications",
+            "android_screen_record",
+        ],
+    ),
+    (
+        "input.md",
+        &[
+            "android_tap",
+            "android_long_press",
+            "android_scroll",
+            "android_swipe",
+            "android_pinch",
+            "android_gesture",
+            "android_input_text",
+            "android_key",
+            "android_wake",
+            "android_unlock",
+            "android_clipboard",
+            "android_request_human",
+        ],
+    ),
+    (
+        "apps.md",
+        &[
+            "android_app_list",
+            "android_permission",
+            "android_open_url",
+            "android_app_launch",
+            "android_app_stop",
+            "android_app_install",
+            "android_app_uninstall",
+            "android_app_clear_data",
+            "android_shell",
+        ],
+    ),
+    ("files.md", &["android_file_pull", "android_file_push"]),
+];
+
+/// Every tool the binary can declare (the risky ones enabled) is detailed exactly once, on the page of its concern;
+/// the risky opt-in tools under apps.md's "Opt-in tools" heading line.
+#[test]
+fn each_tool_is_detailed_once_on_the_page_of_its_concern() {
+    let all = xagent_adb_connector::policy::Policy {
+        enabled_risky_tools: xagent_adb_connector::policy::RISKY_TOOLS.iter().map(|s| s.to_string()).collect(),
+        shell_allow_prefixes: vec!["getprop ".into()],
+        ..Default::default()
+    };
+    let adb = xagent_adb_connector::device::adb::AdbBackend::new(Vec::new());
+    let registry = xagent_adb_connector::tools::Registry::device_tools_with(&adb, &std::sync::Arc::new(all));
+    let mut tools: Vec<String> = registry.ids().map(str::to_owned).collect();
+    tools.sort();
+    let mut placed: Vec<String> = TOOL_PAGES.iter().flat_map(|(_, ids)| ids.iter().map(|s| s.to_string())).collect();
+    placed.sort();
+    assert_eq!(placed, tools, "TOOL_PAGES (left) must place every tool of the registry (right), once");
+
+    let mut problems = Vec::new();
+    for (page, ids) in TOOL_PAGES {
+        for id in *ids {
+            let entry = format!("- **`{id}`** —");
+            let found: Vec<String> =
+                profile_pages().into_iter().filter(|p| read(p).lines().any(|l| l.starts_with(&entry))).collect();
+            if found != [format!("device-profile/{page}")] {
+                problems.push(format!("{id}: detailed on {found:?}, expected device-profile/{page} alone"));
+            }
+        }
+    }
+    let apps = read("device-profile/apps.md");
+    let opt_in = apps.split("\nOpt-in tools").nth(1).expect("apps.md has its `Opt-in tools` part");
+    for risky in xagent_adb_connector::policy::RISKY_TOOLS {
+        if !opt_in.contains(&format!("- **`{risky}`** —")) {
+            problems.push(format!("{risky} is risky but not detailed under apps.md's `Opt-in tools`"));
+        }
+    }
+    assert!(problems.is_empty(), "tool entries out of place:\n{}", problems.join("\n"));
+}
+
+/// Every stable error code has a row of the errors page's §7 table (its first cell), not just a mention elsewhere.
+#[test]
+fn every_error_code_has_a_row_on_the_errors_page() {
+    let page = read("device-profile/errors-and-limits.md");
+    let table = page.split("## 7. Error codes").nth(1).expect("§7 on errors-and-limits.md").split("\n## ").next();
+    let first_cells: Vec<String> =
+        table.unwrap().lines().filter(|l| l.starts_with("| `")).map(|l| cells(l)[0].clone()).collect();
+    let missing: Vec<&str> = xagent_adb_connector::protocol::errors::ErrorCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .filter(|c| !first_cells.iter().any(|cell| cell.contains(&format!("`{c}`"))))
+        .collect();
+    assert!(missing.is_empty(), "error codes without a row in errors-and-limits.md §7: {missing:?}");
+}
+
+/// The leading quantity of a default as written in the docs or `--help`, normalised: "10 min" and "10m" → "10m",
+/// "512 MiB" → "512mib", "128 (1024 in total)" → "128".
+fn leading_quantity(text: &str) -> Option<String> {
+    let start = text.find(|c: char| c.is_ascii_digit())?;
+    let rest = &text[start..];
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == ',').filter(|c| *c != ',').collect();
+    let after = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == ',').trim_start();
+    let unit: String = after.chars().take_while(|c| c.is_ascii_alphabetic()).collect::<String>().to_lowercase();
+    let unit = match unit.as_str() {
+        "min" | "m" => "m",
+        "s" | "h" | "ms" | "kib" | "mib" | "gib" => unit.as_str(),
+        _ => "",
+    };
+    Some(format!("{digits}{unit}"))
+}
+
+/// `serve --help`'s defaults: flag → default.
+fn serve_help_defaults() -> Vec<(String, String)> {
+    let out = Command::new(BIN).args(["serve", "--help"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut flag = String::new();
+    let mut defaults = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with("--") || (t.starts_with('-') && t.contains(", --")) {
+            flag = t.split([' ', ',']).find(|w| w.starts_with("--")).unwrap_or("").to_string();
+        } else if let Some(d) = t.strip_prefix("[default: ") {
+            defaults.push((flag.clone(), d.trim_end_matches(']').to_string()));
+        }
+    }
+    defaults
+}
+
+/// The limits the profile states with their flags are the binary's defaults, on the page of their concern: the
+/// rows of errors-and-limits.md's "Limits against hostile clients" table that name a flag, and the
+/// "`--flag` … default **X**" of the transfer plane (files.md) and the instance lease (binding.md).
+#[test]
+fn the_profiles_limits_are_the_binarys_defaults_on_the_right_page() {
+    let defaults = serve_help_defaults();
+    let default_of = |flag: &str| defaults.iter().find(|(f, _)| f == flag).map(|(_, d)| d.clone());
+    let mut checked = Vec::new();
+    let mut wrong = Vec::new();
+    let page = read("device-profile/errors-and-limits.md");
+    let clients = page.split("### Limits against hostile clients").nth(1).expect("the hostile-clients limits table");
+    let clients = clients.split("\n#").next().unwrap();
+    for row in clients.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| Limit") && !l.starts_with("|--")) {
+        let c = cells(row);
+        let Some(flag) = c[0].split('`').find(|w| w.starts_with("--")) else { continue };
+        // A flag without a default (`--allowed-host`, `--allow-no-api-key-on-network`) states a rule, not a number.
+        let Some(default) = default_of(flag) else { continue };
+        let (doc, bin) = (leading_quantity(&c[1]), leading_quantity(&default));
+        if doc.is_none() || doc != bin {
+            wrong.push(format!("errors-and-limits.md: {flag} default {:?}, the binary's {bin:?}", c[1]));
+        }
+        checked.push(flag.to_string());
+    }
+    for (file, flags) in [
+        ("device-profile/files.md", &["--file-ttl", "--cache-max-bytes", "--cache-max-files"][..]),
+        ("device-profile/binding.md", &["--lease-grace"][..]),
+    ] {
+        let text = read(file).split_whitespace().collect::<Vec<_>>().join(" ");
+        for flag in flags {
+            let said = text
+                .split(&format!("`{flag}`"))
+                .nth(1)
+                .and_then(|rest| rest.split_once("default **"))
+                .map(|(_, d)| d.split("**").next().unwrap().to_string());
+            let bin = leading_quantity(&default_of(flag).unwrap_or_else(|| panic!("{flag} has no default")));
+            let doc = said.as_deref().and_then(leading_quantity);
+            if doc.is_none() || doc != bin {
+                wrong.push(format!("{file}: {flag} default {said:?}, the binary's {bin:?}"));
+            }
+            checked.push(flag.to_string());
+        }
+    }
+    assert!(checked.len() >= 10, "the limits found: {checked:?}");
+    assert!(wrong.is_empty(), "limits that disagree with `serve --help`:\n{}", wrong.join("\n"));
+}

@@ -4,9 +4,9 @@
 //!   production registry (the schemas the card serves) and compared byte for byte;
 //! - `device-profile/examples/session.jsonl`: a real packet transcript recorded against the real binary, a private
 //!   adb server and the simulated phone, normalised so it is deterministic, and compared line by line;
-//! - `skills/connector-device-adb/SKILL.md` and `device-profile/README.md`: the skill's header name, and every tool id
-//!   they mention exists (and the README mentions every tool, risky opt-in tools included, marks exactly those as
-//!   opt-in in its catalog, and names every error code).
+//! - `skills/connector-device-adb/SKILL.md` and the `device-profile/` pages: the skill's header name, and every tool id
+//!   they mention exists (and the README's catalog has a row for every tool, risky opt-in tools included, marking
+//!   exactly those as opt-in; `errors-and-limits.md` names every error code).
 //!
 //! Schemas and checks cover *every* tool this binary can declare: the default tools and the risky ones an operator
 //! policy may enable (`src/policy.rs` `RISKY_TOOLS`).
@@ -39,6 +39,20 @@ fn root() -> PathBuf {
 
 fn profile_dir() -> PathBuf {
     root().join("device-profile")
+}
+
+/// The profile's Markdown pages, the index (`README.md`) first. Not `phone-helper.md`: the helper's wire protocol
+/// names Android's own libraries (`libandroid_servers.so`), not tools (`tests/phone_helper.rs` checks it).
+fn profile_pages() -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(profile_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .filter(|p| !p.ends_with("README.md") && !p.ends_with("phone-helper.md"))
+        .collect();
+    pages.sort();
+    pages.insert(0, profile_dir().join("README.md"));
+    pages
 }
 
 /// `path` relative to the crate root, for messages.
@@ -256,7 +270,13 @@ fn docs_name_only_real_tools_and_the_readme_covers_all() {
 
     let readme_path = profile_dir().join("README.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
-    for (path, text) in [(&skill_path, &skill), (&readme_path, &readme)] {
+    // The profile is an index (README.md) and pages by concern (issue 51): every page names only real tools.
+    let mut docs = vec![(skill_path.clone(), skill.clone())];
+    for page in profile_pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        docs.push((page, text));
+    }
+    for (path, text) in &docs {
         let unknown: Vec<String> =
             android_ids(text).into_iter().filter(|id| !tools.contains(id) && !fields.contains(id)).collect();
         assert!(
@@ -293,9 +313,9 @@ fn docs_name_only_real_tools_and_the_readme_covers_all() {
     let unlisted: Vec<&String> = tools.iter().filter(|t| !rows.contains(*t)).collect();
     assert!(unlisted.is_empty(), "device-profile/README.md catalog summary lacks rows for {unlisted:?}");
 
-    let mentioned: BTreeSet<String> = android_ids(&readme).into_iter().collect();
+    let mentioned: BTreeSet<String> = docs[1..].iter().flat_map(|(_, text)| android_ids(text)).collect();
     let missing: Vec<&String> = tools.iter().filter(|t| !mentioned.contains(*t)).collect();
-    assert!(missing.is_empty(), "device-profile/README.md does not document these tools: {missing:?}");
+    assert!(missing.is_empty(), "the device-profile pages do not document these tools: {missing:?}");
 
     // Risky tools are exactly the ones the default card leaves out.
     let default_ids: BTreeSet<String> = default_registry().ids().map(str::to_owned).collect();
@@ -303,10 +323,14 @@ fn docs_name_only_real_tools_and_the_readme_covers_all() {
     let risky: BTreeSet<String> = RISKY_TOOLS.iter().map(|s| s.to_string()).collect();
     assert_eq!(opt_in, risky, "tools absent from the default card vs policy.rs RISKY_TOOLS");
 
-    // Every stable error code is in the README.
+    // Every stable error code is on the errors page (`tests/docs_agree.rs` checks it has a row of §7's table).
+    let errors = std::fs::read_to_string(profile_dir().join("errors-and-limits.md")).unwrap();
     let undocumented: Vec<&str> =
-        ErrorCode::ALL.iter().map(|c| c.as_str()).filter(|c| !readme.contains(&format!("`{c}`"))).collect();
-    assert!(undocumented.is_empty(), "device-profile/README.md does not name these error codes: {undocumented:?}");
+        ErrorCode::ALL.iter().map(|c| c.as_str()).filter(|c| !errors.contains(&format!("`{c}`"))).collect();
+    assert!(
+        undocumented.is_empty(),
+        "device-profile/errors-and-limits.md does not name these error codes: {undocumented:?}"
+    );
 }
 
 // ---- transcript -------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ use crate::protocol::now_ms;
 use crate::store::audit::AuditRow;
 use crate::store::Store;
 
-/// Records older than this are pruned (documented in device-profile/README.md §12).
+/// Records older than this are pruned (documented in device-profile/security-and-operations.md §12).
 pub const RETENTION: std::time::Duration = std::time::Duration::from_secs(90 * 24 * 3600);
 /// At most this many records are kept; older ones are pruned first.
 pub const MAX_RECORDS: u64 = 200_000;

@@ -18,7 +18,7 @@ pub enum ErrorCode {
     AuthSessionNotFound,
     ToolInvokeFailed,
     UnsupportedPacket,
-    // Ours: documented in device-profile/README.md.
+    // Ours: documented in device-profile/errors-and-limits.md.
     /// hello `protocol_version` missing or below 3.0 (§8.1: the connector must refuse it).
     ProtocolVersionUnsupported,
     /// hello shares no profile with the card: no channel could have a non-empty `profiles`.
