@@ -571,6 +571,10 @@ async fn call_gives_the_phone_back_on_every_path() {
     assert_eq!(code, Some(0), "{out}{err}");
     let tapped = serde_json::from_str::<serde_json::Value>(&out).unwrap();
     assert_eq!((&tapped["x"], &tapped["y"]), (&json!(10), &json!(20)), "{tapped}");
+    // Issue 50: it names the phone (model, masked serial) and the connector it acted on.
+    let bound = err.lines().find(|l| l.starts_with("bound ")).unwrap_or_default();
+    assert!(bound.contains("Pixel") && bound.ends_with(&format!("on the connector at http://{}", srv.addr)), "{err}");
+    assert!(!bound.contains(&serial), "the serial is masked: {bound}");
     // `call` sends what xAgent sends: the tap settles by default and says what it changed (nothing, in the bar).
     assert_eq!((&tapped["effect"]["foreground_changed"], &tapped["effect"]["settled"]), (&json!(false), &json!(true)));
     // A refused call: exit 1 with the error code; the phone is free again.
@@ -808,7 +812,8 @@ async fn call_shows_a_phones_terminal_escapes_to_nobody() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("device command failed (exit 1)") && err.contains("Error: injected"), "{err}");
     assert_eq!(acting_chars(&err), Vec::<String>::new(), "raw control characters on call's stderr:\n{err:?}");
-    assert_eq!(err.lines().count(), 1, "one error line, none forged: {err:?}");
+    // The `bound …` line, then one error line, none forged.
+    assert_eq!(err.lines().filter(|l| !l.starts_with("bound ")).count(), 1, "one error line, none forged: {err:?}");
     // The agent's copy of the message (WebSocket) is clean too: the phone's words enter it through phone_text.
     let mut c = ws(srv.addr, None).await;
     c.hello(None).await;
@@ -916,7 +921,7 @@ async fn call_shows_a_lying_connectors_terminal_escapes_to_nobody() {
         "{err}"
     );
     assert_eq!(acting_chars(&err), Vec::<String>::new(), "{err:?}");
-    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert_eq!(err.lines().filter(|l| !l.starts_with("bound ")).count(), 1, "{err:?}");
 
     let result = json!({"note": evil, "files": [{"filename": format!("shot{evil}.png"),
                                                   "download_url": format!("/files/refs/t{evil}")}]});
@@ -927,7 +932,7 @@ async fn call_shows_a_lying_connectors_terminal_escapes_to_nobody() {
     assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap(), result, "stdout is the same JSON value");
     assert!(err.contains(r"download shot\x1b]0;owned"), "{err}");
     assert_eq!(acting_chars(&err), Vec::<String>::new(), "{err:?}");
-    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert_eq!(err.lines().filter(|l| !l.starts_with("bound ")).count(), 1, "{err:?}");
     // With --out the URL goes into a request line: refused, nothing written.
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("shot.png");

@@ -426,12 +426,15 @@ async fn open(
 
 /// Binds a phone on `ch` and invokes the tool; the tool's `result`.
 async fn invoke_on(s: &mut Session, ch: &str, input: &CallInput<'_>) -> Result<Value, CallError> {
-    bind(s, ch, input.serial).await?;
+    let phone = bind(s, ch, input.serial).await?;
+    // Which connector and which phone: a command pasted from elsewhere says where it acted before it acts.
+    eprintln!("{}", terminal_text(&format!("bound {phone} on the connector at {}", input.url.trim_end_matches('/'))));
     invoke(s, ch, input.tool, input.arguments.clone()).await.map_err(|f| f.into_call_error(input.tool))
 }
 
-/// `auth.start` (flow `adb_device`) on `ch`: any free online phone, or `serial`.
-async fn bind(s: &mut Session, ch: &str, serial: Option<&str>) -> Result<(), CallError> {
+/// `auth.start` (flow `adb_device`) on `ch`: any free online phone, or `serial`. The phone's name as the connector
+/// gives it (model and masked serial).
+async fn bind(s: &mut Session, ch: &str, serial: Option<&str>) -> Result<String, CallError> {
     let flow_input = serial.map_or_else(|| json!({}), |serial| json!({"serial": serial}));
     // Right after a phone appears the connector may still be verifying it (`device_offline`): retry briefly,
     // as `auth.start` is safe to repeat.
@@ -439,7 +442,10 @@ async fn bind(s: &mut Session, ch: &str, serial: Option<&str>) -> Result<(), Cal
     loop {
         let r = s.request("auth.start", Some(ch), json!({"flow_id": "adb_device", "input": flow_input})).await;
         match r {
-            Ok(ack) if ack["payload"]["status"] == "authenticated" => break,
+            Ok(ack) if ack["payload"]["status"] == "authenticated" => {
+                let name = &ack["payload"]["connection_descriptor"]["target"]["display_name"];
+                return Ok(name.as_str().unwrap_or("a phone").to_owned());
+            }
             Ok(ack) => {
                 let status = ack["payload"]["status"].as_str().unwrap_or("?").to_owned();
                 let msg = ack["payload"]["message"].as_str().unwrap_or("").to_owned();
@@ -454,7 +460,6 @@ async fn bind(s: &mut Session, ch: &str, serial: Option<&str>) -> Result<(), Cal
             Err(f) => return Err(f.into_call_error("auth.start (binding a phone)")),
         }
     }
-    Ok(())
 }
 
 /// One `tool.invoke` on the bound channel `ch`: the tool's `result`.
@@ -578,13 +583,20 @@ async fn session(input: SessionInput<'_>) -> Result<(), CallError> {
         r = bind(&mut s, &ch, input.serial) => r,
         () = crate::run::signal() => Err(failed("interrupted; the phone was released".into())),
     };
-    if let Err(e) = bound {
-        s.close(Some(&ch)).await;
-        return Err(e);
-    }
+    let phone = match bound {
+        Ok(p) => p,
+        Err(e) => {
+            s.close(Some(&ch)).await;
+            return Err(e);
+        }
+    };
     eprintln!(
-        "bound a phone; one call per line: TOOL_ID [JSON_OBJECT | key=value…] ({LAST_OBSERVATION} = the latest \
-         observation_id); end of input or Ctrl-C gives the phone back"
+        "{}",
+        terminal_text(&format!(
+            "bound {phone} on the connector at {}; one call per line: TOOL_ID [JSON_OBJECT | key=value…] \
+             ({LAST_OBSERVATION} = the latest observation_id); end of input or Ctrl-C gives the phone back",
+            input.url.trim_end_matches('/')
+        ))
     );
     let mut lines = stdin_lines();
     let mut last_observation: Option<String> = None;
