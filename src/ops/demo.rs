@@ -511,7 +511,11 @@ impl HandOver<'_> {
         t += &format!("  {bin} devices --adb-server {adb} --data-dir {dir}\n");
         t += &format!("  {bin} doctor --adb-server {adb} --data-dir {dir} --listen {addr}{key_flag}\n");
         t += &format!("  {bin} audit tail --data-dir {dir}\n");
-        t += &format!("  {bin} call android_tap x=540 y=1200 --url http://{addr}{key_flag}\n");
+        t += &format!("  export XAGENT_DEMO_URL=http://{addr}   (the README's agent loop reads it)\n");
+        // By element, not by point: a point on the text field would open the keyboard and renumber what
+        // `observe` lists next.
+        let increment = shell_word(r#"element:={"text":"Increment"}"#);
+        t += &format!("  {bin} call android_tap {increment} --url http://{addr}{key_flag}\n");
         t += &format!("  {bin} call android_ui_dump only_interactive=true --url http://{addr}{key_flag}\n");
         t += &format!("  {bin} call android_screenshot --out {shot} --url http://{addr}{key_flag}\n");
         t += &format!("  curl -s http://{addr}/connector-card.json | head -40\n");

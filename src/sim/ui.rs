@@ -579,6 +579,12 @@ impl Ui {
             "KEYCODE_HOME" => {
                 self.back_stack.clear();
                 self.foreground = Activity::home();
+                // The launcher's window takes the focus: the input method hides with the field's window
+                // (InputMethodManagerService hides the soft input on a window focus change unless the new window
+                // asks for it, which a launcher does not).
+                self.text_focused = false;
+                self.password_focused = false;
+                self.web_focused = false;
                 true
             }
             // A window above the app (the permission prompt) takes BACK first.
