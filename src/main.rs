@@ -10,7 +10,8 @@ use xagent_adb_connector::ops;
 use xagent_adb_connector::run;
 use xagent_adb_connector::tools::Registry;
 
-fn init_logging(format: LogFormat) {
+/// `to_sink`: the demo's log goes where [`ops::log_sink`] says (its state dir once it has one), without colour.
+fn init_logging(format: LogFormat, to_sink: bool) {
     use std::io::IsTerminal;
     let mut filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     // Libraries that log payloads at debug/trace (tungstenite: every frame, i.e. typed text and download URLs;
@@ -23,11 +24,16 @@ fn init_logging(format: LogFormat) {
     }
     // A broken stderr (journald restarted, a closed pipe) must never panic or abort the connector, and colour codes
     // only belong on a terminal.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .log_internal_errors(false);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).log_internal_errors(false);
+    if to_sink {
+        let builder = builder.with_writer(ops::log_sink::Sink).with_ansi(false);
+        match format {
+            LogFormat::Text => builder.init(),
+            LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).init(),
+        }
+        return;
+    }
+    let builder = builder.with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal());
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).init(),
@@ -110,7 +116,7 @@ fn main() -> ExitCode {
         _ => ops::settings::ServiceSettings::default(),
     };
     let cli = parse();
-    init_logging(cli.log_format);
+    init_logging(cli.log_format, matches!(cli.command, Command::Demo(_)));
     if let (Some(p), false) = (&service.problem, matches!(cli.command, Command::Doctor(_))) {
         eprintln!("note: {p}");
     }

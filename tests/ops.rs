@@ -182,6 +182,119 @@ fn demo_agent_keeps_a_phone_busy_until_it_is_stopped() {
     assert!(tail.matches("android_key").count() >= 2, "the agent did not tidy up on SIGTERM:\n{tail}");
 }
 
+/// Issue 50: the demo keeps its terminal for the guide — its log goes to `demo.log` in the state dir, Enter prints
+/// the ready-to-paste lines again, and stopping says what was stopped.
+#[test]
+fn demo_keeps_the_terminal_for_its_guide_and_says_what_it_stopped() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("demo");
+    let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(BIN)
+        .args(["demo", "--data-dir"])
+        .arg(&data)
+        .args(["--listen", &listen, "--phones", "2"])
+        .env_remove("XAGENT_CONNECTOR_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let read_until = |what: &str, secs: u64| -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let mut got = Vec::new();
+        while !got.iter().any(|l: &String| l.contains(what)) {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(l) => got.push(l),
+                Err(_) => panic!("no {what:?} within {secs} s: {got:#?}"),
+            }
+        }
+        got
+    };
+    let first = read_until("Enter prints these lines again", 90);
+    assert!(first.iter().any(|l| l.contains("demo.log")), "{first:#?}");
+    // The agent acts every 2 s (each call an INFO record): they go to the file, not the terminal.
+    std::thread::sleep(Duration::from_secs(5));
+    child.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    let again = read_until("`call --help`", 20);
+    assert!(again.iter().any(|l| l.contains("call android_tap")), "the guide again: {again:#?}");
+    let status = stop(child);
+    assert!(status.success(), "{status:?}");
+    let last = read_until("Stopped:", 20);
+    assert!(last.last().unwrap().contains("simulated phones ended"), "{last:#?}");
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    assert!(!err.contains("INFO"), "log records on the terminal:\n{err}");
+    let log = std::fs::read_to_string(data.join("demo.log")).unwrap();
+    assert!(log.matches("tool ok").count() >= 2, "the agent's calls are in demo.log:\n{log}");
+}
+
+/// One HTTP/1.1 request on loopback with the bearer key: (status, body).
+fn http_bearer(addr: &str, method: &str, path: &str, key: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    // A chunked body: its JSON lies between the chunk sizes.
+    let json = body.find('{').map(|i| &body[i..body.rfind('}').map_or(body.len(), |j| j + 1)]).unwrap_or("");
+    (status, json.to_owned())
+}
+
+/// Issue 50: a takeover on the wall does not end the demo's scripted agent: it waits, and once the operator
+/// returns the phone it acts on it again (it used to quit at the first refusal, so "Return to agent" returned the
+/// phone to nobody).
+#[test]
+fn demo_agent_waits_through_a_takeover_and_acts_again_on_return() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, "demo-takeover-key-0123456789\n").unwrap();
+    let port = free_port();
+    let (child, lines) = start_demo(port, &dir.path().join("demo"), &["--api-key-file", key_file.to_str().unwrap()]);
+    let addr = format!("127.0.0.1:{port}");
+    let key = "demo-takeover-key-0123456789";
+    let (code, devices) = http_bearer(&addr, "GET", "/api/v1/devices", key, "");
+    assert_eq!(code, 200, "{devices}");
+    let devices: serde_json::Value = serde_json::from_str(&devices).unwrap();
+    let held = devices["devices"].as_array().unwrap().iter().find(|d| !d["held_by"].is_null()).expect("a held phone");
+    let (id, serial) = (held["id"].as_str().unwrap().to_owned(), held["serial"].as_str().unwrap().to_owned());
+    let count = || -> String {
+        let xml = demo_adb(&lines, &["-s", &serial, "exec-out", "uiautomator", "dump", "/dev/tty"]);
+        xml.split("text=\"Count: ").nth(1).and_then(|r| r.split('"').next()).unwrap_or("?").to_owned()
+    };
+    let (code, body) = http_bearer(&addr, "POST", &format!("/api/v1/devices/{id}/takeover"), key, "{}");
+    assert_eq!(code, 200, "{body}");
+    // Past a few of the agent's steps: it is refused (operator_control) and waits.
+    std::thread::sleep(Duration::from_secs(5));
+    let during = count();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(count(), during, "nothing acts on a phone an operator holds");
+    let (code, body) = http_bearer(&addr, "POST", &format!("/api/v1/devices/{id}/return"), key, "{}");
+    assert_eq!(code, 200, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while count() == during {
+        assert!(Instant::now() < deadline, "the agent never acted again after the return");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let status = stop(child);
+    assert!(status.success(), "{status:?}");
+}
+
 #[test]
 fn demo_drives_a_simulated_phone_end_to_end_and_stops_cleanly() {
     let dir = tempfile::tempdir().unwrap();

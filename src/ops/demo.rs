@@ -220,6 +220,14 @@ impl Session {
     }
 }
 
+/// The number the home screen's "Count: N" shows in a `android_ui_dump` result (0 when not shown: Increment from
+/// the start).
+fn counter_of(dump: &Value) -> u32 {
+    let elements = dump["elements"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let text = elements.iter().find_map(|e| e["text"].as_str().and_then(|t| t.strip_prefix("Count: ")));
+    text.and_then(|n| n.trim().parse().ok()).unwrap_or(0).min(5)
+}
+
 /// The centre of the element with `text` in a `android_ui_dump` result.
 fn center_of(dump: &Value, text: &str) -> Result<(Value, Value), String> {
     let elements = dump["elements"].as_array().map(Vec::as_slice).unwrap_or_default();
@@ -291,8 +299,9 @@ impl Agent {
 
     /// After the tour the agent keeps its phone bound and acts on it every [`AGENT_STEP`] — Increment up to 5, then
     /// Reset, reading the counter back each time — so the wall shows a held phone and a changing screen. When
-    /// `stop` turns true it resets the counter, presses Home and gives the phone back. Errors end it quietly (the
-    /// phone may have been taken over on the wall, or the connector is stopping): it is a show, not a test.
+    /// `stop` turns true it resets the counter, presses Home and gives the phone back. While an operator has taken
+    /// the phone over on the wall (`operator_control`) it waits, and on "Return to agent" reads the counter and goes
+    /// on. Other errors end it quietly (the phone released on the wall, the connector stopping): it is a show.
     async fn keep_acting(self, mut stop: tokio::sync::watch::Receiver<bool>) {
         let Agent { mut s, inc, reset } = self;
         let run = async {
@@ -303,9 +312,29 @@ impl Agent {
                     _ = stop.wait_for(|v| *v) => break,
                 }
                 let (xy, next) = if count < 5 { (&inc, count + 1) } else { (&reset, 0) };
-                s.tool("android_tap", json!({"x": xy.0, "y": xy.1})).await?;
-                s.tool("android_ui_wait", json!({"text": format!("Count: {next}"), "timeout_ms": 3000})).await?;
-                count = next;
+                let step = async {
+                    s.tool("android_tap", json!({"x": xy.0, "y": xy.1})).await?;
+                    s.tool("android_ui_wait", json!({"text": format!("Count: {next}"), "timeout_ms": 3000})).await
+                };
+                match step.await {
+                    Ok(_) => count = next,
+                    Err(e) if e.contains("operator_control") => {
+                        // Taken over: wait, then start again from what the operator left on the screen.
+                        tracing::info!("the demo's agent waits: an operator has the phone");
+                        count = loop {
+                            tokio::select! {
+                                _ = tokio::time::sleep(AGENT_STEP) => {}
+                                _ = stop.wait_for(|v| *v) => return Ok(()),
+                            }
+                            match s.tool("android_ui_dump", json!({"only_interactive": false})).await {
+                                Ok(d) => break counter_of(&d),
+                                Err(e) if e.contains("operator_control") => continue,
+                                Err(e) => return Err(e),
+                            }
+                        };
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             if count > 0 {
                 s.tool("android_tap", json!({"x": reset.0, "y": reset.1})).await?;
@@ -366,7 +395,13 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
     }
     let dir = DemoDir::new(args.data_dir.clone());
     sayln!("xagent-adb-connector demo — everything on loopback, no phone needed");
-    sayln!("  state in {}{}\n", dir.path.display(), if dir.remove { " (temporary, removed at exit)" } else { "" });
+    sayln!("  state in {}{}", dir.path.display(), if dir.remove { " (temporary, removed at exit)" } else { "" });
+    // The terminal keeps the guide; the log (a line a second while the agent acts) goes to a file beside the state.
+    let log = dir.path.join("demo.log");
+    match std::fs::create_dir_all(&dir.path).and_then(|()| super::log_sink::to_file(&log)) {
+        Ok(()) => sayln!("  its log in {} (RUST_LOG=debug for more)\n", log.display()),
+        Err(e) => sayln!("  (its log stays on stderr: {}: {e})\n", log.display()),
+    }
     let demo = match start_phones(args.phones as usize, &dir.path).await {
         Ok(d) => d,
         Err(e) => {
@@ -455,7 +490,15 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             tokio::spawn(async {})
         }
     };
-    sayln!("{}", hand_over.text());
+    let guide = hand_over.text();
+    sayln!("{guide}");
+    sayln!("(Enter prints these lines again.)");
+    // A thread of its own: a blocking stdin read cannot be cancelled, and the process ends without waiting for it.
+    std::thread::spawn(move || {
+        for _ in std::io::stdin().lines().map_while(Result::ok) {
+            sayln!("{guide}");
+        }
+    });
     let trigger = running.trigger();
     tokio::spawn(async move {
         crate::run::signal().await;
@@ -465,8 +508,14 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
         let _ = trigger.send(true);
     });
     running.wait().await;
+    let phones = demo.phones.len();
     drop(demo);
+    let removed = if dir.remove { format!("; removed {}", dir.path.display()) } else { String::new() };
     drop(dir);
+    sayln!(
+        "\nStopped: the scripted agent gave its phone back, the connector on {addr} finished its calls, the \
+         private adb server and the {phones} simulated phones ended{removed}."
+    );
     0
 }
 

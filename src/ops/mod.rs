@@ -7,6 +7,7 @@ pub mod call;
 pub mod demo;
 pub mod devices;
 pub mod doctor;
+pub mod log_sink;
 pub mod mcp;
 pub mod out;
 pub mod settings;
