@@ -206,8 +206,11 @@ for t in "${TARGETS[@]}"; do
     printf '> This README is the source repository'"'"'s. This tarball holds the binary, `systemd/`, `monitoring/`,\n'
     printf '> `device-profile/`, `skills/` and `docs/`; the sources, tests, benchmarks and build scripts it also names\n'
     printf '> (`src/`, `tests/`, `bench/`, `cross/`, `phone-helper/`, `BENCHMARKS.md`, `ARCHITECTURE.md`) are in the\n'
-    printf '> repository the tarball was built from (%s).\n\n' "$VERSION"
-    cat "$ROOT/README.md"
+    printf '> repository the tarball was built from (%s). Here the binary is `./xagent-adb-connector`: the commands\n' "$VERSION"
+    printf '> below are written as you run them in this folder.\n\n'
+    # What the repository runs through cargo or from target/release is the binary beside this README here.
+    sed -e 's#cargo run --release -- #./xagent-adb-connector #g' \
+        -e 's#target/release/xagent-adb-connector#./xagent-adb-connector#g' "$ROOT/README.md"
   } >"$stage/$name/README.md"
   chmod 0644 "$stage/$name/README.md"
   # Every file or folder the README names under a packed folder (a repository path, not `/etc/systemd/…`) must

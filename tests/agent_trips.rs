@@ -137,6 +137,14 @@ async fn lenient_arguments_and_did_you_mean() {
         let (code, msg) = r.err("android_tpa", json!({})).await;
         assert_eq!(code, "tool_not_found");
         assert!(msg.contains("did you mean \"android_tap\""), "{msg}");
+        // An opt-in tool the operator did not enable is not a typo (it used to answer "did you mean
+        // android_scroll"): it says so, and what to do.
+        let (code, msg) = r.err("android_shell", json!({"command": "id"})).await;
+        assert_eq!(code, "tool_not_found");
+        assert!(
+            msg.contains("opt-in") && msg.contains("enabled_risky_tools") && !msg.contains("did you mean"),
+            "{msg}"
+        );
 
         let (code, msg) = r.err("android_tap", json!({"element": {"text": "increment"}})).await;
         assert_eq!(code, "element_not_found");

@@ -88,7 +88,11 @@ pub async fn run(servers: &[SocketAddrV4], data_dir: &Path) -> i32 {
         }
     }
     if answered == 0 {
-        eprintln!("no adb server answered; start one with `adb start-server` (or see `xagent-adb-connector doctor`)");
+        eprintln!(
+            "no adb server answered. On a box where the connector is installed start the service's own: `sudo \
+             systemctl start adb-server` (an `adb start-server` run as another user is not the one the service \
+             uses); elsewhere `adb start-server`. `xagent-adb-connector doctor` says more"
+        );
         return 1;
     }
     0

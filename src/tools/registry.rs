@@ -165,6 +165,17 @@ impl Registry {
         let &i = self.by_id.get(tool_id).ok_or_else(|| {
             // The id is the client's: bounded in the answer, and compared only in its bounded form.
             let shown: String = tool_id.chars().take(64).collect();
+            if crate::policy::RISKY_TOOLS.contains(&tool_id) {
+                // Not a typo: a tool this connector has and its operator did not enable. "Did you mean" would send
+                // the agent to an unrelated tool.
+                return ProtoError::new(
+                    ErrorCode::ToolNotFound,
+                    format!(
+                        "tool `{shown}` is opt-in and this connector's operator has not enabled it \
+                         (policy `enabled_risky_tools`); it is not in the card. Ask a person if you need it"
+                    ),
+                );
+            }
             let hint = suggest::did_you_mean(&shown, self.ids());
             ProtoError::new(ErrorCode::ToolNotFound, format!("tool `{shown}` is not in this connector's card; {hint}"))
         })?;
