@@ -561,3 +561,21 @@ fn a_tool_file_imports_no_other_tool_file() {
     }
     assert!(failures.is_empty(), "{failures}");
 }
+
+/// No source file over 1,000 lines (ARCHITECTURE.md, "Where new work goes": split a file by concern before it grows
+/// past that; issue 51). Unit-test files count too.
+#[test]
+fn no_source_file_is_over_a_thousand_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 50, "the scan sees the sources: {}", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = std::fs::read_to_string(f).unwrap().lines().count();
+            (n > 1000).then(|| format!("{} ({n} lines)", f.strip_prefix(&src).unwrap().display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "source files over 1,000 lines (split them by concern): {long:?}");
+}

@@ -19,6 +19,7 @@
 mod agent_step;
 mod breakdown;
 mod common;
+mod dashboard;
 mod footprint;
 mod footprint_writes;
 mod hang;
@@ -124,17 +125,53 @@ fn main() {
         eprintln!("[{:.0} s] scale done", started.elapsed().as_secs_f64());
     }
 
+    // A run of some scenarios keeps the others' figures: results.json holds the latest figures of every scenario
+    // (BENCHMARKS.md's dashboard is generated from it), not only this run's.
+    let out = std::env::var("BENCH_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results.json"));
+    let earlier = std::fs::read_to_string(&out).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    if let Some(Value::Object(mut merged)) = earlier {
+        // Each scenario keeps the machine facts of the run that measured it (`runs`; the dashboard names them).
+        let machine = rep.json.get("machine").cloned().unwrap_or(Value::Null);
+        let mut runs = merged.remove("runs").and_then(|r| r.as_object().cloned()).unwrap_or_default();
+        for scenario in rep.json.keys().filter(|k| *k != "machine") {
+            runs.insert(scenario.clone(), machine.clone());
+        }
+        merged.extend(std::mem::take(&mut rep.json));
+        merged.insert("runs".into(), Value::Object(runs));
+        rep.json = merged;
+    }
     rep.json.insert("total_secs".into(), json!(round3(started.elapsed().as_secs_f64())));
     rep.json
         .insert("loadavg_at_end".into(), json!(std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()));
     let table = rep.table();
     rep.json.insert("table_markdown".into(), json!(table));
-    let out = std::env::var("BENCH_OUT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results.json"));
     if let Some(d) = out.parent() {
         let _ = std::fs::create_dir_all(d);
     }
     std::fs::write(&out, serde_json::to_string_pretty(&Value::Object(rep.json)).unwrap()).expect("write results");
     println!("\n{table}\nresults: {} ({:.0} s)", out.display(), started.elapsed().as_secs_f64());
+    if std::env::var("BENCH_OUT").is_err() {
+        update_dashboard(&out);
+    }
+}
+
+/// Rewrites BENCHMARKS.md's dashboard from the results just written (and `bench/targets.json`).
+fn update_dashboard(results: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read_json = |p: &Path| -> Result<Value, String> {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let doc_path = root.join("BENCHMARKS.md");
+    let updated = (|| {
+        let block = dashboard::table(&read_json(results)?, &read_json(&root.join("bench/targets.json"))?)?;
+        let doc = std::fs::read_to_string(&doc_path).map_err(|e| e.to_string())?;
+        dashboard::splice(&doc, &block)
+    })();
+    match updated.and_then(|doc| std::fs::write(&doc_path, doc).map_err(|e| e.to_string())) {
+        Ok(()) => println!("BENCHMARKS.md: dashboard rewritten"),
+        Err(e) => println!("BENCHMARKS.md: dashboard not rewritten: {e}"),
+    }
 }

@@ -22,13 +22,17 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, watch};
 
 use super::formats;
-use super::host;
 use super::key::{DeviceInfo, DeviceKey, DeviceState};
 pub use super::link::Device;
-use super::power::{self, ScreenState};
+use super::power::ScreenState;
 pub use super::transport::ShellOut;
 use super::transport::{self, FbHeader, FileStat};
 use crate::protocol::errors::{ErrorCode, ProtoError};
+
+// More of `impl AdbBackend`, by concern (pure moves out of this file; they use its private items, nothing here
+// names them).
+mod screen;
+mod tracking;
 
 pub struct AdbBackend {
     servers: Vec<SocketAddrV4>,
@@ -353,295 +357,6 @@ impl AdbBackend {
 
     pub fn servers(&self) -> &[SocketAddrV4] {
         &self.servers
-    }
-
-    /// Starts one tracker per adb server; they run until `shutdown`.
-    pub fn spawn_trackers(self: &Arc<Self>, shutdown: watch::Receiver<bool>) {
-        for &server in &self.servers {
-            tokio::spawn(self.clone().track(server, shutdown.clone()));
-        }
-        tokio::spawn(self.clone().watch_health(shutdown));
-    }
-
-    /// Follows `host:track-devices-l` of one server; reconnects with backoff when the server goes away, in which
-    /// case all of its devices are reported gone until it is back.
-    async fn track(self: Arc<Self>, server: SocketAddrV4, mut shutdown: watch::Receiver<bool>) {
-        let mut backoff = Duration::from_millis(200);
-        loop {
-            match host::Tracker::open(SocketAddr::V4(server)).await {
-                Ok(mut t) => {
-                    backoff = Duration::from_millis(200);
-                    self.set_reachable(server, true);
-                    self.down_since.lock().unwrap_or_else(|e| e.into_inner()).remove(&server);
-                    // track-devices misses some transitions (adb 29 does not announce offline → unauthorized),
-                    // so a once-a-second `devices-l` poll reconciles the list as well.
-                    let mut poll = tokio::time::interval(Duration::from_secs(1));
-                    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    loop {
-                        tokio::select! {
-                            _ = shutdown.changed() => return,
-                            r = t.next() => match r {
-                                Ok(list) => self.apply(server, list),
-                                Err(e) => {
-                                    tracing::warn!(%server, error = %e, "adb server device tracking interrupted");
-                                    self.mark_down(server);
-                                    break;
-                                }
-                            },
-                            _ = poll.tick() => match host::devices(SocketAddr::V4(server)).await {
-                                Ok(list) => self.apply(server, list),
-                                Err(e) => {
-                                    tracing::warn!(%server, error = %e, "adb server stopped answering");
-                                    self.mark_down(server);
-                                    break;
-                                }
-                            },
-                        }
-                    }
-                }
-                Err(e) => {
-                    self.mark_down(server);
-                    if self.set_reachable(server, false) {
-                        tracing::warn!(%server, error = %e, "retrying every second");
-                    }
-                }
-            }
-            self.apply(server, Vec::new());
-            tokio::select! {
-                _ = shutdown.changed() => return,
-                _ = tokio::time::sleep(backoff) => {}
-            }
-            backoff = (backoff * 2).min(Duration::from_secs(1));
-        }
-    }
-
-    /// Records reachability; returns true when it changed to unreachable (log once per outage).
-    fn set_reachable(&self, server: SocketAddrV4, up: bool) -> bool {
-        let prev = self.reachable.lock().unwrap_or_else(|e| e.into_inner()).insert(server, up);
-        if up && prev == Some(false) {
-            tracing::info!(%server, "adb server reachable again");
-        }
-        !up && prev != Some(false)
-    }
-
-    /// Starts the outage clock of `server` unless it already runs (a failed retry does not reset it).
-    fn mark_down(&self, server: SocketAddrV4) {
-        self.down_since.lock().unwrap_or_else(|e| e.into_inner()).entry(server).or_insert_with(Instant::now);
-    }
-
-    /// Every configured adb server, in `--adb-server` order, with how long its tracker has been without a
-    /// connection (`None`: connected, or not tried yet).
-    pub fn outages(&self) -> Vec<(SocketAddrV4, Option<Duration>)> {
-        let down = self.down_since.lock().unwrap_or_else(|e| e.into_inner());
-        self.servers.iter().map(|s| (*s, down.get(s).map(|at| at.elapsed()))).collect()
-    }
-
-    pub fn is_reachable(&self, server: SocketAddrV4) -> bool {
-        self.reachable.lock().unwrap_or_else(|e| e.into_inner()).get(&server).copied().unwrap_or(false)
-    }
-
-    /// Replaces the device list of `server` and announces every device whose state or presence changed.
-    fn apply(self: &Arc<Self>, server: SocketAddrV4, list: Vec<host::ListedDevice>) {
-        self.listed.lock().unwrap_or_else(|e| e.into_inner()).insert(server);
-        let server_s = server.to_string();
-        let mut changed = Vec::new();
-        let mut to_verify = Vec::new();
-        // Paths that left the online state (disconnects) and the offline flag of every listed path.
-        let mut dropped = Vec::new();
-        let mut offline = Vec::new();
-        {
-            let mut map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
-            let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
-            let mut seen = Vec::new();
-            for d in list {
-                let key = DeviceKey { server: server_s.clone(), serial: d.serial };
-                let mut state = state_of(&d.state);
-                if state != DeviceState::Online {
-                    verified.remove(&key); // verify again when it comes back
-                } else if !verified.contains_key(&key) {
-                    // Listed as `device` but not yet proven to answer: not usable until verified.
-                    state = DeviceState::Offline;
-                    to_verify.push(key.clone());
-                }
-                let id = verified.get(&key).cloned().unwrap_or_else(|| Identity {
-                    // The adb server's `model:` comes from the phone's banner: as untrusted as getprop.
-                    model: d
-                        .model
-                        .map(|m| super::text::phone_text(&m, super::text::MAX_NAME_CHARS))
-                        .filter(|m| !m.is_empty())
-                        .unwrap_or_else(|| "Android device".into()),
-                    ..Identity::default()
-                });
-                let info =
-                    DeviceInfo { key: key.clone(), state, model: id.model, manufacturer: id.manufacturer, sdk: id.sdk };
-                offline.push((key.clone(), state_of(&d.state) == DeviceState::Offline));
-                if map.get(&key) != Some(&info) {
-                    if map.get(&key).is_some_and(|old| old.state == DeviceState::Online) {
-                        dropped.push(key.clone());
-                    }
-                    changed.push(key.clone());
-                    map.insert(key.clone(), info);
-                }
-                seen.push(key);
-            }
-            let gone: Vec<DeviceKey> =
-                map.keys().filter(|k| k.server == server_s && !seen.contains(k)).cloned().collect();
-            for k in gone {
-                if map.get(&k).is_some_and(|old| old.state == DeviceState::Online) {
-                    dropped.push(k.clone());
-                }
-                offline.push((k.clone(), false));
-                map.remove(&k);
-                verified.remove(&k);
-                changed.push(k);
-            }
-        }
-        {
-            let now = Instant::now();
-            // The adb server went away (its tracker broke): its phones did not disconnect, the server did.
-            if self.down_since.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&server) {
-                dropped.clear();
-            }
-            let ids = self.ids();
-            for k in &dropped {
-                self.health.disconnected(&ids.presented_of(k), now);
-            }
-            for (k, off) in &offline {
-                self.health.set_offline(&ids.presented_of(k), *off, now);
-            }
-        }
-        // A change of any path is a change of its phone (as the channel layer knows it).
-        let changed: Vec<DeviceKey> = {
-            let ids = self.ids();
-            let mut v = changed.clone();
-            v.extend(changed.iter().map(|k| ids.presented_of(k)).filter(|p| !changed.contains(p)));
-            v
-        };
-        {
-            let map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
-            let mut ids = self.ids();
-            for k in changed.iter().filter(|k| map.get(*k).is_none_or(|d| d.state != DeviceState::Online)) {
-                ids.forget(k); // learnt again at the next verification
-            }
-        }
-        for key in changed {
-            self.screen.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-            self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-            self.shell_v2.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-            self.gzip.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-            self.capture_streams.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-            // Its helper's stream is gone with it, or belongs to a connection that is no more.
-            self.helpers.forget(&key);
-            let state =
-                self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map_or("gone", |d| d.state.as_str());
-            tracing::info!(device = %key, state, "device state changed");
-            let _ = self.changes.send(key);
-        }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            for key in to_verify {
-                if self.verifying.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone()) {
-                    rt.spawn(self.clone().verify(key));
-                }
-            }
-        }
-    }
-
-    /// Proves a newly listed device answers (one `getprop`), learns its model name, then reports it online. A
-    /// device that does not answer stays offline and is tried again on the next poll.
-    async fn verify(self: Arc<Self>, key: DeviceKey) {
-        let probe = self
-            .op(&key, false, Duration::from_secs(5), |d| async move { d.shell_capped(PROBE, PROBE_OUTPUT_MAX).await })
-            .await
-            .and_then(|out| match out.code {
-                0 => Ok(out.stdout),
-                code => Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("the probe exited {code}"))),
-            });
-        self.verifying.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-        let model = match probe {
-            Ok(out) => Identity::parse(&out),
-            Err(e) => {
-                tracing::warn!(device = %key, error = %e, "device listed online but not answering; will retry");
-                return;
-            }
-        };
-        // Serial + boot id + the same adb server tell a second path (USB + Wi-Fi, `emulator-N` +
-        // `127.0.0.1:N+1`) from a second phone (`device::identity`). A phone without them stays its own device.
-        if let Some(proof) = super::identity::Proof::of(&key, &model.hw_serial, &model.boot_id) {
-            // A second path of a known phone must also read what that phone's path writes (`identity::challenge`):
-            // the serial and boot id alone are readable by any app. Checked and learnt under one lock, so two paths
-            // verified at once cannot both skip it; failing it, the path stays its own device.
-            let known = {
-                let mut ids = self.ids();
-                let known = ids.other_path_of(&key, &proof);
-                if known.is_none() {
-                    ids.learn(&key, proof.clone());
-                }
-                known
-            };
-            let merged = match known {
-                None => true,
-                Some(known) if self.same_phone(&known, &key).await => {
-                    self.ids().learn(&key, proof);
-                    true
-                }
-                Some(known) => {
-                    tracing::warn!(device = %key, claims = %known, "reports another phone's serial and boot id but \
-                        cannot read what that phone's path wrote: kept as a separate device, never a path of it");
-                    false
-                }
-            };
-            if merged {
-                let (presented, paths) = {
-                    let ids = self.ids();
-                    let presented = ids.presented_of(&key);
-                    (presented.clone(), ids.paths_of(&presented).len())
-                };
-                if paths > 1 {
-                    tracing::info!(device = %presented, path = %key.serial, paths, "another path to the same phone");
-                }
-                if presented != key {
-                    let _ = self.changes.send(presented);
-                }
-            }
-        }
-        self.mark_verified(&key, model);
-    }
-
-    /// Whether `path` reads the token the known phone's path just wrote (`identity::challenge`).
-    async fn same_phone(&self, known: &DeviceKey, path: &DeviceKey) -> bool {
-        let token = crate::protocol::ids::random_hex(16);
-        let c = super::identity::challenge(&token);
-        let d = Duration::from_secs(5);
-        if self.shell_ok(known, &c.write, false, d).await.is_err() {
-            return false;
-        }
-        let answer = self.shell_ok(path, &c.read, false, d).await;
-        // The file goes whatever the new path answered (it may not be the phone at all).
-        let _ = self.shell_ok(known, &c.remove, false, d).await;
-        answer.is_ok_and(|out| out.trim() == token)
-    }
-
-    /// Records a device as verified reachable and, if the adb server still lists it as `device`, online.
-    fn mark_verified(&self, key: &DeviceKey, id: Identity) {
-        self.verified.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), id.clone());
-        let changed = {
-            let mut map = self.devices.lock().unwrap_or_else(|e| e.into_inner());
-            match map.get_mut(key) {
-                // Only a device still pending verification flips: one that went away meanwhile stays as it is.
-                Some(d) if d.state == DeviceState::Offline => {
-                    d.state = DeviceState::Online;
-                    d.model = id.model;
-                    d.manufacturer = id.manufacturer;
-                    d.sdk = id.sdk;
-                    true
-                }
-                _ => false,
-            }
-        };
-        if changed {
-            tracing::info!(device = %key, state = "online", verified = true, "device state changed");
-            let _ = self.changes.send(key.clone());
-        }
     }
 
     fn lock_for(&self, key: &DeviceKey) -> Arc<tokio::sync::Mutex<()>> {
@@ -982,101 +697,6 @@ impl AdbBackend {
     }
 }
 
-impl AdbBackend {
-    /// Whether the screen is on and the keyguard showing: one round trip ([`power::QUERY`]), reused for
-    /// [`SCREEN_STATE_TTL`] unless a side effect on the device ran since. A phone that prints neither half
-    /// yields an all-unknown state (never an error: an unknown state does not block input).
-    pub async fn screen_state(&self, key: &DeviceKey) -> Result<ScreenState, ProtoError> {
-        if let Some(k) = self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
-            if let (Some(s), true) = (k.state, Instant::now() < k.trusted_until) {
-                return Ok(s);
-            }
-        }
-        let read_at = Instant::now();
-        // The helper's `screen` answers from the system services in a few ms on its open stream; else one shell
-        // round trip of `dumpsys`.
-        let s = match self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await? {
-            Some(p) => {
-                // The same answer names the rotation: kept, so the next coordinate check needs no `dumpsys input`.
-                if let Some(r) = ScreenState::helper_field(&p, "rotation") {
-                    let r = (r % 4) as u8;
-                    self.rotations.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (Instant::now(), r));
-                }
-                ScreenState::from_helper(&p)
-            }
-            None => ScreenState::parse(&self.shell(key, power::QUERY, false, Duration::from_secs(5)).await?.stdout),
-        };
-        let mut map = self.screen_states.lock().unwrap_or_else(|e| e.into_inner());
-        if map.get(key).is_none_or(|k| k.at <= read_at) {
-            let known = KnownState { at: read_at, trusted_until: read_at + SCREEN_STATE_TTL, state: Some(s) };
-            map.insert(key.clone(), known);
-        }
-        Ok(s)
-    }
-
-    /// Forgets the screen state of `key` (after anything that may have changed it), including any read still
-    /// in flight.
-    pub fn forget_screen_state(&self, key: &DeviceKey) {
-        let now = Instant::now();
-        let known = KnownState { at: now, trusted_until: now, state: None };
-        self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), known);
-    }
-
-    /// An input of ours (a touch, a key other than the power keys, text) reached a phone that was `before`: if
-    /// that was awake and unlocked, it stays so for [`INPUT_KEEPS_AWAKE`] (the input reset the screen timeout).
-    /// Called by the input tools after their input; anything else an ordered operation does forgets the state.
-    pub fn kept_awake_by_input(&self, key: &DeviceKey, before: ScreenState) {
-        if before.asleep() || before.is_locked() {
-            return;
-        }
-        let now = Instant::now();
-        let known = KnownState { at: now, trusted_until: now + INPUT_KEEPS_AWAKE, state: Some(before) };
-        self.screen_states.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), known);
-    }
-
-    /// The display's current rotation in quarter turns (0–3) from the touch mapper (`dumpsys input`, one round
-    /// trip; every form of the versions, see [`formats::rotation`]), reused for [`ROTATION_TTL`]. A phone that
-    /// prints none of them counts as unrotated.
-    pub async fn rotation(&self, key: &DeviceKey) -> Result<u8, ProtoError> {
-        if let Some((at, r)) = self.rotations.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
-            if at.elapsed() < ROTATION_TTL {
-                return Ok(*r);
-            }
-        }
-        self.rotation_now(key).await
-    }
-
-    /// The rotation read now (the cache refreshed): for a decision the cached value would make wrongly, such as
-    /// refusing a point of a phone that was turned less than [`ROTATION_TTL`] ago.
-    pub async fn rotation_now(&self, key: &DeviceKey) -> Result<u8, ProtoError> {
-        // The helper's `screen` has it from the display service in a few ms on its open stream; `dumpsys input`
-        // (one round trip, a process start, a long dump) where it does not run or cannot say.
-        // A helper that does not answer in time (a first start on a loaded phone) leaves it to the shell.
-        let helper = self.helper(key, false, Duration::from_secs(5), "screen", "", Duration::ZERO).await.ok().flatten();
-        let r = match helper.as_deref().and_then(|p| ScreenState::helper_field(p, "rotation")) {
-            Some(r) => (r % 4) as u8,
-            None => {
-                let out = self.shell(key, ROTATION_COMMAND, false, Duration::from_secs(5)).await?;
-                formats::rotation(&out.stdout).unwrap_or(0)
-            }
-        };
-        self.rotations.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), (Instant::now(), r));
-        Ok(r)
-    }
-
-    /// The screen size in the current orientation: the natural size, swapped when rotated a quarter turn.
-    pub async fn display_size(&self, key: &DeviceKey) -> Result<(u32, u32), ProtoError> {
-        let (w, h) = self.screen_size(key).await?;
-        Ok(if self.rotation(key).await? % 2 == 1 { (h, w) } else { (w, h) })
-    }
-
-    /// [`AdbBackend::display_size`] with the rotation read now.
-    pub async fn display_size_now(&self, key: &DeviceKey) -> Result<(u32, u32), ProtoError> {
-        let (w, h) = self.screen_size(key).await?;
-        Ok(if self.rotation_now(key).await? % 2 == 1 { (h, w) } else { (w, h) })
-    }
-}
-
 /// The error of a command that ended because the ladder reconnected its phone (`began`: when the command
 /// started): the transport's own error ("adb: closed", "device offline") names a symptom, not what happened.
 /// `device_timeout` is the code of a phone that stopped answering; the message says so, that the connector
@@ -1105,14 +725,11 @@ fn explain_cut(adb: &AdbBackend, key: &DeviceKey, began: Instant, ordered: bool,
 /// How long a rotation read is reused: a burst of taps costs one `dumpsys input`, a turned phone is seen within 1 s.
 pub const ROTATION_TTL: Duration = Duration::from_secs(1);
 
-/// The lines of `dumpsys input` that [`formats::rotation`] reads, in every version's form.
-const ROTATION_COMMAND: &str =
-    "dumpsys input | grep -E 'SurfaceOrientation:|InputDeviceOrientation:|Viewport INTERNAL:'; true";
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::device::backend::Backend;
+    use crate::device::host;
 
     #[test]
     fn wm_size_prefers_override() {

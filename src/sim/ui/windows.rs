@@ -11,7 +11,8 @@
 //!
 //! The prompt is modal: taps outside it do nothing, BACK dismisses it (as "Don't allow"), typed text goes nowhere.
 
-use super::{xml_escape, Canvas, Node, PermissionPrompt, Rect, TapOutcome, Ui};
+use super::render::Canvas;
+use super::{xml_escape, Node, PermissionPrompt, Rect, TapOutcome, Ui};
 
 /// The permission controller's package on phones with Google's build (AOSP's is `com.android.permissioncontroller`;
 /// the resource ids keep the AOSP name on both, as the fixtures show).
