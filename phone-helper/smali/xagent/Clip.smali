@@ -32,6 +32,7 @@
     move-result-object v0
     const-string v1, "getPrimaryClip"
     const/4 v2, 0
+    # api 26..36 android.content.IClipboard#getPrimaryClip(*)
     invoke-static {v0, v1, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v0
     invoke-static {v0}, Lxagent/Clip;->text(Ljava/lang/Object;)Ljava/lang/String;
@@ -100,9 +101,11 @@
     invoke-static {v1, v2}, Landroid/content/ClipData;->newPlainText(Ljava/lang/CharSequence;Ljava/lang/CharSequence;)Landroid/content/ClipData;
     move-result-object v1
     const-string v3, "setPrimaryClip"
+    # api 26..36 android.content.IClipboard#setPrimaryClip(*)
     invoke-static {v0, v3, v1}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     const-string v3, "getPrimaryClip"
     const/4 v4, 0
+    # api 26..36 android.content.IClipboard#getPrimaryClip(*)
     invoke-static {v0, v3, v4}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v0
     if-nez v0, :read
@@ -175,6 +178,7 @@
     :try_clear
     const-string v1, "clearPrimaryClip"
     const/4 v2, 0
+    # api 28..36 android.content.IClipboard#clearPrimaryClip(*) (8.x has none: Err, then the empty clip below)
     invoke-static {p0, v1, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     :try_clear_end
     .catch Lxagent/Err; {:try_clear .. :try_clear_end} :no_clear
@@ -185,6 +189,7 @@
     invoke-static {v1, v2}, Landroid/content/ClipData;->newPlainText(Ljava/lang/CharSequence;Ljava/lang/CharSequence;)Landroid/content/ClipData;
     move-result-object v1
     const-string v3, "setPrimaryClip"
+    # api 26..36 android.content.IClipboard#setPrimaryClip(*)
     invoke-static {p0, v3, v1}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     return-void
 .end method

@@ -31,6 +31,7 @@
     sput-object v0, Lxagent/Frame;->state:Ljava/lang/String;
     :try_start
     const-string v0, "android.view.SurfaceControl"
+    # api 26..36 android.view.SurfaceControl
     invoke-static {v0}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v0
     const-string v1, "screenshot"
@@ -44,6 +45,7 @@
     aput-object v4, v3, v5
     const/4 v5, 1
     aput-object v4, v3, v5
+    # api 26..27 android.view.SurfaceControl#screenshot(int,int)
     invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v3
     sput-object v3, Lxagent/Frame;->capture:Ljava/lang/reflect/Method;
@@ -66,6 +68,7 @@
     aput-object v4, v3, v5
     const/4 v5, 3
     aput-object v4, v3, v5
+    # api 28..30 android.view.SurfaceControl#screenshot(android.graphics.Rect,int,int,int)
     invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v3
     sput-object v3, Lxagent/Frame;->capture:Ljava/lang/reflect/Method;
@@ -77,10 +80,15 @@
     if-ge p0, v2, :u
     # 31-33: SurfaceControl.captureDisplay(SurfaceControl.DisplayCaptureArgs), getInternalDisplayToken()
     const-string v6, "android.view.SurfaceControl$DisplayCaptureArgs"
+    # api 31..33 android.view.SurfaceControl$DisplayCaptureArgs
+    # api 31..33 android.view.SurfaceControl#captureDisplay(android.view.SurfaceControl$DisplayCaptureArgs)
+    # api 31..33 android.view.SurfaceControl$DisplayCaptureArgs$Builder
+    # api 31..33 android.view.SurfaceControl$DisplayCaptureArgs$Builder#<init>(android.os.IBinder)
     invoke-static {v0, v6}, Lxagent/Frame;->captureCall(Ljava/lang/Class;Ljava/lang/String;)V
     const-string v1, "getInternalDisplayToken"
     const/4 v2, 0
     new-array v3, v2, [Ljava/lang/Class;
+    # api 31..33 android.view.SurfaceControl#getInternalDisplayToken()
     invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v3
     sput-object v3, Lxagent/Frame;->token:Ljava/lang/reflect/Method;
@@ -90,15 +98,21 @@
     :u
     # 34+: ScreenCapture.captureDisplay(ScreenCapture.DisplayCaptureArgs), DisplayControl's tokens
     const-string v0, "android.window.ScreenCapture"
+    # api 34..36 android.window.ScreenCapture
     invoke-static {v0}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v0
     const-string v6, "android.window.ScreenCapture$DisplayCaptureArgs"
+    # api 34..36 android.window.ScreenCapture$DisplayCaptureArgs
+    # api 34..36 android.window.ScreenCapture#captureDisplay(android.window.ScreenCapture$DisplayCaptureArgs)
+    # api 34..36 android.window.ScreenCapture$DisplayCaptureArgs$Builder
+    # api 34..36 android.window.ScreenCapture$DisplayCaptureArgs$Builder#<init>(android.os.IBinder)
     invoke-static {v0, v6}, Lxagent/Frame;->captureCall(Ljava/lang/Class;Ljava/lang/String;)V
     invoke-static {}, Lxagent/Frame;->displayControl()Ljava/lang/Class;
     move-result-object v0
     const-string v1, "getPhysicalDisplayIds"
     const/4 v2, 0
     new-array v3, v2, [Ljava/lang/Class;
+    # api 34..36 com.android.server.display.DisplayControl#getPhysicalDisplayIds()
     invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v3
     sput-object v3, Lxagent/Frame;->ids:Ljava/lang/reflect/Method;
@@ -108,6 +122,7 @@
     sget-object v4, Ljava/lang/Long;->TYPE:Ljava/lang/Class;
     const/4 v5, 0
     aput-object v4, v3, v5
+    # api 34..36 com.android.server.display.DisplayControl#getPhysicalDisplayToken(long)
     invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v3
     sput-object v3, Lxagent/Frame;->token:Ljava/lang/reflect/Method;
@@ -125,6 +140,7 @@
 # owner.captureDisplay(ARGS) and ARGS$Builder(IBinder), both kept
 .method static captureCall(Ljava/lang/Class;Ljava/lang/String;)V
     .locals 5
+    # api generic (the callers name the class)
     invoke-static {p1}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v0
     const/4 v1, 1
@@ -132,17 +148,20 @@
     const/4 v3, 0
     aput-object v0, v2, v3
     const-string v4, "captureDisplay"
+    # api generic
     invoke-virtual {p0, v4, v2}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v2
     sput-object v2, Lxagent/Frame;->capture:Ljava/lang/reflect/Method;
     const-string v4, "$Builder"
     invoke-static {p1, v4}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v4
+    # api generic
     invoke-static {v4}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v0
     new-array v2, v1, [Ljava/lang/Class;
     const-class v4, Landroid/os/IBinder;
     aput-object v4, v2, v3
+    # api generic
     invoke-virtual {v0, v2}, Ljava/lang/Class;->getConstructor([Ljava/lang/Class;)Ljava/lang/reflect/Constructor;
     move-result-object v2
     sput-object v2, Lxagent/Frame;->builder:Ljava/lang/reflect/Constructor;
@@ -158,6 +177,7 @@
 .method static displayControl()Ljava/lang/Class;
     .locals 10
     const-string v0, "com.android.internal.os.ClassLoaderFactory"
+    # api 34..36 com.android.internal.os.ClassLoaderFactory
     invoke-static {v0}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v0
     # createClassLoader(String dexPath, String librarySearchPath, String libraryPermittedPath,
@@ -183,6 +203,7 @@
     const/4 v4, 6
     aput-object v3, v2, v4
     const-string v3, "createClassLoader"
+    # api 34..36 com.android.internal.os.ClassLoaderFactory#createClassLoader(java.lang.String,java.lang.String,java.lang.String,java.lang.ClassLoader,int,boolean,java.lang.String)
     invoke-virtual {v0, v3, v2}, Ljava/lang/Class;->getDeclaredMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v0
     new-array v2, v1, [Ljava/lang/Object;
@@ -246,6 +267,7 @@
     aput-object v3, v2, v4
     const-class v3, Ljava/lang/Runtime;
     const-string v4, "loadLibrary0"
+    # api 34..36 java.lang.Runtime#loadLibrary0(java.lang.Class,java.lang.String)
     invoke-virtual {v3, v4, v2}, Ljava/lang/Class;->getDeclaredMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v3
     const/4 v4, 1
@@ -329,6 +351,8 @@
     if-eqz v0, :done
     :try_start
     const-string v2, "getHardwareBuffer"
+    # api 31..33 android.view.SurfaceControl$ScreenshotHardwareBuffer#getHardwareBuffer(*)
+    # api 34..36 android.window.ScreenCapture$ScreenshotHardwareBuffer#getHardwareBuffer(*)
     invoke-static {v0, v2, v1}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v0
     check-cast v0, Landroid/hardware/HardwareBuffer;
@@ -352,16 +376,19 @@
     # the logical size from the display service (screenshot(int, int) scales to what it is given)
     sget-object v3, Lxagent/Helper;->display:Ljava/lang/Object;
     const-string v4, "getDisplayInfo"
+    # api 26..36 android.hardware.display.IDisplayManager#getDisplayInfo(*)
     invoke-static {v3, v4, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     invoke-virtual {v3}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
     move-result-object v4
     const-string v5, "logicalWidth"
+    # api 26..36 android.view.DisplayInfo#logicalWidth:int
     invoke-virtual {v4, v5}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
     move-result-object v5
     invoke-virtual {v5, v3}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v5
     const-string v6, "logicalHeight"
+    # api 26..36 android.view.DisplayInfo#logicalHeight:int
     invoke-virtual {v4, v6}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
     move-result-object v6
     invoke-virtual {v6, v3}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
@@ -432,6 +459,8 @@
     invoke-virtual {v3, v5}, Ljava/lang/reflect/Constructor;->newInstance([Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     const-string v4, "build"
+    # api 31..33 android.view.SurfaceControl$DisplayCaptureArgs$Builder#build(*)
+    # api 34..36 android.window.ScreenCapture$DisplayCaptureArgs$Builder#build(*)
     invoke-static {v3, v4, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     const/4 v4, 1
@@ -444,6 +473,8 @@
     :has_buffer
     sput-object v3, Lxagent/Frame;->buf:Ljava/lang/Object;
     const-string v4, "asBitmap"
+    # api 31..33 android.view.SurfaceControl$ScreenshotHardwareBuffer#asBitmap(*)
+    # api 34..36 android.window.ScreenCapture$ScreenshotHardwareBuffer#asBitmap(*)
     invoke-static {v3, v4, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     check-cast v3, Landroid/graphics/Bitmap;

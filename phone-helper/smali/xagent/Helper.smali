@@ -651,6 +651,7 @@
     if-lt v1, v2, :old
     :try_global
     const-string v1, "android.hardware.input.InputManagerGlobal"
+    # api 34..36 android.hardware.input.InputManagerGlobal
     invoke-static {v1}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v0
     :try_global_end
@@ -659,12 +660,15 @@
     if-nez v0, :have_class
     :try_im
     const-string v1, "android.hardware.input.InputManager"
+    # api 26..36 android.hardware.input.InputManager
     invoke-static {v1}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v0
     :have_class
     const-string v1, "getInstance"
     const/4 v2, 0
     new-array v3, v2, [Ljava/lang/Class;
+    # api 34..36 android.hardware.input.InputManagerGlobal#getInstance()
+    # api 26..33 android.hardware.input.InputManager#getInstance()
     invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v1
     const/4 v2, 0
@@ -685,6 +689,8 @@
     sget-object v4, Ljava/lang/Integer;->TYPE:Ljava/lang/Class;
     const/4 v2, 1
     aput-object v4, v3, v2
+    # api 34..36 android.hardware.input.InputManagerGlobal#injectInputEvent(android.view.InputEvent,int)
+    # api 26..33 android.hardware.input.InputManager#injectInputEvent(android.view.InputEvent,int)
     invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v1
     sput-object v1, Lxagent/Helper;->inject:Ljava/lang/reflect/Method;
@@ -716,6 +722,8 @@
     :services
     const-string v0, "clipboard"
     const-string v1, "android.content.IClipboard$Stub"
+    # api 26..36 android.content.IClipboard$Stub
+    # api 26..36 android.content.IClipboard$Stub#asInterface(android.os.IBinder)
     invoke-static {v0, v1}, Lxagent/Helper;->service(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/Object;
     move-result-object v0
     sput-object v0, Lxagent/Helper;->clip:Ljava/lang/Object;
@@ -727,6 +735,8 @@
     const-string v5, "ok"
     const-string v0, "display"
     const-string v1, "android.hardware.display.IDisplayManager$Stub"
+    # api 26..36 android.hardware.display.IDisplayManager$Stub
+    # api 26..36 android.hardware.display.IDisplayManager$Stub#asInterface(android.os.IBinder)
     invoke-static {v0, v1}, Lxagent/Helper;->service(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/Object;
     move-result-object v0
     sput-object v0, Lxagent/Helper;->display:Ljava/lang/Object;
@@ -735,6 +745,8 @@
     :display_ok
     const-string v0, "window"
     const-string v1, "android.view.IWindowManager$Stub"
+    # api 26..36 android.view.IWindowManager$Stub
+    # api 26..36 android.view.IWindowManager$Stub#asInterface(android.os.IBinder)
     invoke-static {v0, v1}, Lxagent/Helper;->service(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/Object;
     move-result-object v0
     sput-object v0, Lxagent/Helper;->window:Ljava/lang/Object;
@@ -743,6 +755,8 @@
     :window_ok
     const-string v0, "power"
     const-string v1, "android.os.IPowerManager$Stub"
+    # api 26..36 android.os.IPowerManager$Stub
+    # api 26..36 android.os.IPowerManager$Stub#asInterface(android.os.IBinder)
     invoke-static {v0, v1}, Lxagent/Helper;->service(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/Object;
     move-result-object v0
     sput-object v0, Lxagent/Helper;->power:Ljava/lang/Object;
@@ -769,6 +783,7 @@
     .locals 6
     :try_start
     const-string v0, "android.os.ServiceManager"
+    # api 26..36 android.os.ServiceManager
     invoke-static {v0}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v0
     const-string v1, "getService"
@@ -777,6 +792,7 @@
     const-class v4, Ljava/lang/String;
     const/4 v5, 0
     aput-object v4, v3, v5
+    # api 26..36 android.os.ServiceManager#getService(java.lang.String)
     invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v1
     new-array v3, v2, [Ljava/lang/Object;
@@ -785,6 +801,7 @@
     invoke-virtual {v1, v4, v3}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v1
     if-eqz v1, :none
+    # api generic (the callers name the Stub)
     invoke-static {p1}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v0
     const-string v2, "asInterface"
@@ -792,6 +809,7 @@
     new-array v3, v3, [Ljava/lang/Class;
     const-class v4, Landroid/os/IBinder;
     aput-object v4, v3, v5
+    # api generic
     invoke-virtual {v0, v2, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v2
     const/4 v3, 1
@@ -821,6 +839,7 @@
     .locals 10
     invoke-virtual {p0}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
     move-result-object v0
+    # api generic (the callers name the method)
     invoke-virtual {v0}, Ljava/lang/Class;->getMethods()[Ljava/lang/reflect/Method;
     move-result-object v0
     array-length v1, v0
@@ -1487,6 +1506,7 @@
     :try_get
     const-string v3, "getPrimaryClip"
     const/4 v4, 0
+    # api 26..36 android.content.IClipboard#getPrimaryClip(*)
     invoke-static {v0, v3, v4}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v1
     const/4 v2, 1
@@ -1497,12 +1517,14 @@
     invoke-static {v3, p0}, Landroid/content/ClipData;->newPlainText(Ljava/lang/CharSequence;Ljava/lang/CharSequence;)Landroid/content/ClipData;
     move-result-object v3
     const-string v4, "setPrimaryClip"
+    # api 26..36 android.content.IClipboard#setPrimaryClip(*)
     invoke-static {v0, v4, v3}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     if-eqz v2, :press
     if-nez v1, :press
     :try_back
     const-string v3, "getPrimaryClip"
     const/4 v4, 0
+    # api 26..36 android.content.IClipboard#getPrimaryClip(*)
     invoke-static {v0, v3, v4}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     if-nez v3, :press
@@ -1537,6 +1559,7 @@
     if-eqz v1, :clear
     :try_set
     const-string v4, "setPrimaryClip"
+    # api 26..36 android.content.IClipboard#setPrimaryClip(*)
     invoke-static {v0, v4, v1}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     const-string v3, "paste restored"
     :try_set_end
@@ -1566,6 +1589,7 @@
     const-string v0, "interactive="
     sget-object v1, Lxagent/Helper;->power:Ljava/lang/Object;
     const-string v2, "isInteractive"
+    # api 26..36 android.os.IPowerManager#isInteractive(*)
     invoke-static {v1, v2}, Lxagent/Helper;->flag(Ljava/lang/Object;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v1
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
@@ -1575,6 +1599,7 @@
     move-result-object v0
     sget-object v1, Lxagent/Helper;->window:Ljava/lang/Object;
     const-string v2, "isKeyguardLocked"
+    # api 26..36 android.view.IWindowManager#isKeyguardLocked(*)
     invoke-static {v1, v2}, Lxagent/Helper;->flag(Ljava/lang/Object;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v1
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
@@ -1584,6 +1609,7 @@
     move-result-object v0
     sget-object v1, Lxagent/Helper;->window:Ljava/lang/Object;
     const-string v2, "isKeyguardSecure"
+    # api 26..36 android.view.IWindowManager#isKeyguardSecure(*)
     invoke-static {v1, v2}, Lxagent/Helper;->flag(Ljava/lang/Object;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v1
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
@@ -1594,6 +1620,7 @@
     :try_info
     const-string v2, "getDisplayInfo"
     const/4 v4, 0
+    # api 26..36 android.hardware.display.IDisplayManager#getDisplayInfo(*)
     invoke-static {v1, v2, v4}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     :try_info_end
@@ -1603,6 +1630,7 @@
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     const-string v2, "rotation"
+    # api 26..36 android.view.DisplayInfo#rotation:int
     invoke-static {v3, v2}, Lxagent/Helper;->field(Ljava/lang/Object;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v1
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
@@ -1611,6 +1639,7 @@
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     const-string v2, "logicalWidth"
+    # api 26..36 android.view.DisplayInfo#logicalWidth:int
     invoke-static {v3, v2}, Lxagent/Helper;->field(Ljava/lang/Object;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v1
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
@@ -1619,6 +1648,7 @@
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     const-string v2, "logicalHeight"
+    # api 26..36 android.view.DisplayInfo#logicalHeight:int
     invoke-static {v3, v2}, Lxagent/Helper;->field(Ljava/lang/Object;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v1
     invoke-static {v0, v1}, Lxagent/Helper;->cat(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;
@@ -1632,6 +1662,7 @@
     if-eqz p0, :unknown
     :try_start
     const/4 v0, 0
+    # api generic
     invoke-static {p0, p1, v0}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v0
     instance-of v1, v0, Ljava/lang/Boolean;
@@ -1659,6 +1690,7 @@
     :try_start
     invoke-virtual {p0}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
     move-result-object v0
+    # api generic (the callers name the field)
     invoke-virtual {v0, p1}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
     move-result-object v0
     invoke-virtual {v0, p0}, Ljava/lang/reflect/Field;->getInt(Ljava/lang/Object;)I

@@ -10,6 +10,7 @@
 .class public final Lxagent/Ui;
 .super Ljava/lang/Object;
 .implements Ljava/lang/Runnable;
+# api 26..36 android.app.UiAutomation$OnAccessibilityEventListener#onAccessibilityEvent(android.view.accessibility.AccessibilityEvent)
 .implements Landroid/app/UiAutomation$OnAccessibilityEventListener;
 
 # "ok", or why no UiAutomation can be made here ("no_uiautomation")
@@ -44,6 +45,7 @@
     sput-object v0, Lxagent/Ui;->state:Ljava/lang/String;
     :try_start
     const-string v0, "android.app.UiAutomationConnection"
+    # api 26..36 android.app.UiAutomationConnection
     invoke-static {v0}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     invoke-static {}, Lxagent/Ui;->constructor()Ljava/lang/reflect/Constructor;
     new-instance v0, Lxagent/Ui;
@@ -70,10 +72,12 @@
     const/4 v3, 0
     aput-object v2, v1, v3
     const-string v2, "android.app.IUiAutomationConnection"
+    # api 26..36 android.app.IUiAutomationConnection
     invoke-static {v2}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v2
     const/4 v3, 1
     aput-object v2, v1, v3
+    # api 26..36 android.app.UiAutomation#<init>(android.os.Looper,android.app.IUiAutomationConnection)
     invoke-virtual {v0, v1}, Ljava/lang/Class;->getDeclaredConstructor([Ljava/lang/Class;)Ljava/lang/reflect/Constructor;
     move-result-object v0
     const/4 v1, 1
@@ -113,6 +117,8 @@
     invoke-direct {v2, v1}, Landroid/os/Handler;-><init>(Landroid/os/Looper;)V
     sput-object v2, Lxagent/Ui;->handler:Landroid/os/Handler;
     const-string v2, "android.app.UiAutomationConnection"
+    # api 26..36 android.app.UiAutomationConnection
+    # api 26..36 android.app.UiAutomationConnection#<init>()
     invoke-static {v2}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v2
     invoke-virtual {v2}, Ljava/lang/Class;->newInstance()Ljava/lang/Object;
@@ -188,6 +194,7 @@
     :try_field
     const-class v0, Landroid/app/UiAutomation;
     const-string v1, "mRemoteCallbackThread"
+    # api 28..36 android.app.UiAutomation#mRemoteCallbackThread:android.os.HandlerThread (26-27 have no such thread: caught)
     invoke-virtual {v0, v1}, Ljava/lang/Class;->getDeclaredField(Ljava/lang/String;)Ljava/lang/reflect/Field;
     move-result-object v0
     const/4 v1, 1
@@ -370,15 +377,18 @@
     sget-object v2, Lxagent/Ui;->ua:Landroid/app/UiAutomation;
     const-string v3, "clearCache"
     const/4 v4, 0
+    # api 34..36 android.app.UiAutomation#clearCache(*)
     invoke-static {v2, v3, v4}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     return-void
     :client
     const-string v2, "android.view.accessibility.AccessibilityInteractionClient"
+    # api 26..33 android.view.accessibility.AccessibilityInteractionClient
     invoke-static {v2}, Ljava/lang/Class;->forName(Ljava/lang/String;)Ljava/lang/Class;
     move-result-object v2
     const-string v3, "getInstance"
     const/4 v4, 0
     new-array v5, v4, [Ljava/lang/Class;
+    # api 26..33 android.view.accessibility.AccessibilityInteractionClient#getInstance()
     invoke-virtual {v2, v3, v5}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v3
     const/4 v4, 0
@@ -390,6 +400,7 @@
     if-ge v0, v1, :by_id
     const/4 v0, 0
     new-array v5, v0, [Ljava/lang/Class;
+    # api 26..32 android.view.accessibility.AccessibilityInteractionClient#clearCache()
     invoke-virtual {v2, v4, v5}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v2
     new-array v5, v0, [Ljava/lang/Object;
@@ -401,6 +412,7 @@
     sget-object v1, Ljava/lang/Integer;->TYPE:Ljava/lang/Class;
     const/4 v0, 0
     aput-object v1, v5, v0
+    # api 33..33 android.view.accessibility.AccessibilityInteractionClient#clearCache(int)
     invoke-virtual {v2, v4, v5}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v2
     const/4 v0, 1
@@ -502,12 +514,14 @@
     if-eqz v1, :field
     :try_start
     const-string v2, "getDisplayInfo"
+    # api 26..36 android.hardware.display.IDisplayManager#getDisplayInfo(*)
     invoke-static {v1, v2, v0}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v0
     :try_end
     .catch Ljava/lang/Throwable; {:try_start .. :try_end} :field
     :field
     const-string v2, "rotation"
+    # api 26..36 android.view.DisplayInfo#rotation:int
     invoke-static {v0, v2}, Lxagent/Helper;->field(Ljava/lang/Object;Ljava/lang/String;)Ljava/lang/String;
     move-result-object v0
     const-string v1, "-"

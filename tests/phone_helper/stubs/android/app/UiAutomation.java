@@ -108,7 +108,9 @@ public final class UiAutomation {
         Ui.listener = l;
     }
 
-    /** Public on 34+ (hidden before); the helper uses it only there. */
+    /** Public on 34+ (hidden before); the helper uses it only there. UiAutomation#clearCache()boolean: 34..36 in
+     * tests/fixtures/android-api/signatures.tsv. */
+    @xagentstub.Api(from = 34)
     public boolean clearCache() {
         check();
         Rec.log("ui clearCache()");

@@ -4,22 +4,28 @@ import android.os.IBinder;
 import xagentstub.Clipboard;
 
 /**
- * IClipboard's parameter lists by Android version (AOSP core/java/android/content/IClipboard.aidl): 8-9 take the
- * calling package (9 adds clearPrimaryClip), 10-11 add the userId, 12-13 an attributionTag, 14+ a deviceId.
+ * IClipboard's parameter lists by Android version, as tests/fixtures/android-api/signatures.tsv has them (read from ClipboardService's
+ * IClipboard.Stub of each level): 8-9 take the calling package (9 adds clearPrimaryClip), 10-13.0 add the userId,
+ * 14+ an attributionTag and a deviceId. (This stub gave 12-13 an attributionTag, which AOSP's 12, 12L and 13.0
+ * do not have: android-31/32 ClipboardService.java:373, android-33 :427 getPrimaryClip(String pkg, int userId);
+ * 13 QPR1 builds added it, scrcpy 82cb8ab8 / #3497: that shape is -Dstub.clip_shape=tag at 33.)
  */
 public interface IClipboard {
     /** AIDL's Stub.Proxy is a private class: the helper must reach its public methods all the same. */
     class Stub {
-        public static Object asInterface(IBinder b) {
+        public static IClipboard asInterface(IBinder b) {
             int sdk = android.os.Build.VERSION.SDK_INT;
-            if (sdk >= 34 && "vivo".equals(xagentstub.Rec.prop("clip_shape", ""))) return new Vivo34();
+            String shape = xagentstub.Rec.prop("clip_shape", "");
+            if (sdk >= 34 && "vivo".equals(shape)) return new Vivo34();
             if (sdk >= 34) return new V34();
-            if (sdk >= 31) return new V31();
+            if (sdk == 33 && "tag".equals(shape)) return new Tag33();
             if (sdk >= 29) return new V29();
             if (sdk >= 28) return new V28();
             return new V26();
         }
 
+        /** Why each extends IClipboard: asInterface returns the interface, as AIDL's generated one does. */
+        @xagentstub.Api(to = 28, of = "android.content.IClipboard")
         private static class V26 implements IClipboard {
             public void setPrimaryClip(ClipData c, String pkg) {
                 Clipboard.set(c, pkg, null, null, null);
@@ -30,12 +36,14 @@ public interface IClipboard {
             }
         }
 
+        @xagentstub.Api(from = 28, to = 28, of = "android.content.IClipboard")
         private static class V28 extends V26 {
             public void clearPrimaryClip(String pkg) {
                 Clipboard.clear(pkg, null, null, null);
             }
         }
 
+        @xagentstub.Api(from = 29, to = 33, of = "android.content.IClipboard")
         private static class V29 implements IClipboard {
             public void setPrimaryClip(ClipData c, String pkg, int user) {
                 Clipboard.set(c, pkg, null, user, null);
@@ -50,7 +58,9 @@ public interface IClipboard {
             }
         }
 
-        private static class V31 implements IClipboard {
+        /** 13 QPR1 (not in the AOSP 13.0.0_r3 tree the table reads): scrcpy 82cb8ab8, issue #3497. */
+        @xagentstub.Api(from = 33, to = 33, vendor = "13 QPR1: scrcpy 82cb8ab8, #3497")
+        private static class Tag33 implements IClipboard {
             public void setPrimaryClip(ClipData c, String pkg, String tag, int user) {
                 Clipboard.set(c, pkg, tag, user, null);
             }
@@ -64,6 +74,7 @@ public interface IClipboard {
             }
         }
 
+        @xagentstub.Api(from = 34, of = "android.content.IClipboard")
         private static class V34 implements IClipboard {
             public void setPrimaryClip(ClipData c, String pkg, String tag, int user, int device) {
                 Clipboard.set(c, pkg, tag, user, device);
@@ -83,6 +94,7 @@ public interface IClipboard {
          * issue #4492: getPrimaryClip(String, String, int, int, boolean); 746eaea5, issue #4703 "IQOO Neo 8":
          * setPrimaryClip(ClipData, String, String, int, int, boolean)); clearPrimaryClip keeps AOSP 14's shape.
          */
+        @xagentstub.Api(from = 34, vendor = "vivo/iQOO 14: scrcpy 5ce8672e #4492, 746eaea5 #4703")
         private static class Vivo34 implements IClipboard {
             public void setPrimaryClip(ClipData c, String pkg, String tag, int user, int device, boolean op) {
                 xagentstub.Rec.log("clip vivo userOperate=" + op);

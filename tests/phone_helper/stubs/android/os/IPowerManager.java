@@ -9,6 +9,7 @@ public interface IPowerManager {
             return new Impl();
         }
 
+        @xagentstub.Api(of = "android.os.IPowerManager")
         private static class Impl implements IPowerManager {
             public boolean isInteractive() {
                 if (xagentstub.Rec.on("power_throws")) throw new IllegalStateException("dead binder");

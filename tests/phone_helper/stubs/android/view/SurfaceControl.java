@@ -18,31 +18,36 @@ public final class SurfaceControl {
         return xagentstub.Rec.on("no_picture") ? null : Bitmap.display(hardware);
     }
 
-    /** Android 8.x. */
+    /** Android 8.x (tests/fixtures/android-api/signatures.tsv: screenshot(int,int) 26..27). */
+    @xagentstub.Api(to = 27)
     public static Bitmap screenshot(int width, int height) {
         xagentstub.Rec.log("SurfaceControl.screenshot(" + width + ", " + height + ")");
         return picture(false);
     }
 
-    /** Android 9-11. */
+    /** Android 9-11 (tests/fixtures/android-api/signatures.tsv: screenshot(Rect,int,int,int) 28..30). */
+    @xagentstub.Api(from = 28, to = 30)
     public static Bitmap screenshot(Rect sourceCrop, int width, int height, int rotation) {
         xagentstub.Rec.log("SurfaceControl.screenshot(Rect(" + sourceCrop.left + "," + sourceCrop.top + ","
                 + sourceCrop.right + "," + sourceCrop.bottom + "), " + width + ", " + height + ", " + rotation + ")");
         return picture(false);
     }
 
-    /** Android 10-13. */
+    /** Android 10-13 (tests/fixtures/android-api/signatures.tsv: getInternalDisplayToken() 29..33). */
+    @xagentstub.Api(from = 29, to = 33)
     public static IBinder getInternalDisplayToken() {
         xagentstub.Rec.log("SurfaceControl.getInternalDisplayToken()");
         return new IBinder() {};
     }
 
-    /** Android 12-13. */
+    /** Android 12-13 (tests/fixtures/android-api/signatures.tsv: captureDisplay(SurfaceControl$DisplayCaptureArgs) 31..33). */
+    @xagentstub.Api(from = 31, to = 33)
     public static ScreenshotHardwareBuffer captureDisplay(DisplayCaptureArgs args) {
         xagentstub.Rec.log("SurfaceControl.captureDisplay(" + args + ")");
         return xagentstub.Rec.on("no_picture") ? null : new ScreenshotHardwareBuffer();
     }
 
+    @xagentstub.Api(from = 31, to = 33)
     public static class ScreenshotHardwareBuffer {
         public Bitmap asBitmap() {
             xagentstub.Rec.log("ScreenshotHardwareBuffer.asBitmap()");
@@ -55,6 +60,7 @@ public final class SurfaceControl {
         }
     }
 
+    @xagentstub.Api(from = 31, to = 33)
     public static class DisplayCaptureArgs {
         final IBinder token;
 
@@ -67,6 +73,7 @@ public final class SurfaceControl {
             return "DisplayCaptureArgs(" + (token == null ? "null" : "token") + ")";
         }
 
+        @xagentstub.Api(from = 31, to = 33)
         public static class Builder {
             final IBinder token;
 

@@ -4,12 +4,14 @@ import android.graphics.Bitmap;
 import android.os.IBinder;
 
 /** Android 14+'s home of the display capture (frameworks/base core/java/android/window/ScreenCapture.java). */
+@xagentstub.Api(from = 34) // tests/fixtures/android-api/signatures.tsv: android.window.ScreenCapture from android-34
 public final class ScreenCapture {
     public static ScreenshotHardwareBuffer captureDisplay(DisplayCaptureArgs args) {
         xagentstub.Rec.log("ScreenCapture.captureDisplay(" + args + ")");
         return xagentstub.Rec.on("no_picture") ? null : new ScreenshotHardwareBuffer();
     }
 
+    @xagentstub.Api(from = 34)
     public static class ScreenshotHardwareBuffer {
         public Bitmap asBitmap() {
             xagentstub.Rec.log("ScreenshotHardwareBuffer.asBitmap()");
@@ -22,6 +24,7 @@ public final class ScreenCapture {
         }
     }
 
+    @xagentstub.Api(from = 34)
     public static class DisplayCaptureArgs {
         final IBinder token;
 
@@ -34,6 +37,7 @@ public final class ScreenCapture {
             return "DisplayCaptureArgs(" + (token == null ? "null" : "token") + ")";
         }
 
+        @xagentstub.Api(from = 34)
         public static class Builder {
             final IBinder token;
 

@@ -12,6 +12,7 @@ public interface IDisplayManager {
             return new Impl();
         }
 
+        @xagentstub.Api(of = "android.hardware.display.IDisplayManager")
         private static class Impl implements IDisplayManager {
             public DisplayInfo getDisplayInfo(int displayId) {
                 Rec.log("display getDisplayInfo(" + displayId + ")");

@@ -3,6 +3,7 @@ package android.hardware.input;
 import android.view.InputEvent;
 
 /** Android 14+ (InputManager.getInstance() there needs an Application). */
+@xagentstub.Api(from = 34) // tests/fixtures/android-api/signatures.tsv: the class from android-34
 public final class InputManagerGlobal {
     public static InputManagerGlobal getInstance() {
         xagentstub.Rec.log("InputManagerGlobal.getInstance");

@@ -6,6 +6,7 @@ import android.os.IBinder;
  * services.jar's display tokens on Android 14+ (-Dstub.no_displays=1: a phone reporting none; -Dstub.phys_ids=A,B:
  * the physical displays, in SurfaceFlinger's order).
  */
+@xagentstub.Api(from = 34) // tests/fixtures/android-api/signatures.tsv: the class from android-34
 public final class DisplayControl {
     public static long[] getPhysicalDisplayIds() {
         xagentstub.Rec.log("DisplayControl.getPhysicalDisplayIds()");
