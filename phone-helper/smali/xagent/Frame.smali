@@ -504,18 +504,21 @@
     aget-wide v1, p0, v0
     :try_start
     sget-object v3, Lxagent/Helper;->display:Ljava/lang/Object;
+    # api 34..36 android.hardware.display.IDisplayManager#getDisplayInfo(*)
     const-string v4, "getDisplayInfo"
     const/4 v5, 0
     invoke-static {v3, v4, v5}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     invoke-virtual {v3}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
     move-result-object v4
+    # api 34..36 android.view.DisplayInfo#address:android.view.DisplayAddress
     const-string v6, "address"
     invoke-virtual {v4, v6}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
     move-result-object v4
     invoke-virtual {v4, v3}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     if-eqz v3, :first
+    # api 34..36 android.view.DisplayAddress$Physical#getPhysicalDisplayId(*)
     const-string v4, "getPhysicalDisplayId"
     invoke-static {v3, v4, v5}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
