@@ -19,7 +19,22 @@ fn git(dir: &Path, args: &[&str]) -> String {
 fn a_repository_never_packed_has_no_watched_path_that_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     git(dir.path(), &["init", "-q"]);
-    git(dir.path(), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one"]);
+    git(
+        dir.path(),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "one",
+        ],
+    );
     let git_dir = dir.path().join(git(dir.path(), &["rev-parse", "--git-dir"]));
     let common = dir.path().join(git(dir.path(), &["rev-parse", "--git-common-dir"]));
     assert!(!common.join("packed-refs").exists(), "the fixture must lack packed-refs");
