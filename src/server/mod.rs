@@ -17,6 +17,8 @@ pub mod control;
 pub mod http;
 pub mod log_gate;
 pub mod mcp;
+pub mod mcp_manual;
+pub mod mcp_tools;
 pub mod origin;
 pub mod parts;
 pub mod settings;
