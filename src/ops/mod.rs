@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod mcp;
 pub mod out;
 pub mod settings;
+pub mod words;
 
 /// A private adb server for the demo and the simulated phones it connects to.
 pub mod adb_process;
