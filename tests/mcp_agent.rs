@@ -32,12 +32,13 @@ fn python() -> PathBuf {
 /// A connector with a key and one simulated phone, seen and free.
 struct Lab {
     _adb: std::sync::Arc<AdbServer>,
+    sim: xagent_adb_connector::sim::SimPhone,
     srv: Server,
     _dir: tempfile::TempDir,
 }
 
 async fn lab() -> Lab {
-    let (adb, _sim, _serial) = setup_with(SimConfig::default()).await.expect("adb is required (apt-get install adb)");
+    let (adb, sim, _serial) = setup_with(SimConfig::default()).await.expect("adb is required (apt-get install adb)");
     let dir = tempfile::tempdir().unwrap();
     let keyfile = dir.path().join("key");
     std::fs::write(&keyfile, format!("{KEY}\n")).unwrap();
@@ -49,7 +50,7 @@ async fn lab() -> Lab {
     let ch = c.bind(None).await;
     let out = c.request("auth.logout", Some(&ch), json!({})).await;
     assert!(out.get("error").is_none(), "{out}");
-    Lab { _adb: adb, srv, _dir: dir }
+    Lab { _adb: adb, sim, srv, _dir: dir }
 }
 
 async fn agent(url: &str) -> Value {
@@ -230,6 +231,48 @@ async fn errors_over_mcp_speak_mcp() {
         .json();
         assert_eq!(bad["error"]["code"], -32602, "{bad}");
         assert!(bad["error"]["message"].as_str().unwrap().contains(SKILL_PROMPT), "{bad}");
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// What a model reads of one default `android_observe` over MCP: (text content bytes, image bytes, structured
+/// content bytes), and the result.
+async fn observe_cost(srv: &Server, session: &str, id: u64) -> (usize, usize, usize, Value) {
+    let r = rpc(srv, Some(session), call(id, "android_observe", json!({}))).await.json();
+    let result = &r["result"];
+    assert_eq!(result["isError"], Value::Null, "{r}");
+    let content = result["content"].as_array().unwrap();
+    let text: usize = content.iter().filter(|c| c["type"] == "text").map(|c| c["text"].as_str().unwrap().len()).sum();
+    let image: usize = content
+        .iter()
+        .filter(|c| c["type"] == "image")
+        .map(|c| xagent_adb_connector::base64::decode(c["data"].as_str().unwrap()).unwrap().len())
+        .sum();
+    let structured = result["structuredContent"].to_string().len();
+    (text, image, structured, result.clone())
+}
+
+/// Issue 49 item 2: an image inline is not listed again under `files` (name, one-time URL, size), and a screen that
+/// is off costs a thumbnail, not a full-size black picture. Prints the figures (home screen, screen off).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observation_over_mcp_carries_its_image_once_and_a_dark_screen_costs_a_thumbnail() {
+    bounded(async {
+        let lab = lab().await;
+        let s = initialize(&lab.srv).await;
+        let (text, image, structured, home) = observe_cost(&lab.srv, &s, 2).await;
+        eprintln!("home screen, default android_observe over MCP: text {text} B, image {image} B, structuredContent {structured} B");
+        lab.sim.set_screen_on(false);
+        let (off_text, off_image, _, off) = observe_cost(&lab.srv, &s, 3).await;
+        eprintln!("screen off, default android_observe over MCP: text {off_text} B, image {off_image} B");
+
+        let images = home["content"].as_array().unwrap().iter().filter(|c| c["type"] == "image").count();
+        assert_eq!(images, 1, "{home}");
+        assert!(home["structuredContent"].get("files").is_none(), "the inline image is not listed again: {home}");
+        assert!(!home["content"][0]["text"].as_str().unwrap().contains("download_url"), "{home}");
+        assert!(image > 5000, "the home screen is a real picture: {image} B");
+        assert_eq!(off["structuredContent"]["frame"], "screen_off", "{off}");
+        assert!(off_image < 2000, "a dark screen costs a thumbnail: {off_image} B");
     })
     .await
     .expect("test timed out");

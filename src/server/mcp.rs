@@ -438,11 +438,25 @@ async fn call(
     if let Some(e) = packet_error(&ack) {
         return Ok(e);
     }
-    let result = ack.payload().remove("result").unwrap_or(Value::Null);
-    let mut content = vec![json!({"type": "text", "text": result.to_string()})];
-    for f in result.get("files").and_then(Value::as_array).into_iter().flatten() {
-        content.push(file_content(app, &s.channel, f, host).await);
+    let mut result = ack.payload().remove("result").unwrap_or(Value::Null);
+    let mut files = Vec::new();
+    if let Some(Value::Array(listed)) = result.get_mut("files") {
+        let mut kept = Vec::new();
+        for f in listed.drain(..) {
+            let c = file_content(app, &s.channel, &f, host).await;
+            // An image inline is the file: its entry (name, one-time URL, size) would only repeat it.
+            if c["type"] != "image" {
+                kept.push(f);
+            }
+            files.push(c);
+        }
+        *listed = kept;
     }
+    if result.get("files").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        result.as_object_mut().map(|m| m.remove("files"));
+    }
+    let mut content = vec![json!({"type": "text", "text": result.to_string()})];
+    content.extend(files);
     let mut out = json!({"content": content});
     if result.is_object() {
         out["structuredContent"] = result;
