@@ -271,6 +271,17 @@ async fn an_observation_over_mcp_carries_its_image_once_and_a_dark_screen_costs_
         assert!(home["structuredContent"].get("files").is_none(), "the inline image is not listed again: {home}");
         assert!(!home["content"][0]["text"].as_str().unwrap().contains("download_url"), "{home}");
         assert!(image > 5000, "the home screen is a real picture: {image} B");
+        // The text a model reads: the fields in JSON, then one line per element; structuredContent keeps the JSON.
+        let text_lines: Vec<&str> = home["content"][0]["text"].as_str().unwrap().lines().collect();
+        let elements = home["structuredContent"]["elements"].as_array().unwrap();
+        assert_eq!(text_lines.len(), elements.len() + 1, "{text_lines:?}");
+        let head: Value = serde_json::from_str(text_lines[0]).unwrap();
+        assert_eq!(head["observation_id"], home["structuredContent"]["observation_id"]);
+        assert_eq!(head["foreground_package"], "com.android.launcher3", "the package once: {head}");
+        assert!(head.get("package").is_none(), "{head}");
+        let inc = text_lines.iter().find(|l| l.contains("\"Increment\"")).unwrap_or_else(|| panic!("{text_lines:?}"));
+        assert!(inc.starts_with('#') && inc.contains("id=increment") && !inc.contains("com.xagent.sim"), "{inc}");
+        assert!(text * 4 < structured * 3, "compact: {text} B against {structured} B of JSON");
         assert_eq!(off["structuredContent"]["frame"], "screen_off", "{off}");
         assert!(off_image < 2000, "a dark screen costs a thumbnail: {off_image} B");
     })

@@ -455,7 +455,8 @@ async fn call(
     if result.get("files").and_then(Value::as_array).is_some_and(Vec::is_empty) {
         result.as_object_mut().map(|m| m.remove("files"));
     }
-    let mut content = vec![json!({"type": "text", "text": result.to_string()})];
+    // What the model reads: elements one per line (server/mcp_text.rs); structuredContent keeps the full JSON.
+    let mut content = vec![json!({"type": "text", "text": super::mcp_text::render(&result)})];
     content.extend(files);
     let mut out = json!({"content": content});
     if result.is_object() {

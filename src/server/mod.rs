@@ -18,6 +18,7 @@ pub mod http;
 pub mod log_gate;
 pub mod mcp;
 pub mod mcp_manual;
+pub mod mcp_text;
 pub mod mcp_tools;
 pub mod origin;
 pub mod parts;
