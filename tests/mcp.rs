@@ -209,6 +209,10 @@ async fn the_mcp_tool_list_is_the_cards() {
         let bytes = list.body.len();
         let card_tools_bytes = serde_json::to_string(&card["tools"]).unwrap().len();
         eprintln!("tools/list answer: {bytes} bytes; the card's tools: {card_tools_bytes} bytes");
+        let annotations: usize =
+            rest.iter().map(|t| t["annotations"].to_string().len() + r#","annotations":"#.len()).sum();
+        let mcp_only: Vec<usize> = mcp_only.iter().map(|t| t.to_string().len()).collect();
+        eprintln!("… annotations of the card's tools: {annotations} bytes; the MCP-only tools: {mcp_only:?} bytes");
     })
     .await
     .expect("test timed out");
