@@ -284,6 +284,22 @@ async fn an_observation_over_mcp_carries_its_image_once_and_a_dark_screen_costs_
         assert!(text * 4 < structured * 3, "compact: {text} B against {structured} B of JSON");
         assert_eq!(off["structuredContent"]["frame"], "screen_off", "{off}");
         assert!(off_image < 2000, "a dark screen costs a thumbnail: {off_image} B");
+        lab.sim.set_screen_on(true);
+        // An action that switches the screen: its effect's tree delta reads one element per line too.
+        let args = json!({"package": "com.xagent.demo", "effect_tree": true});
+        let launch = rpc(&lab.srv, Some(&s), call(5, "android_app_launch", args)).await.json();
+        let launch = &launch["result"];
+        assert_eq!(launch["isError"], Value::Null, "{launch}");
+        let (launch_text, launch_json) =
+            (launch["content"][0]["text"].as_str().unwrap(), launch["structuredContent"].to_string());
+        eprintln!(
+            "app launch with effect.tree over MCP: text {} B, structuredContent {} B",
+            launch_text.len(),
+            launch_json.len()
+        );
+        assert!(launch["structuredContent"]["effect"]["tree"]["appeared"].as_array().is_some_and(|a| !a.is_empty()));
+        assert!(launch_text.lines().any(|l| l == "effect.tree.appeared:"), "{launch_text}");
+        assert!(launch_text.len() * 4 < launch_json.len() * 3, "{launch_text}");
     })
     .await
     .expect("test timed out");

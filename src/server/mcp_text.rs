@@ -12,43 +12,82 @@ use serde_json::{Map, Value};
 const LEGEND: &str =
     "one per line below: #index class \"text\" desc=content_desc id=resource_id-after-id_prefix [left,top,right,bottom] flags";
 
+/// The element lists a result may carry, by path: an observation's, and an action's `effect.tree` delta.
+const LISTS: &[&[&str]] = &[
+    &["elements"],
+    &["effect", "tree", "appeared"],
+    &["effect", "tree", "disappeared"],
+    &["effect", "tree", "changed"],
+];
+
+fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(*k))
+}
+
+fn at_mut<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
+    path.iter().try_fold(v, |v, k| v.get_mut(*k))
+}
+
 /// The text of `result` for the model.
 pub fn render(result: &Value) -> String {
-    let Some(Value::Array(elements)) = result.get("elements") else { return result.to_string() };
-    if elements.iter().any(|e| !e.is_object()) {
+    if !result.is_object() {
         return result.to_string();
     }
-    let Some(head) = result.as_object() else { return result.to_string() };
-    let package = head
+    // The lists present, each all objects (anything else stays JSON).
+    let lists: Vec<(&[&str], &Vec<Value>)> = LISTS
+        .iter()
+        .filter_map(|p| match at(result, p) {
+            Some(Value::Array(a)) if a.iter().all(Value::is_object) => Some((*p, a)),
+            _ => None,
+        })
+        .collect();
+    if lists.iter().all(|(_, a)| a.is_empty()) {
+        return result.to_string();
+    }
+    let all = || lists.iter().flat_map(|(_, a)| a.iter());
+    let package = result
         .get("package")
         .and_then(Value::as_str)
         .map(str::to_owned)
-        .or_else(|| most_common_package(elements))
+        .or_else(|| most_common(all().filter_map(|e| e.get("package").and_then(Value::as_str))))
         .unwrap_or_default();
-    let ids = most_common(elements.iter().filter_map(|e| {
+    let ids = most_common(all().filter_map(|e| {
         let id = e.get("resource_id").and_then(Value::as_str)?;
         id.find(":id/").map(|at| &id[..at + 4])
     }));
-    let mut head: Map<String, Value> = head.clone();
-    head.insert("elements".into(), Value::String(LEGEND.into()));
-    // Said once: `package`, unless the foreground app is it already.
-    let said = ["package", "foreground_package"].iter().any(|k| head.get(*k).and_then(Value::as_str) == Some(&package));
-    if !package.is_empty() && !said {
-        head.insert("package".into(), Value::String(package.clone()));
+    let mut head = result.clone();
+    // An empty list stays `[]`; the first one listed below carries the line format.
+    for (n, (path, a)) in lists.iter().filter(|(_, a)| !a.is_empty()).enumerate() {
+        let said = if n == 0 { LEGEND.to_owned() } else { format!("{} below, as elements", a.len()) };
+        if let Some(v) = at_mut(&mut head, path) {
+            *v = Value::String(said);
+        }
     }
-    if let Some(p) = &ids {
-        head.insert("id_prefix".into(), Value::String(p.clone()));
+    if let Value::Object(h) = &mut head {
+        // Said once: `package`, unless the foreground app is it already.
+        let said =
+            ["package", "foreground_package"].iter().any(|k| h.get(*k).and_then(Value::as_str) == Some(&package));
+        if !package.is_empty() && !said {
+            h.insert("package".into(), Value::String(package.clone()));
+        }
+        if let Some(p) = &ids {
+            h.insert("id_prefix".into(), Value::String(p.clone()));
+        }
     }
-    let mut out = Value::Object(head).to_string();
-    for e in elements.iter().filter_map(Value::as_object) {
-        out.push('\n');
-        out.push_str(&line(e, &package, ids.as_deref().unwrap_or("\0")));
+    let mut out = head.to_string();
+    for (path, a) in &lists {
+        if a.is_empty() {
+            continue;
+        }
+        if *path != ["elements"] {
+            out.push_str(&format!("\n{}:", path.join(".")));
+        }
+        for e in a.iter().filter_map(Value::as_object) {
+            out.push('\n');
+            out.push_str(&line(e, &package, ids.as_deref().unwrap_or("\0")));
+        }
     }
     out
-}
-
-fn most_common_package(elements: &[Value]) -> Option<String> {
-    most_common(elements.iter().filter_map(|e| e.get("package").and_then(Value::as_str)))
 }
 
 /// The value seen most often (the first of equals).
@@ -145,6 +184,27 @@ mod tests {
         assert_eq!(lines[2], r#"#4 View id="odd one" [0,0,11,20] center=[1,1] enabled=false window=1 pkg=com.y"#);
         assert_eq!(lines.len(), 3);
         assert!(t.len() < r.to_string().len());
+        // An action's effect: its tree delta's lists too, each under its path.
+        let tap = json!({"x": 1, "effect": {"settled": true, "tree": {"observation_id": "obs_2", "appeared": [
+            {"index": 9, "class": "TextView", "package": "com.x", "bounds": [0, 0, 2, 2], "center": [1, 1], "text": "Hi"}],
+            "disappeared": [], "changed": [{"index": 2, "class": "TextView", "package": "com.x", "bounds": [0, 0, 2, 2],
+            "text": "Count: 1", "was": {"text": "Count: 0"}}]}}});
+        let t = render(&tap);
+        let lines: Vec<&str> = t.lines().collect();
+        let head: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(head["effect"]["tree"]["observation_id"], "obs_2");
+        assert_eq!(head["effect"]["tree"]["disappeared"], json!([]));
+        assert!(head["effect"]["tree"]["appeared"].as_str().unwrap().starts_with("one per line below"), "{head}");
+        assert_eq!(head["effect"]["tree"]["changed"], "1 below, as elements");
+        assert_eq!(
+            &lines[1..],
+            [
+                "effect.tree.appeared:",
+                r#"#9 TextView "Hi" [0,0,2,2]"#,
+                "effect.tree.changed:",
+                r#"#2 TextView "Count: 1" [0,0,2,2] was={"text":"Count: 0"}"#
+            ]
+        );
         // No list: the JSON as it is.
         let plain = json!({"x": 1, "elements": "n/a"});
         assert_eq!(render(&plain), plain.to_string());
