@@ -135,8 +135,9 @@ What one call cannot do (use --session):
 
 --session:
   One binding for many calls: one call per line on stdin, `TOOL_ID [JSON_OBJECT | key=value…]`
-  (blank lines and lines starting with # are skipped; @obs stands for the observation_id of the
-  latest result that had one), one JSON line per call on stdout: the result, or
+  (quoted as on the command line: key=\"a b\", element:='{\"text\":\"OK\"}'; blank lines and lines
+  starting with # are skipped; @obs stands for the newest observation_id: an action's effect.tree,
+  else the result's, else an error's candidates'), one JSON line per call on stdout: the result, or
   {\"error\":{\"code\",\"message\",\"details\"}} (the session goes on). The phone is given back at
   the end of input, on Ctrl-C or SIGTERM. --timeout applies to each call.
 

@@ -110,6 +110,20 @@ async fn observations_survive_errors_and_answer_after_they_leave() {
         let effect = &s["payload"]["result"]["effect"];
         assert_eq!((&effect["tree_changed"], &effect["screen_changed"]), (&json!(true), &json!(true)), "{s}");
         assert!(s["payload"]["result"].get("_tree_changed").is_none(), "{s}");
+        // Issue 49: with its effect's tree, one observation: the found element is named in the newer tree.
+        let s = r
+            .ok(
+                "android_scroll",
+                json!({"direction": "down", "until": {"text": "Item 30"}, "settle": true, "effect_tree": true}),
+            )
+            .await;
+        assert_eq!(s["found"], true, "{s}");
+        let newer = &s["effect"]["tree"]["observation_id"];
+        assert!(newer.is_string(), "{s}");
+        assert_eq!(&s["observation_id"], newer, "one observation id per result: {s}");
+        let by_number = json!({"index": s["element"]["index"], "observation_id": s["observation_id"]});
+        let tap = r.ok("android_tap", json!({ "element": by_number })).await;
+        assert_eq!((&tap["element"]["text"], &tap["re_resolved"]), (&json!("Item 30"), &json!(false)), "{tap}");
     })
     .await
     .expect("bounded");

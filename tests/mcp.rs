@@ -174,7 +174,8 @@ fn call(id: u64, name: &str, args: Value) -> Value {
 }
 
 /// The MCP tool list and the card agree: the same tools in the same order, each input schema the card's without
-/// `connector_channel_id` (the session's channel fills it in), plus `select_device` with the auth flow's fields.
+/// `connector_channel_id` (the session's channel fills it in), after the MCP-only tools: `select_device` with the auth
+/// flow's fields, `list_devices`, `release_device`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mcp_tool_list_is_the_cards() {
     bounded(async {
@@ -185,8 +186,10 @@ async fn the_mcp_tool_list_is_the_cards() {
         let list = rpc(&srv, Some(&sid), &[], json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
         assert_eq!(list.status, 200);
         let listed = list.json()["result"]["tools"].as_array().unwrap().clone();
-        let (select, rest) = listed.split_first().unwrap();
-        assert_eq!(select["name"], "select_device");
+        let (mcp_only, rest) = listed.split_at(3);
+        let names: Vec<&Value> = mcp_only.iter().map(|t| &t["name"]).collect();
+        assert_eq!(names, [&json!("select_device"), &json!("list_devices"), &json!("release_device")]);
+        let select = &mcp_only[0];
         let fields: Vec<&str> =
             card["auth_flows"][0]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
         let props: Vec<&str> =
@@ -206,6 +209,10 @@ async fn the_mcp_tool_list_is_the_cards() {
         let bytes = list.body.len();
         let card_tools_bytes = serde_json::to_string(&card["tools"]).unwrap().len();
         eprintln!("tools/list answer: {bytes} bytes; the card's tools: {card_tools_bytes} bytes");
+        let annotations: usize =
+            rest.iter().map(|t| t["annotations"].to_string().len() + r#","annotations":"#.len()).sum();
+        let mcp_only: Vec<usize> = mcp_only.iter().map(|t| t.to_string().len()).collect();
+        eprintln!("… annotations of the card's tools: {annotations} bytes; the MCP-only tools: {mcp_only:?} bytes");
     })
     .await
     .expect("test timed out");

@@ -183,6 +183,19 @@ async fn a_secure_window_is_named_from_its_flags_a_plain_screen_is_blank_and_a_s
         let shot = r.ok("android_screenshot", json!({})).await;
         assert_eq!((shot["frame_blank"].clone(), shot["screen_on"].clone()), (json!(false), json!(false)), "{shot}");
         assert_eq!(shot["frame"], "screen_off", "{shot}");
+        let off = r.ok("android_observe", json!({})).await;
+        assert_eq!(off["frame"], "screen_off", "{off}");
+        // Issue 49: a picture of one colour is a thumbnail without marks in an observation (the screenshot, asked
+        // for, keeps its size); a normal screen's is not.
+        for o in [&obs, &off] {
+            let side = o["width"].as_u64().unwrap().max(o["height"].as_u64().unwrap());
+            assert!(side <= 32, "a {} frame comes as a thumbnail: {o}", o["frame"]);
+            assert!(o["files"][0]["byte_size"].as_u64().unwrap() < 2000, "{o}");
+            assert!(o["elements"].as_array().unwrap().iter().all(|e| e.get("marked").is_none()), "{o}");
+        }
+        assert!(normal["width"].as_u64().unwrap().max(normal["height"].as_u64().unwrap()) > 32, "{normal}");
+        assert!(normal["elements"].as_array().unwrap().iter().any(|e| e["marked"] == true), "{normal}");
+        assert!(shot["width"].as_u64().unwrap() > 32, "{shot}");
     })
     .await
     .expect("bounded");

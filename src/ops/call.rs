@@ -474,8 +474,8 @@ async fn invoke(s: &mut Session, ch: &str, tool: &str, mut args: Map<String, Val
 /// Longest line `call --session` reads (an `android_input_text` of 1000 characters fits many times over).
 const MAX_LINE_BYTES: usize = 64 << 10;
 
-/// What stands for the latest `observation_id` in a `call --session` line: a script cannot know the id an
-/// `android_observe` will answer, and acting by number needs it.
+/// What stands for the newest `observation_id` in a `call --session` line (an effect's, an observe's, an error's
+/// candidates'): a script cannot know the id an `android_observe` will answer, and acting by number needs it.
 pub const LAST_OBSERVATION: &str = "@obs";
 
 pub struct SessionInput<'a> {
@@ -513,8 +513,12 @@ pub fn parse_line(line: &str, last_observation: Option<&str>) -> Result<(String,
     let mut args = if rest.starts_with('{') {
         build_arguments(tool, Some(rest), &[])
     } else {
-        let words: Vec<String> = rest.split_whitespace().map(str::to_owned).collect();
-        build_arguments(tool, None, &words)
+        // Quoted as on the one-shot command line (`key="a b"`, `element:='{"text":"OK"}'`): a shell's quoting.
+        let words = super::words::split(rest)?;
+        match words.as_slice() {
+            [one] if one.starts_with('{') => build_arguments(tool, Some(one), &[]),
+            _ => build_arguments(tool, None, &words),
+        }
     }
     .map_err(|e| e.message)?;
     let mut missing = false;
@@ -525,6 +529,12 @@ pub fn parse_line(line: &str, last_observation: Option<&str>) -> Result<(String,
         return Err(format!("{LAST_OBSERVATION} stands for the latest observation_id, and no result carried one yet"));
     }
     Ok((tool.to_owned(), args))
+}
+
+/// The observation `@obs` stands for after `result`: an action's `effect.tree` is read after it settled, so its
+/// `observation_id` is newer than the result's own (a scroll's found element, an observe's).
+pub fn newest_observation(result: &Value) -> Option<&str> {
+    result["effect"]["tree"]["observation_id"].as_str().or_else(|| result["observation_id"].as_str())
 }
 
 fn replace_last_observation(v: &mut Value, last: Option<&str>, missing: &mut bool) {
@@ -594,7 +604,7 @@ async fn session(input: SessionInput<'_>) -> Result<(), CallError> {
         "{}",
         terminal_text(&format!(
             "bound {phone} on the connector at {}; one call per line: TOOL_ID [JSON_OBJECT | key=value…] \
-             ({LAST_OBSERVATION} = the latest observation_id); end of input or Ctrl-C gives the phone back",
+             ({LAST_OBSERVATION} = the newest observation_id); end of input or Ctrl-C gives the phone back",
             input.url.trim_end_matches('/')
         ))
     );
@@ -630,7 +640,7 @@ async fn session(input: SessionInput<'_>) -> Result<(), CallError> {
         };
         let text = match r {
             Ok(result) => {
-                if let Some(id) = result["observation_id"].as_str() {
+                if let Some(id) = newest_observation(&result) {
                     last_observation = Some(id.to_owned());
                 }
                 for f in result["files"].as_array().into_iter().flatten() {
@@ -643,6 +653,10 @@ async fn session(input: SessionInput<'_>) -> Result<(), CallError> {
             }
             Err(f) if f.code.is_none() => break Err(failed(f.message)),
             Err(f) => {
+                // An error's candidates belong to its own observation: `@obs` picks one of them.
+                if let Some(id) = f.details.as_ref().and_then(|d| d["observation_id"].as_str()) {
+                    last_observation = Some(id.to_owned());
+                }
                 let mut e = json!({"code": f.code, "message": f.message});
                 if let Some(d) = f.details {
                     e["details"] = d;

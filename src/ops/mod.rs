@@ -11,6 +11,7 @@ pub mod log_sink;
 pub mod mcp;
 pub mod out;
 pub mod settings;
+pub mod words;
 
 /// A private adb server for the demo and the simulated phones it connects to.
 pub mod adb_process;

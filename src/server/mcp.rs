@@ -33,6 +33,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::Surface;
 use super::body::read_small_body;
+use super::mcp_manual as manual;
+use super::mcp_tools::{self as tools, tool_error, FLOW, LIST_DEVICES, RELEASE_DEVICE, SELECT_DEVICE};
 use super::stall::WriteDeadline;
 use super::state::App;
 use super::ws::local::{Hooks, Local};
@@ -46,9 +48,6 @@ pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26
 pub const IDLE: Duration = Duration::from_secs(30 * 60);
 /// Largest image put into a result as MCP image content; a larger file is a resource link to its one-time URL.
 pub const MAX_INLINE_IMAGE: u64 = 1 << 20;
-/// The MCP-only tool that binds a phone by `auth.start`'s fields (the card's auth flow `adb_device`).
-pub const SELECT_DEVICE: &str = "select_device";
-const FLOW: &str = "adb_device";
 const SESSION_HEADER: &str = "mcp-session-id";
 /// A `tools/call` with a progress token that runs longer than this hears `notifications/progress` at least this
 /// often (elapsed time), besides the steps the tool reports.
@@ -222,12 +221,28 @@ async fn post(app: Arc<App>, mcp: Arc<Sessions>, req: Request<Incoming>, session
     *session.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     let reply = match method.as_str() {
         "ping" => rpc_result(&id, json!({})),
-        "tools/list" => rpc_result(&id, json!({"tools": tool_list(&app)})),
+        "tools/list" => rpc_result(&id, json!({"tools": tools::tool_list(&app)})),
+        "resources/list" => rpc_result(&id, manual::resources_list()),
+        "resources/templates/list" => rpc_result(&id, json!({"resourceTemplates": []})),
+        "resources/read" => match manual::resources_read(&params) {
+            Ok(r) => rpc_result(&id, r),
+            Err(m) => rpc_error(&id, -32602, &m),
+        },
+        "prompts/list" => rpc_result(&id, manual::prompts_list()),
+        "prompts/get" => match manual::prompts_get(&params) {
+            Ok(r) => rpc_result(&id, r),
+            Err(m) => rpc_error(&id, -32602, &m),
+        },
         "tools/call" => {
             let running = Running::new(&session, &id);
             return stream(app, session, id, params, host, progress_token, running, write_deadline);
         }
-        _ => rpc_error(&id, -32601, "method not found: this server offers tools (tools/list, tools/call) and ping"),
+        _ => rpc_error(
+            &id,
+            -32601,
+            "method not found: this server offers tools (tools/list, tools/call), resources (resources/list, \
+                                       resources/read), prompts (prompts/list, prompts/get) and ping",
+        ),
     };
     answer(StatusCode::OK, &reply)
 }
@@ -286,13 +301,13 @@ async fn initialize(app: &Arc<App>, mcp: &Arc<Sessions>, id: &Value, params: &Ma
     tokio::spawn(expire(app.clone(), mcp.clone(), sid.clone(), session));
     let result = json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}},
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "resources": {"listChanged": false},
+            "prompts": {"listChanged": false},
+        },
         "serverInfo": {"name": "xagent-adb-connector", "title": "xAgent ADB Connector", "version": env!("CARGO_PKG_VERSION")},
-        "instructions": "Android phones over ADB. The first tool call binds any free phone to this session (or call \
-                         select_device first to pick one by serial, model, manufacturer, SDK range or labels); the \
-                         phone is yours until the session ends. Start with android_observe: it returns a marked \
-                         screenshot and numbered elements; the control tools take {index, observation_id} as \
-                         `element`.",
+        "instructions": manual::instructions(),
     });
     let mut r = answer(StatusCode::OK, &rpc_result(id, result));
     r.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(&sid).expect("hex is a valid header"));
@@ -332,51 +347,6 @@ async fn expire(app: Arc<App>, mcp: Arc<Sessions>, sid: String, s: Arc<McpSessio
             _ = tokio::time::sleep(IDLE - idle) => {}
         }
     }
-}
-
-/// `tools/list`: `select_device`, then the card's tools with the card's input schemas (less `connector_channel_id`).
-pub fn tool_list(app: &App) -> Vec<Value> {
-    let card = app.hub.card();
-    let mut tools = vec![select_device_tool(card)];
-    tools.extend(card.tools.iter().map(|t| {
-        json!({
-            "name": t.tool_id,
-            "title": t.title,
-            "description": t.description,
-            "inputSchema": proto::card::without_connector_channel_id(&t.input_schema),
-        })
-    }));
-    tools
-}
-
-/// `select_device`'s input: the fields of the card's `adb_device` auth flow, all optional text, as `auth.start`
-/// takes them.
-fn select_device_tool(card: &proto::card::Card) -> Value {
-    let mut props = Map::new();
-    for f in card.auth_flows.iter().filter(|f| f.id == FLOW).flat_map(|f| &f.fields) {
-        let about = [f.help_text, f.placeholder].into_iter().flatten().collect::<Vec<_>>().join(" ");
-        props.insert(f.name.to_owned(), json!({"type": "string", "description": about}));
-    }
-    json!({
-        "name": SELECT_DEVICE,
-        "title": "Select the phone",
-        "description": "Binds a phone to this MCP session (giving back the one it held): by serial, or any free \
-                        phone matching every given constraint. Without it, the first tool call binds any free phone.",
-        "inputSchema": {"type": "object", "properties": props, "additionalProperties": false},
-    })
-}
-
-/// A tool error as MCP carries it (`isError`), with the connector's code, message and details.
-fn tool_error(code: &str, message: &str, details: Option<&Value>) -> Value {
-    let mut e = json!({"code": code, "message": message});
-    if let Some(d) = details {
-        e["details"] = d.clone();
-    }
-    json!({
-        "content": [{"type": "text", "text": format!("{code}: {message}")}],
-        "structuredContent": {"error": e},
-        "isError": true,
-    })
 }
 
 fn packet_error(p: &Packet) -> Option<Value> {
@@ -423,13 +393,31 @@ async fn call(
         if bound() {
             s.local.request("auth.logout", Some(&s.channel), Map::new()).await;
         }
-        return Ok(match bind(s, args).await {
-            Ok(p) => {
-                let d = p.get("connection_descriptor").cloned().unwrap_or(Value::Null);
-                json!({"content": [{"type": "text", "text": d.to_string()}], "structuredContent": d})
+        if let Err(e) = bind(s, args).await {
+            return Ok(e);
+        }
+        // The screen, as android_device_status reads it (what a select answers besides the phone and its lease).
+        let payload = obj([
+            ("tool_id", json!("android_device_status")),
+            ("arguments", json!({"connector_channel_id": s.channel})),
+        ]);
+        let status = s.local.call(&s.channel, payload, hooks).await;
+        let status = status.error.is_none().then(|| status.payload().remove("result")).flatten();
+        return Ok(structured(tools::selected(app, &s.channel, status.as_ref(), IDLE.as_secs())));
+    }
+    if name == LIST_DEVICES {
+        return Ok(structured(tools::list_devices(app, &s.channel)));
+    }
+    if name == RELEASE_DEVICE {
+        let _bind = s.bind.lock().await;
+        let held = app.hub.binding(&s.channel).map(|k| k.serial);
+        if held.is_some() {
+            let ack = s.local.request("auth.logout", Some(&s.channel), Map::new()).await;
+            if let Some(e) = packet_error(&ack) {
+                return Ok(e);
             }
-            Err(e) => e,
-        });
+        }
+        return Ok(structured(json!({"released": held.is_some(), "serial": held})));
     }
     if !bound() {
         let _bind = s.bind.lock().await;
@@ -450,16 +438,36 @@ async fn call(
     if let Some(e) = packet_error(&ack) {
         return Ok(e);
     }
-    let result = ack.payload().remove("result").unwrap_or(Value::Null);
-    let mut content = vec![json!({"type": "text", "text": result.to_string()})];
-    for f in result.get("files").and_then(Value::as_array).into_iter().flatten() {
-        content.push(file_content(app, &s.channel, f, host).await);
+    let mut result = ack.payload().remove("result").unwrap_or(Value::Null);
+    let mut files = Vec::new();
+    if let Some(Value::Array(listed)) = result.get_mut("files") {
+        let mut kept = Vec::new();
+        for f in listed.drain(..) {
+            let c = file_content(app, &s.channel, &f, host).await;
+            // An image inline is the file: its entry (name, one-time URL, size) would only repeat it.
+            if c["type"] != "image" {
+                kept.push(f);
+            }
+            files.push(c);
+        }
+        *listed = kept;
     }
+    if result.get("files").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        result.as_object_mut().map(|m| m.remove("files"));
+    }
+    // What the model reads: elements one per line (server/mcp_text.rs); structuredContent keeps the full JSON.
+    let mut content = vec![json!({"type": "text", "text": super::mcp_text::render(&result)})];
+    content.extend(files);
     let mut out = json!({"content": content});
     if result.is_object() {
         out["structuredContent"] = result;
     }
     Ok(out)
+}
+
+/// A result of an MCP-only tool: its JSON as text and as structured content.
+fn structured(v: Value) -> Value {
+    json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v})
 }
 
 /// `MCP: <clientInfo.name> <version>` for the wall and `/api/v1/devices`: the client names itself, so the words

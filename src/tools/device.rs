@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::context::Ctx;
 use super::registry::{BoxFuture, Tool, ToolCall, ToolSpec};
@@ -86,6 +86,7 @@ impl Tool for DeviceTool {
             }
         };
         let tree_ctx = tree_mode.map(|m| (ctx.for_tree(), m));
+        let channel = ctx.call.channel_id.clone();
         let body = (self.body)(ctx);
         Box::pin(async move {
             // The tree before is read alongside the frame (both before the input).
@@ -109,9 +110,40 @@ impl Tool for DeviceTool {
             }
             if let Some(obj) = result.as_object_mut() {
                 settle::merge_tree_changed(obj, &mut effect);
+                one_observation(&channel, &key, obj, &effect);
                 obj.insert("effect".to_owned(), effect);
             }
             Ok(result)
         })
+    }
+}
+
+/// One observation per result (issue 49): a result that found an element in a tree of its own (`android_scroll`'s
+/// `until`: `element` + `observation_id`) and an `effect.tree` read after it settled would carry two ids. The
+/// element is looked up in the effect's (newer) observation — same class, resource id, text and description, the
+/// same bounds first — and the result names that observation and the element's index there. Not found there (it
+/// moved off screen while settling): the result keeps its own.
+fn one_observation(channel: &str, key: &crate::device::DeviceKey, result: &mut Map<String, Value>, effect: &Value) {
+    let Some(newer) = effect["tree"]["observation_id"].as_str() else { return };
+    let (Some(own), Some(found)) = (result.get("observation_id").and_then(Value::as_str), result.get("element")) else {
+        return;
+    };
+    if own == newer {
+        return;
+    }
+    let Ok(obs) = super::observations::recall(channel, key, newer) else { return };
+    let same = |e: &Value| ["class", "resource_id", "text", "content_desc"].iter().all(|k| e.get(*k) == found.get(*k));
+    let listed: Vec<Value> = obs.elements.iter().map(|e| e.to_json()).filter(|e| same(e)).collect();
+    let pick = listed
+        .iter()
+        .find(|e| e.get("bounds") == found.get("bounds"))
+        .or_else(|| (listed.len() == 1).then(|| &listed[0]))
+        .cloned();
+    if let Some(mut e) = pick {
+        if let Some(m) = e.as_object_mut() {
+            m.remove("package");
+        }
+        result.insert("element".to_owned(), e);
+        result.insert("observation_id".to_owned(), Value::String(newer.to_owned()));
     }
 }

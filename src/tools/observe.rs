@@ -297,10 +297,14 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     let (row, w, h, uniform) = tokio::task::spawn_blocking(move || {
         let uniform = frame.picture.uniform_colour();
         let (fw, fh) = frame.picture.dimensions();
-        let mut img = frame.picture.fit(max_side);
+        // One colour: a thumbnail, no marks (the elements keep their bounds; `frame` says what the picture is).
+        let side = if uniform.is_some() { picture::UNIFORM_SIDE.min(max_side) } else { max_side };
+        let mut img = frame.picture.fit(side);
         let (iw, ih) = img.dimensions();
-        // Element bounds are in the frame's pixel space (the current orientation).
-        draw_marks(&mut img, &to_mark, f64::from(iw) / f64::from(fw), f64::from(ih) / f64::from(fh));
+        if uniform.is_none() {
+            // Element bounds are in the frame's pixel space (the current orientation).
+            draw_marks(&mut img, &to_mark, f64::from(iw) / f64::from(fw), f64::from(ih) / f64::from(fh));
+        }
         let (bytes, w, h) = encode(&img, Format::Jpeg { quality })?;
         let row = cache.store_bytes(&bytes, meta).map_err(|e| e.into_proto("the observation image"))?;
         Ok::<_, ProtoError>((row, w, h, uniform))
@@ -318,7 +322,7 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
         .take(max)
         .map(|e| {
             let mut v = e.to_json();
-            if marks && e.is_interactive() {
+            if marks && e.is_interactive() && uniform.is_none() {
                 v["marked"] = json!(true);
             }
             v

@@ -90,6 +90,11 @@ pub async fn screen_on_for(c: &Ctx, uniform: bool) -> Option<bool> {
     c.adb.screen_state(&c.device).await.ok().and_then(|s| s.screen_on)
 }
 
+/// Longest side of `android_observe`'s picture when the frame is one uniform colour (screen off, blank, a secure
+/// window): it shows nothing but its colour, so a thumbnail (a few hundred bytes) stands in for a full-size black
+/// frame (53 KB with its marks, issue 49); `frame` and `hint` say why. `android_screenshot` keeps the size asked for.
+pub const UNIFORM_SIDE: u32 = 32;
+
 /// Largest `max_side` an agent may ask for (the biggest phone screens are ~3200 px).
 pub const MAX_SIDE_ARG: u32 = 8192;
 

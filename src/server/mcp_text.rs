@@ -1,0 +1,212 @@
+//! The text an MCP client's model reads of a result (issue 49: lean by default, complete on request). A result with
+//! an element list (`android_observe`, `android_ui_dump`, …) reads as its other fields in JSON, then one line per
+//! element — `#3 Button "Increment" desc="Increment counter" id=increment [337,900,742,1056] clickable marked` —
+//! with the package said once (`package` in the JSON; `pkg=` on an element of another one), resource ids without
+//! the `package:id/` prefix most of them share (`id_prefix` in the JSON), and no `center` (the middle of `bounds`, as the tools compute it).
+//! Every other field of an element is kept (`key=value`), so nothing is lost; `structuredContent` carries the full
+//! JSON for clients that read it. Any other result is its JSON.
+
+use serde_json::{Map, Value};
+
+/// What the JSON part names the list with: the line format, said once.
+const LEGEND: &str =
+    "one per line below: #index class \"text\" desc=content_desc id=resource_id-after-id_prefix [left,top,right,bottom] flags";
+
+/// The element lists a result may carry, by path: an observation's, and an action's `effect.tree` delta.
+const LISTS: &[&[&str]] = &[
+    &["elements"],
+    &["effect", "tree", "appeared"],
+    &["effect", "tree", "disappeared"],
+    &["effect", "tree", "changed"],
+];
+
+fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(*k))
+}
+
+fn at_mut<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
+    path.iter().try_fold(v, |v, k| v.get_mut(*k))
+}
+
+/// The text of `result` for the model.
+pub fn render(result: &Value) -> String {
+    if !result.is_object() {
+        return result.to_string();
+    }
+    // The lists present, each all objects (anything else stays JSON).
+    let lists: Vec<(&[&str], &Vec<Value>)> = LISTS
+        .iter()
+        .filter_map(|p| match at(result, p) {
+            Some(Value::Array(a)) if a.iter().all(Value::is_object) => Some((*p, a)),
+            _ => None,
+        })
+        .collect();
+    if lists.iter().all(|(_, a)| a.is_empty()) {
+        return result.to_string();
+    }
+    let all = || lists.iter().flat_map(|(_, a)| a.iter());
+    let package = result
+        .get("package")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| most_common(all().filter_map(|e| e.get("package").and_then(Value::as_str))))
+        .unwrap_or_default();
+    let ids = most_common(all().filter_map(|e| {
+        let id = e.get("resource_id").and_then(Value::as_str)?;
+        id.find(":id/").map(|at| &id[..at + 4])
+    }));
+    let mut head = result.clone();
+    // An empty list stays `[]`; the first one listed below carries the line format.
+    for (n, (path, a)) in lists.iter().filter(|(_, a)| !a.is_empty()).enumerate() {
+        let said = if n == 0 { LEGEND.to_owned() } else { format!("{} below, as elements", a.len()) };
+        if let Some(v) = at_mut(&mut head, path) {
+            *v = Value::String(said);
+        }
+    }
+    if let Value::Object(h) = &mut head {
+        // Said once: `package`, unless the foreground app is it already.
+        let said =
+            ["package", "foreground_package"].iter().any(|k| h.get(*k).and_then(Value::as_str) == Some(&package));
+        if !package.is_empty() && !said {
+            h.insert("package".into(), Value::String(package.clone()));
+        }
+        if let Some(p) = &ids {
+            h.insert("id_prefix".into(), Value::String(p.clone()));
+        }
+    }
+    let mut out = head.to_string();
+    for (path, a) in &lists {
+        if a.is_empty() {
+            continue;
+        }
+        if *path != ["elements"] {
+            out.push_str(&format!("\n{}:", path.join(".")));
+        }
+        for e in a.iter().filter_map(Value::as_object) {
+            out.push('\n');
+            out.push_str(&line(e, &package, ids.as_deref().unwrap_or("\0")));
+        }
+    }
+    out
+}
+
+/// The value seen most often (the first of equals).
+fn most_common<'a>(values: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for p in values {
+        match counts.iter_mut().find(|(q, _)| *q == p) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((p, 1)),
+        }
+    }
+    // The first of equals: `max_by_key` keeps the last, so the list is walked backwards.
+    counts.into_iter().rev().max_by_key(|(_, n)| *n).map(|(p, _)| p.to_owned())
+}
+
+/// One element: index, class, text, description, id (without `id_prefix`), bounds, then every other field.
+fn line(e: &Map<String, Value>, package: &str, id_prefix: &str) -> String {
+    let s = |k: &str| e.get(k).and_then(Value::as_str);
+    let mut out = match e.get("index") {
+        Some(i) => format!("#{i}"),
+        None => "#?".to_owned(),
+    };
+    if let Some(c) = s("class") {
+        out.push(' ');
+        out.push_str(c);
+    }
+    if let Some(t) = e.get("text").filter(|t| t.is_string()) {
+        out.push(' ');
+        out.push_str(&t.to_string());
+    }
+    if let Some(d) = e.get("content_desc").filter(|d| d.is_string()) {
+        out.push_str(&format!(" desc={d}"));
+    }
+    if let Some(id) = s("resource_id") {
+        let short = id.strip_prefix(id_prefix).filter(|r| !r.is_empty());
+        let id = short.unwrap_or(id);
+        // Quoted only when it would not read as one word.
+        if id.chars().all(|c| c.is_ascii_alphanumeric() || "_.:/-".contains(c)) {
+            out.push_str(&format!(" id={id}"));
+        } else {
+            out.push_str(&format!(" id={}", Value::String(id.to_owned())));
+        }
+    }
+    if let Some(Value::Array(b)) = e.get("bounds") {
+        let b: Vec<String> = b.iter().map(Value::to_string).collect();
+        out.push_str(&format!(" [{}]", b.join(",")));
+    }
+    const SHOWN: &[&str] = &["index", "class", "text", "content_desc", "resource_id", "bounds", "package"];
+    for (k, v) in e {
+        if SHOWN.contains(&k.as_str()) || (k == "center" && center_of(e) == Some(v.clone())) {
+            continue;
+        }
+        match v {
+            Value::Bool(true) => out.push_str(&format!(" {k}")),
+            _ => out.push_str(&format!(" {k}={v}")),
+        }
+    }
+    if let Some(p) = s("package").filter(|p| *p != package) {
+        out.push_str(&format!(" pkg={p}"));
+    }
+    out
+}
+
+/// `center` as the tools compute it from `bounds` (`Element::center`): when equal, the line leaves it out.
+fn center_of(e: &Map<String, Value>) -> Option<Value> {
+    let b: Vec<i64> = e.get("bounds")?.as_array()?.iter().filter_map(Value::as_i64).collect();
+    let [l, t, r, bo] = b[..] else { return None };
+    Some(serde_json::json!([(l + r) / 2, (t + bo) / 2]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn elements_read_one_per_line_with_nothing_lost() {
+        let r = json!({"observation_id": "obs_1", "count": 2, "elements": [
+            {"index": 3, "class": "Button", "package": "com.x", "bounds": [0, 0, 10, 20], "center": [5, 10],
+             "text": "Increment", "resource_id": "com.x:id/inc", "content_desc": "Inc \"it\"", "clickable": true,
+             "marked": true},
+            {"index": 4, "class": "View", "package": "com.y", "bounds": [0, 0, 11, 20], "center": [1, 1],
+             "resource_id": "com.x:id/odd one", "enabled": false, "window": 1}
+        ]});
+        let t = render(&r);
+        let lines: Vec<&str> = t.lines().collect();
+        let head: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(
+            (&head["package"], &head["observation_id"], &head["count"]),
+            (&json!("com.x"), &json!("obs_1"), &json!(2))
+        );
+        assert_eq!(lines[1], r#"#3 Button "Increment" desc="Inc \"it\"" id=inc [0,0,10,20] clickable marked"#);
+        // Another package, an id not its own, a centre that is not the middle, flags that are not true: all kept.
+        assert_eq!(lines[2], r#"#4 View id="odd one" [0,0,11,20] center=[1,1] enabled=false window=1 pkg=com.y"#);
+        assert_eq!(lines.len(), 3);
+        assert!(t.len() < r.to_string().len());
+        // An action's effect: its tree delta's lists too, each under its path.
+        let tap = json!({"x": 1, "effect": {"settled": true, "tree": {"observation_id": "obs_2", "appeared": [
+            {"index": 9, "class": "TextView", "package": "com.x", "bounds": [0, 0, 2, 2], "center": [1, 1], "text": "Hi"}],
+            "disappeared": [], "changed": [{"index": 2, "class": "TextView", "package": "com.x", "bounds": [0, 0, 2, 2],
+            "text": "Count: 1", "was": {"text": "Count: 0"}}]}}});
+        let t = render(&tap);
+        let lines: Vec<&str> = t.lines().collect();
+        let head: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(head["effect"]["tree"]["observation_id"], "obs_2");
+        assert_eq!(head["effect"]["tree"]["disappeared"], json!([]));
+        assert!(head["effect"]["tree"]["appeared"].as_str().unwrap().starts_with("one per line below"), "{head}");
+        assert_eq!(head["effect"]["tree"]["changed"], "1 below, as elements");
+        assert_eq!(
+            &lines[1..],
+            [
+                "effect.tree.appeared:",
+                r#"#9 TextView "Hi" [0,0,2,2]"#,
+                "effect.tree.changed:",
+                r#"#2 TextView "Count: 1" [0,0,2,2] was={"text":"Count: 0"}"#
+            ]
+        );
+        // No list: the JSON as it is.
+        let plain = json!({"x": 1, "elements": "n/a"});
+        assert_eq!(render(&plain), plain.to_string());
+    }
+}
