@@ -265,9 +265,22 @@ struct Lookup {
     params: Option<Vec<String>>,
 }
 
+/// A direct reference: `invoke-* {…}, Landroid/…;->name(desc)ret` or a field access.
+struct Direct {
+    file: String,
+    line: usize,
+    stat: bool,
+    class: String,
+    name: String,
+    /// "-" for a field
+    params: String,
+    /// the return type, or the field's type
+    ret: String,
+    field: bool,
+}
+
 struct Smali {
-    /// (file, line, static, class, member, params, ret or field type, is field)
-    direct: Vec<(String, usize, bool, String, String, String, String, bool)>,
+    direct: Vec<Direct>,
     bound: Vec<(Lookup, Vec<Annot>)>,
     errors: Vec<String>,
 }
@@ -458,12 +471,7 @@ fn read_smali() -> Smali {
 }
 
 /// Direct references to the framework: `invoke-* {…}, Landroid/…;->name(desc)ret` and field accesses.
-fn direct_refs(
-    file: &str,
-    n: usize,
-    line: &str,
-    out: &mut Vec<(String, usize, bool, String, String, String, String, bool)>,
-) {
+fn direct_refs(file: &str, n: usize, line: &str, out: &mut Vec<Direct>) {
     let op = line.split_whitespace().next().unwrap_or("");
     let Some(target) = line.rsplit(", ").next() else { return };
     let Some(rest) = target.strip_prefix('L') else { return };
@@ -478,11 +486,20 @@ fn direct_refs(
         let params = desc_types(&sig[1..close]).join(",");
         let ret = desc_types(&sig[close + 1..]).remove(0);
         let stat = op.starts_with("invoke-static");
-        out.push((file.into(), n, stat, class, name.into(), params, ret, false));
+        out.push(Direct { file: file.into(), line: n, stat, class, name: name.into(), params, ret, field: false });
     } else if op.starts_with("sget") || op.starts_with("sput") || op.starts_with("iget") || op.starts_with("iput") {
         let (name, ty) = member.split_once(':').unwrap();
         let ty = desc_types(ty).remove(0);
-        out.push((file.into(), n, op.starts_with('s'), class, name.into(), "-".into(), ty, true));
+        out.push(Direct {
+            file: file.into(),
+            line: n,
+            stat: op.starts_with('s'),
+            class,
+            name: name.into(),
+            params: "-".into(),
+            ret: ty,
+            field: true,
+        });
     }
 }
 
@@ -547,7 +564,7 @@ fn every_framework_reference_of_the_smali_resolves_at_every_level_it_is_used_on(
     let mut errors = smali.errors.clone();
     // direct references: linked by the VM wherever they run, so 26..36
     let mut direct = 0;
-    for (file, n, stat, class, name, params, ret, field) in &smali.direct {
+    for Direct { file, line: n, stat, class, name, params, ret, field } in &smali.direct {
         direct += 1;
         let want_stat = if *stat { "static" } else { "instance" };
         let missing: Vec<u32> = LEVELS
