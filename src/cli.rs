@@ -211,7 +211,18 @@ const SERVE_HEADINGS: &[(&str, &[&str])] = &[
     ),
     (
         "State and files",
-        &["data_dir", "file_ttl", "cache_dir", "cache_max_bytes", "cache_max_files", "upload_max_bytes"],
+        &[
+            "data_dir",
+            "file_ttl",
+            "cache_dir",
+            "cache_max_bytes",
+            "cache_max_files",
+            "upload_max_bytes",
+            "audit_max_records",
+            "audit_retention",
+            "audit_channel_budget",
+            "audit_archive_max_bytes",
+        ],
     ),
     (
         "Device wall and operators",
@@ -325,6 +336,9 @@ pub struct AuditArgs {
     /// The connector's data dir.
     #[arg(long, value_name = "DIR", default_value = "./data", env = "XAGENT_ADB_DATA_DIR", global = true)]
     pub data_dir: PathBuf,
+    /// The retention period `serve` keeps (its --audit-retention): `verify` fails when younger records are missing.
+    #[arg(long, value_name = "DURATION", default_value = "90d", value_parser = parse_duration, env = "XAGENT_ADB_AUDIT_RETENTION", global = true)]
+    pub audit_retention: Duration,
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -582,6 +596,26 @@ pub struct ServeArgs {
     /// freed (a client that stopped reading). Between 1s and 10m.
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_LIVE_WRITE_TIMEOUT")]
     pub wall_live_write_timeout: Duration,
+
+    /// Audit records kept in the state database. Past it the oldest records younger than --audit-retention move
+    /// to the compressed archive in the data dir (never deleted); if it is full, agents' side effects are counted,
+    /// not stored one by one, and /health says so.
+    #[arg(long, value_name = "N", default_value_t = crate::audit::MAX_RECORDS, value_parser = clap::value_parser!(u64).range(100..), env = "XAGENT_ADB_AUDIT_MAX_RECORDS")]
+    pub audit_max_records: u64,
+
+    /// Audit records (database and archive) older than this are pruned; younger ones are never removed by the
+    /// record cap. `audit verify` fails when younger ones are missing.
+    #[arg(long, value_name = "DURATION", default_value = "90d", value_parser = parse_duration, env = "XAGENT_ADB_AUDIT_RETENTION")]
+    pub audit_retention: Duration,
+
+    /// Individual audit records one channel may write per day; past it its side effects are counted per tool
+    /// (repeats of the same action are always counted, not stored one by one).
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..), env = "XAGENT_ADB_AUDIT_CHANNEL_BUDGET")]
+    pub audit_channel_budget: u64,
+
+    /// Largest size of the audit archive (`audit-archive.xaa` in the data dir).
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size, env = "XAGENT_ADB_AUDIT_ARCHIVE_MAX_BYTES")]
+    pub audit_archive_max_bytes: u64,
 }
 
 /// `--capture-compression`, `--phone-helper`.
@@ -663,6 +697,13 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
                 ws_write_timeout: args.ws_write_timeout,
             },
             allowed_hosts: args.allowed_hosts.clone(),
+            audit: crate::audit::Settings {
+                max_records: args.audit_max_records,
+                retention: args.audit_retention,
+                channel_budget: args.audit_channel_budget,
+                archive_max_bytes: args.audit_archive_max_bytes,
+                archive: None,
+            },
         },
         transfer: crate::config::TransferConfig {
             cache: crate::files::Limits {

@@ -237,7 +237,7 @@ fn main() -> ExitCode {
         }
         Command::Audit(args) => {
             let code = match args.action {
-                cli::AuditAction::Verify => ops::audit::verify(&args.data_dir),
+                cli::AuditAction::Verify => ops::audit::verify(&args.data_dir, args.audit_retention),
                 cli::AuditAction::Tail { lines, json } => ops::audit::tail(&args.data_dir, lines, json),
             };
             ops::out::flush();
