@@ -1,8 +1,9 @@
 //! Which side effects get a record of their own (issue 48: 211,796 harmless key presses from one key pushed every
 //! earlier record out of the chain).
 //!
-//! - A side effect identical to one of the last [`RECENT`] its channel recorded (same device, tool, redacted
-//!   arguments and outcome: two presses alternated are repeats too) is counted, like a refused call (`reads::REPEATED_MARKER`: one aggregate record with the count, the
+//! - A side effect identical to one of the [`RECENT`] its channel recorded or repeated most recently (same device,
+//!   tool, redacted arguments and outcome: two presses alternated, or a press between distinct taps, are repeats
+//!   too) is counted, like a refused call (`reads::REPEATED_MARKER`: one aggregate record with the count, the
 //!   first and last time, and the arguments). A distinct action always gets its own record (within the budget).
 //! - Each channel has a budget of individual records per [`WINDOW`] (`--audit-channel-budget`); past it, its side
 //!   effects are counted per device, tool and outcome (`reads::BUDGET_MARKER`), not stored one by one, and a
@@ -29,7 +30,7 @@ const MAX_CHANNELS: usize = 4096;
 
 #[derive(Default)]
 struct Book {
-    /// The signatures of the last [`RECENT`] side effects recorded individually, newest last.
+    /// The signatures of the [`RECENT`] side effects recorded individually or repeated most recently, newest last.
     recent: std::collections::VecDeque<String>,
     window_start_ms: u64,
     in_window: u64,
@@ -71,7 +72,10 @@ impl Evidence {
             g.clear();
         }
         let b = g.entry(channel_id.to_owned()).or_default();
-        if b.recent.iter().any(|r| r == signature) {
+        if let Some(i) = b.recent.iter().position(|r| r == signature) {
+            // Most recently used last: an action repeated between distinct ones stays recognised.
+            let s = b.recent.remove(i).unwrap_or_default();
+            b.recent.push_back(s);
             return Decision::Repeated;
         }
         if now_ms.saturating_sub(b.window_start_ms) >= WINDOW.as_millis() as u64 {
