@@ -19,7 +19,39 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::Settings;
+use std::path::PathBuf;
+
+/// Records older than this are pruned by default (`--audit-retention`; device-profile/README.md §12).
+pub const RETENTION: Duration = Duration::from_secs(90 * 24 * 3600);
+/// At most this many records are kept in the database by default (`--audit-max-records`).
+pub const MAX_RECORDS: u64 = 200_000;
+
+/// The audit log's `serve` settings (issue 48).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Records kept in the database; past it the oldest records younger than `retention` move to the archive.
+    pub max_records: u64,
+    /// Records older than this are pruned (database and archive); younger ones are never removed by the cap.
+    pub retention: Duration,
+    /// Individual records a channel may write per `budget::WINDOW`; past it its side effects are counted.
+    pub channel_budget: u64,
+    /// Largest size of the archive file.
+    pub archive_max_bytes: u64,
+    /// The archive file (`archive::FILE` in the data dir); `None` (an in-memory store): no archive.
+    pub archive: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            max_records: MAX_RECORDS,
+            retention: RETENTION,
+            channel_budget: 20_000,
+            archive_max_bytes: 64 << 20,
+            archive: None,
+        }
+    }
+}
 
 /// The period a channel's budget covers.
 pub const WINDOW: Duration = Duration::from_secs(24 * 3600);

@@ -11,7 +11,6 @@ pub mod archive;
 pub mod budget;
 pub mod reads;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -21,37 +20,7 @@ use crate::protocol::now_ms;
 use crate::store::audit::AuditRow;
 use crate::store::Store;
 
-/// Records older than this are pruned by default (`--audit-retention`; device-profile/README.md §12).
-pub const RETENTION: Duration = Duration::from_secs(90 * 24 * 3600);
-/// At most this many records are kept in the database by default (`--audit-max-records`).
-pub const MAX_RECORDS: u64 = 200_000;
-
-/// The audit log's `serve` settings (issue 48).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Settings {
-    /// Records kept in the database; past it the oldest records younger than `retention` move to the archive.
-    pub max_records: u64,
-    /// Records older than this are pruned (database and archive); younger ones are never removed by the cap.
-    pub retention: Duration,
-    /// Individual records a channel may write per `budget::WINDOW`; past it its side effects are counted.
-    pub channel_budget: u64,
-    /// Largest size of the archive file.
-    pub archive_max_bytes: u64,
-    /// The archive file (`archive::FILE` in the data dir); `None` (an in-memory store): no archive.
-    pub archive: Option<PathBuf>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            max_records: MAX_RECORDS,
-            retention: RETENTION,
-            channel_budget: 20_000,
-            archive_max_bytes: 64 << 20,
-            archive: None,
-        }
-    }
-}
+pub use budget::{Settings, MAX_RECORDS, RETENTION};
 
 /// Applies the retention (blocking: call it from a blocking thread): records older than the retention period go
 /// (database and archive); past the record cap the oldest remaining records — younger than the retention period —
