@@ -198,3 +198,56 @@ async fn a_flood_from_one_channel_leaves_every_young_record_and_verify_catches_a
     .await
     .expect("timed out");
 }
+
+/// With no room in the archive the record cap removes nothing young: the records stay, the connector stops storing
+/// side effects one by one (they are counted), says so in its log and in `/health`, and `audit verify` passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_archive_keeps_every_record_counts_side_effects_and_says_so() {
+    tokio::time::timeout(Duration::from_secs(600), async {
+        let flags = ["--audit-max-records", "100", "--audit-archive-max-bytes", "1KiB"];
+        let mut r = common::rig::Rig::with(Default::default(), &flags, None).await;
+        let data = r.dir.path().to_owned();
+        let ch = r.ch.clone();
+        const TAPS: usize = 600;
+        let calls: Vec<(&'static str, Value)> =
+            (0..TAPS).map(|i| ("android_tap", json!({"x": 20 + i % 1000, "y": 40 + 2 * (i / 1000)}))).collect();
+        flood(&mut r.c, &ch, calls, 12).await;
+        // Pruning runs as a tenth of the cap is appended: wait until /health says the log is full.
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let health = loop {
+            let h = get(r.srv.addr, "/health").await.json();
+            if h["problems"].to_string().contains("audit log is full") {
+                break h;
+            }
+            assert!(Instant::now() < deadline, "/health never said the audit log is full: {h}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert_eq!(health["status"], "degraded", "{health}");
+        // Now every side effect is counted: a new distinct tap writes no record of its own.
+        let before = db_records(&data.join("connector.db")).len();
+        r.ok("android_tap", json!({"x": 500, "y": 1500})).await;
+        r.srv.term(Duration::from_secs(60)).expect("the connector stops on SIGTERM");
+        let logs = r.srv.logs().join("\n");
+        assert!(logs.contains("audit log FULL"), "the log says so");
+        let recs = db_records(&data.join("connector.db"));
+        let seqs: BTreeSet<i64> = recs.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs.iter().next(), Some(&1), "no record removed: the archive had no room");
+        assert_eq!(seqs.len() as i64, *seqs.iter().next_back().unwrap());
+        assert!(recs.len() > 100, "the cap was exceeded rather than young records deleted: {}", recs.len());
+        let single = recs.iter().filter(|r| r.tool == "android_tap" && r.args.contains("\"x\":500")).count();
+        assert_eq!(single, 0, "a side effect of a full log is counted, not recorded: {before} → {}", recs.len());
+        let counted: u64 = recs
+            .iter()
+            .filter_map(|r| serde_json::from_str::<Value>(&r.args).ok()?.get("budget_calls")?["calls"].as_u64())
+            .sum();
+        assert!(counted >= 1, "the tap is counted");
+        assert!(
+            !data.join("audit-archive.xaa").exists()
+                || std::fs::metadata(data.join("audit-archive.xaa")).unwrap().len() <= 1024
+        );
+        let (code, out) = verify(&data);
+        assert_eq!(code, Some(0), "{out}");
+    })
+    .await
+    .expect("timed out");
+}
