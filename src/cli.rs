@@ -204,6 +204,7 @@ const SERVE_HEADINGS: &[(&str, &[&str])] = &[
             "drain_timeout",
             "tool_deadline_max",
             "max_sessions",
+            "max_mcp_sessions",
             "max_channels",
             "hello_timeout",
             "ws_write_timeout",
@@ -517,6 +518,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000), env = "XAGENT_ADB_MAX_SESSIONS")]
     pub max_sessions: u64,
 
+    /// Open MCP sessions (`/mcp`) at once, a budget apart from --max-sessions: when it is spent, the least recently
+    /// used session with no call running is ended to make room. A session holding no phone ends after 2 minutes
+    /// without a request, one holding a phone after 30.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=10_000), env = "XAGENT_ADB_MAX_MCP_SESSIONS")]
+    pub max_mcp_sessions: u64,
+
     /// Channels kept at once (open or waiting for their instance); channel.open beyond is rate_limited.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000), env = "XAGENT_ADB_MAX_CHANNELS")]
     pub max_channels: u64,
@@ -689,6 +696,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             drain_timeout: args.drain_timeout,
             limits: crate::server::Limits {
                 max_sessions: args.max_sessions as usize,
+                max_mcp_sessions: args.max_mcp_sessions as usize,
                 max_channels: args.max_channels as usize,
                 max_connections_per_ip: args.max_connections_per_ip as usize,
                 header_timeout: args.header_timeout,
