@@ -125,6 +125,14 @@ async fn a_flood_from_one_channel_leaves_every_young_record_and_verify_catches_a
         // Time for the last prune (woken every 50 appended records, else once a minute), then a graceful stop
         // flushes the counts.
         tokio::time::sleep(Duration::from_secs(2)).await;
+        // The cap bit: counted for the alert (monitoring/: XagentAuditCapBit).
+        let metrics = get(r.srv.addr, "/metrics").await.text();
+        let archived_metric: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("xagent_audit_archived_records_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no xagent_audit_archived_records_total: {metrics}"));
+        assert!(archived_metric > 0, "{metrics}");
         r.srv.term(Duration::from_secs(60)).expect("the connector stops on SIGTERM");
         let logs = r.srv.logs().join("\n");
 
@@ -223,6 +231,8 @@ async fn a_full_archive_keeps_every_record_counts_side_effects_and_says_so() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
         assert_eq!(health["status"], "degraded", "{health}");
+        let metrics = get(r.srv.addr, "/metrics").await.text();
+        assert!(metrics.lines().any(|l| l == "xagent_audit_full 1"), "{metrics}");
         // Now every side effect is counted: a new distinct tap writes no record of its own.
         let before = db_records(&data.join("connector.db")).len();
         r.ok("android_tap", json!({"x": 500, "y": 1500})).await;

@@ -143,6 +143,8 @@ pub fn metrics(app: &App) -> Response<Body> {
     let gauges = crate::metrics::Gauges {
         audit_pruned: retention.map_or(0, |r| r.pruned),
         audit_pruned_young: retention.map_or(0, |r| r.pruned_young),
+        audit_archived: app.hub.store().audit_archived_count().unwrap_or(0),
+        audit_full: app.hub.audit_full(),
         devices_by_state: vec![
             ("online", count(DeviceState::Online)),
             ("offline", count(DeviceState::Offline)),
