@@ -205,6 +205,7 @@ const SERVE_HEADINGS: &[(&str, &[&str])] = &[
             "drain_timeout",
             "tool_deadline_max",
             "max_sessions",
+            "max_mcp_sessions",
             "max_channels",
             "hello_timeout",
             "ws_write_timeout",
@@ -212,7 +213,18 @@ const SERVE_HEADINGS: &[(&str, &[&str])] = &[
     ),
     (
         "State and files",
-        &["data_dir", "file_ttl", "cache_dir", "cache_max_bytes", "cache_max_files", "upload_max_bytes"],
+        &[
+            "data_dir",
+            "file_ttl",
+            "cache_dir",
+            "cache_max_bytes",
+            "cache_max_files",
+            "upload_max_bytes",
+            "audit_max_records",
+            "audit_retention",
+            "audit_channel_budget",
+            "audit_archive_max_bytes",
+        ],
     ),
     (
         "Device wall and operators",
@@ -326,6 +338,9 @@ pub struct AuditArgs {
     /// The connector's data dir.
     #[arg(long, value_name = "DIR", default_value = "./data", env = "XAGENT_ADB_DATA_DIR", global = true)]
     pub data_dir: PathBuf,
+    /// The retention period `serve` keeps (its --audit-retention): `verify` fails when younger records are missing.
+    #[arg(long, value_name = "DURATION", default_value = "90d", value_parser = parse_duration, env = "XAGENT_ADB_AUDIT_RETENTION", global = true)]
+    pub audit_retention: Duration,
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -504,6 +519,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000), env = "XAGENT_ADB_MAX_SESSIONS")]
     pub max_sessions: u64,
 
+    /// Open MCP sessions (`/mcp`) at once, a budget apart from --max-sessions: when it is spent, the least recently
+    /// used session with no call running is ended to make room. A session holding no phone ends after 2 minutes
+    /// without a request, one holding a phone after 30.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=10_000), env = "XAGENT_ADB_MAX_MCP_SESSIONS")]
+    pub max_mcp_sessions: u64,
+
     /// Channels kept at once (open or waiting for their instance); channel.open beyond is rate_limited.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000), env = "XAGENT_ADB_MAX_CHANNELS")]
     pub max_channels: u64,
@@ -583,6 +604,26 @@ pub struct ServeArgs {
     /// freed (a client that stopped reading). Between 1s and 10m.
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_LIVE_WRITE_TIMEOUT")]
     pub wall_live_write_timeout: Duration,
+
+    /// Audit records kept in the state database. Past it the oldest records younger than --audit-retention move
+    /// to the compressed archive in the data dir (never deleted); if it is full, agents' side effects are counted,
+    /// not stored one by one, and /health says so.
+    #[arg(long, value_name = "N", default_value_t = crate::audit::MAX_RECORDS, value_parser = clap::value_parser!(u64).range(100..), env = "XAGENT_ADB_AUDIT_MAX_RECORDS")]
+    pub audit_max_records: u64,
+
+    /// Audit records (database and archive) older than this are pruned; younger ones are never removed by the
+    /// record cap. `audit verify` fails when younger ones are missing.
+    #[arg(long, value_name = "DURATION", default_value = "90d", value_parser = parse_duration, env = "XAGENT_ADB_AUDIT_RETENTION")]
+    pub audit_retention: Duration,
+
+    /// Individual audit records one channel may write per day; past it its side effects are counted per tool
+    /// (repeats of the same action are always counted, not stored one by one).
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..), env = "XAGENT_ADB_AUDIT_CHANNEL_BUDGET")]
+    pub audit_channel_budget: u64,
+
+    /// Largest size of the audit archive (`audit-archive.xaa` in the data dir).
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size, env = "XAGENT_ADB_AUDIT_ARCHIVE_MAX_BYTES")]
+    pub audit_archive_max_bytes: u64,
 }
 
 /// `--capture-compression`, `--phone-helper`.
@@ -656,6 +697,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             drain_timeout: args.drain_timeout,
             limits: crate::server::Limits {
                 max_sessions: args.max_sessions as usize,
+                max_mcp_sessions: args.max_mcp_sessions as usize,
                 max_channels: args.max_channels as usize,
                 max_connections_per_ip: args.max_connections_per_ip as usize,
                 header_timeout: args.header_timeout,
@@ -664,6 +706,13 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
                 ws_write_timeout: args.ws_write_timeout,
             },
             allowed_hosts: args.allowed_hosts.clone(),
+            audit: crate::audit::Settings {
+                max_records: args.audit_max_records,
+                retention: args.audit_retention,
+                channel_budget: args.audit_channel_budget,
+                archive_max_bytes: args.audit_archive_max_bytes,
+                archive: None,
+            },
         },
         transfer: crate::config::TransferConfig {
             cache: crate::files::Limits {

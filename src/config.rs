@@ -35,6 +35,9 @@ pub struct ServeConfig {
     pub limits: crate::server::Limits,
     /// Host names a browser may use for the wall when there is no key (`--allowed-host`).
     pub allowed_hosts: Vec<String>,
+    /// The audit log's cap, retention, per-channel budget and archive budget (`--audit-*`; the archive's path is
+    /// set from the data dir by run.rs).
+    pub audit: crate::audit::Settings,
 }
 
 /// Transfer-plane settings (kept apart from [`ServeConfig`] so that embedders that do not care get the defaults
@@ -146,13 +149,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (examples: 500ms, 90s, 15m, 1h)"))?;
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (examples: 500ms, 90s, 15m, 1h, 90d)"))?;
     let secs = match unit {
         "ms" => n / 1000.0,
         "" | "s" => n,
+        "d" => n * 86400.0,
         "m" => n * 60.0,
         "h" => n * 3600.0,
-        _ => return Err(format!("unknown unit {unit:?} in {s:?} (use ms, s, m or h)")),
+        _ => return Err(format!("unknown unit {unit:?} in {s:?} (use ms, s, m, h or d)")),
     };
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("{s:?} is not a valid duration"));
@@ -245,7 +249,8 @@ mod tests {
         assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
-        assert!(parse_duration("1d").unwrap_err().contains("unknown unit"));
+        assert_eq!(parse_duration("90d").unwrap(), Duration::from_secs(90 * 86400));
+        assert!(parse_duration("1w").unwrap_err().contains("unknown unit"));
         assert!(parse_duration("abc").is_err());
     }
 

@@ -81,6 +81,32 @@ fn tune_allocator() {
     }
 }
 
+/// Raises the soft limit on open files to the hard one (issue 48: at the 1024 a systemd service gets by default,
+/// sockets held by a hanging webhook made `accept` fail). `(before, after)` soft limits, `None` where it cannot.
+#[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not everywhere
+fn raise_open_files_limit() -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit/setrlimit only read and write the struct passed, which lives on this stack frame.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) != 0 {
+                return None;
+            }
+            let before = l.rlim_cur as u64;
+            if l.rlim_cur < l.rlim_max {
+                l.rlim_cur = l.rlim_max;
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
+                    return Some((before, before));
+                }
+            }
+            Some((before, l.rlim_cur as u64))
+        }
+    }
+    #[cfg(not(unix))]
+    None
+}
+
 /// The subcommand named on the command line (the first word that is not an option or an option's value).
 fn subcommand_word() -> Option<String> {
     let mut args = std::env::args().skip(1);
@@ -141,7 +167,11 @@ fn main() -> ExitCode {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };
+            let files = raise_open_files_limit();
             runtime().block_on(async move {
+                if let Some((before, after)) = files {
+                    tracing::info!(before, after, "open files limit (soft) raised to the hard limit");
+                }
                 match run::start_adb(resolved).await {
                     Ok(running) => serve_until_signal(running).await,
                     Err(e) => fail(e),
@@ -243,7 +273,7 @@ fn main() -> ExitCode {
         }
         Command::Audit(args) => {
             let code = match args.action {
-                cli::AuditAction::Verify => ops::audit::verify(&args.data_dir),
+                cli::AuditAction::Verify => ops::audit::verify(&args.data_dir, args.audit_retention),
                 cli::AuditAction::Tail { lines, json } => ops::audit::tail(&args.data_dir, lines, json),
             };
             ops::out::flush();

@@ -52,6 +52,10 @@ pub struct Gauges {
     /// removed them: the log fills too fast), from the store's checkpoint.
     pub audit_pruned: u64,
     pub audit_pruned_young: u64,
+    /// Audit records the record cap moved to the archive (younger than the retention period; issue 48).
+    pub audit_archived: u64,
+    /// Whether the audit log is full (the archive has no room: side effects are counted, not recorded).
+    pub audit_full: bool,
     pub in_flight_tools: u64,
     /// `(surface, wrong keys, refused by the per-source limit)` of every key check surface.
     pub auth: Vec<(&'static str, u64, u64)>,
@@ -169,7 +173,7 @@ impl Metrics {
             body,
         );
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let scalars: [(&str, &str, &str, String); 10] = [
+        let scalars: [(&str, &str, &str, String); 12] = [
             (
                 "xagent_ws_connections",
                 "gauge",
@@ -219,6 +223,18 @@ impl Metrics {
                 "counter",
                 "Audit records removed by the record cap while younger than 90 days (the log fills too fast: alert).",
                 g.audit_pruned_young.to_string(),
+            ),
+            (
+                "xagent_audit_archived_records_total",
+                "counter",
+                "Audit records the record cap moved to the archive while younger than the retention period (the cap bit: alert).",
+                g.audit_archived.to_string(),
+            ),
+            (
+                "xagent_audit_full",
+                "gauge",
+                "1 when the audit log is full (over its cap, the archive at its budget): side effects are counted, not recorded.",
+                u8::from(g.audit_full).to_string(),
             ),
         ];
         for (name, kind, help, v) in scalars {
@@ -369,6 +385,8 @@ mod tests {
             cache_files: 2,
             audit_pruned: 7,
             audit_pruned_young: 3,
+            audit_archived: 0,
+            audit_full: false,
             in_flight_tools: 1,
             auth: vec![("login", 4, 1)],
             observations_held: 5,

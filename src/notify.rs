@@ -13,10 +13,19 @@
 //!
 //! Bounded: [`ATTEMPTS`] attempts, each within [`ATTEMPT_TIMEOUT`] (connect, write, status line), [`BACKOFF`] apart;
 //! the answer's status line is read (at most [`MAX_STATUS_LINE`] bytes) and nothing else. A 2xx ends it; anything
-//! else is retried, and the last failure is one warning.
+//! else is retried, and the last failure is a warning (at most one a minute, with how many it stands for).
+//!
+//! [`Notifier`] (issue 48: 40 ask/cancel cycles paged the operator 40 times, and a relay that never answers held
+//! ~1000 sockets): at most one opening notification per phone per [`COALESCE`] (the requests in between are
+//! counted into the next one, `coalesced`), at most [`MAX_IN_FLIGHT`] deliveries at once (each holds one socket at
+//! a time; past it a delivery is dropped, with the rate-limited warning), and a closing event
+//! (`human_request_closed`: answered, expired or cancelled) for every request whose opening was sent.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,6 +35,12 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const BACKOFF: Duration = Duration::from_secs(1);
 const MAX_STATUS_LINE: usize = 1024;
 const MAX_URL: usize = 2048;
+/// At most one opening notification per phone this often.
+pub const COALESCE: Duration = Duration::from_secs(60);
+/// Deliveries (each one socket at a time) running at once.
+pub const MAX_IN_FLIGHT: usize = 4;
+/// Phones remembered for coalescing; past it the oldest is forgotten.
+const MAX_PHONES: usize = 4096;
 
 /// A parsed `--notify-url`.
 #[derive(Clone, PartialEq, Eq)]
@@ -169,14 +184,187 @@ impl NotifyUrl {
                 Err(_) => last = format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs()),
             }
         }
-        tracing::warn!(url = %self.shown(), attempts = ATTEMPTS, last = %last, "the --notify-url webhook failed");
+        warn_failed(&self.shown(), &last);
         false
+    }
+}
+
+/// One warning a minute at most, saying how many failures it stands for.
+fn warn_failed(url: &str, why: &str) {
+    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+    static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if last.is_some_and(|t| t.elapsed() < Duration::from_secs(60)) {
+        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    *last = Some(Instant::now());
+    let suppressed = SUPPRESSED.swap(0, Ordering::Relaxed);
+    tracing::warn!(url = %url, attempts = ATTEMPTS, last = %why, suppressed, "the --notify-url webhook failed");
+}
+
+#[derive(Default)]
+struct Phone {
+    last_sent: Option<Instant>,
+    /// Opening events not sent since the last one (coalesced into the next).
+    coalesced: u64,
+    /// The request whose opening event was sent and not yet closed.
+    notified: Option<u64>,
+}
+
+/// The webhook with its coalescing and its bound on deliveries in flight (module doc).
+pub struct Notifier {
+    url: NotifyUrl,
+    interval: Duration,
+    phones: Mutex<HashMap<String, Phone>>,
+    in_flight: Arc<tokio::sync::Semaphore>,
+}
+
+impl Notifier {
+    pub fn new(url: NotifyUrl) -> Self {
+        Self::with_interval(url, COALESCE)
+    }
+
+    pub fn with_interval(url: NotifyUrl, interval: Duration) -> Self {
+        Notifier {
+            url,
+            interval,
+            phones: Mutex::default(),
+            in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
+        }
+    }
+
+    /// A request `request_id` opened on `phone`: `event` is posted unless one was, for this phone, within the
+    /// interval (then it is counted into the next as `coalesced`). `true` when it is being sent.
+    pub fn opened(&self, phone: &str, request_id: u64, mut event: Value) -> bool {
+        {
+            let mut g = self.phones.lock().unwrap_or_else(|e| e.into_inner());
+            if g.len() >= MAX_PHONES && !g.contains_key(phone) {
+                if let Some(oldest) = g.iter().min_by_key(|(_, p)| p.last_sent).map(|(k, _)| k.clone()) {
+                    g.remove(&oldest);
+                }
+            }
+            let p = g.entry(phone.to_owned()).or_default();
+            if p.last_sent.is_some_and(|t| t.elapsed() < self.interval) {
+                p.coalesced += 1;
+                return false;
+            }
+            p.last_sent = Some(Instant::now());
+            p.notified = Some(request_id);
+            event["coalesced"] = serde_json::json!(std::mem::take(&mut p.coalesced));
+        }
+        self.deliver(event)
+    }
+
+    /// The request `request_id` on `phone` ended (`answered`, `expired`, `cancelled`): a closing event, when its
+    /// opening event was sent.
+    pub fn closed(&self, phone: &str, request_id: u64, mut event: Value) {
+        {
+            let mut g = self.phones.lock().unwrap_or_else(|e| e.into_inner());
+            match g.get_mut(phone) {
+                Some(p) if p.notified == Some(request_id) => p.notified = None,
+                _ => return,
+            }
+        }
+        event["request_id"] = serde_json::json!(request_id);
+        self.deliver(event);
+    }
+
+    /// Posts `event` in the background within the bound on deliveries in flight.
+    fn deliver(&self, event: Value) -> bool {
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            warn_failed(&self.url.shown(), &format!("{MAX_IN_FLIGHT} deliveries already in flight; one dropped"));
+            return false;
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return false };
+        let url = self.url.clone();
+        rt.spawn(async move {
+            url.post(&event).await;
+            drop(permit);
+        });
+        true
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A loopback relay: counts connections and requests; answers 200, or (`hang`) accepts and never answers.
+    async fn relay(hang: bool) -> (u16, Arc<AtomicU64>, Arc<Mutex<Vec<String>>>) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let conns = Arc::new(AtomicU64::new(0));
+        let got: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (c, g) = (conns.clone(), got.clone());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((mut s, _)) = l.accept().await {
+                c.fetch_add(1, Ordering::SeqCst);
+                if hang {
+                    held.push(s);
+                    continue;
+                }
+                let g = g.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 8192];
+                    let mut text = String::new();
+                    while !text.contains("\r\n\r\n") || !text.trim_end().ends_with('}') {
+                        let Ok(n) = s.read(&mut buf).await else { return };
+                        if n == 0 {
+                            break;
+                        }
+                        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    }
+                    g.lock().unwrap().push(text);
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").await;
+                });
+            }
+        });
+        (port, conns, got)
+    }
+
+    /// 40 ask/cancel cycles on one phone: one opening notification and its closing event, not 40 pages.
+    #[tokio::test]
+    async fn ask_cancel_cycles_are_coalesced_and_closed() {
+        let (port, _, got) = relay(false).await;
+        let n = Notifier::new(NotifyUrl::parse(&format!("http://127.0.0.1:{port}/hook")).unwrap());
+        let mut sent = 0;
+        for id in 1..=40u64 {
+            sent +=
+                usize::from(n.opened("SER@srv", id, serde_json::json!({"event": "human_request", "request_id": id})));
+            n.closed("SER@srv", id, serde_json::json!({"event": "human_request_closed", "outcome": "cancelled"}));
+        }
+        assert_eq!(sent, 1);
+        // Another phone is not coalesced with the first.
+        assert!(n.opened("OTHER@srv", 41, serde_json::json!({"event": "human_request", "request_id": 41})));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while got.lock().unwrap().len() < 3 {
+            assert!(Instant::now() < deadline, "deliveries: {:?}", got.lock().unwrap());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let got = got.lock().unwrap().clone();
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got.iter().filter(|r| r.contains("human_request_closed")).count(), 1, "{got:?}");
+        // The next opening on the first phone (after the interval) says how many were coalesced.
+        let n =
+            Notifier::with_interval(NotifyUrl::parse(&format!("http://127.0.0.1:{port}/")).unwrap(), Duration::ZERO);
+        assert!(n.opened("SER@srv", 1, serde_json::json!({})));
+    }
+
+    /// A relay that accepts and never answers holds at most MAX_IN_FLIGHT sockets, however many requests come.
+    #[tokio::test]
+    async fn a_hanging_webhook_holds_a_bounded_number_of_sockets() {
+        let (port, conns, _) = relay(true).await;
+        let n = Notifier::new(NotifyUrl::parse(&format!("http://127.0.0.1:{port}/")).unwrap());
+        for id in 0..200u64 {
+            n.opened(&format!("phone{id}"), id, serde_json::json!({"event": "human_request"}));
+        }
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let c = conns.load(Ordering::SeqCst);
+        assert!((1..=MAX_IN_FLIGHT as u64).contains(&c), "{c} sockets to a hanging webhook");
+    }
 
     #[test]
     fn urls() {

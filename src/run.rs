@@ -197,6 +197,10 @@ async fn start_inner(
         allow_serials: cfg.allow_serials.clone(),
         labels: cfg.labels.clone(),
         api_key_required: cfg.api_key.is_some(),
+        audit: crate::audit::Settings {
+            archive: cfg.data_dir.as_deref().map(crate::audit::archive::path),
+            ..cfg.audit.clone()
+        },
     };
     // Where the file cache lives (crate::files::Location): in memory by default, so that screenshots and observes
     // write nothing to persistent storage; its index is then an in-memory database of its own. Without a data dir

@@ -168,8 +168,9 @@ async fn screenshots_and_observes_write_nothing_and_are_audited_as_counts() {
         assert!(std::fs::read_dir(&cache).unwrap().count() >= 1, "files are in {}", cache.display());
         assert_eq!(http(srv.addr, "GET", &urls[0], &[], b"").await.status, 404, "a download URL works once");
 
-        // Trigger 1: the next side effect commits the counts with it, chained before it.
-        let ack = c.tap(&ch, 100, 300).await;
+        // Trigger 1: the next side effect commits the counts with it, chained before it (at a point of its own: a
+        // repeat of the warm-up's tap would be counted too, issue 48).
+        let ack = c.tap(&ch, 100, 320).await;
         assert!(ack["error"].is_null(), "{ack}");
         let agg = read_aggregates(&data);
         assert_eq!(agg["android_screenshot"].0, 11, "{agg:?}");
@@ -348,7 +349,10 @@ async fn acked_calls_survive_kill_9_mid_burst() {
             tasks.push(tokio::spawn(async move {
                 for i in 0.. {
                     let id = format!("kill_{k}_{i}");
-                    let p = json!({"tool_id": "android_tap", "arguments": {"settle": false, "x": 100, "y": 300, "connector_channel_id": ch},
+                    // A point of its own per call: an identical repeat is counted in memory like a read (issue 48,
+                    // `audit::budget`), so only distinct actions have a durable row per call.
+                    let (x, y) = (100 + i % 800, 300 + 10 * k);
+                    let p = json!({"tool_id": "android_tap", "arguments": {"settle": false, "x": x, "y": y, "connector_channel_id": ch},
                                    "context": {"tool_call_id": id}});
                     let ack = c.request("tool.invoke", Some(&ch), p).await;
                     if ack["type"] == "tool.invoke.ack" && ack["error"].is_null() {

@@ -868,3 +868,57 @@ async fn refused_side_effects_are_counted_not_recorded_one_by_one() {
     .await
     .expect("test timed out");
 }
+
+/// Issue 48 item 3: at the 1024 open files a systemd service gets by default, sockets held by a hanging webhook
+/// made `accept` fail. `serve` raises its soft limit to the hard one at start (and the unit sets `LimitNOFILE`).
+#[test]
+fn serve_raises_its_open_files_limit_to_the_hard_one() {
+    let hard: u64 = {
+        let out = std::process::Command::new("sh").args(["-c", "ulimit -Hn"]).output().unwrap();
+        let s = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if s == "unlimited" {
+            u64::MAX
+        } else {
+            s.parse().unwrap()
+        }
+    };
+    if hard <= 256 {
+        eprintln!("skipped: the hard limit here is {hard}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_xagent-adb-connector");
+    // Started with a soft limit of 256, as a service with a low default would be.
+    let mut child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -Sn 256 && exec \"$0\" serve --listen 127.0.0.1:0 --adb-server 127.0.0.1:1 --data-dir \"$1\"",
+        ])
+        .arg(bin)
+        .arg(dir.path())
+        .env_remove("XAGENT_CONNECTOR_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once it listens, start-up (where the limit is raised) is over.
+    use std::io::BufRead;
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.contains("connector listening") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let started = rx.recv_timeout(Duration::from_secs(60));
+    let text = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(started.is_ok(), "the connector did not start");
+    let line = text.lines().find(|l| l.starts_with("Max open files")).expect("Max open files line").to_owned();
+    let soft = line.split_whitespace().nth(3).unwrap_or("").to_owned();
+    let want = if hard == u64::MAX { "unlimited".to_owned() } else { hard.to_string() };
+    assert_eq!(soft, want, "the soft limit is raised to the hard one: {line}");
+}

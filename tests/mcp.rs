@@ -552,3 +552,38 @@ async fn the_wall_names_an_mcp_session_and_a_takeover_stops_it() {
     .await
     .expect("test timed out");
 }
+
+/// Issue 48 item 2: 64 MCP `initialize` requests (a crash-looping editor, a killed bridge) used to take every
+/// `--max-sessions` place and made `/ws` answer 503 `too_many_sessions` for every agent. MCP sessions now have
+/// their own budget (`--max-mcp-sessions`, 32): past it the least recently used idle session makes room, and the
+/// data plane keeps its places.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_idle_mcp_sessions_leave_ws_open() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = Server::start(dir.path(), &[], &[("XAGENT_CONNECTOR_API_KEY", KEY)]);
+        let mut sids = Vec::new();
+        for _ in 0..64 {
+            sids.push(initialize(&srv).await);
+        }
+        // The data plane still opens, and serves.
+        let mut c = ws(srv.addr, Some(KEY)).await;
+        c.hello(None).await;
+        let (_ch, _) = c.open(None).await;
+        // The newest sessions work; the oldest made room for them.
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        let newest = rpc(&srv, Some(&sids[63]), &[], list.clone()).await;
+        assert_eq!(newest.status, 200, "{}", newest.text());
+        let oldest = rpc(&srv, Some(&sids[0]), &[], list.clone()).await;
+        assert_ne!(oldest.status, 200, "the least recently used idle session was ended: {}", oldest.text());
+        // A session used lately is not the one that goes: touch the 33rd newest, open one more.
+        let touched = &sids[64 - 32];
+        assert_eq!(rpc(&srv, Some(touched), &[], list.clone()).await.status, 200);
+        initialize(&srv).await;
+        assert_eq!(rpc(&srv, Some(touched), &[], list.clone()).await.status, 200, "a recently used session stays");
+        assert_ne!(rpc(&srv, Some(&sids[64 - 31]), &[], list).await.status, 200, "the least recently used went");
+        assert!(srv.logs().iter().any(|l| l.contains("least recently used")), "the log says why");
+    })
+    .await
+    .expect("timed out");
+}

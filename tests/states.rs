@@ -260,3 +260,24 @@ async fn a_ui_that_never_idles_gives_the_picture_without_elements_and_element_ac
     .await
     .expect("bounded");
 }
+
+/// Issue 48 item 6: `android_device_status` is the call an agent makes to learn the phone's state, so it reads the
+/// phone, not the screen-state cache (1 s): a phone locked right after a status that found it unlocked says
+/// `locked: true` at once. (The tap in between would also be refused by the gate reading its own fresh state.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_right_after_a_lock_says_locked() {
+    bounded(async {
+        let mut r = rig(None).await;
+        for round in 0..3 {
+            r.sim.set_lock(LockMode::None);
+            let st = r.ok("android_device_status", json!({})).await;
+            assert_eq!(st["locked"], json!(false), "round {round}: {st}");
+            // Locked behind the connector's back (a person's power button, the screen timeout), a moment later.
+            r.sim.set_lock(LockMode::Swipe);
+            let st = r.ok("android_device_status", json!({})).await;
+            assert_eq!(st["locked"], json!(true), "round {round}: the status served a cached state: {st}");
+        }
+    })
+    .await
+    .expect("timed out");
+}

@@ -68,6 +68,7 @@ async fn setup() -> (xagent_adb_connector::run::Running, Arc<FakeBackend>, Arc<M
         drain_timeout: Duration::from_secs(2),
         limits: Default::default(),
         allowed_hosts: Vec::new(),
+        audit: Default::default(),
     };
     let reg = Registry::new(vec![Arc::new(echo)]).unwrap();
     let running = start(cfg, reg, devices.clone()).await.map_err(|e| e.message).unwrap();

@@ -857,9 +857,17 @@ async fn a_request_for_a_person_nobody_answers_is_human_unavailable_and_the_webh
         assert_eq!(audited["outcome"], "human_unavailable", "{audited}");
         assert_eq!(audited["channel_id"], json!(ch), "{audited}");
 
-        // The webhook: the 500 retried, then 200; the event as JSON; Basic credentials; no API key anywhere.
-        let hooks = got.lock().unwrap().clone();
-        assert_eq!(hooks.len(), 2, "one retry after the 500: {hooks:#?}");
+        // The webhook: the 500 retried, then 200; the event as JSON; Basic credentials; no API key anywhere. Then
+        // the closing event of the request that expired (issue 48).
+        let mut hooks = got.lock().unwrap().clone();
+        assert_eq!(hooks.len(), 3, "one retry after the 500, then the closing event: {hooks:#?}");
+        let closing = hooks.pop().unwrap();
+        let closed: Value = serde_json::from_str(&closing[closing.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+        assert_eq!(
+            (closed["event"].as_str(), closed["outcome"].as_str()),
+            (Some("human_request_closed"), Some("expired"))
+        );
+        assert!(!closing.contains(KEY), "the API key went to the webhook: {closing}");
         for h in &hooks {
             assert!(h.starts_with("POST /hooks/HOOK-TOKEN-61?via=test HTTP/1.1\r\n"), "{h}");
             assert!(h.contains("Authorization: Basic Ym90Omhvb2stcGFzcy05Mw==\r\n"), "{h}");

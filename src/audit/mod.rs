@@ -7,7 +7,11 @@
 //! the remaining chain still verifies. (The chain detects tampering with the database; someone who can rewrite
 //! the whole file can rewrite the whole chain and its head — ship `audit tail` output elsewhere for that.)
 
+pub mod archive;
+pub mod budget;
 pub mod reads;
+
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -16,26 +20,86 @@ use crate::protocol::now_ms;
 use crate::store::audit::AuditRow;
 use crate::store::Store;
 
-/// Records older than this are pruned (documented in device-profile/security-and-operations.md §12).
-pub const RETENTION: std::time::Duration = std::time::Duration::from_secs(90 * 24 * 3600);
-/// At most this many records are kept; older ones are pruned first.
-pub const MAX_RECORDS: u64 = 200_000;
+pub use budget::{Settings, MAX_RECORDS, RETENTION};
 
-/// Applies the retention (blocking: call it from a blocking thread).
-pub fn prune(store: &Store) {
+/// Applies the retention (blocking: call it from a blocking thread): records older than the retention period go
+/// (database and archive); past the record cap the oldest remaining records — younger than the retention period —
+/// move to the archive, never deleted. If the archive cannot take them (its budget, no data dir), they stay and
+/// the log is *full*: individual side effects are counted, not stored, until there is room ([`budget::Evidence`]).
+pub fn prune(store: &Store, ev: &budget::Evidence) {
+    ev.pruned();
+    let s = &ev.settings;
     let now = now_ms();
-    match store.audit_prune_counted(now.saturating_sub(RETENTION.as_millis() as u64), MAX_RECORDS, now) {
+    let before = now.saturating_sub(s.retention.as_millis() as u64);
+    match store.audit_prune_counted(before, i64::MAX as u64, now) {
         Ok((0, _)) => {}
-        Ok((n, 0)) => tracing::info!(removed = n, "audit log retention: pruned the oldest records (checkpoint kept)"),
-        // Records younger than the retention period went: the log fills faster than it should (a flood of real
-        // actions). Said loudly, counted in /metrics (`xagent_audit_pruned_young_records_total`, alerted on).
-        Ok((n, young)) => tracing::warn!(
-            removed = n,
-            young,
-            max_records = MAX_RECORDS,
-            "audit log retention: the record cap removed records younger than the retention period"
-        ),
+        Ok((n, _)) => tracing::info!(removed = n, "audit log retention: pruned the oldest records (checkpoint kept)"),
         Err(e) => tracing::warn!(error = %e, "could not prune the audit log"),
+    }
+    if let Some(file) = &s.archive {
+        match archive::expire(file, before) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(removed = n, "audit archive retention: dropped segments past the retention period"),
+            Err(e) => tracing::warn!(error = %e, "could not prune the audit archive"),
+        }
+    }
+    let full = match archive_excess(store, s) {
+        Ok(0) => false,
+        Ok(n) => {
+            // The cap bit: said loudly (a flood of real actions), counted in /metrics.
+            tracing::warn!(
+                archived = n,
+                max_records = s.max_records,
+                "audit log: the record cap moved records younger than the retention period to the archive"
+            );
+            false
+        }
+        Err(why) => {
+            if !ev.is_full() {
+                tracing::error!(
+                    why = %why,
+                    max_records = s.max_records,
+                    "audit log FULL: records younger than the retention period are over the cap and cannot be \
+                     archived; they are kept, and agents' side effects are now counted, not stored one by one \
+                     (raise --audit-archive-max-bytes or --audit-max-records)"
+                );
+            }
+            true
+        }
+    };
+    if ev.is_full() && !full {
+        tracing::info!("audit log: room again; side effects are stored one by one");
+    }
+    ev.set_full(full);
+}
+
+/// Moves the records over the cap to the archive, a segment at a time. `Ok(n)` records moved; `Err(why)`: some
+/// could not be (they stay).
+fn archive_excess(store: &Store, s: &Settings) -> Result<u64, String> {
+    let mut moved = 0u64;
+    loop {
+        let Some((first, last)) = store.audit_bounds().map_err(|e| e.to_string())? else { return Ok(moved) };
+        let count = (last - first + 1).max(0) as u64;
+        if count <= s.max_records {
+            return Ok(moved);
+        }
+        let Some(file) = &s.archive else { return Err("no archive (in-memory state)".into()) };
+        let n = (count - s.max_records).min(archive::SEGMENT_RECORDS as u64) as i64;
+        let rows = store.audit_range(first, first + n - 1).map_err(|e| e.to_string())?;
+        let Some(newest) = rows.last().cloned() else { return Ok(moved) };
+        // Records a crash left both in the archive and the database are not archived twice.
+        let done = archive::segments(file)?.last().map_or(0, |seg| seg.last_seq);
+        let todo: Vec<AuditRow> = rows.into_iter().filter(|r| r.seq > done).collect();
+        if !todo.is_empty() && !archive::append(file, &todo, s.archive_max_bytes)? {
+            return Err(format!(
+                "the archive would exceed its {} bytes (--audit-archive-max-bytes)",
+                s.archive_max_bytes
+            ));
+        }
+        store
+            .audit_archived(newest.seq, &newest.hash, newest.time_ms, todo.len() as u64, now_ms())
+            .map_err(|e| e.to_string())?;
+        moved += todo.len() as u64;
     }
 }
 
@@ -150,6 +214,67 @@ pub fn verify(store: &Store) -> Result<usize, (i64, String)> {
     }
 }
 
+/// What [`verify_all`] found intact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verified {
+    /// Records in the database.
+    pub records: usize,
+    /// Records in the archive.
+    pub archived: u64,
+}
+
+/// [`verify`], the archive (`archive`: its file, when there is a data dir), and the retention: exit-worthy
+/// (`Err`) when records younger than `retention` are missing — removed from the database and not in the archive —
+/// even if what is left links up (a record cap that deleted young records, or rows cut by hand with the checkpoint
+/// moved along).
+pub fn verify_all(
+    store: &Store,
+    archive_file: Option<&std::path::Path>,
+    retention: Duration,
+    now_ms: u64,
+) -> Result<Verified, (i64, String)> {
+    let records = verify(store)?;
+    let summary = match archive_file {
+        Some(f) => archive::verify(f, hash, |_| {})?,
+        None => archive::Summary::default(),
+    };
+    let read = |e: rusqlite::Error| (0, format!("cannot read the audit log: {e}"));
+    let cutoff = now_ms.saturating_sub(retention.as_millis() as u64);
+    let archived_to = summary.last.as_ref().map_or(0, |l| l.0);
+    if let Some(ckpt) = store.audit_retention().map_err(read)? {
+        if ckpt.last_seq == archived_to {
+            let (_, ckpt_hash, _) = store.audit_checkpoint().map_err(read)?.unwrap_or_default();
+            if summary.last.as_ref().is_some_and(|l| l.1 != ckpt_hash) {
+                return Err((
+                    ckpt.last_seq,
+                    "the archive's last record is not the one the database continues from".into(),
+                ));
+            }
+        } else if ckpt.last_seq > archived_to {
+            // Records up to ckpt.last_seq left the database and (past `archived_to`) are not in the archive: fine
+            // when they were older than the retention period, evidence missing when not.
+            let young = if ckpt.last_time_ms > 0 { ckpt.last_time_ms >= cutoff } else { ckpt.pruned_young > 0 };
+            if young {
+                let when = if ckpt.last_time_ms > 0 {
+                    format!(" (the newest of them from {})", crate::protocol::utc(ckpt.last_time_ms))
+                } else {
+                    String::new()
+                };
+                return Err((
+                    ckpt.last_seq,
+                    format!(
+                        "records up to {} were removed{when}, younger than the {}-day retention period, and are \
+                         not in the archive: evidence is missing",
+                        ckpt.last_seq,
+                        retention.as_secs() / 86400
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(Verified { records, archived: summary.records })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,5 +371,70 @@ mod tests {
         s.audit_prune(0, 5, 1).unwrap();
         s.audit_exec_for_tests("DELETE FROM audit WHERE seq = 6");
         assert_eq!(verify(&s).unwrap_err().0, 7);
+    }
+
+    /// Issue 48: the record cap moves young records to the archive, never deletes them; a full archive keeps them
+    /// and stops individual records; records cut another way fail `verify_all`.
+    #[test]
+    fn the_cap_archives_young_records_and_verify_counts_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = archive::path(dir.path());
+        let s = store_with(30);
+        let settings = Settings { max_records: 10, archive: Some(file.clone()), ..Settings::default() };
+        let ev = budget::Evidence::new(settings.clone());
+        prune(&s, &ev);
+        assert!(!ev.is_full());
+        assert_eq!(s.audit_bounds().unwrap(), Some((21, 30)));
+        let now = now_ms();
+        let v = verify_all(&s, Some(&file), RETENTION, now).unwrap();
+        assert_eq!(v, Verified { records: 10, archived: 20 });
+        let mut seqs = Vec::new();
+        archive::verify(&file, hash, |r| seqs.push(r.seq)).unwrap();
+        assert_eq!(seqs, (1..=20).collect::<Vec<_>>(), "every record moved, in order");
+        // The chain continues, and the next prune appends a second segment.
+        for _ in 0..5 {
+            record(
+                &s,
+                Action {
+                    connector_id: "conn",
+                    channel_id: "other",
+                    tool_call_id: None,
+                    tool_id: "android_key",
+                    device: "SER@srv",
+                    args: &Map::new(),
+                    result: "ok",
+                },
+            );
+        }
+        prune(&s, &ev);
+        assert_eq!(verify_all(&s, Some(&file), RETENTION, now).unwrap(), Verified { records: 10, archived: 25 });
+        assert_eq!(archive::segments(&file).unwrap().len(), 2);
+
+        // Without room in the archive nothing young is removed: the log is full.
+        let s2 = store_with(30);
+        let tiny = Settings {
+            max_records: 10,
+            archive: Some(dir.path().join("tiny.xaa")),
+            archive_max_bytes: 100,
+            ..Settings::default()
+        };
+        let ev2 = budget::Evidence::new(tiny);
+        prune(&s2, &ev2);
+        assert!(ev2.is_full(), "the cap could not be kept: said so");
+        assert_eq!(s2.audit_bounds().unwrap(), Some((1, 30)), "no young record removed");
+        assert_eq!(ev2.decide("c", "x", 1), budget::Decision::OverBudget);
+
+        // Young records cut another way (the rows deleted, the checkpoint moved along, as a cap without an
+        // archive did): the chain links, but evidence is missing.
+        let s3 = store_with(30);
+        assert_eq!(verify_all(&s3, None, RETENTION, now_ms()).unwrap().records, 30);
+        s3.audit_prune(0, 10, now_ms()).unwrap();
+        assert_eq!(verify(&s3), Ok(10), "the chain itself still verifies");
+        let (seq, why) = verify_all(&s3, None, RETENTION, now_ms()).unwrap_err();
+        assert_eq!(seq, 20);
+        assert!(why.contains("evidence is missing"), "{why}");
+        // Once they would have aged out anyway, nothing is missing.
+        let later = now_ms() + RETENTION.as_millis() as u64 + 60_000;
+        assert!(verify_all(&s3, None, RETENTION, later).is_ok());
     }
 }

@@ -47,6 +47,8 @@ struct Key {
     channel_id: String,
     device: String,
     tool_id: String,
+    /// The redacted arguments of a [`REPEATED_MARKER`] count (empty for the others).
+    args: String,
 }
 
 #[derive(Debug)]
@@ -65,6 +67,11 @@ pub struct Reads(Mutex<BTreeMap<Key, Count>>);
 pub const MARKER: &str = "read_calls";
 /// `arguments` of an aggregate of side-effecting calls that sent the phone nothing.
 pub const REFUSED_MARKER: &str = "refused_calls";
+/// `arguments` of an aggregate of side effects identical to the last one their channel recorded (`budget.rs`).
+pub const REPEATED_MARKER: &str = "repeated_calls";
+/// `arguments` of an aggregate of side effects of a channel past its budget of individual records (`budget.rs`).
+pub const BUDGET_MARKER: &str = "budget_calls";
+const MARKERS: [&str; 4] = [MARKER, REFUSED_MARKER, REPEATED_MARKER, BUDGET_MARKER];
 
 impl Reads {
     /// Counts one finished read-only call. `None` when it was counted; the record to commit now when the table
@@ -78,7 +85,7 @@ impl Reads {
         outcome: &str,
         now_ms: u64,
     ) -> Option<Write> {
-        self.count_as(MARKER, connector_id, channel_id, device, tool_id, outcome, now_ms)
+        self.count_as(MARKER, connector_id, channel_id, device, tool_id, "", outcome, now_ms)
     }
 
     /// [`Reads::count`] for a side-effecting call that sent the phone nothing ([`REFUSED_MARKER`]).
@@ -91,7 +98,26 @@ impl Reads {
         outcome: &str,
         now_ms: u64,
     ) -> Option<Write> {
-        self.count_as(REFUSED_MARKER, connector_id, channel_id, device, tool_id, outcome, now_ms)
+        self.count_as(REFUSED_MARKER, connector_id, channel_id, device, tool_id, "", outcome, now_ms)
+    }
+
+    /// Counts a side effect under [`REPEATED_MARKER`] (with its redacted `args`: it is counted only with its
+    /// identical copies) or, `args` = `None`, [`BUDGET_MARKER`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn count_side_effect(
+        &self,
+        connector_id: &str,
+        channel_id: &str,
+        device: &str,
+        tool_id: &str,
+        args: Option<&str>,
+        outcome: &str,
+        now_ms: u64,
+    ) -> Option<Write> {
+        match args {
+            Some(a) => self.count_as(REPEATED_MARKER, connector_id, channel_id, device, tool_id, a, outcome, now_ms),
+            None => self.count_as(BUDGET_MARKER, connector_id, channel_id, device, tool_id, "", outcome, now_ms),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -102,6 +128,7 @@ impl Reads {
         channel_id: &str,
         device: &str,
         tool_id: &str,
+        args: &str,
         outcome: &str,
         now_ms: u64,
     ) -> Option<Write> {
@@ -111,6 +138,7 @@ impl Reads {
             channel_id: channel_id.to_owned(),
             device: device.to_owned(),
             tool_id: tool_id.to_owned(),
+            args: args.to_owned(),
         };
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if !g.contains_key(&key) && g.len() >= MAX_KEYS {
@@ -140,7 +168,7 @@ impl Reads {
         for w in writes {
             let Write::Audit { rec, .. } = w else { continue };
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&rec.arguments) else { continue };
-            let Some((marker, a)) = [MARKER, REFUSED_MARKER].into_iter().find_map(|m| Some((m, v.get(m)?))) else {
+            let Some((marker, a)) = MARKERS.into_iter().find_map(|m| Some((m, v.get(m)?))) else {
                 continue;
             };
             let key = Key {
@@ -149,6 +177,7 @@ impl Reads {
                 channel_id: rec.channel_id,
                 device: rec.device,
                 tool_id: rec.tool_id,
+                args: a.get("arguments").map(|x| x.to_string()).unwrap_or_default(),
             };
             let num = |f: &str| a.get(f).and_then(|x| x.as_u64()).unwrap_or(0);
             let outcomes: BTreeMap<String, u64> = a
@@ -179,15 +208,20 @@ impl Reads {
 }
 
 /// The aggregate record of `c`: no `tool_call_id` (it stands for many calls); `arguments` carries
-/// `{"read_calls" (or "refused_calls"): {"calls", "first_ms", "last_ms", "outcomes": {code: n}}}`; `result` is the one outcome all
+/// `{"read_calls" (or "refused_calls", "repeated_calls", "budget_calls"): {"calls", "first_ms", "last_ms",
+/// "outcomes": {code: n}}}` (+ `"arguments"`, the repeated action's, for `repeated_calls`); `result` is the one outcome all
 /// the calls had, or `mixed`; the record's time is the last call's.
 fn aggregate_row(k: &Key, c: &Count) -> Write {
     let result = match c.outcomes.keys().collect::<Vec<_>>().as_slice() {
         [one] => (*one).clone(),
         _ => "mixed".to_owned(),
     };
-    let arguments =
-        json!({k.marker: {"calls": c.calls, "first_ms": c.first_ms, "last_ms": c.last_ms, "outcomes": c.outcomes}});
+    let mut counted = json!({"calls": c.calls, "first_ms": c.first_ms, "last_ms": c.last_ms, "outcomes": c.outcomes});
+    if !k.args.is_empty() {
+        // The repeated action itself: redacted arguments as `audit::redact` wrote them (JSON).
+        counted["arguments"] = serde_json::from_str(&k.args).unwrap_or_else(|_| json!(k.args));
+    }
+    let arguments = json!({k.marker: counted});
     let rec = AuditRow {
         seq: 0,
         time_ms: c.last_ms,

@@ -35,6 +35,8 @@ pub struct HubConfig {
     /// Operator labels per serial (policy file): what the `labels` constraint of a bind matches.
     pub labels: crate::policy::Labels,
     pub api_key_required: bool,
+    /// The audit log's record cap, retention, per-channel budget and archive (`--audit-*`).
+    pub audit: crate::audit::Settings,
 }
 
 struct Instance {
@@ -73,6 +75,8 @@ pub struct Hub {
     calls: crate::idempotency::Calls,
     /// Read-only calls counted in memory until they go into the audit chain (`audit::reads`).
     reads: crate::audit::reads::Reads,
+    /// Which side effects get a record of their own, and whether the log is full (`audit::budget`).
+    evidence: crate::audit::budget::Evidence,
     registry: Arc<Registry>,
     pub(super) backend: Arc<dyn Backend>,
     pub(super) cfg: HubConfig,
@@ -133,6 +137,7 @@ impl Hub {
         Ok(Arc::new(Hub {
             calls: crate::idempotency::Calls::new(store.clone()),
             reads: Default::default(),
+            evidence: crate::audit::budget::Evidence::new(cfg.audit.clone()),
             store,
             registry,
             backend,
@@ -246,6 +251,56 @@ impl Hub {
                 tracing::error!(error = %e, "could not append to the audit log");
             }
         }
+    }
+
+    /// The audit write of an agent's side effect that ran (`audit::budget`): its own record (`Some`, to commit with
+    /// the call's idempotency record and the pending read counts), or `None` when it was counted instead — a
+    /// repeat of one of the channel's recent recorded actions, a channel past its budget, a full log.
+    #[allow(clippy::too_many_arguments)]
+    pub fn side_effect_entry(
+        &self,
+        channel_id: &str,
+        tool_call_id: Option<&str>,
+        tool_id: &str,
+        device: &DeviceKey,
+        args: &Map<String, Value>,
+        result: &str,
+    ) -> Option<crate::store::group::Write> {
+        use crate::audit::budget::Decision;
+        let connector_id = self.lock().channels.get(channel_id).map(|c| c.connector_id.clone()).unwrap_or_default();
+        let device = device.to_string();
+        let redacted = crate::audit::redact(args);
+        let signature = format!("{device}\u{0}{tool_id}\u{0}{redacted}\u{0}{result}");
+        let now = now_ms();
+        let counted = match self.evidence.decide(channel_id, &signature, now) {
+            Decision::Record => {
+                if self.evidence.prune_due() {
+                    self.lease_changed.notify_one();
+                }
+                return Some(crate::audit::entry(crate::audit::Action {
+                    connector_id: &connector_id,
+                    channel_id,
+                    tool_call_id,
+                    tool_id,
+                    device: &device,
+                    args,
+                    result,
+                }));
+            }
+            Decision::Repeated => Some(redacted.as_str()),
+            Decision::OverBudget => None,
+        };
+        let w = self.reads.count_side_effect(&connector_id, channel_id, &device, tool_id, counted, result, now)?;
+        // The count table is full: this call's count is its own record now.
+        if let Err(e) = self.store.commit(w) {
+            tracing::error!(error = %e, "could not append to the audit log");
+        }
+        None
+    }
+
+    /// Whether the audit log is full (`audit::budget`): `/health` says so.
+    pub fn audit_full(&self) -> bool {
+        self.evidence.is_full()
     }
 
     /// The pending read counts as audit writes, to commit with the caller's own (see `audit::reads`); give them
@@ -716,7 +771,8 @@ impl Hub {
             self.expire_leases(now_ms());
             // Retention of idempotency records, auth sessions and the audit log: at most once a minute (lease
             // events can come in bursts) and on a blocking thread (large deletes must not stall an async worker).
-            if last_prune.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+            // Sooner when a tenth of the record cap was appended since (`audit::budget`: the cap must not lag a flood).
+            if last_prune.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) || self.evidence.prune_due() {
                 last_prune = Some(std::time::Instant::now());
                 let hub = self.clone();
                 let _ = tokio::task::spawn_blocking(move || {
@@ -724,7 +780,7 @@ impl Hub {
                     if let Err(e) = hub.store.prune_auth_sessions(now_ms().saturating_sub(3_600_000)) {
                         tracing::warn!(error = %e, "could not prune old auth sessions");
                     }
-                    crate::audit::prune(&hub.store);
+                    crate::audit::prune(&hub.store, &hub.evidence);
                 })
                 .await;
             }

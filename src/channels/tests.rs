@@ -12,6 +12,7 @@ fn hub_with(store: Store, backend: Arc<FakeBackend>, grace: Duration, allow: &[&
         allow_serials: allow.iter().map(|s| s.to_string()).collect(),
         labels: Default::default(),
         api_key_required: false,
+        audit: Default::default(),
     };
     Hub::new(store, Arc::new(Registry::empty()), backend, cfg).unwrap()
 }

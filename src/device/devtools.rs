@@ -79,6 +79,25 @@ fn is_devtools_name(name: &str) -> bool {
     plain && base.ends_with("devtools_remote")
 }
 
+/// Whether `socket`'s name proves it is `package`'s own (issue 48: any app can open abstract sockets, and
+/// `/json/version`'s `Android-Package` is whatever the listener says): `chrome_devtools_remote` only for Chrome,
+/// `<package>_devtools_remote` only for `package`, `webview_devtools_remote_<pid>` only when `<pid>` is one of
+/// `pids`, the processes of `package`.
+pub fn proven(socket: &str, package: &str, pids: &[u32]) -> bool {
+    if socket == "chrome_devtools_remote" {
+        return package == "com.android.chrome";
+    }
+    if let Some(pid) = socket_pid(socket) {
+        return pids.contains(&pid);
+    }
+    socket.strip_suffix("_devtools_remote") == Some(package)
+}
+
+/// The pids `pidof` printed (space separated; nothing when no process has that name).
+pub fn pids(pidof: &str) -> Vec<u32> {
+    pidof.split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
 /// The pid a `webview_devtools_remote_<pid>` socket names.
 pub fn socket_pid(name: &str) -> Option<u32> {
     name.strip_prefix("webview_devtools_remote_")?.parse().ok()
@@ -320,6 +339,21 @@ mod tests {
     const JSON_LIST: &[u8] = include_bytes!("../../tests/fixtures/real/devtools-json-list-webview-ceshiren.json");
     const JSON_LIST_74: &[u8] = include_bytes!("../../tests/fixtures/real/devtools-json-list-webview-74-appium.json");
     const JSON_VERSION: &[u8] = include_bytes!("../../tests/fixtures/real/devtools-json-version-webview-ceshiren.json");
+
+    #[test]
+    fn only_a_socket_whose_name_proves_its_app_is_the_apps() {
+        let pids = pids("19281 19300\n");
+        assert_eq!(pids, [19281, 19300]);
+        assert!(proven("webview_devtools_remote_19281", "com.example.app", &pids));
+        assert!(!proven("webview_devtools_remote_666", "com.example.app", &pids), "another app's WebView");
+        assert!(!proven("webview_devtools_remote_19281_x", "com.example.app", &pids));
+        assert!(proven("chrome_devtools_remote", "com.android.chrome", &[]));
+        assert!(!proven("chrome_devtools_remote", "com.example.app", &pids), "Chrome's socket is Chrome's");
+        assert!(proven("com.brave.browser_devtools_remote", "com.brave.browser", &[]));
+        assert!(!proven("com.brave.browser_devtools_remote", "com.example.app", &pids));
+        assert!(!proven("com.example.app.evil_devtools_remote", "com.example.app", &pids));
+        assert!(!proven("webview_devtools_remote_19281", "com.example.app", &[]), "no pid, no proof");
+    }
 
     #[test]
     fn listening_devtools_sockets_of_a_real_listing() {

@@ -18,15 +18,20 @@ fn open(data_dir: &Path) -> Result<Store, i32> {
     })
 }
 
-/// Exit 0 when the chain is intact, 1 naming the first bad record otherwise.
-pub fn verify(data_dir: &Path) -> i32 {
+/// Exit 0 when the chain (database and archive) is intact and no record younger than `retention` is missing; 1
+/// naming the first bad record, or the missing ones, otherwise.
+pub fn verify(data_dir: &Path, retention: std::time::Duration) -> i32 {
     let store = match open(data_dir) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    match crate::audit::verify(&store) {
-        Ok(n) => {
-            outln!("audit log intact: {n} record(s)");
+    let archive = crate::audit::archive::path(data_dir);
+    match crate::audit::verify_all(&store, Some(&archive), retention, crate::protocol::now_ms()) {
+        Ok(v) => {
+            outln!("audit log intact: {} record(s)", v.records);
+            if v.archived > 0 {
+                outln!("audit archive intact: {} older record(s) in {}", v.archived, archive.display());
+            }
             // What retention took is part of the answer: "intact" alone hid a flood that pushed real actions out.
             if let Ok(Some(r)) = store.audit_retention() {
                 let when = if r.last_time_ms > 0 {
@@ -34,17 +39,23 @@ pub fn verify(data_dir: &Path) -> i32 {
                 } else {
                     String::new()
                 };
-                outln!("retention removed {} older record(s): every record up to seq {}{when}", r.pruned, r.last_seq);
-                if r.pruned_young > 0 {
-                    outln!(
-                        "warning: {} of them were younger than {} days, removed by the {}-record cap",
-                        r.pruned_young,
-                        crate::audit::RETENTION.as_secs() / 86400,
-                        crate::audit::MAX_RECORDS
-                    );
-                }
+                let archived = store.audit_archived_count().unwrap_or(0);
+                outln!(
+                    "retention removed {} older record(s) ({archived} of them to the archive): every record up to \
+                     seq {}{when}",
+                    r.pruned,
+                    r.last_seq
+                );
             }
             0
+        }
+        Err((0, why)) if why.starts_with("cannot") => {
+            outln!("audit log cannot be verified: {why}");
+            1
+        }
+        Err((seq, why)) if why.contains("evidence is missing") => {
+            outln!("audit log INCOMPLETE: record {seq}: {why}");
+            1
         }
         Err((seq, why)) => {
             outln!("audit log TAMPERED: record {seq}: {why}");

@@ -425,6 +425,7 @@ pub async fn run(args: crate::cli::DemoArgs) -> i32 {
             drain_timeout: Duration::from_secs(10),
             limits: Default::default(),
             allowed_hosts: Vec::new(),
+            audit: Default::default(),
         },
         transfer: crate::config::TransferConfig::default(),
         adb_servers: vec![demo.adb_server],

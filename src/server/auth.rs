@@ -91,8 +91,9 @@ pub struct AuthGate {
     throttled: [AtomicU64; Surface::ALL.len()],
 }
 
-/// The key a source is counted under.
-fn source(ip: IpAddr) -> IpAddr {
+/// The key a source is counted under: an IPv4 address, or an IPv6 /64 (one LAN host owns a whole /64: counted per
+/// address it could take 2^64 places); the per-address connection limit (`tracker.rs`) counts the same way.
+pub fn source(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

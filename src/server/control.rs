@@ -62,6 +62,17 @@ pub async fn health(app: &App) -> Response<Body> {
             message: format!("phone {}: not handed to agents: {why}", crate::device::text::phone_text(&k.serial, 64)),
         })
     }));
+    // The audit log could not keep its record cap without removing records younger than the retention period,
+    // and the archive is full: agents' side effects are counted, not stored one by one (`audit::budget`).
+    if app.hub.audit_full() {
+        problems.push(Problem {
+            fatal: false,
+            message: "the audit log is full: records younger than --audit-retention are over --audit-max-records and \
+                      the archive is at --audit-archive-max-bytes; agents' side effects are counted, not recorded one \
+                      by one"
+                .into(),
+        });
+    }
     let (instances, channels, open) = app.hub.stats();
     let devices = app.hub.backend().devices();
     let online = devices.iter().filter(|d| d.state == crate::device::DeviceState::Online).count();
@@ -132,6 +143,8 @@ pub fn metrics(app: &App) -> Response<Body> {
     let gauges = crate::metrics::Gauges {
         audit_pruned: retention.map_or(0, |r| r.pruned),
         audit_pruned_young: retention.map_or(0, |r| r.pruned_young),
+        audit_archived: app.hub.store().audit_archived_count().unwrap_or(0),
+        audit_full: app.hub.audit_full(),
         devices_by_state: vec![
             ("online", count(DeviceState::Online)),
             ("offline", count(DeviceState::Offline)),

@@ -46,6 +46,9 @@ use crate::protocol::{self as proto, Packet};
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 /// A session with no request for this long ends: its phone goes back to the pool.
 pub const IDLE: Duration = Duration::from_secs(30 * 60);
+/// A session holding no phone ends after this long without a request (issue 48: `initialize` alone creates one;
+/// a crash-looping editor leaves dozens behind).
+pub const IDLE_UNBOUND: Duration = Duration::from_secs(2 * 60);
 /// Largest image put into a result as MCP image content; a larger file is a resource link to its one-time URL.
 pub const MAX_INLINE_IMAGE: u64 = 1 << 20;
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -67,6 +70,8 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<McpSession>>>,
     instance: Mutex<Option<String>>,
+    /// One `initialize` at a time decides whether there is room (`--max-mcp-sessions`) and whom to end for it.
+    admit: tokio::sync::Mutex<()>,
 }
 
 struct McpSession {
@@ -81,8 +86,6 @@ struct McpSession {
     /// Two first calls at once bind one phone, not two.
     bind: tokio::sync::Mutex<()>,
     ended: CancellationToken,
-    /// A place under `--max-sessions`, shared with the WebSocket sessions.
-    _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl Sessions {
@@ -253,13 +256,31 @@ async fn initialize(app: &Arc<App>, mcp: &Arc<Sessions>, id: &Value, params: &Ma
     }
     let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
     let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).unwrap_or(&PROTOCOL_VERSIONS[0]);
-    let Ok(permit) = app.sessions.clone().try_acquire_owned() else {
-        let m = format!(
-            "this connector already has {} sessions open (--max-sessions); end one and retry",
-            app.cfg.limits.max_sessions
-        );
-        return answer(StatusCode::SERVICE_UNAVAILABLE, &rpc_error(id, -32603, &m));
-    };
+    // MCP sessions have their own budget (`--max-mcp-sessions`), apart from the data plane's `--max-sessions`
+    // (issue 48: 64 `initialize` requests made `/ws` answer 503 for everyone). When it is spent, the least recently
+    // used session with no call running makes room.
+    let _admit = mcp.admit.lock().await;
+    if mcp.len() >= app.cfg.limits.max_mcp_sessions {
+        let lru = {
+            let map = mcp.map.lock().unwrap_or_else(|e| e.into_inner());
+            map.iter()
+                .filter(|(_, s)| s.running.lock().unwrap_or_else(|e| e.into_inner()).is_empty())
+                // Sessions holding no phone first, then the least recently used.
+                .min_by_key(|(_, s)| {
+                    (app.hub.binding(&s.channel).is_some(), *s.last.lock().unwrap_or_else(|e| e.into_inner()))
+                })
+                .map(|(sid, s)| (sid.clone(), s.clone()))
+        };
+        let Some((sid, s)) = lru else {
+            let m = format!(
+                "this connector already has {} MCP sessions open, each running a call (--max-mcp-sessions); end one \
+                 and retry",
+                app.cfg.limits.max_mcp_sessions
+            );
+            return answer(StatusCode::SERVICE_UNAVAILABLE, &rpc_error(id, -32603, &m));
+        };
+        end(app, mcp, &sid, &s, "least recently used, ended to make room for a new session (--max-mcp-sessions)").await;
+    }
     let local = Local::new(app.clone());
     let instance = mcp.instance.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let mut hello = obj([
@@ -294,7 +315,6 @@ async fn initialize(app: &Arc<App>, mcp: &Arc<Sessions>, id: &Value, params: &Ma
         last: Mutex::new(Instant::now()),
         bind: tokio::sync::Mutex::new(()),
         ended: CancellationToken::new(),
-        _permit: permit,
     });
     mcp.map.lock().unwrap_or_else(|e| e.into_inner()).insert(sid.clone(), session.clone());
     tracing::info!(%channel, client = %session.label, "MCP session started");
@@ -338,13 +358,18 @@ async fn expire(app: Arc<App>, mcp: Arc<Sessions>, sid: String, s: Arc<McpSessio
     let mut shutdown = app.shutdown.clone();
     loop {
         let idle = s.last.lock().unwrap_or_else(|e| e.into_inner()).elapsed();
-        if idle >= IDLE {
-            return end(&app, &mcp, &sid, &s, "idle").await;
+        // A session holding no phone (and running nothing) ends sooner: it costs a place and holds nothing.
+        let holds =
+            app.hub.binding(&s.channel).is_some() || !s.running.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
+        let limit = if holds { IDLE } else { IDLE_UNBOUND };
+        if idle >= limit {
+            return end(&app, &mcp, &sid, &s, if holds { "idle" } else { "idle, holding no phone" }).await;
         }
         tokio::select! {
             _ = s.ended.cancelled() => return,
             _ = shutdown.changed() => return end(&app, &mcp, &sid, &s, "connector shutting down").await,
-            _ = tokio::time::sleep(IDLE - idle) => {}
+            // Looked at again at least every IDLE_UNBOUND: the session may have let its phone go meanwhile.
+            _ = tokio::time::sleep((limit - idle).min(IDLE_UNBOUND)) => {}
         }
     }
 }

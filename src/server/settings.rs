@@ -29,6 +29,8 @@ pub struct ServerConfig {
 pub struct Limits {
     /// Open WebSocket sessions at once; the next upgrade gets 503 `too_many_sessions`.
     pub max_sessions: usize,
+    /// Open MCP sessions at once, a budget of their own; the least recently used idle one makes room for a new one.
+    pub max_mcp_sessions: usize,
     /// Channels the connector keeps (open or waiting for their instance); `channel.open` beyond is `rate_limited`.
     pub max_channels: usize,
     /// Open TCP connections from one IP address; more are closed at accept, so one host cannot starve others.
@@ -47,6 +49,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_sessions: 64,
+            max_mcp_sessions: 32,
             max_channels: 1000,
             max_connections_per_ip: 128,
             header_timeout: Duration::from_secs(5),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-/// Live connection counts per peer IP address.
+/// Live connection counts per source: an IPv4 address or an IPv6 /64 ([`super::auth::source`], issue 48).
 #[derive(Clone, Default)]
 pub struct PerIp(Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>);
 
@@ -13,8 +13,9 @@ pub struct PerIp(Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr
 pub struct IpGuard(PerIp, std::net::IpAddr);
 
 impl PerIp {
-    /// Counts a new connection from `ip`, or `None` when that address already has `max` open.
+    /// Counts a new connection from `ip`, or `None` when its source (address, or IPv6 /64) already has `max` open.
     pub fn enter(&self, ip: std::net::IpAddr, max: usize) -> Option<IpGuard> {
+        let ip = super::auth::source(ip);
         let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let n = m.entry(ip).or_default();
         if *n >= max {
@@ -90,5 +91,11 @@ mod tests {
         assert!(per_ip.enter("127.0.0.2".parse().unwrap(), 2).is_some());
         drop(a);
         assert!(per_ip.enter(ip, 2).is_some());
+        // One IPv6 /64 is one source, whatever the interface identifier; another /64 is another.
+        let v6 = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let _c = per_ip.enter(v6("2001:db8:1:2::1"), 2).unwrap();
+        let _d = per_ip.enter(v6("2001:db8:1:2:aaaa::9"), 2).unwrap();
+        assert!(per_ip.enter(v6("2001:db8:1:2:ffff:1:2:3"), 2).is_none(), "a third address of the same /64");
+        assert!(per_ip.enter(v6("2001:db8:1:3::1"), 2).is_some());
     }
 }

@@ -1,4 +1,4 @@
-//! SQL of the audit log (migrations 5 and 6). The chain itself is defined in `crate::audit`.
+//! SQL of the audit log (migrations 5, 6, 10 and 12). The chain itself is defined in `crate::audit`.
 
 use rusqlite::params;
 
@@ -114,6 +114,52 @@ impl Store {
         )?;
         tx.commit()?;
         Ok((n, young as u64))
+    }
+
+    /// (first, last) seq of the records in the database (they are contiguous: only the oldest are ever removed).
+    pub fn audit_bounds(&self) -> Result<Option<(i64, i64)>> {
+        self.db().query_row("SELECT MIN(seq), MAX(seq) FROM audit", [], |r| {
+            Ok(match (r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?) {
+                (Some(a), Some(b)) => Some((a, b)),
+                _ => None,
+            })
+        })
+    }
+
+    /// The records `from..=to`, in order.
+    pub fn audit_range(&self, from: i64, to: i64) -> Result<Vec<AuditRow>> {
+        let db = self.db();
+        let mut st = db.prepare(&format!("SELECT {COLUMNS} FROM audit WHERE seq >= ?1 AND seq <= ?2 ORDER BY seq"))?;
+        let rows = st.query_map(params![from, to], row)?;
+        rows.collect()
+    }
+
+    /// Removes the records up to `seq` once they are in the archive, moving the checkpoint to it (its `hash`,
+    /// `time_ms`) and counting `archived` (migration 12), in one transaction.
+    pub fn audit_archived(&self, seq: i64, hash: &str, time_ms: u64, archived: u64, now_ms: u64) -> Result<()> {
+        let mut db = self.db();
+        let tx = db.transaction()?;
+        let n = tx.execute("DELETE FROM audit WHERE seq <= ?1", params![seq])? as i64;
+        tx.execute(
+            "INSERT INTO audit_checkpoint (id, seq, hash, pruned, time_ms, last_time_ms, pruned_young, archived)
+             VALUES (1, ?1, ?2, ?3, ?4, ?5, 0, ?6)
+             ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
+                                           pruned = audit_checkpoint.pruned + excluded.pruned, time_ms = excluded.time_ms,
+                                           last_time_ms = excluded.last_time_ms,
+                                           archived = audit_checkpoint.archived + excluded.archived",
+            params![seq, hash, n, now_ms as i64, time_ms as i64, archived as i64],
+        )?;
+        tx.commit()
+    }
+
+    /// Records moved to the archive so far (migration 12).
+    pub fn audit_archived_count(&self) -> Result<u64> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .db()
+            .query_row("SELECT archived FROM audit_checkpoint WHERE id = 1", [], |r| r.get::<_, i64>(0))
+            .optional()?
+            .unwrap_or(0) as u64)
     }
 
     /// Every record in order (for verification).

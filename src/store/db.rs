@@ -199,6 +199,9 @@ const MIGRATIONS: &[&str] = &[
         set_ms    INTEGER NOT NULL,
         PRIMARY KEY (server, serial, namespace, name)
     );",
+    // 12: how many records the record cap moved to the audit archive instead of deleting them (issue 48: the cap
+    // never removes records younger than the retention period; `audit verify` reports them as archived).
+    "ALTER TABLE audit_checkpoint ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// What a migration needs beyond SQL, in its transaction, right after its SQL (`version` = the one it produces).

@@ -113,9 +113,9 @@ impl Tool for RequestHuman {
                 since_ms,
                 expires_ms: since_ms + wait.as_millis() as u64,
             };
-            let (waiting, rx) = book.open(&key, view.clone())?;
+            let (mut waiting, rx) = book.open(&key, view.clone())?;
             tracing::info!(device = %key, request_id = view.request_id, wait_s = wait.as_secs(), "an agent asks for a person");
-            if let Some(url) = book.notify.get().cloned() {
+            if let Some(notifier) = book.notify.get() {
                 let event = json!({
                     "event": "human_request",
                     "request_id": view.request_id,
@@ -126,11 +126,13 @@ impl Tool for RequestHuman {
                     "expires_ms": view.expires_ms,
                     "what_to_do": "open the device wall, Take over the phone, help, then Return it with a note",
                 });
-                // Never holds the call up: the webhook's retries run beside the wait.
-                tokio::spawn(async move { url.post(&event).await });
+                // Never holds the call up: the webhook's retries run beside the wait. At most one per phone a
+                // minute (`notify::Notifier`), closed by `human_request_closed` when the request ends.
+                notifier.opened(&key.to_string(), view.request_id, event);
             }
             let started = Instant::now();
             let answer = tokio::time::timeout(wait, rx).await;
+            waiting.outcome = if matches!(answer, Ok(Ok(_))) { "answered" } else { "expired" };
             drop(waiting);
             match answer {
                 Ok(Ok(r)) => Ok(json!({

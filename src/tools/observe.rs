@@ -370,6 +370,11 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
         if w["state"] == "opaque" {
             hints.push("the WebView's page is opaque (not debuggable): act by coordinates on the picture".into());
         }
+        if w["state"] == "unverified" {
+            hints.push(
+                "the page's DevTools socket is not proven to be the app's: act by coordinates on the picture".into(),
+            );
+        }
         out["web"] = w;
     }
     if let Some(reason) = ui_unavailable {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::oneshot;
 
 use crate::device::DeviceKey;
-use crate::notify::NotifyUrl;
+use crate::notify::{Notifier, NotifyUrl};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// How an open request was answered.
@@ -41,7 +41,7 @@ struct Open {
 pub struct Requests {
     open: Mutex<HashMap<DeviceKey, Open>>,
     pub(super) next: AtomicU64,
-    pub(super) notify: OnceLock<NotifyUrl>,
+    pub(super) notify: OnceLock<Arc<Notifier>>,
 }
 
 /// Closes its request when the waiting call ends, however it ends.
@@ -49,13 +49,26 @@ pub(super) struct Waiting {
     book: Arc<Requests>,
     key: DeviceKey,
     id: u64,
+    /// How it ended, for the webhook's closing event: `answered`, `expired`, or (the call dropped: the agent
+    /// cancelled, its channel closed) `cancelled`.
+    pub(super) outcome: &'static str,
 }
 
 impl Drop for Waiting {
     fn drop(&mut self) {
-        let mut g = self.book.lock();
-        if g.get(&self.key).is_some_and(|o| o.view.request_id == self.id) {
-            g.remove(&self.key);
+        {
+            let mut g = self.book.lock();
+            if g.get(&self.key).is_some_and(|o| o.view.request_id == self.id) {
+                g.remove(&self.key);
+            }
+        }
+        if let Some(n) = self.book.notify.get() {
+            let event = serde_json::json!({
+                "event": "human_request_closed",
+                "outcome": self.outcome,
+                "device": {"serial": self.key.serial, "adb_server": self.key.server},
+            });
+            n.closed(&self.key.to_string(), self.id, event);
         }
     }
 }
@@ -67,7 +80,7 @@ impl Requests {
 
     /// The operator's webhook (`run.rs`, once at start-up).
     pub fn set_notify(&self, url: NotifyUrl) {
-        let _ = self.notify.set(url);
+        let _ = self.notify.set(Arc::new(Notifier::new(url)));
     }
 
     /// The open request on `key`, if any.
@@ -101,6 +114,6 @@ impl Requests {
         let (tx, rx) = oneshot::channel();
         let id = view.request_id;
         g.insert(key.clone(), Open { view, tx });
-        Ok((Waiting { book: self.clone(), key: key.clone(), id }, rx))
+        Ok((Waiting { book: self.clone(), key: key.clone(), id, outcome: "cancelled" }, rx))
     }
 }

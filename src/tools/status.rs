@@ -77,6 +77,9 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             };
             let (w, h) = if rotation.is_some_and(|r| r % 2 == 1) { (h, w) } else { (w, h) };
             let adb_state = c.adb.info(&c.device).map_or("gone", |d| d.state.as_str());
+            // The screen state read now too, not the 1 s cache (issue 48: a phone locked a moment ago said
+            // `locked: false`); the fresh reading is kept for the next caller.
+            c.adb.forget_screen_state(&c.device);
             let power = c.adb.screen_state(&c.device).await.unwrap_or_default();
             // Read after the screen state, which starts the helper on a phone that has not used it yet.
             let helper = c.adb.helpers().report(&c.device);

@@ -37,7 +37,8 @@ pub const READ_DEADLINE: Duration = Duration::from_secs(8);
 pub const NODES_MAX: usize = 50_000;
 /// Web elements reported from one page.
 pub const ELEMENTS_MAX: usize = 300;
-/// WebView sockets whose `/json/version` is asked for its app (`Android-Package`) to find the foreground app's.
+/// Sockets not proven by name whose `/json/version` is asked whether it claims the foreground app (a claim is never
+/// believed: it makes the page `unverified`).
 const PROBES_MAX: usize = 4;
 /// Longest text kept per element, in characters.
 const TEXT_MAX: usize = 300;
@@ -56,6 +57,9 @@ pub enum Web {
     Opaque(String),
     /// The page could not be read (or placed): why.
     Failed(String),
+    /// A DevTools socket claims the app's page but its name does not prove it is the app's (issue 48: any app can
+    /// listen on an abstract socket and say any package): never read as the app's.
+    Unverified(String),
 }
 
 /// A page read and placed.
@@ -82,6 +86,7 @@ impl Web {
                                    "truncated": p.truncated, "read_ms": p.ms}),
             Web::Opaque(r) => json!({"state": "opaque", "reason": r}),
             Web::Failed(r) => json!({"state": "failed", "reason": r}),
+            Web::Unverified(r) => json!({"state": "unverified", "reason": r}),
         })
     }
 
@@ -91,7 +96,7 @@ impl Web {
             Web::Read(_) => None,
             Web::NotWeb => Some("no WebView is on screen".into()),
             Web::Off => Some("the operator's policy turns the web read off".into()),
-            Web::Opaque(r) | Web::Failed(r) => Some(r.clone()),
+            Web::Opaque(r) | Web::Failed(r) | Web::Unverified(r) => Some(r.clone()),
         }
     }
 
@@ -145,7 +150,15 @@ pub async fn read(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration) ->
             let serial = serial.to_owned();
             let read = async {
                 let unix = d.shell_capped("cat /proc/net/unix", 4 << 20).await?;
-                fetch(server, &serial, &devtools::sockets(&unix.stdout), &pkg).await
+                let sockets = devtools::sockets(&unix.stdout);
+                // A WebView's socket is the app's only when its pid is one of the app's processes.
+                let pids = if sockets.iter().any(|s| devtools::socket_pid(s).is_some()) {
+                    let cmd = format!("pidof {}", crate::device::shell::quote(&pkg));
+                    d.shell_capped(&cmd, 4096).await.map(|o| devtools::pids(&o.stdout)).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                fetch(server, &serial, &sockets, &pkg, &pids).await
             };
             Ok(tokio::time::timeout(budget, read).await)
         })
@@ -158,6 +171,13 @@ pub async fn read(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration) ->
         }
         Err(e) => return Web::Failed(e.message),
     };
+    if let Fetched::Unverified(socket) = &fetched {
+        return Web::Unverified(format!(
+            "@{socket} says it serves {package}'s page, but its name does not prove it is {package}'s (not \
+             {package}'s own socket, nor a WebView socket of one of its processes): its content is not read; act by \
+             coordinates on the picture and the tree's nodes"
+        ));
+    }
     let Fetched::Page(page) = fetched else {
         return Web::Opaque(format!(
             "{package} shows a WebView with no DevTools socket: its content is not debuggable (the app does not \
@@ -181,7 +201,16 @@ pub async fn read(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration) ->
 
 enum Fetched {
     NoSocket,
+    /// Only a socket whose name does not prove it claims the app's page.
+    Unverified(String),
     Page(Box<(Target, Value, Value)>),
+}
+
+/// The socket to read for `package` (`pids`: its processes), proven by its name alone
+/// (`devtools::proven`): Chrome's own, `<package>_devtools_remote`, then a WebView socket of one of its processes.
+fn proven_socket<'a>(sockets: &'a [String], package: &str, pids: &[u32]) -> Option<&'a String> {
+    let by_name = sockets.iter().find(|s| devtools::socket_pid(s).is_none() && devtools::proven(s, package, pids));
+    by_name.or_else(|| sockets.iter().find(|s| devtools::proven(s, package, pids)))
 }
 
 /// The DevTools socket of `package` among `sockets`, its front page, and the two reads of it.
@@ -190,24 +219,19 @@ async fn fetch(
     serial: &str,
     sockets: &[String],
     package: &str,
+    pids: &[u32],
 ) -> Result<Fetched, ProtoError> {
-    // By name: Chrome's own socket, another Chromium browser's `<package>_devtools_remote`; then the WebView
-    // sockets (and any other), asked whose they are.
-    let by_name = sockets.iter().find(|s| {
-        (package == "com.android.chrome" && s.as_str() == "chrome_devtools_remote")
-            || s.as_str() == format!("{package}_devtools_remote")
-    });
-    let mut socket = by_name.cloned();
-    if socket.is_none() {
-        for s in sockets.iter().filter(|s| Some(*s) != by_name).take(PROBES_MAX) {
+    let Some(socket) = proven_socket(sockets, package, pids).cloned() else {
+        // Unproven sockets are never read as the app's: at most a few are asked whether they claim it, to say
+        // `unverified` rather than that the page has no DevTools socket.
+        for s in sockets.iter().take(PROBES_MAX) {
             let Ok(body) = devtools::http_get(server, serial, s, "/json/version").await else { continue };
             if devtools::android_package(&body).as_deref() == Some(package) {
-                socket = Some(s.clone());
-                break;
+                return Ok(Fetched::Unverified(s.clone()));
             }
         }
-    }
-    let Some(socket) = socket else { return Ok(Fetched::NoSocket) };
+        return Ok(Fetched::NoSocket);
+    };
     let list = devtools::http_get(server, serial, &socket, "/json/list").await?;
     let targets = devtools::parse_targets(&list)?;
     let Some(target) = devtools::front_page(&targets).cloned() else {
@@ -471,6 +495,26 @@ pub fn elements(snap: &Value, at: &Placement, package: &str) -> Result<(Vec<Elem
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 48 item 4: squatting sockets (any app can listen on an abstract socket and claim any package) are
+    /// never chosen, however many are listed first; a WebView socket is the app's only by one of its pids.
+    #[test]
+    fn only_a_socket_proven_by_its_name_is_read() {
+        let mut sockets: Vec<String> = (0..16).map(|i| format!("webview_devtools_remote_{}", 5000 + i)).collect();
+        sockets.push("com.evil_devtools_remote".into());
+        sockets.push("chrome_devtools_remote".into());
+        let s = |v: Option<&String>| v.cloned();
+        assert_eq!(s(proven_socket(&sockets, "com.android.chrome", &[])).as_deref(), Some("chrome_devtools_remote"));
+        assert_eq!(s(proven_socket(&sockets, "com.example.app", &[4242])), None, "squatters' pids are not the app's");
+        sockets.push("webview_devtools_remote_4242".into());
+        assert_eq!(
+            s(proven_socket(&sockets, "com.example.app", &[4242])).as_deref(),
+            Some("webview_devtools_remote_4242")
+        );
+        assert_eq!(s(proven_socket(&sockets, "com.evil", &[])).as_deref(), Some("com.evil_devtools_remote"));
+        let u = Web::Unverified("why".into()).to_json().unwrap();
+        assert_eq!(u["state"], "unverified");
+    }
 
     fn placement() -> Placement {
         // A 1080-px-wide view from y=264 showing a 411.43-CSS-px viewport scrolled by 100 CSS px.

@@ -372,14 +372,21 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                             }
                             return;
                         }
-                        let audit = hub.audit_entry(
+                        // A repeat of one of the channel's recent recorded actions, or a channel past its budget of
+                        // individual records, is counted (issue 48, `audit::budget`): no row of its own.
+                        let Some(audit) = hub.side_effect_entry(
                             &channel,
                             audit_call_id.as_deref(),
                             spec.id,
                             &audit_device,
                             &audit_args,
                             outcome,
-                        );
+                        ) else {
+                            if let Some(k) = &key {
+                                hub.calls().finish_with(k, &done, Vec::new());
+                            }
+                            return;
+                        };
                         let reads = hub.take_reads();
                         let kept = reads.clone();
                         let mut writes = reads;
