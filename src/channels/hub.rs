@@ -82,6 +82,11 @@ pub struct Hub {
     pub(super) takeovers: Takeovers,
     /// Wakes the lease task when a deadline is added or removed.
     lease_changed: Notify,
+    /// Each channel's calls under its binding, cut when the binding ends (`work.rs`).
+    pub(super) works: super::tickets::Works,
+    /// The last channel bound to each phone: what `lease.*` records of the device layer (conditions set and
+    /// restored after the binding is gone) name as their channel.
+    last_holder: Mutex<HashMap<DeviceKey, String>>,
 }
 
 /// Result of a successful hello.
@@ -119,9 +124,11 @@ impl Hub {
                 Instance { profiles: row.profiles, sockets: HashSet::new(), lease_expires_ms: Some(expires) },
             );
         }
+        let mut last_holder = HashMap::new();
         for row in store.channels().map_err(|e| e.to_string())? {
             let binding = row.binding.map(|(server, serial)| DeviceKey { server, serial });
             if let Some(k) = &binding {
+                last_holder.insert(k.clone(), row.channel_id.clone());
                 backend.keep_key(k); // the phone keeps this key even when another of its paths is seen first
                 backend.lease_continues(k); // its lease conditions stay until this binding is released
             }
@@ -141,6 +148,8 @@ impl Hub {
             inner: Mutex::new(inner),
             takeovers: Takeovers::default(),
             lease_changed: Notify::new(),
+            works: Default::default(),
+            last_holder: Mutex::new(last_holder),
         }))
     }
 
@@ -521,6 +530,16 @@ impl Hub {
             || self.backend.aliases(key).iter().any(|s| self.cfg.allow_serials.contains(s))
     }
 
+    /// The channel that holds `key` now or held it last (since this process started, or restored with its
+    /// binding): the channel of the device layer's `lease.*` records.
+    pub fn lease_channel(&self, key: &DeviceKey) -> Option<String> {
+        self.last_holder.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+
+    pub(super) fn set_last_holder(&self, key: &DeviceKey, channel_id: &str) {
+        self.last_holder.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), channel_id.to_owned());
+    }
+
     pub fn binding(&self, channel_id: &str) -> Option<Binding> {
         self.lock().channels.get(channel_id).and_then(|c| c.binding.clone())
     }
@@ -667,9 +686,9 @@ impl Hub {
 
     // ---- lease -----------------------------------------------------------------------------------------------
 
-    /// Unregisters every instance whose lease ran out, each channel through its own cleanup path.
-    /// Returns the ids of the instances removed.
-    pub fn expire_leases(&self, now: u64) -> Vec<String> {
+    /// Unregisters every instance whose lease ran out, each channel through its own cleanup path (its calls cut
+    /// first: [`Hub::end_lease`]). Returns the ids of the instances removed.
+    pub async fn expire_leases(&self, now: u64) -> Vec<String> {
         let expired: Vec<String> = self
             .lock()
             .instances
@@ -681,7 +700,7 @@ impl Hub {
             let channels: Vec<String> =
                 self.lock().channels.iter().filter(|(_, c)| &c.connector_id == cid).map(|(id, _)| id.clone()).collect();
             for ch in channels {
-                self.cleanup_channel(&ch);
+                self.end_lease(&ch, "lease_expired", |h| h.cleanup_channel(&ch)).await;
             }
             if let Err(e) = self.store.delete_instance(cid) {
                 tracing::error!(error = %e, connector_id = %cid, "could not delete the expired instance");
@@ -713,7 +732,7 @@ impl Hub {
     pub async fn run_leases(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
         let mut last_prune: Option<std::time::Instant> = None;
         loop {
-            self.expire_leases(now_ms());
+            self.expire_leases(now_ms()).await;
             // Retention of idempotency records, auth sessions and the audit log: at most once a minute (lease
             // events can come in bursts) and on a blocking thread (large deletes must not stall an async worker).
             if last_prune.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {

@@ -19,6 +19,13 @@ pub trait Backend: Send + Sync + 'static {
     /// the lease's conditions (`conditions.rs`, in the background).
     fn released(&self, _key: &DeviceKey) {}
 
+    /// A binding is ending with a call cut that may have sent the phone input (`channels::work`): stop what the
+    /// phone may still be playing (a gesture the phone helper is injecting) and return once nothing of it can
+    /// still arrive. Awaited before the phone is given back.
+    fn cut(self: std::sync::Arc<Self>, _key: DeviceKey) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+
     /// Makes the phone ready for a new lease (the policy's lease conditions, recorded then set): awaited before a
     /// bind's answer reaches the agent, so its first call sees the clean phone. An error means the phone is not
     /// ready; the caller unbinds it.
