@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::{json, Value};
 use wall_support::*;
-use xagent_adb_connector::sim::InputEvent;
+use xagent_adb_connector::sim::{InputEvent, SimConfig};
 
 fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
     tokio::time::timeout(Duration::from_secs(180), f)
@@ -186,4 +186,165 @@ async fn logout_cuts_the_holders_calls_through_the_phone_helper() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logout_cuts_the_holders_calls_on_the_shell_path() {
     bounded(a_binding_end_cuts_the_holders_calls(End::Logout, false)).await.expect("test timed out");
+}
+
+// ---- clean by default (issue 47 items 2 and 3) ---------------------------------------------------------------
+
+const CAMERA: &str = "android.permission.CAMERA";
+const SECRET: &str = "/sdcard/Download/secret.txt";
+
+/// `POST /files/uploads` of `data` for channel `ch` (multipart, as xAgent uploads): its `file_ref`.
+async fn upload(addr: std::net::SocketAddr, ch: &str, filename: &str, mime: &str, data: &[u8]) -> String {
+    let boundary = "----xagent-lease-boundary-41c2";
+    let mut body = Vec::new();
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n\
+             Content-Type: {mime}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(data);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let ct = format!("multipart/form-data; boundary={boundary}");
+    let headers = [("Content-Type", ct.as_str()), ("X-XAgent-Connector-Channel-ID", ch)];
+    let r = http(addr, "POST", "/files/uploads", &headers, &body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()["file_ref"].as_str().expect("a file_ref").to_owned()
+}
+
+/// Whether the simulated phone has `perm` granted to `pkg` (its `dumpsys package`, read through the adb server).
+async fn granted(r: &common::rig::Rig, pkg: &str, perm: &str) -> bool {
+    let (adb, serial, cmd) = (r.adb.clone(), r.serial.clone(), format!("dumpsys package {pkg}"));
+    let out = common::adb::blocking(move || adb.adb(&["-s", &serial, "shell", &cmd])).await;
+    String::from_utf8_lossy(&out.stdout).contains(&format!("{perm}: granted=true"))
+}
+
+/// Everything tenant A changes on the phone that the next tenant could find: the clipboard, a runtime grant, a
+/// pushed file, an installed package, an app it opened. Returns the package the install added.
+async fn tenant_a_leaves_traces(r: &mut common::rig::Rig) -> String {
+    let ch = r.ch.clone();
+    let addr = r.srv.addr;
+    let before = r.sim.packages();
+    let ok = |v: &Value| v.get("error").is_none_or(Value::is_null);
+    let a = r.c.invoke(&ch, "android_clipboard", json!({"action": "set", "text": "s5-secret-clip 42"})).await;
+    assert!(ok(&a), "{a}");
+    assert_eq!(r.sim.clipboard().as_deref(), Some("s5-secret-clip 42"));
+    let a =
+        r.c.invoke(
+            &ch,
+            "android_permission",
+            json!({"action": "grant", "package": "com.xagent.demo", "permission": CAMERA}),
+        )
+        .await;
+    assert!(ok(&a), "{a}");
+    assert!(granted(r, "com.xagent.demo", CAMERA).await, "A's grant was made");
+    let f = upload(addr, &ch, "secret.txt", "text/plain", b"tenant A's secret").await;
+    let a = r.c.invoke(&ch, "android_file_push", json!({"path": SECRET, "file_ref": f})).await;
+    assert!(ok(&a), "{a}");
+    assert!(r.sim.read_file(SECRET).is_some(), "A's file was pushed");
+    let mut apk = b"PK\x03\x04".to_vec();
+    apk.extend_from_slice(&[7u8; 4096]);
+    let f = upload(addr, &ch, "tenant.apk", "application/vnd.android.package-archive", &apk).await;
+    let a = r.c.invoke(&ch, "android_app_install", json!({"file_ref": f})).await;
+    assert!(ok(&a), "{a}");
+    let added: Vec<String> = r.sim.packages().into_iter().filter(|p| !before.contains(p)).collect();
+    assert_eq!(added.len(), 1, "A's install added one package: {added:?}");
+    let a = r.c.invoke(&ch, "android_app_launch", json!({"package": "com.xagent.demo"})).await;
+    assert!(ok(&a), "{a}");
+    added[0].clone()
+}
+
+/// With no policy at all, the second tenant finds nothing of the first: no clipboard text, no grant, no pushed
+/// file, no installed package; its bind answer lists what was reset (`lease: {reset, not_reset}`), and the
+/// release record (`lease.conditions.restored`, of A's channel) lists what the lease did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
+    bounded(async {
+        let mut r = common::rig::Rig::with(SimConfig::default(), &["--phone-helper", "auto"], None).await;
+        let pkg = tenant_a_leaves_traces(&mut r).await;
+        let ch_a = r.ch.clone();
+        let out = r.c.request("auth.logout", Some(&ch_a), json!({})).await;
+        assert_eq!(out["payload"]["status"], "ok", "{out}");
+
+        let mut b = ws(r.srv.addr, None).await;
+        b.hello(None).await;
+        let (ch_b, _) = b.open(None).await;
+        let bound = b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {}})).await;
+        assert_eq!(bound["payload"]["status"], "authenticated", "{bound}");
+        let lease = &bound["payload"]["lease"];
+        let reset: Vec<&str> =
+            lease["reset"].as_array().expect("lease.reset").iter().filter_map(Value::as_str).collect();
+        assert_eq!(lease["not_reset"], json!([]), "{lease}");
+        for item in [
+            "clipboard".to_owned(),
+            "home".to_owned(),
+            format!("granted com.xagent.demo {CAMERA}"),
+            format!("pushed {SECRET}"),
+            format!("installed {pkg}"),
+            "opened com.xagent.demo".to_owned(),
+        ] {
+            assert!(reset.contains(&item.as_str()), "{item} is not in the bind's lease.reset: {lease}");
+        }
+
+        assert_eq!(r.sim.clipboard(), None, "A's clipboard text survived the release");
+        assert!(!granted(&r, "com.xagent.demo", CAMERA).await, "A's grant survived the release");
+        assert!(r.sim.read_file(SECRET).is_none(), "A's pushed file survived the release");
+        assert!(!r.sim.packages().contains(&pkg), "A's installed package survived the release");
+        let list = b.invoke(&ch_b, "android_permission", json!({"action": "list", "package": "com.xagent.demo"})).await;
+        let camera = list["payload"]["result"]["permissions"]
+            .as_array()
+            .and_then(|l| l.iter().find(|p| p["name"] == CAMERA).cloned());
+        assert_eq!(camera.map(|c| c["granted"].clone()), Some(json!(false)), "{list}");
+
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+            .args(["audit", "tail", "-n", "500", "--json", "--data-dir"])
+            .arg(r.dir.path())
+            .output()
+            .unwrap();
+        let records: Vec<Value> =
+            String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let restored = records
+            .iter()
+            .find(|v| v["tool_id"] == "lease.conditions.restored")
+            .unwrap_or_else(|| panic!("no release record: {records:#?}"));
+        assert_eq!(restored["channel_id"], json!(ch_a), "{restored}");
+        let undone = restored["arguments"]["undone"].to_string();
+        assert!(undone.contains(&pkg) && undone.contains(SECRET) && undone.contains(CAMERA), "{restored}");
+        for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
+            assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
+        }
+        assert!(!out.stdout.windows(14).any(|w| w == b"s5-secret-clip"), "the clip's text is in no audit record");
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// A grant recorded when it was made survives a `kill -9` of the connector: after the restart, the lease the
+/// restored binding continues ends (its grace runs out, no agent came back) and the grant is revoked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_is_revoked_after_a_kill_9_and_restart() {
+    bounded(async {
+        let mut r = common::rig::Rig::with(SimConfig::default(), &["--lease-grace", "1s"], None).await;
+        let ch = r.ch.clone();
+        let a =
+            r.c.invoke(
+                &ch,
+                "android_permission",
+                json!({"action": "grant", "package": "com.xagent.demo", "permission": CAMERA}),
+            )
+            .await;
+        assert!(a.get("error").is_none_or(Value::is_null), "{a}");
+        assert!(granted(&r, "com.xagent.demo", CAMERA).await);
+        r.srv.kill9();
+        let port = format!("127.0.0.1:{}", r.adb.port);
+        let _srv = Server::start(r.dir.path(), &["--adb-server", &port, "--lease-grace", "1s"], &[]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while granted(&r, "com.xagent.demo", CAMERA).await {
+            assert!(Instant::now() < deadline, "the grant was never revoked after the restart");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("test timed out");
 }

@@ -123,7 +123,13 @@ impl Hub {
         let Some(key) = self.binding(channel_id).filter(|_| authenticated) else { return out };
         let Err(e) = self.backend.clone().prepare(key.clone()).await else {
             // The bind is audited once the phone is ready: who holds it from now on (issue 47).
-            let args = Map::from_iter([("flow_id".to_owned(), json!("adb_device"))]);
+            // The next tenant is told what it got (issue 47): what the last release put back, what it could not.
+            let mut args = Map::from_iter([("flow_id".to_owned(), json!("adb_device"))]);
+            if let Some((reset, not_reset)) = self.backend.lease_report(&key) {
+                let lease = json!({"reset": reset, "not_reset": not_reset});
+                args.insert("lease".into(), lease.clone());
+                out.payload.insert("lease".into(), lease);
+            }
             self.audit(channel_id, None, "lease.bind", &key, &args, "ok");
             return out;
         };
@@ -398,8 +404,6 @@ impl Hub {
             ch.binding = Some(key.clone());
             ch.pending_auth = None;
         }
-        drop(inner);
-        self.set_last_holder(key, channel_id);
         Ok(())
     }
 
@@ -533,6 +537,7 @@ impl Hub {
             ch.pending_auth = None;
         }
         if let Some(k) = key {
+            self.set_last_holder(&k, channel_id);
             self.backend.released(&k);
             tracing::info!(channel = %channel_id, device = %k, "device unbound by auth.logout");
         }

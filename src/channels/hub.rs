@@ -84,8 +84,8 @@ pub struct Hub {
     lease_changed: Notify,
     /// Each channel's calls under its binding, cut when the binding ends (`work.rs`).
     pub(super) works: super::tickets::Works,
-    /// The last channel bound to each phone: what `lease.*` records of the device layer (conditions set and
-    /// restored after the binding is gone) name as their channel.
+    /// The last channel whose binding of each phone ended (since this process started): the channel of the
+    /// device layer's release records, which come after the binding is gone (`Hub::lease_channel`).
     last_holder: Mutex<HashMap<DeviceKey, String>>,
 }
 
@@ -124,11 +124,9 @@ impl Hub {
                 Instance { profiles: row.profiles, sockets: HashSet::new(), lease_expires_ms: Some(expires) },
             );
         }
-        let mut last_holder = HashMap::new();
         for row in store.channels().map_err(|e| e.to_string())? {
             let binding = row.binding.map(|(server, serial)| DeviceKey { server, serial });
             if let Some(k) = &binding {
-                last_holder.insert(k.clone(), row.channel_id.clone());
                 backend.keep_key(k); // the phone keeps this key even when another of its paths is seen first
                 backend.lease_continues(k); // its lease conditions stay until this binding is released
             }
@@ -149,7 +147,7 @@ impl Hub {
             takeovers: Takeovers::default(),
             lease_changed: Notify::new(),
             works: Default::default(),
-            last_holder: Mutex::new(last_holder),
+            last_holder: Mutex::default(),
         }))
     }
 
@@ -530,10 +528,16 @@ impl Hub {
             || self.backend.aliases(key).iter().any(|s| self.cfg.allow_serials.contains(s))
     }
 
-    /// The channel that holds `key` now or held it last (since this process started, or restored with its
-    /// binding): the channel of the device layer's `lease.*` records.
-    pub fn lease_channel(&self, key: &DeviceKey) -> Option<String> {
-        self.last_holder.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    /// The channel a `lease.*` record of the device layer about `key` belongs to: the conditions set at a bind
+    /// (`lease.conditions.set`) are the new holder's; a release and its restore come after the binding ended and
+    /// are the last released channel's (the holder's, when none was released since start).
+    pub fn lease_channel(&self, key: &DeviceKey, step: &str) -> Option<String> {
+        let holder =
+            || self.lock().channels.iter().find(|(_, c)| c.binding.as_ref() == Some(key)).map(|(id, _)| id.clone());
+        if step == "lease.conditions.set" {
+            return holder();
+        }
+        self.last_holder.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned().or_else(holder)
     }
 
     pub(super) fn set_last_holder(&self, key: &DeviceKey, channel_id: &str) {
@@ -719,6 +723,7 @@ impl Hub {
             tracing::error!(error = %e, channel = %channel_id, "could not delete the channel");
         }
         if let Some(key) = removed.and_then(|c| c.binding) {
+            self.set_last_holder(&key, channel_id);
             self.backend.released(&key);
             tracing::info!(channel = %channel_id, device = %key, "binding released");
         }

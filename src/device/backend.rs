@@ -51,6 +51,12 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// What the phone's last release put back (`reset`) and what it could not (`not_reset`, each with why), for
+    /// the next bind's answer; `None` for backends that reset nothing.
+    fn lease_report(&self, _key: &DeviceKey) -> Option<(Vec<String>, Vec<String>)> {
+        None
+    }
+
     /// A binding restored at start-up holds `key`: its lease (and the conditions recorded for it) continue.
     fn lease_continues(&self, _key: &DeviceKey) {}
     /// Starts background work (device tracking) that runs until `shutdown` flips.

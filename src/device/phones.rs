@@ -209,6 +209,10 @@ impl Backend for AdbBackend {
         Box::pin(conditions::prepare(self, key))
     }
 
+    fn lease_report(&self, key: &DeviceKey) -> Option<(Vec<String>, Vec<String>)> {
+        Some(conditions::report(self, key))
+    }
+
     fn not_restored(&self, key: &DeviceKey) -> Option<String> {
         self.conditions().not_restored(key)
     }

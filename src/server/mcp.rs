@@ -425,7 +425,11 @@ async fn call(
         }
         return Ok(match bind(s, args).await {
             Ok(p) => {
-                let d = p.get("connection_descriptor").cloned().unwrap_or(Value::Null);
+                let mut d = p.get("connection_descriptor").cloned().unwrap_or(Value::Null);
+                // What the phone's last release put back and what it could not (issue 47 item 3).
+                if let (Some(l), Value::Object(m)) = (p.get("lease"), &mut d) {
+                    m.insert("lease".into(), l.clone());
+                }
                 json!({"content": [{"type": "text", "text": d.to_string()}], "structuredContent": d})
             }
             Err(e) => e,
