@@ -92,10 +92,10 @@ impl Hub {
             g.get(channel).map_or(Cut::default(), |w| Cut { calls: w.cut, input_may_have_been_sent: w.cut_sent })
         };
         if let Some(k) = &key {
-            if cut.input_may_have_been_sent {
-                if tokio::time::timeout(STOP_WAIT, self.backend.clone().cut(k.clone())).await.is_err() {
-                    tracing::warn!(channel, device = %k, "stopping the phone's in-flight input took too long");
-                }
+            if cut.input_may_have_been_sent
+                && tokio::time::timeout(STOP_WAIT, self.backend.clone().cut(k.clone())).await.is_err()
+            {
+                tracing::warn!(channel, device = %k, "stopping the phone's in-flight input took too long");
             }
             let args = crate::protocol::packet::obj([
                 ("reason", json!(reason)),

@@ -362,6 +362,9 @@ pub trait Ledger: Send + Sync {
     fn phones(&self) -> Result<Vec<DeviceKey>, String>;
 }
 
+/// What a release put back, and what it could not (each with why).
+pub type Reset = (Vec<String>, Vec<String>);
+
 /// The lease-condition state of the backend (owned by `AdbBackend`; the jobs of `conditions.rs` work on it).
 #[derive(Default)]
 pub struct State {
@@ -378,7 +381,7 @@ pub struct State {
     /// The conditions an agent chose for the lease its `auth.start` is binding (taken by [`prepare`]).
     pub(super) asked: Mutex<HashMap<DeviceKey, Arc<Conditions>>>,
     /// What each phone's last release put back and what it could not (with why): the next bind's answer.
-    pub(super) report: Mutex<HashMap<DeviceKey, (Vec<String>, Vec<String>)>>,
+    pub(super) report: Mutex<HashMap<DeviceKey, Reset>>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
