@@ -272,6 +272,15 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
         let (ch_b, _) = b.open(None).await;
         let bound = b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {}})).await;
         assert_eq!(bound["payload"]["status"], "authenticated", "{bound}");
+        assert_eq!(r.sim.clipboard(), None, "A's clipboard text survived the release");
+        assert!(!granted(&r, "com.xagent.demo", CAMERA).await, "A's grant survived the release");
+        assert!(r.sim.read_file(SECRET).is_none(), "A's pushed file survived the release");
+        assert!(!r.sim.packages().contains(&pkg), "A's installed package survived the release");
+        let list = b.invoke(&ch_b, "android_permission", json!({"action": "list", "package": "com.xagent.demo"})).await;
+        let camera = list["payload"]["result"]["permissions"]
+            .as_array()
+            .and_then(|l| l.iter().find(|p| p["name"] == CAMERA).cloned());
+        assert_eq!(camera.map(|c| c["granted"].clone()), Some(json!(false)), "{list}");
         let lease = &bound["payload"]["lease"];
         let reset: Vec<&str> =
             lease["reset"].as_array().expect("lease.reset").iter().filter_map(Value::as_str).collect();
@@ -286,16 +295,6 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
         ] {
             assert!(reset.contains(&item.as_str()), "{item} is not in the bind's lease.reset: {lease}");
         }
-
-        assert_eq!(r.sim.clipboard(), None, "A's clipboard text survived the release");
-        assert!(!granted(&r, "com.xagent.demo", CAMERA).await, "A's grant survived the release");
-        assert!(r.sim.read_file(SECRET).is_none(), "A's pushed file survived the release");
-        assert!(!r.sim.packages().contains(&pkg), "A's installed package survived the release");
-        let list = b.invoke(&ch_b, "android_permission", json!({"action": "list", "package": "com.xagent.demo"})).await;
-        let camera = list["payload"]["result"]["permissions"]
-            .as_array()
-            .and_then(|l| l.iter().find(|p| p["name"] == CAMERA).cloned());
-        assert_eq!(camera.map(|c| c["granted"].clone()), Some(json!(false)), "{list}");
 
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
             .args(["audit", "tail", "-n", "500", "--json", "--data-dir"])
