@@ -28,11 +28,16 @@ pub(super) struct Work {
     /// Why the binding is ending, once it is: the calls' answers and the `lease.end` record say it.
     pub(super) ending: Arc<OnceLock<String>>,
     pub(super) calls: HashMap<u64, Sent>,
-    pub(super) next: u64,
     /// Calls cut so far by this end, and whether any of them may have sent the phone input.
     pub(super) cut: u32,
     pub(super) cut_sent: bool,
     pub(super) drained: Arc<Notify>,
+}
+
+/// A ticket id, unique for the process's life.
+pub(super) fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// One call's place in its channel's work: the token that cuts it, released (and counted) on drop.

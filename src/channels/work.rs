@@ -48,8 +48,9 @@ impl Hub {
                 "the device binding of this channel ended; nothing ran. Bind a phone again (auth.start)",
             ));
         }
-        w.next += 1;
-        let id = w.next;
+        // Unique across bindings: a ticket that outlived its binding's end (the drain's bound) never matches a
+        // call of the channel's next binding.
+        let id = super::tickets::next_id();
         w.calls.insert(id, Sent::default());
         Ok(Ticket {
             works: self.works.clone(),
