@@ -63,7 +63,9 @@ pub async fn start_adb(r: Resolved) -> Result<Running, ConfigError> {
     let hub = Arc::downgrade(&running.hub);
     adb.set_audit(Arc::new(move |key, step, details, result| {
         if let Some(hub) = hub.upgrade() {
-            hub.audit("", None, step, key, details, result);
+            // A lease's records name the channel whose lease it is (the last one bound to the phone).
+            let channel = if step.starts_with("lease.") { hub.lease_channel(key, step) } else { None };
+            hub.audit(channel.as_deref().unwrap_or(""), None, step, key, details, result);
         }
     }));
     persist_disconnects(&adb, running.hub.store());

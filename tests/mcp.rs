@@ -49,7 +49,13 @@ async fn lab() -> Lab {
     std::fs::write(&keyfile, format!("{KEY}\n")).unwrap();
     let server = format!("127.0.0.1:{}", adb.port);
     let data = dir.path().join("data");
-    let srv = Server::start(&data, &["--adb-server", &server, "--api-key-file", keyfile.to_str().unwrap()], &[]);
+    // These tests count the phone's `input` commands: a release's Home press (clean by default, issue 47) is
+    // opted out of; the rest of the clean release runs as it does without a policy.
+    let policy = dir.path().join("policy.json");
+    std::fs::write(&policy, json!({"lease_conditions": {"release": {"home": false}}}).to_string()).unwrap();
+    let args =
+        ["--adb-server", &server, "--api-key-file", keyfile.to_str().unwrap(), "--policy", policy.to_str().unwrap()];
+    let srv = Server::start(&data, &args, &[]);
     // Wait until the tracker has the phone (bound once over the data plane, then given back).
     let mut c = ws(srv.addr, Some(KEY)).await;
     c.hello(None).await;

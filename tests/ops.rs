@@ -394,7 +394,8 @@ fn demo_hand_over_commands_work_as_printed() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(out.lines().filter(|l| l.trim_end().ends_with(" -")).count(), 1, "a call kept its phone:\n{out}");
 
-    let (code, out, err) = run(&find(" audit tail "));
+    // More than the default 20 records: every bind and release of the tour's calls is audited too (issue 47).
+    let (code, out, err) = run(&format!("{} -n 100", find(" audit tail ")));
     assert_eq!(code, 0, "{out}{err}");
     for tool in ["android_ui_dump", "android_tap", "android_ui_wait", "android_screenshot"] {
         assert!(out.contains(tool), "{tool} missing from the audit tail:\n{out}");

@@ -121,7 +121,18 @@ impl Hub {
         let authenticated =
             out.error.is_none() && out.payload.get("status").and_then(Value::as_str) == Some("authenticated");
         let Some(key) = self.binding(channel_id).filter(|_| authenticated) else { return out };
-        let Err(e) = self.backend.clone().prepare(key.clone()).await else { return out };
+        let Err(e) = self.backend.clone().prepare(key.clone()).await else {
+            // The bind is audited once the phone is ready: who holds it from now on (issue 47).
+            // The next tenant is told what it got (issue 47): what the last release put back, what it could not.
+            let mut args = Map::from_iter([("flow_id".to_owned(), json!("adb_device"))]);
+            if let Some((reset, not_reset)) = self.backend.lease_report(&key) {
+                let lease = json!({"reset": reset, "not_reset": not_reset});
+                args.insert("lease".into(), lease.clone());
+                out.payload.insert("lease".into(), lease);
+            }
+            self.audit(channel_id, None, "lease.bind", &key, &args, "ok");
+            return out;
+        };
         tracing::warn!(channel = %channel_id, device = %key, error = %e.message, "bound phone not ready; unbound");
         if let Err(le) = self.auth_logout(channel_id) {
             tracing::error!(channel = %channel_id, error = %le.message, "could not unbind the phone that was not ready");
@@ -498,18 +509,25 @@ impl Hub {
     /// The operator's **Release** (device wall): ends the channel's binding through [`Hub::auth_logout`], then
     /// tells the channel (a `connection.descriptor.push`, since its agent did not ask) and writes an audit record
     /// (`operator.release`: the operator acted on the device). Returns the released device.
-    pub fn operator_release(&self, channel_id: &str) -> Result<DeviceKey, ProtoError> {
+    pub async fn operator_release(&self, channel_id: &str) -> Result<DeviceKey, ProtoError> {
         let key = self
             .binding(channel_id)
             .ok_or_else(|| ProtoError::new(ErrorCode::ConnectionNotFound, "no channel holds this device any more"))?;
-        self.auth_logout(channel_id)?;
+        self.end_lease(channel_id, "operator_release", |h| h.auth_logout(channel_id)).await?;
         self.push_descriptor(channel_id);
         self.audit(channel_id, None, "operator.release", &key, &Map::new(), "ok");
         tracing::info!(channel = %channel_id, device = %key, "device released by the operator");
         Ok(key)
     }
 
-    /// `auth.logout` (§8.13/§8.14): releases the device; the channel stays, now `created`.
+    /// `auth.logout` as a channel sends it (§8.13/§8.14; an MCP session's end sends it too): the binding ends
+    /// through [`Hub::end_lease`] — the channel's calls cut first — then [`Hub::auth_logout`].
+    pub async fn logout(&self, channel_id: &str) -> Result<Map<String, Value>, ProtoError> {
+        self.end_lease(channel_id, "logout", |h| h.auth_logout(channel_id)).await
+    }
+
+    /// Unbinds at once (a bind whose phone was not ready; [`Hub::logout`] after its calls are cut): releases the
+    /// device; the channel stays, now `created`.
     pub fn auth_logout(&self, channel_id: &str) -> Result<Map<String, Value>, ProtoError> {
         let key = self.binding(channel_id);
         self.store.set_binding(channel_id, None, now_ms()).map_err(internal)?;
@@ -519,6 +537,7 @@ impl Hub {
             ch.pending_auth = None;
         }
         if let Some(k) = key {
+            self.set_last_holder(&k, channel_id);
             self.backend.released(&k);
             tracing::info!(channel = %channel_id, device = %k, "device unbound by auth.logout");
         }

@@ -86,6 +86,11 @@ pub struct Hub {
     pub(super) takeovers: Takeovers,
     /// Wakes the lease task when a deadline is added or removed.
     lease_changed: Notify,
+    /// Each channel's calls under its binding, cut when the binding ends (`work.rs`).
+    pub(super) works: super::tickets::Works,
+    /// The last channel whose binding of each phone ended (since this process started): the channel of the
+    /// device layer's release records, which come after the binding is gone (`Hub::lease_channel`).
+    last_holder: Mutex<HashMap<DeviceKey, String>>,
 }
 
 /// Result of a successful hello.
@@ -146,6 +151,8 @@ impl Hub {
             inner: Mutex::new(inner),
             takeovers: Takeovers::default(),
             lease_changed: Notify::new(),
+            works: Default::default(),
+            last_holder: Mutex::default(),
         }))
     }
 
@@ -576,6 +583,22 @@ impl Hub {
             || self.backend.aliases(key).iter().any(|s| self.cfg.allow_serials.contains(s))
     }
 
+    /// The channel a `lease.*` record of the device layer about `key` belongs to: the conditions set at a bind
+    /// (`lease.conditions.set`) are the new holder's; a release and its restore come after the binding ended and
+    /// are the last released channel's (the holder's, when none was released since start).
+    pub fn lease_channel(&self, key: &DeviceKey, step: &str) -> Option<String> {
+        let holder =
+            || self.lock().channels.iter().find(|(_, c)| c.binding.as_ref() == Some(key)).map(|(id, _)| id.clone());
+        if step == "lease.conditions.set" {
+            return holder();
+        }
+        self.last_holder.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned().or_else(holder)
+    }
+
+    pub(super) fn set_last_holder(&self, key: &DeviceKey, channel_id: &str) {
+        self.last_holder.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), channel_id.to_owned());
+    }
+
     pub fn binding(&self, channel_id: &str) -> Option<Binding> {
         self.lock().channels.get(channel_id).and_then(|c| c.binding.clone())
     }
@@ -722,9 +745,9 @@ impl Hub {
 
     // ---- lease -----------------------------------------------------------------------------------------------
 
-    /// Unregisters every instance whose lease ran out, each channel through its own cleanup path.
-    /// Returns the ids of the instances removed.
-    pub fn expire_leases(&self, now: u64) -> Vec<String> {
+    /// Unregisters every instance whose lease ran out, each channel through its own cleanup path (its calls cut
+    /// first: [`Hub::end_lease`]). Returns the ids of the instances removed.
+    pub async fn expire_leases(&self, now: u64) -> Vec<String> {
         let expired: Vec<String> = self
             .lock()
             .instances
@@ -736,7 +759,7 @@ impl Hub {
             let channels: Vec<String> =
                 self.lock().channels.iter().filter(|(_, c)| &c.connector_id == cid).map(|(id, _)| id.clone()).collect();
             for ch in channels {
-                self.cleanup_channel(&ch);
+                self.end_lease(&ch, "lease_expired", |h| h.cleanup_channel(&ch)).await;
             }
             if let Err(e) = self.store.delete_instance(cid) {
                 tracing::error!(error = %e, connector_id = %cid, "could not delete the expired instance");
@@ -755,6 +778,7 @@ impl Hub {
             tracing::error!(error = %e, channel = %channel_id, "could not delete the channel");
         }
         if let Some(key) = removed.and_then(|c| c.binding) {
+            self.set_last_holder(&key, channel_id);
             self.backend.released(&key);
             tracing::info!(channel = %channel_id, device = %key, "binding released");
         }
@@ -768,7 +792,7 @@ impl Hub {
     pub async fn run_leases(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
         let mut last_prune: Option<std::time::Instant> = None;
         loop {
-            self.expire_leases(now_ms());
+            self.expire_leases(now_ms()).await;
             // Retention of idempotency records, auth sessions and the audit log: at most once a minute (lease
             // events can come in bursts) and on a blocking thread (large deletes must not stall an async worker).
             // Sooner when a tenth of the record cap was appended since (`audit::budget`: the cap must not lag a flood).

@@ -13,6 +13,8 @@ mod holds;
 mod hub;
 pub mod matching;
 pub mod takeover;
+pub mod tickets;
+mod work;
 
 pub use auth::AuthOutcome;
 pub use hub::{mask_serial, to_value, Binding, HelloOk, Holder, Hub, HubConfig, Outbound, SocketId};

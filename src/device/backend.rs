@@ -19,6 +19,13 @@ pub trait Backend: Send + Sync + 'static {
     /// the lease's conditions (`conditions.rs`, in the background).
     fn released(&self, _key: &DeviceKey) {}
 
+    /// A binding is ending with a call cut that may have sent the phone input (`channels::work`): stop what the
+    /// phone may still be playing (a gesture the phone helper is injecting) and return once nothing of it can
+    /// still arrive. Awaited before the phone is given back.
+    fn cut(self: std::sync::Arc<Self>, _key: DeviceKey) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+
     /// Makes the phone ready for a new lease (the policy's lease conditions, recorded then set): awaited before a
     /// bind's answer reaches the agent, so its first call sees the clean phone. An error means the phone is not
     /// ready; the caller unbinds it.
@@ -41,6 +48,12 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Why the phone may not be handed to an agent now (its last lease's settings are not restored), if so.
     fn not_restored(&self, _key: &DeviceKey) -> Option<String> {
+        None
+    }
+
+    /// What the phone's last release put back (`reset`) and what it could not (`not_reset`, each with why), for
+    /// the next bind's answer; `None` for backends that reset nothing.
+    fn lease_report(&self, _key: &DeviceKey) -> Option<(Vec<String>, Vec<String>)> {
         None
     }
 

@@ -27,7 +27,7 @@ use serde_json::{json, Map, Value};
 
 use super::adb::AdbBackend;
 use super::key::{DeviceKey, DeviceState};
-use super::lease::{lock, Change, Ledger, Recorded, IME, NIGHT_MODES, UIMODE};
+use super::lease::{lock, undo, Change, Ledger, Recorded, IME, NIGHT_MODES, UIMODE};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
 /// Deadline of one round trip (all reads, all writes or the whole restore).
@@ -65,6 +65,49 @@ fn unmark(adb: &AdbBackend, key: &DeviceKey) {
 
 fn ledger(adb: &AdbBackend) -> Option<Arc<dyn Ledger>> {
     lock(&adb.conditions().ledger).clone()
+}
+
+/// Whether the policy's release undoes what a lease does of `namespace` (`lease::OPENED` …): the tools record it
+/// only then ([`lease_did`]).
+pub fn undoes(adb: &AdbBackend, namespace: &str) -> bool {
+    lock(&adb.conditions().cfg).release.undoes(namespace)
+}
+
+/// Records what the lease of `key` is about to do (or, for an install, has just done) that its release undoes
+/// (issue 47: `lease::OPENED`, `GRANTED`, `PUSHED`, `INSTALLED`), through the ledger — SQLite, so a crash or
+/// `kill -9` before the release still undoes it at the next start ([`sweep`]). Nothing when the policy opts out
+/// of undoing it. A record that cannot be written refuses the call: the lease does nothing it could not undo.
+pub fn lease_did(adb: &AdbBackend, key: &DeviceKey, namespace: &str, name: &str) -> Result<(), ProtoError> {
+    if !undoes(adb, namespace) {
+        return Ok(());
+    }
+    let Some(ledger) = ledger(adb) else {
+        return Err(failed("the connector is still starting; try again in a second".into()));
+    };
+    let row = Recorded { namespace: namespace.to_owned(), name: name.to_owned(), old: None };
+    ledger.record(key, &[row]).map_err(|e| {
+        tracing::error!(error = %e, device = %key, "could not record what the lease did");
+        ProtoError::new(
+            ErrorCode::Internal,
+            "the connector's state store failed; see the connector log; nothing was done",
+        )
+    })?;
+    // A phone whose lease did something has something to restore even when the policy set nothing at bind.
+    lock(&adb.conditions().leased).insert(key.clone());
+    Ok(())
+}
+
+/// What the last release of `key` put back (`reset`) and what it could not (`not_reset`, with why): the next
+/// bind's answer says it (`lease: {reset, not_reset}`).
+pub fn report(adb: &AdbBackend, key: &DeviceKey) -> (Vec<String>, Vec<String>) {
+    lock(&adb.conditions().report).get(key).cloned().unwrap_or_default()
+}
+
+fn reported(adb: &AdbBackend, key: &DeviceKey, reset: Vec<String>, not_reset: Vec<String>) {
+    let mut g = lock(&adb.conditions().report);
+    let e = g.entry(key.clone()).or_default();
+    e.0.extend(reset);
+    e.1.extend(not_reset);
 }
 
 fn failed(msg: String) -> ProtoError {
@@ -159,6 +202,7 @@ async fn release_now(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), Proto
     let st = adb.conditions();
     let released = lock(&st.to_release).remove(key);
     if released {
+        lock(&st.report).remove(key);
         let cfg = lock(&st.cfg).clone();
         let mut steps: Vec<String> =
             cfg.release.stop_apps.iter().map(|p| format!("am force-stop {}", super::shell::quote(p))).collect();
@@ -174,6 +218,17 @@ async fn release_now(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), Proto
             let mut ok = true;
             if !steps.is_empty() {
                 ok = adb.shell_ok(key, &steps.join("; "), true, ROUND_TRIP).await.is_ok();
+                let mut done: Vec<String> = cfg.release.stop_apps.iter().map(|p| format!("stopped {p}")).collect();
+                done.extend(cfg.release.clear_apps.iter().map(|p| format!("cleared {p}")));
+                if cfg.release.home {
+                    done.push("home".into());
+                }
+                if ok {
+                    reported(adb, key, done, Vec::new());
+                } else {
+                    let why = done.into_iter().map(|d| format!("{d}: the release command failed")).collect();
+                    reported(adb, key, Vec::new(), why);
+                }
             }
             if cfg.release.clear_clipboard {
                 // Not a restore step: a phone where the helper cannot run (older than Android 8, --phone-helper
@@ -186,9 +241,13 @@ async fn release_now(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), Proto
                         Err(e) => format!("not cleared: {}", e.message),
                     }),
                 );
-                if let Err(e) = cleared {
-                    tracing::warn!(device = %key, error = %e.message, "the release could not clear the clipboard");
-                    ok = false;
+                match cleared {
+                    Ok(()) => reported(adb, key, vec!["clipboard".into()], Vec::new()),
+                    Err(e) => {
+                        tracing::warn!(device = %key, error = %e.message, "the release could not clear the clipboard");
+                        reported(adb, key, Vec::new(), vec![format!("clipboard: {}", e.message)]);
+                        ok = false;
+                    }
                 }
             }
             adb.audit(key, "lease.release", &details, if ok { "ok" } else { "failed" });
@@ -223,6 +282,10 @@ async fn restore(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), ProtoErro
         }
         None => None,
     };
+    // What the lease did (apps opened, grants, pushed files, installs): undone first, each on its own, tolerant of
+    // what changed meanwhile; then the settings' chain.
+    let undone: Vec<&Recorded> = rows.iter().filter(|r| undo(&r.namespace, &r.name).is_some()).collect();
+    let mut prefix: String = undone.iter().filter_map(|r| undo(&r.namespace, &r.name)).map(|c| c + "; ").collect();
     let mut cmd: Vec<String> = Vec::new();
     if let Some(old) = &keyboard {
         // `ime set` switches the running keyboard; a keyboard `ime` no longer knows (uninstalled meanwhile) is put
@@ -230,22 +293,38 @@ async fn restore(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), ProtoErro
         let q = super::shell::quote(old);
         cmd.push(format!("ime set {q} || settings put secure default_input_method {q}"));
     }
-    cmd.extend(rows.iter().filter_map(|r| match (r.namespace.as_str(), &r.old) {
-        (IME, _) => None,
-        (UIMODE, Some(v)) => Some(format!("cmd uimode night {}", super::shell::quote(v))),
-        (UIMODE, None) => None,
-        (ns, Some(v)) => Some(format!("settings put {ns} {} {}", r.name, super::shell::quote(v))),
-        (ns, None) => Some(format!("settings delete {ns} {}", r.name)),
+    cmd.extend(rows.iter().filter(|r| undo(&r.namespace, &r.name).is_none()).filter_map(|r| {
+        match (r.namespace.as_str(), &r.old) {
+            (IME, _) => None,
+            (UIMODE, Some(v)) => Some(format!("cmd uimode night {}", super::shell::quote(v))),
+            (UIMODE, None) => None,
+            (ns, Some(v)) => Some(format!("settings put {ns} {} {}", r.name, super::shell::quote(v))),
+            (ns, None) => Some(format!("settings delete {ns} {}", r.name)),
+        }
     }));
     let mut details = Map::new();
+    let settings = rows.iter().filter(|r| undo(&r.namespace, &r.name).is_none());
     details.insert(
         "settings".into(),
-        Value::Object(rows.iter().map(|r| (format!("{}/{}", r.namespace, r.name), json!(r.old))).collect()),
+        Value::Object(settings.map(|r| (format!("{}/{}", r.namespace, r.name), json!(r.old))).collect()),
     );
-    let done =
-        if cmd.is_empty() { Ok(String::new()) } else { adb.shell_ok(key, &cmd.join(" && "), true, ROUND_TRIP).await };
+    let undone_names: Vec<String> = undone.iter().map(|r| format!("{} {}", r.namespace, r.name)).collect();
+    details.insert("undone".into(), json!(undone_names));
+    if cmd.is_empty() {
+        // Nothing of the chain: the undo steps alone (the last one's status is that of `|| true` or `rm -f`).
+        prefix.push_str("true");
+    }
+    let line = format!("{prefix}{}", cmd.join(" && "));
+    let done = adb.shell_ok(key, &line, true, ROUND_TRIP).await;
     match done {
         Ok(_) => {
+            let mut reset: Vec<String> = rows
+                .iter()
+                .filter(|r| r.namespace != IME || keyboard.is_some())
+                .map(|r| format!("{} {}", r.namespace, r.name))
+                .collect();
+            reset.sort();
+            reported(adb, key, reset, Vec::new());
             if let Err(e) = ledger.forget(key) {
                 tracing::error!(error = %e, device = %key, "could not forget the restored settings");
             }
@@ -272,6 +351,8 @@ fn not_restored(adb: &Arc<AdbBackend>, key: &DeviceKey, rows: &[Recorded], e: Pr
         RETRY_EVERY.as_secs()
     );
     tracing::warn!(device = %key, error = %e.message, "lease conditions not restored");
+    let names = rows.iter().map(|r| format!("{} {}: {}", r.namespace, r.name, e.message)).collect();
+    reported(adb, key, Vec::new(), names);
     if adb.conditions().not_restored(key).is_none() {
         adb.audit(key, "lease.conditions.restored", &details, "failed");
     }

@@ -530,6 +530,27 @@ impl Helpers {
         }
         v
     }
+
+    /// A binding ended with a call cut that may have sent input (`channels::work`): the session ends and the
+    /// helper's process on the phone is killed, so a gesture it is still playing stops now instead of reaching
+    /// the next lease; the next use starts it afresh (a cut is no failure of the helper: nothing counts against it).
+    pub async fn kill_for_cut(&self, key: &DeviceKey, d: &Device) {
+        if self.phones.lock().unwrap_or_else(|e| e.into_inner()).remove(key).is_none() {
+            return;
+        }
+        let Ok(ps) = d.shell("ps -A -o PID,ARGS").await else { return };
+        let pids: Vec<&str> = ps
+            .stdout
+            .lines()
+            .filter(|l| l.contains(PROCESS_MARK))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|p| !p.is_empty() && p.len() <= 10 && p.bytes().all(|b| b.is_ascii_digit()))
+            .collect();
+        if !pids.is_empty() {
+            tracing::info!(device = %key, processes = pids.len(), "phone helper: killed for a binding's end");
+            let _ = d.shell(&format!("kill -9 {}; true", pids.join(" "))).await;
+        }
+    }
 }
 
 /// One line of the report for people (`doctor`, the wall).

@@ -84,8 +84,11 @@ impl Change {
     }
 }
 
-/// What a release does besides restoring settings.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+/// What a release does besides restoring settings. Clean by default (issue 47): without a policy a release
+/// goes Home, empties the clipboard, puts the keyboard back and undoes what the lease did (the apps it opened
+/// stopped, its runtime grants revoked, its pushed files removed, its installed packages uninstalled); the
+/// operator opts out per item (`false`).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Release {
     /// Packages force-stopped at release (`am force-stop`).
@@ -95,15 +98,84 @@ pub struct Release {
     #[serde(default)]
     pub clear_apps: Vec<String>,
     /// Press Home at release.
-    #[serde(default)]
+    #[serde(default = "yes")]
     pub home: bool,
     /// Put the keyboard back at release when the lease changed it (recorded at bind, `ime set`).
-    #[serde(default)]
+    #[serde(default = "yes")]
     pub restore_keyboard: bool,
     /// Empty the clipboard at release (through the phone helper: Android has no shell command for it), so what one
     /// agent copied — a one-time code, a password it typed by paste — is not the next agent's.
-    #[serde(default)]
+    #[serde(default = "yes")]
     pub clear_clipboard: bool,
+    /// Force-stop every app the lease launched (`android_app_launch`): the text typed into its fields goes too.
+    #[serde(default = "yes")]
+    pub stop_opened_apps: bool,
+    /// Revoke every runtime permission the lease granted that was not granted before (`android_permission`).
+    #[serde(default = "yes")]
+    pub revoke_grants: bool,
+    /// Remove every file the lease pushed where there was none (`android_file_push`).
+    #[serde(default = "yes")]
+    pub remove_pushed_files: bool,
+    /// Uninstall every package the lease installed that was not installed before (`android_app_install`).
+    #[serde(default = "yes")]
+    pub uninstall_installed: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Release {
+    fn default() -> Self {
+        Release {
+            stop_apps: Vec::new(),
+            clear_apps: Vec::new(),
+            home: true,
+            restore_keyboard: true,
+            clear_clipboard: true,
+            stop_opened_apps: true,
+            revoke_grants: true,
+            remove_pushed_files: true,
+            uninstall_installed: true,
+        }
+    }
+}
+
+/// What a lease did that its release undoes: the pseudo-namespaces of the rows recorded when it did it (the row's
+/// name says what; `old` is always unset), and the command that undoes one.
+pub const OPENED: &str = "opened";
+pub const GRANTED: &str = "granted";
+pub const PUSHED: &str = "pushed";
+pub const INSTALLED: &str = "installed";
+
+/// The command undoing a row of [`OPENED`], [`GRANTED`], [`PUSHED`] or [`INSTALLED`]; `None` for other rows.
+/// Each tolerates what changed meanwhile (the app uninstalled, the file removed): the release goes on. Run as
+/// `;`-separated commands ahead of the settings' `&&` chain.
+pub fn undo(namespace: &str, name: &str) -> Option<String> {
+    let q = super::shell::quote;
+    Some(match namespace {
+        OPENED => format!("am force-stop {}", q(name)),
+        GRANTED => {
+            let (pkg, perm) = name.split_once(' ')?;
+            format!("pm revoke {} {} || true", q(pkg), q(perm))
+        }
+        PUSHED => format!("rm -f {}", q(name)),
+        INSTALLED => format!("pm uninstall {} || true", q(name)),
+        _ => return None,
+    })
+}
+
+impl Release {
+    /// Whether the release undoes rows of `namespace` ([`OPENED`] …): what the tools record.
+    pub fn undoes(&self, namespace: &str) -> bool {
+        match namespace {
+            OPENED => self.stop_opened_apps,
+            GRANTED => self.revoke_grants,
+            PUSHED => self.remove_pushed_files,
+            INSTALLED => self.uninstall_installed,
+            _ => false,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -290,6 +362,9 @@ pub trait Ledger: Send + Sync {
     fn phones(&self) -> Result<Vec<DeviceKey>, String>;
 }
 
+/// What a release put back, and what it could not (each with why).
+pub type Reset = (Vec<String>, Vec<String>);
+
 /// The lease-condition state of the backend (owned by `AdbBackend`; the jobs of `conditions.rs` work on it).
 #[derive(Default)]
 pub struct State {
@@ -305,6 +380,8 @@ pub struct State {
     pub(super) not_restored: Mutex<HashMap<DeviceKey, String>>,
     /// The conditions an agent chose for the lease its `auth.start` is binding (taken by [`prepare`]).
     pub(super) asked: Mutex<HashMap<DeviceKey, Arc<Conditions>>>,
+    /// What each phone's last release put back and what it could not (with why): the next bind's answer.
+    pub(super) report: Mutex<HashMap<DeviceKey, Reset>>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

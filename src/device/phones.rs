@@ -183,12 +183,34 @@ impl Backend for AdbBackend {
         }
     }
 
+    fn cut(self: Arc<Self>, key: DeviceKey) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(async move {
+            // In the phone's order: after whatever the cut calls left holding its slot, before the next lease's
+            // first input. Killing the helper stops a gesture it still plays; the round trip itself is the fence
+            // (a command of the cut calls the adb server was still forwarding has reached the phone by its end).
+            let (me, k) = (self.clone(), key.clone());
+            let r = self
+                .op(&key, true, Duration::from_secs(20), |d| async move {
+                    me.helpers().kill_for_cut(&k, &d).await;
+                    d.shell("true").await.map(|_| ())
+                })
+                .await;
+            if let Err(e) = r {
+                tracing::warn!(error = %e.message, "stopping the phone's in-flight input failed");
+            }
+        })
+    }
+
     fn prepare(self: Arc<Self>, key: DeviceKey) -> futures_util::future::BoxFuture<'static, Result<(), ProtoError>> {
         if conditions::idle(&self, &key) {
             self.conditions().lease_continues(&key);
             return Box::pin(async { Ok(()) });
         }
         Box::pin(conditions::prepare(self, key))
+    }
+
+    fn lease_report(&self, key: &DeviceKey) -> Option<(Vec<String>, Vec<String>)> {
+        Some(conditions::report(self, key))
     }
 
     fn not_restored(&self, key: &DeviceKey) -> Option<String> {

@@ -418,9 +418,10 @@ async fn call(
         if bound() {
             s.local.request("auth.logout", Some(&s.channel), Map::new()).await;
         }
-        if let Err(e) = bind(s, args).await {
-            return Ok(e);
-        }
+        let bound = match bind(s, args).await {
+            Ok(p) => p,
+            Err(e) => return Ok(e),
+        };
         // The screen, as android_device_status reads it (what a select answers besides the phone and its lease).
         let payload = obj([
             ("tool_id", json!("android_device_status")),
@@ -428,7 +429,13 @@ async fn call(
         ]);
         let status = s.local.call(&s.channel, payload, hooks).await;
         let status = status.error.is_none().then(|| status.payload().remove("result")).flatten();
-        return Ok(structured(tools::selected(app, &s.channel, status.as_ref(), IDLE.as_secs())));
+        let mut selected = tools::selected(app, &s.channel, status.as_ref(), IDLE.as_secs());
+        // What the phone's last release put back and what it could not (issue 47 item 3), beside how this
+        // session's lease ends.
+        if let (Some(Value::Object(l)), Some(Value::Object(m))) = (bound.get("lease"), selected.get_mut("lease")) {
+            m.extend(l.clone());
+        }
+        return Ok(structured(selected));
     }
     if name == LIST_DEVICES {
         return Ok(structured(tools::list_devices(app, &s.channel)));

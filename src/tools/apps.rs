@@ -86,6 +86,8 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     }
                     None => format!("monkey -p {} -c android.intent.category.LAUNCHER 1", quote(&pkg)),
                 };
+                // The release stops what the lease opened (its typed text goes with it): recorded first (issue 47).
+                crate::device::conditions::lease_did(&c.adb, &c.device, crate::device::lease::OPENED, &pkg)?;
                 let out = c.adb.shell(&c.device, &cmd, true, c.spec.deadline).await?;
                 let text = format!("{}{}", out.stdout, out.stderr);
                 if out.code != 0

@@ -174,20 +174,42 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 // One ordered device operation: no other side effect on this device runs between the copy, the
                 // install and the clean-up. Cancelled as a whole (the install's shell is hung up) when dropped.
                 let mut cleanup = RemoveOnDrop { adb: c.adb.clone(), device: c.device.clone(), path: remote.clone() };
+                // A package the lease adds is uninstalled at release (issue 47): the list before and after says
+                // which one the install added.
+                let installed_kind = crate::device::lease::INSTALLED;
+                let track = crate::device::conditions::undoes(&c.adb, installed_kind);
                 let out = c
                     .adb
                     .op(&c.device, true, c.spec.deadline, |d| async move {
+                        let list = || async { d.shell("pm list packages").await.map(|o| o.stdout).unwrap_or_default() };
+                        let before = if track { list().await } else { String::new() };
                         let sent = transfer_progress(progress.clone(), total, 0.8);
                         d.sync().await?.send(&remote, 0o644, &mut file, sent).await?;
                         progress("installing", Some(0.85));
                         let installed = d.shell(&format!("pm install -r {}", quote(&remote))).await;
                         // Always clean up, even when the install failed.
                         let _ = d.shell(&format!("rm -f {}", quote(&remote))).await;
-                        installed
+                        let ok = installed.as_ref().is_ok_and(|o| o.code == 0 && o.stdout.contains("Success"));
+                        let after = if track && ok { list().await } else { String::new() };
+                        let names = |t: &str| -> Vec<String> {
+                            t.lines().filter_map(|l| l.trim().strip_prefix("package:")).map(str::to_owned).collect()
+                        };
+                        let had = names(&before);
+                        let added: Vec<String> = names(&after)
+                            .into_iter()
+                            .filter(|p| !had.contains(p))
+                            .filter(|p| {
+                                p.len() <= 255 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._".contains(&b))
+                            })
+                            .collect();
+                        installed.map(|o| (o, added))
                     })
                     .await;
                 cleanup.path.clear(); // ran to the end (the clean-up ran too); only a cancelled call needs it
-                let out = out?;
+                let (out, added) = out?;
+                for p in &added {
+                    crate::device::conditions::lease_did(&c.adb, &c.device, installed_kind, p)?;
+                }
                 let text = out.stdout;
                 if out.code != 0 || !text.contains("Success") {
                     // Older `pm` versions print the failure on stderr.
@@ -284,6 +306,14 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     })?,
                 );
                 let sent = transfer_progress(c.call.progress.clone(), row.byte_size, 1.0);
+                // A file the lease puts where there was none is removed at release (issue 47): recorded first.
+                let pushed = crate::device::lease::PUSHED;
+                if crate::device::conditions::undoes(&c.adb, pushed) {
+                    let st = c.adb.stat(&c.device, &path, c.spec.deadline).await?;
+                    if st.mode == 0 {
+                        crate::device::conditions::lease_did(&c.adb, &c.device, pushed, &path)?;
+                    }
+                }
                 c.adb.push(&c.device, &path, 0o644, &mut file, sent, c.spec.deadline).await?;
                 Ok(json!({"path": path, "byte_size": row.byte_size}))
             },

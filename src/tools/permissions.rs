@@ -102,6 +102,22 @@ pub fn tools(adb: &Arc<AdbBackend>, policy: &Arc<Policy>) -> Vec<Arc<dyn Tool>> 
                 if !permissions::valid_name(&perm) {
                     return Err(invalid(format!("{perm:?} is not a permission name (like android.permission.CAMERA)")));
                 }
+                // A grant the phone did not have is revoked at release (issue 47): recorded before it is made.
+                let granted_kind = crate::device::lease::GRANTED;
+                if verb == "grant" && crate::device::conditions::undoes(&c.adb, granted_kind) {
+                    let out = c.adb.shell_ok(&c.device, &format!("dumpsys package {}", quote(&pkg)), false, dl).await?;
+                    let sections = permissions::parse_runtime(&out, &pkg);
+                    let had = permissions::user0(&sections)
+                        .is_some_and(|s| s.permissions.iter().any(|p| p.name == perm && p.granted));
+                    if !had {
+                        crate::device::conditions::lease_did(
+                            &c.adb,
+                            &c.device,
+                            granted_kind,
+                            &format!("{pkg} {perm}"),
+                        )?;
+                    }
+                }
                 let out =
                     c.adb.shell(&c.device, &format!("pm {verb} {} {}", quote(&pkg), quote(&perm)), true, dl).await?;
                 let said = format!("{}\n{}", out.stdout, out.stderr);

@@ -81,7 +81,7 @@ pub async fn route(
         "screen.jpg" if get => screen(app, &w, &key).await,
         "screen.jpg" => method_not_allowed("GET, HEAD"),
         "release" if *method == Method::POST => match session::check_csrf(&principal, &req) {
-            Ok(()) => release(app, &key),
+            Ok(()) => release(app, &key).await,
             Err(r) => *r,
         },
         "release" => method_not_allowed("POST"),
@@ -326,11 +326,11 @@ async fn live(
 }
 
 /// `POST /api/v1/devices/{id}/release`: ends the binding of whichever channel holds the device.
-fn release(app: &App, key: &DeviceKey) -> Response<Body> {
+async fn release(app: &App, key: &DeviceKey) -> Response<Body> {
     let Some(h) = app.hub.holders().into_iter().find(|h| &h.device == key) else {
         return error(StatusCode::CONFLICT, "connection_not_found", "no channel holds this device");
     };
-    match app.hub.operator_release(&h.channel_id) {
+    match app.hub.operator_release(&h.channel_id).await {
         Ok(_) => {
             let body = json!({"released": true, "device_id": device_id(key), "channel_id": h.channel_id});
             no_store(json_response(StatusCode::OK, body.to_string()))

@@ -180,8 +180,9 @@ async fn channel_open(session: &mut Session, pkt: &Packet) {
 }
 
 async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
-    if matches!(pkt.kind.as_str(), "channel.close" | "auth.logout") {
-        // The channel's running tool calls end now: their device commands are hung up.
+    if pkt.kind == "channel.close" {
+        // The channel's running tool calls end now: their device commands are hung up. (`auth.logout` cuts them
+        // through the binding's end, `Hub::logout`, which waits until they answered before the phone is free.)
         session.cancel_channel(channel);
     }
     let hub = &session.app.hub;
@@ -212,7 +213,7 @@ async fn channel_request(session: &mut Session, pkt: &Packet, channel: &str) {
             Err(e) => pkt.ack_error("auth.status.ack", ch, &e, None),
         },
         "auth.cancel" => pkt.ack("auth.cancel.ack", ch, hub.auth_cancel(channel, &payload)),
-        "auth.logout" => match hub.auth_logout(channel) {
+        "auth.logout" => match hub.logout(channel).await {
             Ok(p) => {
                 // Observations name elements of the released phone: nothing may act on them any more.
                 crate::tools::observe::forget_channel(channel);

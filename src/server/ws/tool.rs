@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use super::fields::{log_str, str_field};
 use super::session::Session;
 use super::slots::MAX_CONCURRENT_PER_CHANNEL;
+use crate::channels::tickets::cut_error;
 use crate::device::DeviceState;
 use crate::idempotency::{args_digest, Begin, CallKey, Calls};
 use crate::protocol::errors::{ErrorCode, ProtoError};
@@ -209,6 +210,12 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         }
         Err(e) => return session.send(fail(e)).await,
     };
+    // The call's place in the channel's work under this binding: every end of the binding cuts it before the
+    // phone is given back (`channels::work`).
+    let ticket = match hub.lease_ticket(&channel, &binding) {
+        Ok(t) => t,
+        Err(e) => return session.send(fail(e)).await,
+    };
     let waits_for_operator = tool.waits_for_operator();
     let mut spec = tool.spec().clone();
     spec.deadline = hub.registry().call_deadline(&spec, settle);
@@ -309,9 +316,16 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     // `biased`: a takeover is seen before the tool is polled again, so a call queued for the order
                     // slot never sends its input once the operator holds the phone.
                     let (sent, work) = crate::device::sent::track(tool.call(call));
+                    ticket.watch(&sent);
+                    // Set when the binding's end cut the call: answered and audited as `cut`.
+                    let mut was_cut = false;
                     let r = tokio::select! {
                         biased;
                         _ = hold.cancelled() => Err(taken_over(&sent)),
+                        _ = ticket.token().cancelled() => {
+                            was_cut = true;
+                            Err(cut_error(&ticket.cut().unwrap_or_default(), &sent))
+                        }
                         _ = request_cancel.cancelled() => Err(ProtoError::new(
                             ErrorCode::ToolInvokeFailed,
                             "cancelled: the MCP client cancelled this request (notifications/cancelled, or it closed \
@@ -336,7 +350,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                         },
                     };
                     // A call that ended as the operator took over may carry what it read after: never answered.
-                    let r = if hold.is_cancelled() { Err(taken_over(&sent)) } else { r };
+                    let r = if hold.is_cancelled() && !was_cut { Err(taken_over(&sent)) } else { r };
                     // Only calls that ran are device actions; replays and waits are not audited again. A read-only
                     // call is counted in memory (`audit::reads`: it writes nothing now, and goes into the chain as
                     // an aggregate record); a side effect's outcome and audit record commit together, and take the
@@ -360,6 +374,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     }
                     let _ = tokio::task::spawn_blocking(move || {
                         let outcome = done.as_ref().err().map_or("ok", |e| e.code.as_str());
+                        let outcome = if was_cut { "cut" } else { outcome };
                         if read_only {
                             hub.count_read(&channel, spec.id, &audit_device, outcome);
                             return;
@@ -407,6 +422,8 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     })
                     .await;
                     drop(activity);
+                    // Answered and audited: the binding's end may give the phone back now.
+                    drop(ticket);
                     r
                 }
             };

@@ -1,0 +1,111 @@
+//! The book of each channel's work under its binding (`work.rs` is how the hub uses it): the calls running or
+//! queued, the token that cuts them, why the binding is ending, what was cut. Apart from the hub's `impl`s so that
+//! the hub can own it without a circle; `server/ws/tool.rs` holds a [`Ticket`] per call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::device::sent::Sent;
+use crate::protocol::errors::{ErrorCode, ProtoError};
+
+/// Every channel's work book, shared with the tickets (which outlive any borrow of the hub).
+#[derive(Clone, Default)]
+pub(super) struct Works(Arc<Mutex<HashMap<String, Work>>>);
+
+impl Works {
+    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, Work>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Work {
+    pub(super) token: CancellationToken,
+    /// Why the binding is ending, once it is: the calls' answers and the `lease.end` record say it.
+    pub(super) ending: Arc<OnceLock<String>>,
+    pub(super) calls: HashMap<u64, Sent>,
+    /// Calls cut so far by this end, and whether any of them may have sent the phone input.
+    pub(super) cut: u32,
+    pub(super) cut_sent: bool,
+    pub(super) drained: Arc<Notify>,
+}
+
+/// A ticket id, unique for the process's life.
+pub(super) fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// One call's place in its channel's work: the token that cuts it, released (and counted) on drop.
+pub struct Ticket {
+    pub(super) works: Works,
+    pub(super) channel: String,
+    pub(super) id: u64,
+    pub(super) token: CancellationToken,
+    pub(super) ending: Arc<OnceLock<String>>,
+}
+
+impl Ticket {
+    /// Cancelled the moment the channel's binding starts ending.
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    /// The call's side-effect flag (`device::sent::track`), read when the binding ends.
+    pub fn watch(&self, sent: &Sent) {
+        if let Some(w) = self.works.lock().get_mut(&self.channel) {
+            w.calls.insert(self.id, sent.clone());
+        }
+    }
+
+    /// Why the call was cut (the binding's end reason), or `None` while it was not.
+    pub fn cut(&self) -> Option<String> {
+        self.token.is_cancelled().then(|| self.ending.get().cloned().unwrap_or_else(|| "ended".to_owned()))
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut g = self.works.lock();
+        let Some(w) = g.get_mut(&self.channel) else { return };
+        if let Some(sent) = w.calls.remove(&self.id) {
+            if self.token.is_cancelled() {
+                w.cut += 1;
+                w.cut_sent |= sent.may_have_been_sent();
+            }
+        }
+        if w.calls.is_empty() {
+            w.drained.notify_waiters();
+        }
+    }
+}
+
+/// The answer of a call cut by the end of its channel's binding: whether its input may have reached the phone.
+pub fn cut_error(reason: &str, sent: &Sent) -> ProtoError {
+    let sent = sent.may_have_been_sent();
+    let what = if sent {
+        "its input had already been sent to the phone and may have taken effect"
+    } else {
+        "nothing was sent to the phone"
+    };
+    ProtoError::new(
+        ErrorCode::ToolInvokeFailed,
+        format!(
+            "cut: this channel's binding ended ({reason}) while the call was running or queued; the call was stopped \
+             before the phone was given back and {what} (input_may_have_been_sent: {sent}); nothing it read is \
+             returned. Bind a phone again (auth.start) to continue"
+        ),
+    )
+    .with_details(json!({"input_may_have_been_sent": sent, "cut": true, "lease_end": reason}))
+}
+
+/// What ending a binding stopped.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cut {
+    pub calls: u32,
+    pub input_may_have_been_sent: bool,
+}

@@ -1,0 +1,349 @@
+//! Issue 47: a lease is a clean room. Over real WebSockets and HTTP against the real binary, a real adb server and
+//! a simulated phone: every way a binding ends (the wall's Release, `auth.logout`) cuts the holder's calls before
+//! the phone is bindable again — the queued one never reaches the phone, the running one is hung up (through the
+//! phone helper: the helper playing the gesture is killed), each answers `input_may_have_been_sent` and is audited
+//! as `cut` before the `lease.end` record — and every `lease.*` record names its channel, the bind among them.
+
+mod common;
+mod wall_support;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+use wall_support::*;
+use xagent_adb_connector::sim::{InputEvent, SimConfig};
+
+fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(180), f)
+}
+
+async fn post(addr: std::net::SocketAddr, path: &str, headers: &[(&str, &str)], body: Value) -> HttpResponse {
+    let mut h = headers.to_vec();
+    h.push(("Content-Type", "application/json"));
+    http(addr, "POST", path, &h, body.to_string().as_bytes()).await
+}
+
+/// The newest audit records, oldest first.
+fn audit(r: &Rig) -> Vec<Value> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+        .args(["audit", "tail", "-n", "500", "--json", "--data-dir"])
+        .arg(r._dir.path().join("data"))
+        .output()
+        .expect("audit tail runs");
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum End {
+    /// The wall's Release (`POST /api/v1/devices/{id}/release`).
+    Release,
+    /// The holder's own `auth.logout`.
+    Logout,
+}
+
+/// Tenant A has a long swipe running and a text queued behind it when its binding ends; tenant B binds the same
+/// phone right after. Nothing of A's reaches the phone after B's bind (A's text is never typed, the phone saw A's
+/// swipe and then B's tap), both of A's calls answer as cut with `input_may_have_been_sent` (true for the running
+/// swipe, false for the queued text), the running one is audited `cut` before `lease.end`, and on the helper path
+/// the helper process that was playing A's swipe is gone before B is bound.
+async fn a_binding_end_cuts_the_holders_calls(end: End, helper: bool) {
+    let flags: &[&str] = if helper { &["--phone-helper", "auto"] } else { &["--phone-helper", "off"] };
+    let r = rig_with(&[(720, 1600)], true, flags).await;
+    let sim = &r.sims[0];
+    let serial = sim.serial();
+    r.wait_all_online().await;
+    let id = r.id_of(&serial).await;
+    let addr = r.srv.addr;
+    let mut a = ws(addr, Some(KEY)).await;
+    a.hello(None).await;
+    let ch_a = a.bind(Some(&serial)).await;
+    sim.clear_events();
+
+    let swipe = json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 10000, "settle": false,
+                       "connector_channel_id": ch_a});
+    let text = json!({"text": "from-tenant-A", "settle": false, "connector_channel_id": ch_a});
+    let (_, running) =
+        a.send("tool.invoke", Some(&ch_a), json!({"tool_id": "android_swipe", "arguments": swipe})).await;
+    let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 10000 };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sim.events().contains(&first) {
+        assert!(Instant::now() < deadline, "A's swipe never reached the phone: {:?}", sim.events());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, queued) =
+        a.send("tool.invoke", Some(&ch_a), json!({"tool_id": "android_input_text", "arguments": text})).await;
+    // The helper playing A's swipe (helper path): it must be stopped, not left to play into B's lease.
+    let playing: Vec<u32> =
+        sim.processes().into_iter().filter(|(_, args)| args.contains("xagent.Helper")).map(|(p, _)| p).collect();
+    if helper {
+        assert_eq!(playing.len(), 1, "the phone helper plays A's swipe: {:?}", sim.processes());
+    }
+    // Give A's text time to queue for the phone's order slot behind the swipe.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let mut acks = std::collections::HashMap::new();
+    match end {
+        End::Release => {
+            let (k, v) = bearer();
+            let rel = post(addr, &format!("/api/v1/devices/{id}/release"), &[(k, &v)], json!({})).await;
+            assert_eq!(rel.status, 200, "{}", rel.text());
+        }
+        End::Logout => {
+            let (_, lid) = a.send("auth.logout", Some(&ch_a), json!({})).await;
+            loop {
+                let v = a.recv().await;
+                let rid = v["request_id"].as_str().unwrap_or("").to_owned();
+                if rid == lid {
+                    assert_eq!(v["payload"]["status"], "ok", "{v}");
+                    break;
+                }
+                if rid == running || rid == queued {
+                    acks.insert(rid, v);
+                }
+            }
+            // Cut first, then the phone given back: both calls had answered when the logout was acked.
+            assert_eq!(acks.len(), 2, "the logout answered before the calls it cut: {acks:?}");
+        }
+    }
+
+    // Tenant B binds the phone at once and taps.
+    let mut b = ws(addr, Some(KEY)).await;
+    b.hello(None).await;
+    let ch_b = b.bind(Some(&serial)).await;
+    let seen_at_bind = sim.events().len();
+    if helper {
+        let still: Vec<(u32, String)> = sim.processes().into_iter().filter(|(p, _)| playing.contains(p)).collect();
+        assert!(still.is_empty(), "the helper playing A's swipe still runs after B bound: {still:?}");
+    }
+    let tap = b.tap(&ch_b, 100, 100).await;
+    assert!(tap.get("error").is_none() || tap["error"].is_null(), "B's tap: {tap}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    while acks.len() < 2 {
+        let v = a.recv().await;
+        if let Some(rid) = v["request_id"].as_str().filter(|r| *r == running || *r == queued) {
+            acks.insert(rid.to_owned(), v);
+        }
+    }
+    let ev = sim.events();
+    assert!(!ev.iter().any(|e| matches!(e, InputEvent::Text(t) if t.contains("tenant-A"))), "A's text: {ev:?}");
+    assert!(!sim.fields().0.contains("tenant-A"), "A's text was typed: {:?}", sim.fields());
+    assert_eq!(ev[seen_at_bind..], [InputEvent::Tap { x: 100, y: 100 }], "after B's bind only B's tap: {ev:?}");
+    assert_eq!(ev.first(), Some(&first), "{ev:?}");
+
+    let (sw, tx) = (&acks[&running], &acks[&queued]);
+    for ack in [sw, tx] {
+        assert!(ack["error"]["message"].as_str().unwrap_or("").contains("cut"), "{ack}");
+    }
+    assert_eq!(sw["error"]["details"]["input_may_have_been_sent"], true, "{sw}");
+    assert_eq!(tx["error"]["details"]["input_may_have_been_sent"], false, "{tx}");
+
+    // The audit: A's swipe `cut` before A's `lease.end` (with its reason); every lease record names its channel;
+    // both binds audited.
+    let records = audit(&r);
+    let pos = |f: &dyn Fn(&Value) -> bool| records.iter().position(f);
+    let cut = pos(&|v| v["tool_id"] == "android_swipe" && v["channel_id"] == json!(ch_a));
+    let ended = pos(&|v| v["tool_id"] == "lease.end" && v["channel_id"] == json!(ch_a));
+    let (Some(cut), Some(ended)) = (cut, ended) else { panic!("no cut swipe or lease.end of A: {records:#?}") };
+    assert_eq!(records[cut]["result"], "cut", "{:#}", records[cut]);
+    assert!(cut < ended, "the cut call is audited before the release: {records:#?}");
+    let reason = match end {
+        End::Release => "operator_release",
+        End::Logout => "logout",
+    };
+    assert_eq!(records[ended]["arguments"]["reason"], reason, "{:#}", records[ended]);
+    assert!(
+        !records.iter().any(|v| v["tool_id"] == "android_input_text" && v["result"] == "ok"),
+        "A's queued text is no successful action: {records:#?}"
+    );
+    for ch in [&ch_a, &ch_b] {
+        assert!(
+            records.iter().any(|v| v["tool_id"] == "lease.bind" && v["channel_id"] == json!(ch)),
+            "the bind of {ch} is audited: {records:#?}"
+        );
+    }
+    for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
+        assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_cuts_the_holders_calls_through_the_phone_helper() {
+    bounded(a_binding_end_cuts_the_holders_calls(End::Release, true)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_cuts_the_holders_calls_on_the_shell_path() {
+    bounded(a_binding_end_cuts_the_holders_calls(End::Release, false)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logout_cuts_the_holders_calls_through_the_phone_helper() {
+    bounded(a_binding_end_cuts_the_holders_calls(End::Logout, true)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logout_cuts_the_holders_calls_on_the_shell_path() {
+    bounded(a_binding_end_cuts_the_holders_calls(End::Logout, false)).await.expect("test timed out");
+}
+
+// ---- clean by default (issue 47 items 2 and 3) ---------------------------------------------------------------
+
+const CAMERA: &str = "android.permission.CAMERA";
+const SECRET: &str = "/sdcard/Download/secret.txt";
+
+/// `POST /files/uploads` of `data` for channel `ch` (multipart, as xAgent uploads): its `file_ref`.
+async fn upload(addr: std::net::SocketAddr, ch: &str, filename: &str, mime: &str, data: &[u8]) -> String {
+    let boundary = "----xagent-lease-boundary-41c2";
+    let mut body = Vec::new();
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n\
+             Content-Type: {mime}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(data);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let ct = format!("multipart/form-data; boundary={boundary}");
+    let headers = [("Content-Type", ct.as_str()), ("X-XAgent-Connector-Channel-ID", ch)];
+    let r = http(addr, "POST", "/files/uploads", &headers, &body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()["file_ref"].as_str().expect("a file_ref").to_owned()
+}
+
+/// Whether the simulated phone has `perm` granted to `pkg` (its `dumpsys package`, read through the adb server).
+async fn granted(r: &common::rig::Rig, pkg: &str, perm: &str) -> bool {
+    let (adb, serial, cmd) = (r.adb.clone(), r.serial.clone(), format!("dumpsys package {pkg}"));
+    let out = common::adb::blocking(move || adb.adb(&["-s", &serial, "shell", &cmd])).await;
+    String::from_utf8_lossy(&out.stdout).contains(&format!("{perm}: granted=true"))
+}
+
+/// Everything tenant A changes on the phone that the next tenant could find: the clipboard, a runtime grant, a
+/// pushed file, an installed package, an app it opened. Returns the package the install added.
+async fn tenant_a_leaves_traces(r: &mut common::rig::Rig) -> String {
+    let ch = r.ch.clone();
+    let addr = r.srv.addr;
+    let before = r.sim.packages();
+    let ok = |v: &Value| v.get("error").is_none_or(Value::is_null);
+    let a = r.c.invoke(&ch, "android_clipboard", json!({"action": "set", "text": "s5-secret-clip 42"})).await;
+    assert!(ok(&a), "{a}");
+    assert_eq!(r.sim.clipboard().as_deref(), Some("s5-secret-clip 42"));
+    let a =
+        r.c.invoke(
+            &ch,
+            "android_permission",
+            json!({"action": "grant", "package": "com.xagent.demo", "permission": CAMERA}),
+        )
+        .await;
+    assert!(ok(&a), "{a}");
+    assert!(granted(r, "com.xagent.demo", CAMERA).await, "A's grant was made");
+    let f = upload(addr, &ch, "secret.txt", "text/plain", b"tenant A's secret").await;
+    let a = r.c.invoke(&ch, "android_file_push", json!({"path": SECRET, "file_ref": f})).await;
+    assert!(ok(&a), "{a}");
+    assert!(r.sim.read_file(SECRET).is_some(), "A's file was pushed");
+    let mut apk = b"PK\x03\x04".to_vec();
+    apk.extend_from_slice(&[7u8; 4096]);
+    let f = upload(addr, &ch, "tenant.apk", "application/vnd.android.package-archive", &apk).await;
+    let a = r.c.invoke(&ch, "android_app_install", json!({"file_ref": f})).await;
+    assert!(ok(&a), "{a}");
+    let added: Vec<String> = r.sim.packages().into_iter().filter(|p| !before.contains(p)).collect();
+    assert_eq!(added.len(), 1, "A's install added one package: {added:?}");
+    let a = r.c.invoke(&ch, "android_app_launch", json!({"package": "com.xagent.demo"})).await;
+    assert!(ok(&a), "{a}");
+    added[0].clone()
+}
+
+/// With no policy at all, the second tenant finds nothing of the first: no clipboard text, no grant, no pushed
+/// file, no installed package; its bind answer lists what was reset (`lease: {reset, not_reset}`), and the
+/// release record (`lease.conditions.restored`, of A's channel) lists what the lease did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
+    bounded(async {
+        let mut r = common::rig::Rig::with(SimConfig::default(), &["--phone-helper", "auto"], None).await;
+        let pkg = tenant_a_leaves_traces(&mut r).await;
+        let ch_a = r.ch.clone();
+        let out = r.c.request("auth.logout", Some(&ch_a), json!({})).await;
+        assert_eq!(out["payload"]["status"], "ok", "{out}");
+
+        let mut b = ws(r.srv.addr, None).await;
+        b.hello(None).await;
+        let (ch_b, _) = b.open(None).await;
+        let bound = b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {}})).await;
+        assert_eq!(bound["payload"]["status"], "authenticated", "{bound}");
+        assert_eq!(r.sim.clipboard(), None, "A's clipboard text survived the release");
+        assert!(!granted(&r, "com.xagent.demo", CAMERA).await, "A's grant survived the release");
+        assert!(r.sim.read_file(SECRET).is_none(), "A's pushed file survived the release");
+        assert!(!r.sim.packages().contains(&pkg), "A's installed package survived the release");
+        let list = b.invoke(&ch_b, "android_permission", json!({"action": "list", "package": "com.xagent.demo"})).await;
+        let camera = list["payload"]["result"]["permissions"]
+            .as_array()
+            .and_then(|l| l.iter().find(|p| p["name"] == CAMERA).cloned());
+        assert_eq!(camera.map(|c| c["granted"].clone()), Some(json!(false)), "{list}");
+        let lease = &bound["payload"]["lease"];
+        let reset: Vec<&str> =
+            lease["reset"].as_array().expect("lease.reset").iter().filter_map(Value::as_str).collect();
+        assert_eq!(lease["not_reset"], json!([]), "{lease}");
+        for item in [
+            "clipboard".to_owned(),
+            "home".to_owned(),
+            format!("granted com.xagent.demo {CAMERA}"),
+            format!("pushed {SECRET}"),
+            format!("installed {pkg}"),
+            "opened com.xagent.demo".to_owned(),
+        ] {
+            assert!(reset.contains(&item.as_str()), "{item} is not in the bind's lease.reset: {lease}");
+        }
+
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+            .args(["audit", "tail", "-n", "500", "--json", "--data-dir"])
+            .arg(r.dir.path())
+            .output()
+            .unwrap();
+        let records: Vec<Value> =
+            String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let restored = records
+            .iter()
+            .find(|v| v["tool_id"] == "lease.conditions.restored")
+            .unwrap_or_else(|| panic!("no release record: {records:#?}"));
+        assert_eq!(restored["channel_id"], json!(ch_a), "{restored}");
+        let undone = restored["arguments"]["undone"].to_string();
+        assert!(undone.contains(&pkg) && undone.contains(SECRET) && undone.contains(CAMERA), "{restored}");
+        for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
+            assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
+        }
+        assert!(!out.stdout.windows(14).any(|w| w == b"s5-secret-clip"), "the clip's text is in no audit record");
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// A grant recorded when it was made survives a `kill -9` of the connector: after the restart, the lease the
+/// restored binding continues ends (its grace runs out, no agent came back) and the grant is revoked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_is_revoked_after_a_kill_9_and_restart() {
+    bounded(async {
+        let mut r = common::rig::Rig::with(SimConfig::default(), &["--lease-grace", "1s"], None).await;
+        let ch = r.ch.clone();
+        let a =
+            r.c.invoke(
+                &ch,
+                "android_permission",
+                json!({"action": "grant", "package": "com.xagent.demo", "permission": CAMERA}),
+            )
+            .await;
+        assert!(a.get("error").is_none_or(Value::is_null), "{a}");
+        assert!(granted(&r, "com.xagent.demo", CAMERA).await);
+        r.srv.kill9();
+        let port = format!("127.0.0.1:{}", r.adb.port);
+        let _srv = Server::start(r.dir.path(), &["--adb-server", &port, "--lease-grace", "1s"], &[]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while granted(&r, "com.xagent.demo", CAMERA).await {
+            assert!(Instant::now() < deadline, "the grant was never revoked after the restart");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("test timed out");
+}
