@@ -320,7 +320,7 @@ async fn lease_expiry_unregisters_the_instance_and_its_channels() {
     assert_ne!(new_id, cid, "after the grace the old id is unregistered and a new one issued");
     let (new_ch, _) = c.open(Some(&ch)).await;
     assert_ne!(new_ch, ch, "its channels were unregistered with it");
-    assert!(srv.logs().iter().any(|l| l.contains("lease expired")));
+    assert!(srv.wait_log("lease expired", std::time::Duration::from_secs(10)).await);
 }
 
 #[tokio::test]

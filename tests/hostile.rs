@@ -861,7 +861,7 @@ async fn refused_side_effects_are_counted_not_recorded_one_by_one() {
             .await;
         assert_eq!(error_code(&again), "invalid_arguments", "{again}");
         assert!(
-            r.srv.logs().iter().any(|l| l.contains("repeated tool_call_id: answering with the recorded outcome")),
+            r.srv.wait_log("repeated tool_call_id: answering with the recorded outcome", Duration::from_secs(10)).await,
             "the repeat was answered from the record, not run again"
         );
         // One log line per second of flood at most, not one per call.

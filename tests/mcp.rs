@@ -588,7 +588,7 @@ async fn sixty_four_idle_mcp_sessions_leave_ws_open() {
         initialize(&srv).await;
         assert_eq!(rpc(&srv, Some(touched), &[], list.clone()).await.status, 200, "a recently used session stays");
         assert_ne!(rpc(&srv, Some(&sids[64 - 31]), &[], list).await.status, 200, "the least recently used went");
-        assert!(srv.logs().iter().any(|l| l.contains("least recently used")), "the log says why");
+        assert!(srv.wait_log("least recently used", Duration::from_secs(10)).await, "the log says why");
     })
     .await
     .expect("timed out");

@@ -63,6 +63,9 @@ const PROCESS_MARK: &str = "xagent.Helper";
 /// start-up clean-up kills only this connector's own leftovers, never another connector's running helper.
 const OWNER_ARG: &str = "--owner=";
 
+mod owner;
+pub use owner::owner_tag;
+
 /// The first Android release the dex runs on (dex version 038, `smali --api 26`).
 pub const MIN_SDK: u32 = 26;
 
@@ -173,15 +176,6 @@ enum Answer {
     Died(String),
     /// The session was gone before the request was written: nothing reached the phone.
     NotSent(String),
-}
-
-/// The mark [`Helpers::set_owner`] gives a connector whose data directory is `place`: 12 hex digits of a SHA-256
-/// of the host's name and `place`.
-pub fn owner_tag(place: &str) -> String {
-    use sha2::Digest;
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let hash = sha2::Sha256::digest(format!("{}\0{place}", host.trim()).as_bytes());
-    hash.iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
 /// Forgets `phone`'s session that `tx` went to (only that one: another caller may have restarted it already); its
@@ -539,13 +533,8 @@ impl Helpers {
             return;
         }
         let Ok(ps) = d.shell("ps -A -o PID,ARGS").await else { return };
-        let pids: Vec<&str> = ps
-            .stdout
-            .lines()
-            .filter(|l| l.contains(PROCESS_MARK))
-            .filter_map(|l| l.split_whitespace().next())
-            .filter(|p| !p.is_empty() && p.len() <= 10 && p.bytes().all(|b| b.is_ascii_digit()))
-            .collect();
+        // Only this connector's helpers: another connector's on the same phone serves another tenant.
+        let pids = owner::own_pids(&ps.stdout, &self.owner());
         if !pids.is_empty() {
             tracing::info!(device = %key, processes = pids.len(), "phone helper: killed for a binding's end");
             let _ = d.shell(&format!("kill -9 {}; true", pids.join(" "))).await;
@@ -639,7 +628,7 @@ async fn start(d: &Device, owner: &str) -> Result<(Session, String, BTreeMap<Str
         .await
         .map_err(|e| format!("the clean-up probe failed: {}", e.message))?;
     let (files, procs) = found.stdout.split_once("__xagent_ps__").unwrap_or((&found.stdout, ""));
-    let (cmd, foreign) = cleanup(files, procs, &name, owner);
+    let (cmd, foreign) = owner::cleanup(files, procs, &name, owner);
     if foreign > 0 {
         tracing::info!(processes = foreign, "phone helper: another connector's helper runs on this phone; left alone");
     }
@@ -692,42 +681,6 @@ async fn start(d: &Device, owner: &str) -> Result<(Session, String, BTreeMap<Str
     let (tx, rx) = mpsc::channel(64);
     let task = tokio::spawn(serve(s, rd, rx));
     Ok((Session { tx, task }, version, operations))
-}
-
-/// What start-up removes, from `ls /data/local/tmp` and `ps -A -o PID,ARGS`: this connector's own helpers left
-/// running by an earlier run (their `--owner=` is ours) are killed; dex files of other versions are deleted only
-/// while no other connector's helper runs (it may be using one: a helper's dex is named in its environment, which
-/// `ps` does not show). The shell command, and how many foreign helpers run.
-fn cleanup(files: &str, procs: &str, ours: &str, owner: &str) -> (Option<String>, usize) {
-    let mine = format!("{PROCESS_MARK} {OWNER_ARG}{owner}");
-    let mut pids = Vec::new();
-    let mut foreign = 0;
-    for l in procs.lines().map(str::trim).filter(|l| l.contains(PROCESS_MARK)) {
-        let (pid, args) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
-        if !args.trim_end().ends_with(&mine) {
-            foreign += 1;
-        } else if !pid.is_empty() && pid.len() <= 10 && pid.bytes().all(|b| b.is_ascii_digit()) {
-            pids.push(pid.to_owned());
-        }
-    }
-    let stale: Vec<String> = if foreign > 0 {
-        Vec::new()
-    } else {
-        files
-            .lines()
-            .map(str::trim)
-            .filter(|f| is_helper_dex(f) && *f != ours)
-            .map(|f| super::shell::quote(&format!("/data/local/tmp/{f}")))
-            .collect()
-    };
-    let mut cmd = Vec::new();
-    if !stale.is_empty() {
-        cmd.push(format!("rm -f {}", stale.join(" ")));
-    }
-    if !pids.is_empty() {
-        cmd.push(format!("kill -9 {}", pids.join(" ")));
-    }
-    ((!cmd.is_empty()).then(|| cmd.join("; ")), foreign)
 }
 
 /// `xagent-helper-<hex>.dex`, nothing else (a name the host recognises as one of its own).
@@ -945,31 +898,6 @@ mod tests {
         let r = tokio::time::timeout(Duration::from_secs(2), Reader::default().line(&mut s, || REPLY_MAX)).await;
         assert!(r.expect("answered at once").unwrap_err().contains("packet"));
         srv.abort();
-    }
-}
-
-#[cfg(test)]
-mod cleanup_tests {
-    use super::cleanup;
-
-    const PS: &str = "  PID ARGS\n    1 /system/bin/init second_stage\n 5001 app_process / xagent.Helper \
-                      --owner=0e2feb5e090d\n 5002 app_process / xagent.Helper --owner=0123456789ab\n";
-    const LS: &str = "notes.txt\nxagent-helper-00000000deadbeef.dex\nxagent-helper-1111111111111111.dex\n";
-
-    #[test]
-    fn only_our_own_helpers_are_killed_and_old_dex_kept_while_another_runs() {
-        let (cmd, foreign) = cleanup(LS, PS, "xagent-helper-1111111111111111.dex", "0e2feb5e090d");
-        assert_eq!((cmd.as_deref(), foreign), (Some("kill -9 5001"), 1));
-    }
-
-    #[test]
-    fn with_no_other_connector_old_dex_files_go_too() {
-        let ps = PS.lines().filter(|l| !l.contains("0123456789ab")).collect::<Vec<_>>().join("\n");
-        let (cmd, foreign) = cleanup(LS, &ps, "xagent-helper-1111111111111111.dex", "0e2feb5e090d");
-        assert_eq!(
-            (cmd.as_deref(), foreign),
-            (Some("rm -f '/data/local/tmp/xagent-helper-00000000deadbeef.dex'; kill -9 5001"), 0)
-        );
     }
 }
 

@@ -115,6 +115,21 @@ impl Server {
         self.logs.lock().unwrap().clone()
     }
 
+    /// Whether a log line containing `needle` arrives within `within`: the lines are read from the child's stderr
+    /// by a thread of their own, so one written just before an answer may reach `logs()` just after it.
+    pub async fn wait_log(&self, needle: &str, within: Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if self.logs.lock().unwrap().iter().any(|l| l.contains(needle)) {
+                return true;
+            }
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
