@@ -107,7 +107,18 @@ fn reported(adb: &AdbBackend, key: &DeviceKey, reset: Vec<String>, not_reset: Ve
     let mut g = lock(&adb.conditions().report);
     let e = g.entry(key.clone()).or_default();
     e.0.extend(reset);
-    e.1.extend(not_reset);
+    e.1.extend(not_reset.iter().map(|why| brief(why)));
+}
+
+/// A reason as the next tenant reads it in every bind answer: its first sentence, at most 160 characters (the full
+/// message is in the release's audit record and the log).
+fn brief(why: &str) -> String {
+    let first = why.split(". ").next().unwrap_or(why).trim_end_matches('.');
+    let mut out: String = first.chars().take(160).collect();
+    if out.len() < first.len() {
+        out.push('…');
+    }
+    out
 }
 
 fn failed(msg: String) -> ProtoError {

@@ -56,15 +56,9 @@ pub fn dex_path() -> String {
     format!("/data/local/tmp/xagent-helper-{hex}.dex")
 }
 
-/// What `ps` shows for a helper (`app_process` keeps its arguments; the class path is in the environment).
-const PROCESS_MARK: &str = "xagent.Helper";
-
-/// The argument that names the connector a helper belongs to (the helper ignores its arguments; `ps` shows them):
-/// start-up clean-up kills only this connector's own leftovers, never another connector's running helper.
-const OWNER_ARG: &str = "--owner=";
-
 mod owner;
 pub use owner::owner_tag;
+use owner::{is_helper_dex, OWNER_ARG, PROCESS_MARK};
 
 /// The first Android release the dex runs on (dex version 038, `smali --api 26`).
 pub const MIN_SDK: u32 = 26;
@@ -681,13 +675,6 @@ async fn start(d: &Device, owner: &str) -> Result<(Session, String, BTreeMap<Str
     let (tx, rx) = mpsc::channel(64);
     let task = tokio::spawn(serve(s, rd, rx));
     Ok((Session { tx, task }, version, operations))
-}
-
-/// `xagent-helper-<hex>.dex`, nothing else (a name the host recognises as one of its own).
-fn is_helper_dex(name: &str) -> bool {
-    name.strip_prefix("xagent-helper-")
-        .and_then(|r| r.strip_suffix(".dex"))
-        .is_some_and(|h| (1..=64).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The session's task: writes requests as stdin packets and matches reply lines to them in order. The reading and

@@ -2,9 +2,21 @@
 //! arguments; `ps` shows them). Start-up clean-up and a binding's cut end only this connector's helpers, never
 //! another connector's that shares the phone.
 
-use super::{OWNER_ARG, PROCESS_MARK};
+/// What `ps` shows for a helper (`app_process` keeps its arguments; the class path is in the environment).
+pub(super) const PROCESS_MARK: &str = "xagent.Helper";
 
-/// The mark [`Helpers::set_owner`] gives a connector whose data directory is `place`: 12 hex digits of a SHA-256
+/// The argument that names the connector a helper belongs to (the helper ignores its arguments; `ps` shows them):
+/// start-up clean-up kills only this connector's own leftovers, never another connector's running helper.
+pub(super) const OWNER_ARG: &str = "--owner=";
+
+/// `xagent-helper-<hex>.dex`, nothing else (a name the host recognises as one of its own).
+pub(super) fn is_helper_dex(name: &str) -> bool {
+    name.strip_prefix("xagent-helper-")
+        .and_then(|r| r.strip_suffix(".dex"))
+        .is_some_and(|h| (1..=64).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The mark `Helpers::set_owner` gives a connector whose data directory is `place`: 12 hex digits of a SHA-256
 /// of the host's name and `place`.
 pub fn owner_tag(place: &str) -> String {
     use sha2::Digest;
@@ -47,7 +59,7 @@ pub(super) fn cleanup(files: &str, procs: &str, ours: &str, owner: &str) -> (Opt
         files
             .lines()
             .map(str::trim)
-            .filter(|f| super::is_helper_dex(f) && *f != ours)
+            .filter(|f| is_helper_dex(f) && *f != ours)
             .map(|f| crate::device::shell::quote(&format!("/data/local/tmp/{f}")))
             .collect()
     };
