@@ -58,7 +58,7 @@ pub fn dex_path() -> String {
 
 mod owner;
 pub use owner::owner_tag;
-use owner::{is_helper_dex, OWNER_ARG, PROCESS_MARK};
+use owner::OWNER_ARG;
 
 /// The first Android release the dex runs on (dex version 038, `smali --api 26`).
 pub const MIN_SDK: u32 = 26;
@@ -843,6 +843,7 @@ pub const LONG_KEY_HOLD_MS: u64 = 600;
 
 #[cfg(test)]
 mod tests {
+    use super::owner::is_helper_dex;
     use super::*;
 
     #[test]
