@@ -86,12 +86,8 @@ impl Drop for Ticket {
 
 /// The answer of a call cut by the end of its channel's binding: whether its input may have reached the phone.
 pub fn cut_error(reason: &str, sent: &Sent) -> ProtoError {
+    let what = sent.what_reached_the_phone();
     let sent = sent.may_have_been_sent();
-    let what = if sent {
-        "its input had already been sent to the phone and may have taken effect"
-    } else {
-        "nothing was sent to the phone"
-    };
     ProtoError::new(
         ErrorCode::ToolInvokeFailed,
         format!(

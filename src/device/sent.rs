@@ -20,6 +20,15 @@ impl Sent {
     pub fn may_have_been_sent(&self) -> bool {
         self.0.load(Ordering::Acquire)
     }
+
+    /// What a stopped call's answer says about the phone: whether its input may have taken effect.
+    pub fn what_reached_the_phone(&self) -> &'static str {
+        if self.may_have_been_sent() {
+            "its input had already been sent to the phone and may have taken effect"
+        } else {
+            "nothing was sent to the phone"
+        }
+    }
 }
 
 /// Runs `f`, recording in the returned [`Sent`] whether any side effect of it started on a phone.

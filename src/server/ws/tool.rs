@@ -66,12 +66,8 @@ fn check_payload_shape(payload: &Map<String, Value>) -> Result<(), ProtoError> {
 /// The answer of a call an operator's takeover stopped: nothing it read is returned (it may be the operator's
 /// screen or typed text), and whether its input may have reached the phone (`device::sent`).
 fn taken_over(sent: &crate::device::sent::Sent) -> ProtoError {
+    let what = sent.what_reached_the_phone();
     let sent = sent.may_have_been_sent();
-    let what = if sent {
-        "its input had already been sent to the phone and may have taken effect"
-    } else {
-        "nothing was sent to the phone"
-    };
     ProtoError::new(
         ErrorCode::OperatorControl,
         format!(
