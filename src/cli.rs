@@ -71,6 +71,9 @@ pub enum Command {
     /// Call one tool on a phone through a running connector (as xAgent would) and print its result as JSON.
     #[command(after_help = CALL_HELP)]
     Call(CallArgs),
+    /// Operator accounts of the device wall (name, role, salted password hash in <data dir>/users.json).
+    #[command(after_help = USERS_HELP)]
+    Users(UsersArgs),
     /// A stdio MCP server for editors and agents that start one: forwards to a running connector's /mcp.
     #[command(
         after_help = "Claude Desktop, Cursor, VS Code: {\"command\": \"xagent-adb-connector\", \"args\": [\"mcp\", \"--url\", \"http://127.0.0.1:8790\", \"--api-key-file\", \"/path/to/key\"]}"
@@ -234,6 +237,8 @@ const SERVE_HEADINGS: &[(&str, &[&str])] = &[
             "wall_thumbnail_interval",
             "wall_takeover_idle",
             "wall_live_write_timeout",
+            "trusted_user_header",
+            "trusted_proxies",
             "notify_url",
         ],
     ),
@@ -355,6 +360,48 @@ pub enum AuditAction {
         /// One JSON object per line instead of the table (for scripts).
         #[arg(long)]
         json: bool,
+    },
+}
+
+const USERS_HELP: &str = "\
+Roles: viewer watches the wall; operator also takes phones over and returns them; admin also releases an
+agent's binding. The system API key stays the admin named api-key (automation).
+Examples:
+  sudo xagent-adb-connector users add ana --role operator        asks for the password twice
+  printf '%s\\n' \"$PW\" | xagent-adb-connector users add bot --role viewer --data-dir ./data
+  xagent-adb-connector users list
+  xagent-adb-connector users remove ana
+The wall reads the file at each login: no restart. A removed operator's open sessions last until they expire
+(--wall-session-ttl) or the connector restarts.";
+
+#[derive(Args, Debug, Clone)]
+pub struct UsersArgs {
+    #[command(subcommand)]
+    pub action: UsersAction,
+    /// The connector's data dir (users.json is kept there, 0600).
+    #[arg(long, value_name = "DIR", default_value = "./data", env = "XAGENT_ADB_DATA_DIR", global = true)]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum UsersAction {
+    /// Add an operator. The password comes from the terminal (asked twice, not shown) or the first line of stdin.
+    Add {
+        /// The name (1 to 64 of A-Z a-z 0-9 . _ @ -), as audit records will show it.
+        name: String,
+        /// What the operator may do on the wall.
+        #[arg(long, value_parser = ["viewer", "operator", "admin"])]
+        role: String,
+        /// Replace an existing operator of that name (a new password, or a new role).
+        #[arg(long)]
+        replace: bool,
+    },
+    /// List the operators and their roles (never a password hash).
+    List,
+    /// Remove an operator.
+    Remove {
+        /// The operator's name.
+        name: String,
     },
 }
 
@@ -605,6 +652,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration, env = "XAGENT_ADB_WALL_LIVE_WRITE_TIMEOUT")]
     pub wall_live_write_timeout: Duration,
 
+    /// A header in which a reverse proxy names the signed-in operator (single sign-on), e.g. X-Forwarded-User.
+    /// Believed only on requests from a --trusted-proxy address; the name's role comes from the users file
+    /// (`users add`), viewer for a name without an account.
+    #[arg(long, value_name = "HEADER", env = "XAGENT_ADB_TRUSTED_USER_HEADER", requires = "trusted_proxies")]
+    pub trusted_user_header: Option<String>,
+
+    /// Address or network (ADDR/BITS) of the reverse proxy whose --trusted-user-header is believed; repeatable.
+    #[arg(long = "trusted-proxy", value_name = "CIDR", env = "XAGENT_ADB_TRUSTED_PROXY", value_delimiter = ',', value_parser = crate::wall::Cidr::parse, requires = "trusted_user_header")]
+    pub trusted_proxies: Vec<crate::wall::Cidr>,
+
     /// Audit records kept in the state database. Past it the oldest records younger than --audit-retention move
     /// to the compressed archive in the data dir (never deleted); if it is full, agents' side effects are counted,
     /// not stored one by one, and /health says so.
@@ -733,6 +790,19 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             secure_cookie: args.wall_secure_cookie,
             takeover_idle: args.wall_takeover_idle.clamp(Duration::from_secs(10), Duration::from_secs(3600)),
             live_write_timeout: args.wall_live_write_timeout.clamp(Duration::from_secs(1), Duration::from_secs(600)),
+            trusted_user_header: match args.trusted_user_header.as_deref().map(str::trim) {
+                Some(h) => Some(
+                    hyper::header::HeaderName::from_bytes(h.as_bytes())
+                        .map_err(|_| ConfigError {
+                            code: exit::CONFIG,
+                            message: format!("--trusted-user-header {h:?} is not a header name"),
+                        })?
+                        .as_str()
+                        .to_owned(),
+                ),
+                None => None,
+            },
+            trusted_proxies: args.trusted_proxies.clone(),
         },
     })
 }

@@ -138,7 +138,7 @@ fn main() -> ExitCode {
     tune_allocator();
     // Inspecting commands check the installed service, with its settings (before any thread starts).
     let service = match subcommand_word().as_deref() {
-        Some("doctor" | "devices" | "audit" | "call" | "mcp") => ops::settings::apply(),
+        Some("doctor" | "devices" | "audit" | "call" | "mcp" | "users") => ops::settings::apply(),
         _ => ops::settings::ServiceSettings::default(),
     };
     let cli = parse();
@@ -270,6 +270,15 @@ fn main() -> ExitCode {
             };
             let url = args.url.clone().unwrap_or_else(ops::call::default_url);
             ExitCode::from(runtime().block_on(ops::mcp::run(&url, api_key)) as u8)
+        }
+        Command::Users(args) => {
+            let code = match &args.action {
+                cli::UsersAction::Add { name, role, replace } => ops::users::add(&args.data_dir, name, role, *replace),
+                cli::UsersAction::List => ops::users::list(&args.data_dir),
+                cli::UsersAction::Remove { name } => ops::users::remove(&args.data_dir, name),
+            };
+            ops::out::flush();
+            ExitCode::from(code as u8)
         }
         Command::Audit(args) => {
             let code = match args.action {

@@ -467,7 +467,7 @@ async fn takeover_refuses_the_agent_and_the_operators_input_lands() {
         // Take over: the agent's calls fail with operator_control and nothing reaches the phone.
         let t = post(addr, &url("takeover"), &session, json!({})).await;
         assert_eq!(t.status, 200, "{}", t.text());
-        assert_eq!(t.json()["takeover"]["by"], "session");
+        assert_eq!(t.json()["takeover"]["by"], "api-key", "a login with the system key is the operator api-key");
         assert_eq!(t.json()["takeover"]["mine"], true);
         let commands_before = sim.commands().len();
         let a = agent.tap(&ch, 100, 100).await;
@@ -687,7 +687,7 @@ async fn an_idle_takeover_ends_by_itself() {
         let (k, v) = bearer();
         let t = post(r.srv.addr, &format!("/api/v1/devices/{id}/takeover"), &[(k, &v)], json!({})).await;
         assert_eq!(t.status, 200, "{}", t.text());
-        assert_eq!(t.json()["takeover"]["by"], "api_key");
+        assert_eq!(t.json()["takeover"]["by"], "api-key");
         assert_eq!(error_code(&agent.tap(&ch, 10, 10).await), "operator_control");
         // No operator input for the idle timeout: the phone goes back to its agent by itself.
         tokio::time::sleep(Duration::from_secs(11)).await;

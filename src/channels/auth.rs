@@ -508,15 +508,17 @@ impl Hub {
 
     /// The operator's **Release** (device wall): ends the channel's binding through [`Hub::auth_logout`], then
     /// tells the channel (a `connection.descriptor.push`, since its agent did not ask) and writes an audit record
-    /// (`operator.release`: the operator acted on the device). Returns the released device.
-    pub async fn operator_release(&self, channel_id: &str) -> Result<DeviceKey, ProtoError> {
+    /// (`operator.release`, naming the operator `by`: the operator acted on the device). Returns the released device.
+    pub async fn operator_release(&self, channel_id: &str, by: &str) -> Result<DeviceKey, ProtoError> {
         let key = self
             .binding(channel_id)
             .ok_or_else(|| ProtoError::new(ErrorCode::ConnectionNotFound, "no channel holds this device any more"))?;
         self.end_lease(channel_id, "operator_release", |h| h.auth_logout(channel_id)).await?;
         self.push_descriptor(channel_id);
-        self.audit(channel_id, None, "operator.release", &key, &Map::new(), "ok");
-        tracing::info!(channel = %channel_id, device = %key, "device released by the operator");
+        let mut args = Map::new();
+        args.insert("by".into(), Value::String(by.to_owned()));
+        self.audit(channel_id, None, "operator.release", &key, &args, "ok");
+        tracing::info!(channel = %channel_id, device = %key, by, "device released by the operator");
         Ok(key)
     }
 

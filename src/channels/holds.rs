@@ -16,16 +16,25 @@ use crate::protocol::errors::{ErrorCode, ProtoError};
 pub enum Operator {
     /// The system API key (an integration): every Bearer caller is this one operator.
     ApiKey,
-    /// A wall login session.
-    Session(String),
+    /// A wall login session: its id and the operator's name (from the users file, the trusted proxy, or
+    /// `api-key` for a login with the system key).
+    Session(String, String),
 }
 
 impl Operator {
-    /// How the operator appears in audit records, logs and the API.
+    /// The operator's name, as audit records, logs and the wall show it: never a session id (a bearer secret).
+    pub fn name(&self) -> &str {
+        match self {
+            Operator::ApiKey => "api-key",
+            Operator::Session(_, name) => name,
+        }
+    }
+
+    /// How the operator came in (`api_key`, `session`): what the agent's answered request for a person says.
     pub fn kind(&self) -> &'static str {
         match self {
             Operator::ApiKey => "api_key",
-            Operator::Session(_) => "session",
+            Operator::Session(..) => "session",
         }
     }
 }

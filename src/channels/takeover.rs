@@ -11,8 +11,8 @@
 //! takeover stops blocking the agent at its idle deadline even if no page ever asks again.
 //!
 //! Every change is audited (`operator.takeover`, `operator.return`; inputs are audited by the wall as
-//! `operator.input`). The operator is recorded as `api_key` or `session`, never by the session id: that is a
-//! bearer secret.
+//! `operator.input`). The operator is recorded by name (`api-key` for the system key, the account's name for a
+//! login: issue 50), never by the session id: that is a bearer secret.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -47,9 +47,9 @@ impl Hub {
     }
 
     fn audit_return(&self, key: &DeviceKey, by: &Operator, reason: &str) {
-        let args = obj(json!({"by": by.kind(), "reason": reason}));
+        let args = obj(json!({"by": by.name(), "reason": reason}));
         self.audit(OPERATOR_CHANNEL, None, "operator.return", key, &args, "ok");
-        tracing::info!(device = %key, by = by.kind(), reason, "operator returned the phone to its agent");
+        tracing::info!(device = %key, by = by.name(), reason, "operator returned the phone to its agent");
     }
 
     /// The gate of every agent tool call: `Err(operator_control)` while an operator holds `key`, else the token
@@ -111,9 +111,9 @@ impl Hub {
         };
         if fresh {
             let holder = self.holders().into_iter().find(|h| &h.device == key).map(|h| h.channel_id);
-            let args = obj(json!({"by": by.kind(), "idle_timeout_s": idle.as_secs(), "agent_channel": holder}));
+            let args = obj(json!({"by": by.name(), "idle_timeout_s": idle.as_secs(), "agent_channel": holder}));
             self.audit(OPERATOR_CHANNEL, None, "operator.takeover", key, &args, "ok");
-            tracing::info!(device = %key, by = by.kind(), "operator took the phone over");
+            tracing::info!(device = %key, by = by.name(), "operator took the phone over");
         }
         self.takeover_of(key).ok_or_else(|| ProtoError::new(ErrorCode::Internal, "the takeover vanished"))
     }
@@ -152,23 +152,23 @@ impl Hub {
             let note_chars = note.as_ref().map_or(0, |n| n.chars().count());
             let answered = self.registry().human().resolve(key, h.by.kind(), note);
             let args = obj(
-                json!({"by": h.by.kind(), "reason": "return", "human_request": answered, "note_chars": note_chars}),
+                json!({"by": h.by.name(), "reason": "return", "human_request": answered, "note_chars": note_chars}),
             );
             self.audit(OPERATOR_CHANNEL, None, "operator.return", key, &args, "ok");
-            tracing::info!(device = %key, by = h.by.kind(), human_request = answered, "operator returned the phone to its agent");
+            tracing::info!(device = %key, by = h.by.name(), human_request = answered, "operator returned the phone to its agent");
         }
         Ok(removed.is_some())
     }
 
     /// Ends every takeover of a wall session (its logout).
     pub fn operator_logout(&self, session_id: &str) {
-        let by = Operator::Session(session_id.to_owned());
-        let ended: Vec<DeviceKey> = {
+        let ended: Vec<(DeviceKey, Operator)> = {
             let mut g = self.takeovers();
-            let keys: Vec<DeviceKey> = g.iter().filter(|(_, h)| h.by == by).map(|(k, _)| k.clone()).collect();
-            keys.into_iter().filter(|k| g.remove(k).is_some()).collect()
+            let mine = |by: &Operator| matches!(by, Operator::Session(id, _) if id == session_id);
+            let keys: Vec<DeviceKey> = g.iter().filter(|(_, h)| mine(&h.by)).map(|(k, _)| k.clone()).collect();
+            keys.into_iter().filter_map(|k| g.remove(&k).map(|h| (k, h.by))).collect()
         };
-        for key in ended {
+        for (key, by) in ended {
             self.audit_return(&key, &by, "logout");
         }
     }

@@ -141,7 +141,14 @@ impl AuthGate {
         Err(Box::new(error(StatusCode::UNAUTHORIZED, "unauthorized", "the system API key is wrong")))
     }
 
-    /// Counts a wrong key from `ip`.
+    /// The 429 for a source that spent its failures (`retry` from [`AuthGate::blocked`]), counted as throttled:
+    /// for checks of other secrets than the key (the wall's operator passwords) under the same limit.
+    pub fn refuse_blocked(&self, retry: Duration, surface: Surface) -> Response<Body> {
+        self.throttled(surface);
+        *too_many(retry)
+    }
+
+    /// Counts a wrong key (or operator password) from `ip`.
     pub fn failed(&self, ip: Option<IpAddr>, surface: Surface, now: Instant) {
         self.failures[surface as usize].fetch_add(1, Ordering::Relaxed);
         let Some(ip) = ip else { return };

@@ -9,8 +9,9 @@ use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE, ETAG, SET_C
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::session::{self, Principal};
+use super::session::{self, Principal, Who};
 use super::state::{device_id, no_device, Wall};
+use super::users::Role;
 use super::views::{all_devices, device_json, find, snapshot, takeover_json};
 use super::wire::is_json;
 use crate::device::{DeviceKey, DeviceState};
@@ -80,10 +81,14 @@ pub async fn route(
         "" => method_not_allowed("GET, HEAD"),
         "screen.jpg" if get => screen(app, &w, &key).await,
         "screen.jpg" => method_not_allowed("GET, HEAD"),
-        "release" if *method == Method::POST => match session::check_csrf(&principal, &req) {
-            Ok(()) => release(app, &key).await,
-            Err(r) => *r,
-        },
+        "release" if *method == Method::POST => {
+            match session::check_csrf(&principal, &req)
+                .and_then(|()| session::require(&principal, Role::Admin, "release a phone from its agent"))
+            {
+                Ok(()) => release(app, &key, &principal.who().name).await,
+                Err(r) => *r,
+            }
+        }
         "release" => method_not_allowed("POST"),
         // ---- live view and takeover (live.rs, control.rs) ----
         "live.mjpeg" if get => {
@@ -92,7 +97,9 @@ pub async fn route(
         }
         "live.mjpeg" => method_not_allowed("GET, HEAD"),
         "takeover" | "return" | "input" if *method == Method::POST => {
-            if let Err(r) = session::check_csrf(&principal, &req) {
+            if let Err(r) = session::check_csrf(&principal, &req)
+                .and_then(|()| session::require(&principal, Role::Operator, "take over, control and return phones"))
+            {
                 return *r;
             }
             match action {
@@ -120,18 +127,24 @@ fn with_cookie(mut r: Response<Body>, cookie: String) -> Response<Body> {
 /// out a session at once, so Release works with a CSRF token there too.
 fn session_status(app: &App, w: &Wall, req: &Request<Incoming>) -> Response<Body> {
     let key_required = app.cfg.api_key.is_some();
+    let who_json = |who: &Who| json!({"user": who.name, "role": who.role.as_str()});
+    let status = |csrf: Option<&str>, who: &Who, key_required: bool| {
+        let mut v = json!({"authenticated": true, "key_required": key_required, "csrf_token": csrf});
+        v.as_object_mut().expect("an object").extend(who_json(who).as_object().expect("an object").clone());
+        v
+    };
     match session::authorize(app, &w.sessions, req) {
-        Ok(Principal::Session { csrf, .. }) => no_store(json_response(
-            StatusCode::OK,
-            json!({"authenticated": true, "key_required": key_required, "csrf_token": csrf}).to_string(),
-        )),
-        Ok(Principal::Bearer) => no_store(json_response(
-            StatusCode::OK,
-            json!({"authenticated": true, "key_required": true, "csrf_token": null}).to_string(),
-        )),
-        Ok(Principal::Open) => {
-            let (id, csrf) = w.sessions.create(crate::server::auth::peer_ip(req));
-            let body = json!({"authenticated": true, "key_required": false, "csrf_token": csrf});
+        Ok(Principal::Session { csrf, who, .. }) => {
+            no_store(json_response(StatusCode::OK, status(Some(&csrf), &who, key_required).to_string()))
+        }
+        Ok(Principal::Bearer) => {
+            no_store(json_response(StatusCode::OK, status(None, &Who::api_key(), true).to_string()))
+        }
+        // An open wall, or a trusted proxy's operator: a session at once (its CSRF token makes actions possible).
+        Ok(p @ (Principal::Open | Principal::Proxy(_))) => {
+            let who = p.who();
+            let (id, csrf) = w.sessions.create(crate::server::auth::peer_ip(req), who.clone());
+            let body = status(Some(&csrf), &who, key_required);
             with_cookie(json_response(StatusCode::OK, body.to_string()), w.sessions.cookie(&id))
         }
         Err(_) => no_store(json_response(
@@ -146,13 +159,17 @@ fn no_store(mut r: Response<Body>) -> Response<Body> {
     r
 }
 
-/// `POST /api/v1/session` with `{"api_key": "…"}`: the login form. The key travels once, in the body.
+/// `POST /api/v1/session` with `{"user": "…", "password": "…"}` (an operator account, `users.rs`) or
+/// `{"api_key": "…"}` (the system key: the admin `api-key`). The secret travels once, in the body; a wrong one counts
+/// against the source's failure limit like a wrong key, and no answer or log line contains it.
 async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
+    use crate::server::auth::Surface;
     if !is_json(&req) {
         return error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "invalid_arguments",
-            "send the login as Content-Type: application/json {\"api_key\": \"…\"}",
+            "send the login as Content-Type: application/json {\"user\": \"…\", \"password\": \"…\"} or \
+             {\"api_key\": \"…\"}",
         );
     }
     let ip = crate::server::auth::peer_ip(&req);
@@ -160,28 +177,52 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
         Ok(b) => b,
         Err(r) => return *r,
     };
-    let presented = match serde_json::from_slice::<Value>(&body) {
-        Ok(v) => match v.get("api_key") {
-            Some(Value::String(s)) => s.trim().to_owned(),
-            _ => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_arguments",
-                    "the login body must be a JSON object with a string field api_key",
-                )
-            }
-        },
-        Err(_) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", "the login body is not valid JSON"),
+    let shape = "the login body must be a JSON object with string fields user and password, or api_key";
+    let Ok(Value::Object(v)) = serde_json::from_slice::<Value>(&body) else {
+        return error(StatusCode::BAD_REQUEST, "invalid_arguments", "the login body is not a JSON object");
     };
-    if let Some(key) = app.cfg.api_key.as_deref() {
-        if let Err(r) = app.auth.verify(ip, key, &presented, crate::server::auth::Surface::Login) {
-            return *r;
+    let text = |k: &str| match v.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(_) => Err(error(StatusCode::BAD_REQUEST, "invalid_arguments", shape)),
+    };
+    let (user, password, key) = match (text("user"), text("password"), text("api_key")) {
+        (Ok(u), Ok(p), Ok(k)) => (u, p, k),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
+    };
+    let who = match (user, password, key) {
+        (Some(user), Some(password), None) => {
+            let user = user.trim();
+            if let Some(retry) = ip.and_then(|ip| app.auth.blocked(ip, std::time::Instant::now())) {
+                return app.auth.refuse_blocked(retry, Surface::Login);
+            }
+            // Hashing takes a while on purpose: off the async workers.
+            let (accounts, name, pw) = (w.sessions.accounts(), user.to_owned(), password.to_owned());
+            let role =
+                tokio::task::spawn_blocking(move || super::users::verify(&accounts, &name, &pw)).await.unwrap_or(None);
+            match role {
+                Some(role) => Who { name: user.to_owned(), role },
+                None => {
+                    app.auth.failed(ip, Surface::Login, std::time::Instant::now());
+                    tracing::warn!(ip = %ip.map(|i| i.to_string()).unwrap_or_default(), "device wall: wrong user name or password");
+                    return error(StatusCode::UNAUTHORIZED, "unauthorized", "wrong user name or password");
+                }
+            }
         }
-    }
-    let (id, csrf) = w.sessions.create(ip);
-    tracing::info!("device wall: operator logged in");
+        (None, None, Some(presented)) => {
+            if let Some(key) = app.cfg.api_key.as_deref() {
+                if let Err(r) = app.auth.verify(ip, key, presented.trim(), Surface::Login) {
+                    return *r;
+                }
+            }
+            Who::api_key()
+        }
+        _ => return error(StatusCode::BAD_REQUEST, "invalid_arguments", shape),
+    };
+    let (id, csrf) = w.sessions.create(ip, who.clone());
+    tracing::info!(user = %who.name, role = who.role.as_str(), "device wall: operator logged in");
     let body = json!({"authenticated": true, "key_required": app.cfg.api_key.is_some(), "csrf_token": csrf,
-                      "expires_in_s": w.sessions.ttl().as_secs()});
+                      "expires_in_s": w.sessions.ttl().as_secs(), "user": who.name, "role": who.role.as_str()});
     with_cookie(json_response(StatusCode::OK, body.to_string()), w.sessions.cookie(&id))
 }
 
@@ -326,11 +367,11 @@ async fn live(
 }
 
 /// `POST /api/v1/devices/{id}/release`: ends the binding of whichever channel holds the device.
-async fn release(app: &App, key: &DeviceKey) -> Response<Body> {
+async fn release(app: &App, key: &DeviceKey, by: &str) -> Response<Body> {
     let Some(h) = app.hub.holders().into_iter().find(|h| &h.device == key) else {
         return error(StatusCode::CONFLICT, "connection_not_found", "no channel holds this device");
     };
-    match app.hub.operator_release(&h.channel_id).await {
+    match app.hub.operator_release(&h.channel_id, by).await {
         Ok(_) => {
             let body = json!({"released": true, "device_id": device_id(key), "channel_id": h.channel_id});
             no_store(json_response(StatusCode::OK, body.to_string()))

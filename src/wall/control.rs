@@ -40,8 +40,8 @@ const MAX_GESTURE_MS: i64 = 10_000;
 pub fn operator(p: &Principal) -> Option<Operator> {
     match p {
         Principal::Bearer => Some(Operator::ApiKey),
-        Principal::Session { id, .. } => Some(Operator::Session(id.clone())),
-        Principal::Open => None,
+        Principal::Session { id, who, .. } => Some(Operator::Session(id.clone(), who.name.clone())),
+        Principal::Open | Principal::Proxy(_) => None,
     }
 }
 
@@ -308,7 +308,7 @@ pub async fn input(app: &App, w: &Wall, key: &DeviceKey, p: &Principal, req: Req
         Ok(()) => "ok",
         Err(e) => e.code.as_str(),
     };
-    record.insert("by".into(), json!(by.kind()));
+    record.insert("by".into(), json!(by.name()));
     app.hub.audit(OPERATOR_CHANNEL, None, "operator.input", key, &record, result);
     tracing::info!(device = %key, action = input.action(), outcome = result, "operator input");
     match outcome {

@@ -13,9 +13,10 @@
 //! view: one capture loop per watched phone, through the thumbnail cache), `feeds.rs` (the live view's book of
 //! viewers and loops), `control.rs` (takeover, return and operator input; the takeover state itself is
 //! `channels::takeover`), `activity.rs` (audit-log follower, call durations, agents-first signal), `events.rs`
-//! (the Server-Sent Events stream), `wire.rs` (JSON bodies, SSE frames), `assets/wall.html` (the page, embedded).
-//! Inside, one way: mod → api → control, events, live → views → state → activity, session, feeds → thumbs (and
-//! wire.rs, which reaches none).
+//! (the Server-Sent Events stream), `users.rs` (operator accounts: the users file, roles, password hashes; the
+//! trusted proxies' networks), `wire.rs` (JSON bodies, SSE frames), `assets/wall.html` (the page, embedded).
+//! Inside, one way: mod → api → control, events, live → views → state → activity, session, feeds → thumbs; session →
+//! users (and wire.rs, which reaches none).
 
 mod activity;
 mod api;
@@ -26,6 +27,7 @@ mod live;
 mod session;
 mod state;
 mod thumbs;
+pub mod users;
 mod views;
 mod wire;
 
@@ -44,6 +46,7 @@ pub use state::{
     device_id, Wall, WallConfig, DEFAULT_LIVE_WRITE_TIMEOUT, DEFAULT_TAKEOVER_IDLE, MAX_EVENT_STREAMS,
     MIN_THUMBNAIL_INTERVAL,
 };
+pub use users::{Cidr, Role};
 
 /// The page: one self-contained HTML file (no external assets: lab networks are often offline).
 pub const PAGE: &str = include_str!("../../assets/wall.html");

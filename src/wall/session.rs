@@ -1,6 +1,9 @@
-//! Who may use the wall: the system API key as `Authorization: Bearer` (integrations), or a login session.
+//! Who may use the wall: the system API key as `Authorization: Bearer` (integrations), a login session (an
+//! operator's name and password from the users file, `users.rs`, or the system key), or a name in the
+//! `--trusted-user-header` of a request from a `--trusted-proxy` address. Every principal has a name (audited with
+//! each action) and a [`Role`]; [`require`] refuses what the role may not do with a 403 that says so.
 //!
-//! The login form posts the key once (`POST /api/v1/session`, JSON body, never a URL); the answer is a random
+//! The login form posts the password or key once (`POST /api/v1/session`, JSON body, never a URL); the answer is a random
 //! session id in an `HttpOnly; SameSite=Strict` cookie that expires, and a per-session CSRF token that the page
 //! keeps in memory and sends as `X-CSRF-Token` on the state-changing requests (Release, takeover, return, input,
 //! logout). The key itself
@@ -15,6 +18,7 @@ use std::time::{Duration, Instant};
 use hyper::header::COOKIE;
 use hyper::{Request, StatusCode};
 
+use super::users::{Cidr, Role, API_KEY_NAME};
 use crate::http::{constant_time_eq, error, Body};
 use crate::protocol::ids::random_hex;
 use crate::server::{auth, App};
@@ -29,8 +33,31 @@ const MAX_SESSIONS: usize = 256;
 /// requests from one address (an open wall hands a session to anyone who asks) cannot evict everybody else's.
 pub const MAX_SESSIONS_PER_SOURCE: usize = 16;
 
+/// Who a session or request speaks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Who {
+    pub name: String,
+    pub role: Role,
+}
+
+impl Who {
+    /// The system API key: an admin named [`API_KEY_NAME`].
+    pub fn api_key() -> Who {
+        Who { name: API_KEY_NAME.to_owned(), role: Role::Admin }
+    }
+}
+
+/// `--trusted-user-header` from `--trusted-proxy` addresses: the proxy names the operator.
+#[derive(Clone, Debug, Default)]
+pub struct Trust {
+    /// The header (lower case); `None`: no header is trusted.
+    pub header: Option<String>,
+    pub proxies: Vec<Cidr>,
+}
+
 struct Session {
     csrf: String,
+    who: Who,
     expires: Instant,
     /// Last time a request presented it (eviction drops the least recently used).
     used: Instant,
@@ -44,6 +71,9 @@ pub struct Sessions {
     /// Adds `Secure` to the cookie (`--wall-secure-cookie`, behind a TLS proxy).
     secure: bool,
     map: Mutex<HashMap<String, Session>>,
+    trust: Trust,
+    /// The users file (`None`: no data dir, no accounts).
+    users_file: Option<std::path::PathBuf>,
 }
 
 /// How a request was authorised.
@@ -51,7 +81,10 @@ pub enum Principal {
     /// The system API key as a Bearer token: an integration, no CSRF needed (browsers never send it by themselves).
     Bearer,
     /// A session cookie (`csrf` is that session's token).
-    Session { id: String, csrf: String },
+    Session { id: String, csrf: String, who: Who },
+    /// A trusted proxy's header named the operator, and no session of theirs came along: may read; a
+    /// state-changing request needs the session `GET /api/v1/session` hands out.
+    Proxy(Who),
     /// No key is configured and no session cookie came along.
     Open,
 }
@@ -59,8 +92,34 @@ pub enum Principal {
 pub type Denied = Box<hyper::Response<Body>>;
 
 impl Sessions {
-    pub fn new(ttl: Duration, secure: bool) -> Sessions {
-        Sessions { ttl, name: std::sync::OnceLock::new(), secure, map: Mutex::new(HashMap::new()) }
+    pub fn new(ttl: Duration, secure: bool, trust: Trust, users_file: Option<std::path::PathBuf>) -> Sessions {
+        Sessions { ttl, name: std::sync::OnceLock::new(), secure, map: Mutex::new(HashMap::new()), trust, users_file }
+    }
+
+    /// The operator accounts now (read at each use: `users add` needs no restart). An unreadable file is no
+    /// accounts (and one warning line).
+    pub fn accounts(&self) -> Vec<super::users::Account> {
+        let Some(path) = &self.users_file else { return Vec::new() };
+        super::users::load(path).unwrap_or_else(|e| {
+            tracing::warn!("device wall: {e}");
+            Vec::new()
+        })
+    }
+
+    /// The operator a trusted proxy names in this request, if it comes from a trusted address: the role of the
+    /// account of that name, or viewer for a name without an account.
+    fn proxied<B>(&self, req: &Request<B>) -> Option<Who> {
+        let header = self.trust.header.as_deref()?;
+        let ip = auth::peer_ip(req)?;
+        if !self.trust.proxies.iter().any(|c| c.contains(ip)) {
+            return None;
+        }
+        let name = req.headers().get(header)?.to_str().ok()?.trim();
+        if super::users::check_name(name).is_err() {
+            return None;
+        }
+        let role = self.accounts().iter().find(|a| a.name == name).map_or(Role::Viewer, |a| a.role);
+        Some(Who { name: name.to_owned(), role })
     }
 
     /// Names the cookie after the listening port (called once, after the bind).
@@ -85,7 +144,7 @@ impl Sessions {
     }
 
     /// Creates a session for a request from `source`; returns (id, csrf).
-    pub fn create(&self, source: Option<std::net::IpAddr>) -> (String, String) {
+    pub fn create(&self, source: Option<std::net::IpAddr>, who: Who) -> (String, String) {
         let (id, csrf) = (random_hex(32), random_hex(32));
         let now = Instant::now();
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
@@ -107,18 +166,18 @@ impl Sessions {
         if let Some(v) = victim {
             map.remove(&v);
         }
-        map.insert(id.clone(), Session { csrf: csrf.clone(), expires: now + self.ttl, used: now, source });
+        map.insert(id.clone(), Session { csrf: csrf.clone(), who, expires: now + self.ttl, used: now, source });
         (id, csrf)
     }
 
-    /// The CSRF token of a live session.
-    fn lookup(&self, id: &str) -> Option<String> {
+    /// The CSRF token and operator of a live session.
+    fn lookup(&self, id: &str) -> Option<(String, Who)> {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         // Compare every id in constant time: the cookie value is a bearer secret too.
         map.iter_mut().find(|(k, s)| constant_time_eq(k.as_bytes(), id.as_bytes()) && s.expires > now).map(|(_, s)| {
             s.used = now;
-            s.csrf.clone()
+            (s.csrf.clone(), s.who.clone())
         })
     }
 
@@ -141,10 +200,10 @@ impl Sessions {
         format!("{}=; {}; Max-Age=0", self.name(), self.attributes())
     }
 
-    /// The session named by the request's cookie, if it is live: (id, csrf).
-    pub fn of_request<B>(&self, req: &Request<B>) -> Option<(String, String)> {
+    /// The session named by the request's cookie, if it is live: (id, csrf, operator).
+    pub fn of_request<B>(&self, req: &Request<B>) -> Option<(String, String, Who)> {
         let id = cookie_value(req, self.name())?;
-        self.lookup(&id).map(|csrf| (id, csrf))
+        self.lookup(&id).map(|(csrf, who)| (id, csrf, who))
     }
 }
 
@@ -162,8 +221,15 @@ pub fn authorize<B>(app: &App, sessions: &Sessions, req: &Request<B>) -> Result<
             return app.auth.verify(auth::peer_ip(req), key, p, auth::Surface::Api).map(|()| Principal::Bearer);
         }
     }
-    if let Some((id, csrf)) = sessions.of_request(req) {
-        return Ok(Principal::Session { id, csrf });
+    let proxied = sessions.proxied(req);
+    if let Some((id, csrf, who)) = sessions.of_request(req) {
+        // Behind the proxy, its header wins over a session of somebody else (a shared browser).
+        if proxied.as_ref().is_none_or(|p| p == &who) {
+            return Ok(Principal::Session { id, csrf, who });
+        }
+    }
+    if let Some(who) = proxied {
+        return Ok(Principal::Proxy(who));
     }
     if app.cfg.api_key.is_none() {
         return Ok(Principal::Open);
@@ -187,10 +253,46 @@ pub fn check_csrf<B>(principal: &Principal, req: &Request<B>) -> Result<(), Deni
             "permission_denied",
             "missing or wrong X-CSRF-Token (GET /api/v1/session gives this session's token)",
         ))),
+        Principal::Proxy(_) => Err(Box::new(error(
+            StatusCode::FORBIDDEN,
+            "permission_denied",
+            "this action needs a wall session and its X-CSRF-Token: GET /api/v1/session first (keep the cookie)",
+        ))),
         Principal::Open => Err(Box::new(error(
             StatusCode::FORBIDDEN,
             "permission_denied",
             "this action needs a wall session and its X-CSRF-Token: GET /api/v1/session first (keep the cookie)",
         ))),
     }
+}
+
+impl Principal {
+    /// The operator's name and role: the key is the admin `api-key`; an open wall (no key configured) lets
+    /// everybody do everything, as before accounts existed.
+    pub fn who(&self) -> Who {
+        match self {
+            Principal::Bearer => Who::api_key(),
+            Principal::Session { who, .. } | Principal::Proxy(who) => who.clone(),
+            Principal::Open => Who { name: "anonymous".into(), role: Role::Admin },
+        }
+    }
+}
+
+/// Refuses (403, `permission_denied`, naming the role and the one needed) what `principal`'s role may not do;
+/// `what` is the action in words ("take over phones").
+pub fn require(principal: &Principal, need: Role, what: &str) -> Result<(), Denied> {
+    let who = principal.who();
+    if who.role >= need {
+        return Ok(());
+    }
+    Err(Box::new(error(
+        StatusCode::FORBIDDEN,
+        "permission_denied",
+        &format!(
+            "{} is a {}: only {} may {what}",
+            who.name,
+            who.role.as_str(),
+            if need == Role::Admin { "an admin" } else { "an operator or an admin" }
+        ),
+    )))
 }

@@ -31,6 +31,10 @@ pub struct WallConfig {
     /// A live viewer whose client has accepted no data for this long is dropped and its place freed
     /// (`--wall-live-write-timeout`; `server::stall`).
     pub live_write_timeout: Duration,
+    /// `--trusted-user-header`: the header a reverse proxy names the operator in (lower case).
+    pub trusted_user_header: Option<String>,
+    /// `--trusted-proxy`: the only addresses whose header is believed.
+    pub trusted_proxies: Vec<super::users::Cidr>,
 }
 
 impl Default for WallConfig {
@@ -42,6 +46,8 @@ impl Default for WallConfig {
             secure_cookie: false,
             takeover_idle: DEFAULT_TAKEOVER_IDLE,
             live_write_timeout: DEFAULT_LIVE_WRITE_TIMEOUT,
+            trusted_user_header: None,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -77,7 +83,12 @@ impl Wall {
     pub fn new(mut cfg: WallConfig, adb: Option<Arc<AdbBackend>>) -> Arc<Wall> {
         cfg.thumbnail_interval = cfg.thumbnail_interval.max(MIN_THUMBNAIL_INTERVAL);
         Arc::new(Wall {
-            sessions: session::Sessions::new(cfg.session_ttl, cfg.secure_cookie),
+            sessions: session::Sessions::new(
+                cfg.session_ttl,
+                cfg.secure_cookie,
+                session::Trust { header: cfg.trusted_user_header.clone(), proxies: cfg.trusted_proxies.clone() },
+                cfg.data_dir.as_deref().map(super::users::path),
+            ),
             thumbs: thumbs::Thumbs::new(cfg.thumbnail_interval),
             facts: thumbs::Facts::default(),
             activity: activity::Activity::default(),

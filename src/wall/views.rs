@@ -235,5 +235,5 @@ pub async fn snapshot(app: &App, w: &Wall, facts_wait: Duration) -> Value {
 
 /// The takeover as the API shows it (`takeover` of a device; never the session id).
 pub fn takeover_json(t: &TakeoverInfo, me: Option<&Operator>) -> Value {
-    json!({"by": t.by.kind(), "since_ms": t.since_ms, "expires_ms": t.expires_ms, "mine": me == Some(&t.by)})
+    json!({"by": t.by.name(), "since_ms": t.since_ms, "expires_ms": t.expires_ms, "mine": me == Some(&t.by)})
 }
