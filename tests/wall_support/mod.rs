@@ -1,6 +1,8 @@
 //! Shared rig of the device-wall tests: a private adb server, simulated phones, the real binary with an API key.
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
