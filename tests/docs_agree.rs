@@ -233,9 +233,13 @@ fn every_relative_link_in_the_docs_resolves() {
 fn the_readme_is_a_short_path_that_links_every_docs_page() {
     let readme = read("README.md");
     let lines = readme.lines().count();
-    assert!(lines <= 130, "README.md has {lines} lines; the reference belongs in docs/");
+    assert!(lines <= 140, "README.md has {lines} lines; the reference belongs in docs/");
     let headings: Vec<&str> = readme.lines().filter_map(|l| l.strip_prefix("## ")).collect();
-    assert_eq!(headings, ["Try it", "Test it", "Install on a Raspberry Pi", "Read more"], "README's path");
+    assert_eq!(
+        headings,
+        ["Try it", "Test it", "Install on a Raspberry Pi", "What it does to your phones", "Read more"],
+        "README's path"
+    );
     let intro = readme.split("\n## ").next().unwrap();
     for must in ["xAgent", "Connector Common Protocol 3.0", "device-profile/", "SKILL.md", "/mcp"] {
         assert!(intro.contains(must), "README's introduction explains {must}");

@@ -618,13 +618,13 @@ impl Hub {
             None if ch.pending_auth.is_some() => (
                 ConnStatus::Authenticating,
                 Some("waiting for the USB debugging prompt to be accepted on the phone".to_owned()),
-                "Android 设备 (等待授权)".to_owned(),
+                "Android device (waiting for authorisation)".to_owned(),
                 None,
             ),
             None => (
                 ConnStatus::Created,
                 Some("no device bound: run auth flow adb_device".to_owned()),
-                "未绑定 Android 设备".to_owned(),
+                "No Android device bound".to_owned(),
                 None,
             ),
             Some((b, d)) if !self.device_allowed(b) => {

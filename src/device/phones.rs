@@ -56,7 +56,7 @@ impl Backend for AdbBackend {
             id: "adb_device",
             target_type: "device",
             kind: "form",
-            title: "绑定 Android 设备",
+            title: "Bind an Android device",
             description: Some(
                 "Bind one Android phone attached to this connector's adb server(s). Leave the serial empty to take \
                  any free online phone, optionally one matching every given constraint (model, manufacturer, SDK \
@@ -65,7 +65,7 @@ impl Backend for AdbBackend {
             fields: vec![
                 AuthField {
                     name: "serial",
-                    label: "设备序列号 (可选)",
+                    label: "Serial (optional)",
                     input_type: "text",
                     required: false,
                     placeholder: Some("as printed by `adb devices`, e.g. R58N123ABC"),
@@ -73,7 +73,7 @@ impl Backend for AdbBackend {
                 },
                 AuthField {
                     name: "model",
-                    label: "型号 (可选)",
+                    label: "Model (optional)",
                     input_type: "text",
                     required: false,
                     placeholder: Some("e.g. Pixel 7"),
@@ -81,7 +81,7 @@ impl Backend for AdbBackend {
                 },
                 AuthField {
                     name: "manufacturer",
-                    label: "厂商 (可选)",
+                    label: "Manufacturer (optional)",
                     input_type: "text",
                     required: false,
                     placeholder: Some("e.g. samsung"),
@@ -89,7 +89,7 @@ impl Backend for AdbBackend {
                 },
                 AuthField {
                     name: "min_sdk",
-                    label: "最低 SDK (可选)",
+                    label: "Minimum SDK (optional)",
                     input_type: "text",
                     required: false,
                     placeholder: Some("e.g. 30"),
@@ -97,7 +97,7 @@ impl Backend for AdbBackend {
                 },
                 AuthField {
                     name: "max_sdk",
-                    label: "最高 SDK (可选)",
+                    label: "Maximum SDK (optional)",
                     input_type: "text",
                     required: false,
                     placeholder: Some("e.g. 34"),
@@ -105,7 +105,7 @@ impl Backend for AdbBackend {
                 },
                 AuthField {
                     name: "labels",
-                    label: "标签 (可选)",
+                    label: "Labels (optional)",
                     input_type: "text",
                     required: false,
                     placeholder: Some("e.g. pool:checkout, sim:carrier-x"),
@@ -116,7 +116,7 @@ impl Backend for AdbBackend {
             // Offered only where the policy lets an agent choose something (`device::conditions`).
             .chain(self.conditions().agents_may_choose().then_some(AuthField {
                 name: "conditions",
-                label: "租用条件 (可选)",
+                label: "Lease conditions (optional)",
                 input_type: "text",
                 required: false,
                 placeholder: Some("e.g. {\"dark_mode\": true, \"font_scale\": 1.3}"),

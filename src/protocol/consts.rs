@@ -20,7 +20,8 @@ pub const SKILL_NAME: &str = "connector-device-adb";
 /// The target type and provider of everything this connector binds.
 pub const TARGET_TYPE: &str = "device";
 pub const PROVIDER: &str = "adb";
-pub const TARGET_LABEL: &str = "Android 设备";
+/// English (issue 50): the protocol's catalog has no language field and calls the label display text.
+pub const TARGET_LABEL: &str = "Android device";
 
 /// Standard profiles and the card target types each one may be declared with (§4.1: a declared profile must
 /// intersect `supports.target_types`; `xagent.im.v2` is only for `im`).
