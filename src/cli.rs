@@ -114,6 +114,10 @@ What it checks, in the order it prints them:
              disk), the state database (opened read-only) and its schema version
   security   a system API key is configured and readable (its value is never printed), the key file's mode
   network    --listen is free, or held by a running connector (asked on /health)
+
+Without --adb-server and --data-dir (flags, environment or the installed service's settings), a connector running
+on --listen is asked first (/health, /api/v1/devices): its adb servers are checked instead of 127.0.0.1:5037 and its
+state is left to it instead of ./data; the first lines say which connector was asked.
   clock      the system clock is past 2024 (a Pi without RTC starts in 1970 until NTP syncs)
 
 Examples:

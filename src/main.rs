@@ -134,6 +134,13 @@ fn parse() -> Cli {
     }
 }
 
+/// Whether `flag` is on the command line or `var` in the environment (the installed service's settings included):
+/// `doctor` asks a running connector only for what nobody named.
+fn given(flag: &str, var: &str) -> bool {
+    let eq = format!("{flag}=");
+    std::env::var_os(var).is_some() || std::env::args().any(|a| a == flag || a.starts_with(&eq))
+}
+
 fn main() -> ExitCode {
     tune_allocator();
     // Inspecting commands check the installed service, with its settings (before any thread starts).
@@ -207,6 +214,8 @@ fn main() -> ExitCode {
                 key_file: args.key.api_key_file.as_deref(),
                 policy: config::load_policy(args.policy.as_deref()).map(|_| ()).map_err(|e| e.message),
                 settings: &service,
+                adb_given: given("--adb-server", "XAGENT_ADB_SERVER"),
+                data_dir_given: given("--data-dir", "XAGENT_ADB_DATA_DIR"),
             };
             let code = runtime().block_on(ops::doctor::run(input));
             ops::out::flush();

@@ -3,6 +3,10 @@
 //! It only inspects: it never creates the data dir or the database and opens SQLite read-only (a root `doctor`
 //! before the service's first start used to leave a root-owned `connector.db` that the service could not write).
 //! On a running install the port is held by the service, so a port in use is probed with `GET /health` instead.
+//! A bare `doctor` (no `--adb-server`, no `--data-dir`, from flags, environment or the installed service's settings)
+//! next to a running connector asks that connector (`/health`, `/api/v1/devices` on the listen address) which adb
+//! servers it uses and checks those, leaves its state to it instead of looking at the default `./data`, and says
+//! which connector it asked (issue 50).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::path::Path;
@@ -67,6 +71,43 @@ pub struct DoctorInput<'a> {
     /// `Err` when the policy file is unusable.
     pub policy: Result<(), String>,
     pub settings: &'a ServiceSettings,
+    /// `--adb-server` / `--data-dir` came from a flag or the environment (the installed service's settings
+    /// included), not the defaults: a running connector is not asked for them.
+    pub adb_given: bool,
+    pub data_dir_given: bool,
+}
+
+/// What a running connector on the listen address said about itself.
+struct Asked {
+    /// The address asked (loopback for an unspecified listen address).
+    target: SocketAddr,
+    /// Its `/health` status.
+    status: String,
+    /// Its adb servers (from `/api/v1/devices`; empty when that needs a key doctor does not have).
+    adb_servers: Vec<SocketAddrV4>,
+}
+
+/// Asks the connector on `listen`, if one of ours answers there.
+async fn ask_running(listen: SocketAddr, key: Option<&str>) -> Option<Asked> {
+    let target = loopback_for(listen);
+    let (code, body) = probe(target, "/health", key).await.ok()?;
+    if !matches!(code, 200 | 503) || !is_ours(&body) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    let status = v["status"].as_str().unwrap_or("?").to_owned();
+    let adb_servers = match probe(target, "/api/v1/devices", key).await {
+        Ok((200, body)) => serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|d| {
+                d["connector"]["adb_servers"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|s| s["address"].as_str()?.parse::<SocketAddrV4>().ok()).collect())
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    Some(Asked { target, status, adb_servers })
 }
 
 /// Runs every check; returns the exit code (1 when any check failed).
@@ -82,13 +123,26 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
     if let Err(m) = &input.policy {
         r.fail(m, "fix the policy file (see docs/policy.md); serve refuses to start with it");
     }
+    let key = input.api_key.as_ref().ok().cloned().flatten();
+    let asked =
+        if input.adb_given && input.data_dir_given { None } else { ask_running(input.listen, key.as_deref()).await };
+    let mut servers = input.servers.to_vec();
+    if let Some(a) = &asked {
+        let mut what = format!("asked the connector running on {} (GET /health: {})", a.target, a.status);
+        if !input.adb_given && !a.adb_servers.is_empty() {
+            servers = a.adb_servers.clone();
+            let list: Vec<String> = servers.iter().map(ToString::to_string).collect();
+            what.push_str(&format!("; checking its adb server(s) {}", list.join(", ")));
+        }
+        r.ok(&what);
+    }
 
     outln!("adb");
     match super::adb_process::adb_version() {
         Some(v) => r.ok(&format!("adb binary: {v}")),
         None => r.warn("no `adb` binary on PATH", "apt-get install adb (needed to run an adb server on this box)"),
     }
-    for &server in input.servers {
+    for &server in &servers {
         match host::version(SocketAddr::V4(server)).await {
             Ok(v) => r.ok(&format!("adb server {server} answers (protocol version {v})")),
             Err(e) => {
@@ -126,7 +180,15 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
     }
 
     outln!("state");
-    state_checks(&mut r, input.data_dir);
+    match &asked {
+        // Bare doctor beside a running connector: its state is wherever that one keeps it, not ./data.
+        Some(a) if !input.data_dir_given => r.ok(&format!(
+            "state: the connector on {} keeps its own (its /health checks that it can write it: {}); pass its \
+             --data-dir to inspect the files",
+            a.target, a.status
+        )),
+        _ => state_checks(&mut r, input.data_dir),
+    }
 
     outln!("security");
     match &input.api_key {
@@ -148,7 +210,6 @@ pub async fn run(input: DoctorInput<'_>) -> i32 {
     }
 
     outln!("network");
-    let key = input.api_key.as_ref().ok().cloned().flatten();
     match std::net::TcpListener::bind(input.listen) {
         Ok(_) => r.ok(&format!("{} is free to listen on", input.listen)),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
@@ -305,12 +366,8 @@ fn adb_server_owner(r: &mut Report, server: SocketAddrV4) {
 /// The port is taken: is it our own connector (a running install) or something else?
 /// `key_problem`: the key file could not be used — `Some(true)` for lack of permission, `Some(false)` otherwise.
 async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<String>, key_problem: Option<bool>) {
-    let target = match listen.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), listen.port()),
-        IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), listen.port()),
-        _ => listen,
-    };
-    match probe_health(target, key.as_deref()).await {
+    let target = loopback_for(listen);
+    match probe(target, "/health", key.as_deref()).await {
         Ok((200, body)) | Ok((503, body)) if is_ours(&body) => {
             let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
             let status = v["status"].as_str().unwrap_or("?");
@@ -368,18 +425,27 @@ async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<Strin
     }
 }
 
+/// Where to reach a connector listening on `listen` from this box (loopback for an unspecified address).
+fn loopback_for(listen: SocketAddr) -> SocketAddr {
+    match listen.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), listen.port()),
+        IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), listen.port()),
+        _ => listen,
+    }
+}
+
 fn is_ours(body: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(body)
         .is_ok_and(|v| v["connector_card_id"] == crate::protocol::CONNECTOR_CARD_ID)
 }
 
-/// A minimal `GET /health` (HTTP/1.1, `Connection: close`) with a deadline; returns status and body.
-async fn probe_health(addr: SocketAddr, key: Option<&str>) -> Result<(u16, String), String> {
+/// A minimal `GET path` (HTTP/1.1, `Connection: close`) with a deadline; returns status and body.
+async fn probe(addr: SocketAddr, path: &str, key: Option<&str>) -> Result<(u16, String), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let work = async {
         let mut s = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         let auth = key.map(|k| format!("Authorization: Bearer {k}\r\n")).unwrap_or_default();
-        let req = format!("GET /health HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
         s.write_all(req.as_bytes()).await.map_err(|e| e.to_string())?;
         let mut buf = Vec::new();
         s.take(1 << 20).read_to_end(&mut buf).await.map_err(|e| e.to_string())?;
