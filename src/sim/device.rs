@@ -315,7 +315,7 @@ impl Device {
         for (from, body, posted_ms) in due {
             let id = self.notifications.iter().map(|n| n.id).max().unwrap_or(0) + 1;
             self.notifications.push(SimNotification {
-                package: super::ui::world::MESSAGES_PACKAGE.to_owned(),
+                package: super::ui::MESSAGES_PACKAGE.to_owned(),
                 id,
                 title: Some(from),
                 text: Some(body),

@@ -68,6 +68,9 @@ pub const SETTINGS_ROWS: [&str; 28] = [
     "Developer options",
     "About phone",
 ];
+/// The messages app (`ui/world.rs`) and its conversation list.
+pub const MESSAGES_PACKAGE: &str = "com.google.android.apps.messaging";
+pub const MESSAGES_ACTIVITY: &str = "com.google.android.apps.messaging.ui.ConversationListActivity";
 /// The browser stand-in and the page it shows: Chrome's package, the page's title and its links.
 pub const BROWSER_PACKAGE: &str = "com.android.chrome";
 pub const BROWSER_URL: &str = "sim.example/start";
@@ -366,7 +369,7 @@ impl Ui {
     }
 
     pub fn on_messages(&self) -> bool {
-        self.foreground.package == world::MESSAGES_PACKAGE
+        self.foreground.package == MESSAGES_PACKAGE
     }
 
     pub fn settings_layout(&self) -> SettingsLayout {

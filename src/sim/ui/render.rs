@@ -35,7 +35,10 @@ impl Ui {
         if self.keyguard_showing {
             c.fill(full, [26, 35, 126, 255]);
             for n in self.nodes() {
-                c.text(n.bounds, &n.text, WHITE, false, false);
+                c.text(n.bounds, &n.text, WHITE, false, n.password);
+                for k in &n.children {
+                    c.text(k.bounds, &k.text, WHITE, true, false);
+                }
             }
             return c.px;
         }

@@ -16,13 +16,13 @@
 //!   typed or tapped go into the entry, ENTER (or the pad's enter key) checks it: the right PIN unlocks, a wrong one
 //!   says "Wrong PIN" and clears.
 
-use super::{Activity, LockMode, Node, Rect, TapOutcome, Ui, SETTINGS_PACKAGE, SETTINGS_ROWS};
+use super::{
+    Activity, LockMode, Node, Rect, TapOutcome, Ui, MESSAGES_ACTIVITY, MESSAGES_PACKAGE, SETTINGS_PACKAGE,
+    SETTINGS_ROWS,
+};
 
 /// The activity every Settings sub-page runs in.
 pub const SUB_SETTINGS: &str = "com.android.settings.SubSettings";
-/// The messages app and its conversation list.
-pub const MESSAGES_PACKAGE: &str = "com.google.android.apps.messaging";
-pub const MESSAGES_ACTIVITY: &str = "com.google.android.apps.messaging.ui.ConversationListActivity";
 /// The Wi-Fi network the phone is connected to, and the others it sees.
 pub const WIFI_NETWORK: &str = "SimWifi";
 const OTHER_NETWORKS: [(&str, &str); 2] = [("Cafe Guest", "Saved"), ("Neighbor-5G", "")];
@@ -136,8 +136,12 @@ impl Ui {
             _ if self.settings_page() == Some("About phone") => {}
             _ if self.settings_page().is_some() && !["Internet", "Network & internet"].contains(&title) => {}
             _ => {
+                // Each page is an activity of its own (SubSettings again over SubSettings), so BACK pops one.
                 self.settings_pages.push(title.to_owned());
-                self.launch(Activity { package: SETTINGS_PACKAGE.into(), activity: SUB_SETTINGS.into() });
+                let sub = Activity { package: SETTINGS_PACKAGE.into(), activity: SUB_SETTINGS.into() };
+                let prev = std::mem::replace(&mut self.foreground, sub);
+                self.back_stack.push(prev);
+                self.animate();
             }
         }
         out
@@ -309,11 +313,19 @@ impl Ui {
                 "key_enter" => (String::new(), "Enter".to_owned()),
                 d => (d.to_owned(), String::new()),
             };
-            let mut k = Node::text(&text, &format!("com.android.systemui:id/{id}"), r);
-            k.class = if desc.is_empty() { "android.view.ViewGroup" } else { "android.widget.ImageButton" };
-            k.desc = desc;
+            // A digit key (NumPadKey, a ViewGroup described by its digit) holds its digit as a TextView
+            // (`digit_text`); delete and enter are image buttons described by their function.
+            let mut k = Node::text("", &format!("com.android.systemui:id/{id}"), r);
             k.clickable = true;
             k.focusable = true;
+            if desc.is_empty() {
+                k.class = "android.view.ViewGroup";
+                k.desc = text.clone();
+                k.children.push(Node::text(&text, "com.android.systemui:id/digit_text", r));
+            } else {
+                k.class = "android.widget.ImageButton";
+                k.desc = desc;
+            }
             nodes.push(k);
         }
         nodes
@@ -424,5 +436,120 @@ impl Ui {
         self.conversation = Some(from.clone());
         self.launch(Activity { package: MESSAGES_PACKAGE.into(), activity: MESSAGES_ACTIVITY.into() });
         self.clicked(Some(from))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Sms;
+    use super::*;
+
+    /// A section of tests/fixtures/real/ui-world-ids.txt, its comment lines left out.
+    fn sample(section: &str) -> Vec<String> {
+        let path = format!("{}/tests/fixtures/real/ui-world-ids.txt", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let start = text.find(&format!("[{section}]")).unwrap_or_else(|| panic!("no [{section}]"));
+        text[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with('['))
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| l.trim().to_owned())
+            .collect()
+    }
+
+    fn ids_in_order(dump: &str, prefix: &str) -> Vec<String> {
+        dump.match_indices(&format!("resource-id=\"{prefix}"))
+            .map(|(i, m)| dump[i + m.len()..].split('"').next().unwrap_or("").to_owned())
+            .collect()
+    }
+
+    /// The PIN bouncer dumps the real layout's ids: the entry, then the twelve keys in the Flow's order, each digit
+    /// in a `digit_text`.
+    #[test]
+    fn the_pin_pad_has_the_ids_of_aosps_bouncer() {
+        let real = sample("keyguard-pin");
+        let flow = real.iter().find_map(|l| l.split("constraint_referenced_ids=\"").nth(1)).expect("the flow");
+        let keys: Vec<&str> = flow.trim_end_matches('"').split(',').collect();
+        assert_eq!(keys.len(), 12);
+        assert!(real.iter().any(|l| l.contains("@+id/pinEntry")) && real.iter().any(|l| l.contains("id/digit_text")));
+        let mut ui = Ui::new(1080, 2400);
+        ui.lock = LockMode::Secure;
+        ui.pin = Some("1234".into());
+        ui.set_screen(false);
+        ui.set_screen(true);
+        let dump = ui.dump_xml();
+        let ids = ids_in_order(&dump, "com.android.systemui:id/");
+        let pad: Vec<&str> = ids.iter().map(String::as_str).filter(|i| keys.contains(i)).collect();
+        assert_eq!(pad, keys, "{dump}");
+        assert!(ids.iter().any(|i| i == "pinEntry") && ids.iter().filter(|i| *i == "digit_text").count() == 10);
+        // Typed digits show as dots in the entry; ENTER with the right PIN opens the keyguard.
+        ui.type_text("12");
+        assert!(ui.dump_xml().contains("text=\"\u{2022}\u{2022}\" resource-id=\"com.android.systemui:id/pinEntry\""));
+        ui.type_text("34");
+        ui.key("KEYCODE_ENTER");
+        assert!(!ui.keyguard_showing);
+    }
+
+    /// The Internet page's Wi-Fi row: a title and, in the same row, an android.widget.Switch `switch_widget` with
+    /// its state in `checked`, as on a real Settings page.
+    #[test]
+    fn a_settings_switch_row_is_shaped_as_a_real_one() {
+        let real = sample("settings-switch-row");
+        for needle in [
+            "resource-id=\"android:id/title\"",
+            "resource-id=\"android:id/switch_widget\"",
+            "class=\"android.widget.Switch\"",
+        ] {
+            assert!(real.iter().any(|l| l == needle), "{needle}");
+        }
+        let mut ui = Ui::new(1080, 2400);
+        ui.launch(Activity { package: SETTINGS_PACKAGE.into(), activity: "com.android.settings.Settings".into() });
+        ui.open_settings_row("Network & internet");
+        ui.open_settings_row("Internet");
+        let dump = ui.dump_xml();
+        let title = dump.find("text=\"Wi-Fi\" resource-id=\"android:id/title\"").unwrap_or_else(|| panic!("{dump}"));
+        let switch = dump.find("resource-id=\"android:id/switch_widget\" class=\"android.widget.Switch\"").unwrap();
+        assert!(title < switch && dump[switch..].contains("checkable=\"true\" checked=\"true\""), "{dump}");
+        ui.open_settings_row("Wi-Fi");
+        assert!(!ui.wifi_on && ui.dump_xml().contains("checked=\"false\""));
+        assert_eq!(ui.settings_page(), Some("Internet"));
+        ui.key("KEYCODE_BACK");
+        assert_eq!(ui.settings_page(), Some("Network & internet"));
+        ui.key("KEYCODE_BACK");
+        assert_eq!(ui.settings_page(), None);
+        assert!(ui.on_settings());
+    }
+
+    /// The shade lists an arrived SMS with the notification template's ids (app name, title, text).
+    #[test]
+    fn the_shade_shows_a_notification_row_as_a_real_one() {
+        let real = sample("shade-notification");
+        assert!(real.iter().any(|l| l.contains("resource-id=\"android:id/app_name_text\"")));
+        let mut ui = Ui::new(1080, 2400);
+        ui.sms.push(Sms {
+            from: "Sim Example".into(),
+            body: "123456 is your code".into(),
+            arrives: std::time::Instant::now(),
+            notified: false,
+            dismissed: false,
+        });
+        ui.swipe(540, 10, 540, 1500);
+        assert!(ui.shade_open);
+        let dump = ui.dump_xml();
+        for id in [
+            "com.android.systemui:id/expandableNotificationRow",
+            "android:id/app_name_text",
+            "android:id/title",
+            "android:id/text",
+        ] {
+            assert!(dump.contains(&format!("resource-id=\"{id}\"")), "{id}: {dump}");
+        }
+        assert!(dump.contains("text=\"Messages\" resource-id=\"android:id/app_name_text\""), "{dump}");
+        // A tap on it opens the conversation in Messages.
+        let (x, y) = ui.shade_rows()[0].2.center();
+        ui.tap(x, y);
+        assert!(ui.on_messages() && !ui.shade_open);
+        assert!(ui.dump_xml().contains("text=\"123456 is your code\""));
     }
 }
