@@ -44,7 +44,7 @@ async fn rig() -> Rig {
 }
 
 /// The browser's layout the sim draws on [`phone`], scrolled by `scroll` px.
-fn layout(scroll: i32) -> xagent_adb_connector::sim::ui::BrowserLayout {
+fn layout(scroll: i32) -> xagent_adb_connector::sim::ui::web::BrowserLayout {
     let mut ui = Ui::new(720, 1600);
     ui.web_scroll = scroll;
     ui.browser_layout()

@@ -102,6 +102,9 @@ pub struct Demo {
 /// to wait for, as on a real phone (Android's default activity transition is about 300 ms).
 const DEMO_ANIMATION_MS: u32 = 300;
 
+/// The PIN of the demo phones' lock screen (printed in the guide).
+pub const DEMO_PIN: &str = "1234";
+
 /// Starts the phones and the private adb server and waits until the server lists every phone online.
 pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, String> {
     let version = adb_version().ok_or(
@@ -111,7 +114,10 @@ pub async fn start_phones(n: usize, data_dir: &std::path::Path) -> Result<Demo, 
     let mut phones = Vec::new();
     for i in 0..n.max(1) {
         let cfg = DEMO_PHONES[i % DEMO_PHONES.len()].config();
-        phones.push(SimPhone::start("127.0.0.1:0".parse().expect("literal"), cfg).await.map_err(|e| e.to_string())?);
+        let phone = SimPhone::start("127.0.0.1:0".parse().expect("literal"), cfg).await.map_err(|e| e.to_string())?;
+        // POWER locks it; the guide prints the PIN (a person types it: the connector never types credentials).
+        phone.set_pin_lock(DEMO_PIN);
+        phones.push(phone);
     }
     let port = free_port().map_err(|e| e.to_string())?;
     let home = data_dir.join("adb-home");
@@ -569,6 +575,11 @@ impl HandOver<'_> {
         t += &format!("  {bin} call android_ui_dump only_interactive=true --url http://{addr}{key_flag}\n");
         t += &format!("  {bin} call android_screenshot --out {shot} --url http://{addr}{key_flag}\n");
         t += &format!("  curl -s http://{addr}/connector-card.json | head -40\n");
+        t += "  Tasks an agent can finish on these phones (README, \"The demo world\"):\n";
+        t += "    Settings: Network & internet > Internet (the Wi-Fi switch, networks); About phone (model, version, build)\n";
+        t += "    android_open_url https://sim.example/start: news with articles, weather, and a login whose code\n";
+        t += "      comes by SMS (a notification, and the Messages app)\n";
+        t += &format!("    POWER locks a phone; its PIN is {DEMO_PIN} (take the phone over on the wall and type it)\n");
         t += &format!("  curl -s {bearer}http://{addr}/health\n");
         t += &format!(
             "  (`call --help` explains arguments; the phones' adb server is private: `adb -P {} devices -l`{})",

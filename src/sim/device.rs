@@ -133,6 +133,7 @@ const SYSTEM_PACKAGES: &[(&str, &str)] = &[
     ("com.google.android.deskclock", "com.android.deskclock.DeskClock"),
     ("com.android.shell", ""),
     ("com.google.android.inputmethod.latin", ""),
+    ("com.google.android.apps.messaging", "com.google.android.apps.messaging.ui.ConversationListActivity"),
 ];
 
 impl Device {
@@ -271,6 +272,15 @@ impl Device {
         let h = crate::protocol::ids::random_hex(16);
         let boot_id = format!("{}-{}-{}-{}-{}\n", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]);
         d.fs.put_system_file("/proc/sys/kernel/random/boot_id", boot_id.into_bytes(), 0o444);
+        // Settings → About phone reads what `getprop` says.
+        let prop = |k: &str| d.props.get(k).cloned().unwrap_or_default();
+        d.ui.about = vec![
+            ("Device name".into(), prop("ro.product.model")),
+            ("Phone number".into(), "Unknown".into()),
+            ("Model".into(), prop("ro.product.model")),
+            ("Android version".into(), prop("ro.build.version.release")),
+            ("Build number".into(), prop("ro.build.id")),
+        ];
         d.log('I', "ActivityManager", "System server boot completed");
         d.log('I', "Launcher", "Displayed com.android.launcher3/.uioverrides.QuickstepLauncher");
         d
@@ -288,6 +298,30 @@ impl Device {
         });
         while self.logcat.len() > LOG_CAPACITY {
             self.logcat.pop_front();
+        }
+    }
+
+    /// Posts the notification of each SMS that arrived since the last look (`ui::Sms`): the messages app's, with
+    /// the sender as title and the message as text, stamped with its arrival.
+    pub fn deliver_sms(&mut self) {
+        let now = std::time::Instant::now();
+        let wall = now_unix_ms();
+        let mut due = Vec::new();
+        for m in self.ui.sms.iter_mut().filter(|m| !m.notified && m.arrives <= now) {
+            m.notified = true;
+            let ago = now.duration_since(m.arrives).as_millis() as u64;
+            due.push((m.from.clone(), m.body.clone(), wall.saturating_sub(ago)));
+        }
+        for (from, body, posted_ms) in due {
+            let id = self.notifications.iter().map(|n| n.id).max().unwrap_or(0) + 1;
+            self.notifications.push(SimNotification {
+                package: super::ui::MESSAGES_PACKAGE.to_owned(),
+                id,
+                title: Some(from),
+                text: Some(body),
+                ongoing: false,
+                posted_ms,
+            });
         }
     }
 

@@ -3,8 +3,9 @@
 //! `/json/list` (`/json`), and the page's WebSocket speaking CDP (`Page.getLayoutMetrics`,
 //! `DOMSnapshot.captureSnapshot`; any other method answers Chrome's "wasn't found" error). The answers have the
 //! shape real ones have (tests/fixtures/real/devtools-*: a real listing, target list and version), and the page
-//! model is the browser screen of [`super::ui`]: its links, search field and footer in CSS pixels of the document
-//! (screen pixels ÷ the device pixel ratio, density ÷ 160), scrolled as the screen is.
+//! model is the browser screen of [`super::ui`]: the page of `ui/site.rs` shown now — its heading, text, links,
+//! inputs and buttons — in CSS pixels of the document (screen pixels ÷ the device pixel ratio, density ÷ 160),
+//! scrolled as the screen is.
 //!
 //! `/proc/net/unix` lists the socket while the browser is in front; the WebView app ([`WEBVIEW_APP_PACKAGE`])
 //! has none (its WebView is not debuggable). Every method called is recorded as a command (`devtools:METHOD`), so
@@ -23,9 +24,10 @@ use tokio_tungstenite::WebSocketStream;
 use super::device::Device;
 use super::shared::Shared;
 use super::stream::{StreamIn, StreamOut};
+use super::ui::site::Block;
 #[cfg(doc)]
 use super::ui::WEBVIEW_APP_PACKAGE;
-use super::ui::{Rect, BROWSER_FOOTER, BROWSER_LINKS, BROWSER_PACKAGE, BROWSER_TITLE, BROWSER_URL};
+use super::ui::{Rect, BROWSER_PACKAGE};
 
 /// How the socket lies (defined with the phone's other injected misbehaviour, `state.rs`).
 pub use super::state::DevtoolsLie as Lie;
@@ -163,7 +165,8 @@ fn version(host: &str) -> String {
 
 /// `/json/list`: the one tab, as Chrome lists a page (tests/fixtures/real/devtools-json-list-*).
 fn list(dev: &Device, host: &str) -> String {
-    let page = dev.ui.browser_layout().page;
+    let page = dev.ui.web_area();
+    let doc = dev.ui.web_page();
     let desc = json!({"attached": true, "empty": false, "height": page.bottom - page.top, "never_attached": false,
                       "screenX": page.left, "screenY": page.top, "visible": true, "width": page.right - page.left});
     serde_json::to_string_pretty(&json!([{
@@ -171,9 +174,9 @@ fn list(dev: &Device, host: &str) -> String {
         "devtoolsFrontendUrl": format!("https://chrome-devtools-frontend.appspot.com/serve_rev/@a58f8e9d1e7c0d6a2a1c8d1b4b2e5f7c9a0b3d6e/inspector.html?ws={host}/devtools/page/{PAGE_ID}"),
         "faviconUrl": "https://sim.example/favicon.ico",
         "id": PAGE_ID,
-        "title": BROWSER_TITLE,
+        "title": doc.title,
         "type": "page",
-        "url": format!("https://{BROWSER_URL}"),
+        "url": doc.url,
         "webSocketDebuggerUrl": format!("ws://{host}/devtools/page/{PAGE_ID}"),
     }]))
     .unwrap_or_default()
@@ -231,6 +234,12 @@ async fn cdp(shared: Arc<Shared>, mut s: tokio::io::DuplexStream) {
     }
 }
 
+/// The document's height in CSS pixels: down to a margin below its last block.
+fn doc_height(dev: &Device) -> f64 {
+    let ui = &dev.ui;
+    f64::from(ui.web_doc_bottom() + ui.web_scroll - ui.web_area().top) / dpr(dev)
+}
+
 /// The device pixel ratio: density ÷ 160 (420 dpi → 2.625).
 fn dpr(dev: &Device) -> f64 {
     f64::from(dev.cfg.density.max(1)) / 160.0
@@ -239,10 +248,10 @@ fn dpr(dev: &Device) -> f64 {
 /// `Page.getLayoutMetrics` in Chrome 91+'s shape: the deprecated device-pixel fields and the css* ones.
 fn metrics(dev: &Device, lie: Lie) -> Value {
     let r = dpr(dev);
-    let b = dev.ui.browser_layout();
-    let (w, h) = (f64::from(b.page.right - b.page.left) / r, f64::from(b.page.bottom - b.page.top) / r);
+    let page = dev.ui.web_area();
+    let (w, h) = (f64::from(page.right - page.left) / r, f64::from(page.bottom - page.top) / r);
     let scroll = f64::from(dev.ui.web_scroll) / r;
-    let doc_h = f64::from(b.footer.bottom + dev.ui.web_scroll - b.page.top) / r + 16.0;
+    let doc_h = doc_height(dev);
     let (cw, ch) = if lie == Lie::AbsurdNumbers { (1e308, -5.0) } else { (w, h) };
     json!({
         "layoutViewport": {"pageX": 0, "pageY": (scroll * r).round(), "clientWidth": (w * r).round(), "clientHeight": (h * r).round()},
@@ -272,17 +281,19 @@ impl Strings {
     }
 }
 
-/// `DOMSnapshot.captureSnapshot` of the page (computedStyles empty, includeDOMRects): html > head, body > h1,
-/// three links, the search input and the footer paragraph, with document rectangles in CSS pixels.
+/// `DOMSnapshot.captureSnapshot` of the page (computedStyles empty, includeDOMRects): html > head, body > the
+/// page's blocks in order (h1, p, a, input, button; text in `#text` children), with document rectangles in CSS
+/// pixels.
 fn snapshot(dev: &Device, lie: Lie) -> Value {
     let r = dpr(dev);
     let ui = &dev.ui;
-    let b = ui.browser_layout();
+    let area = ui.web_area();
+    let doc = ui.web_page();
     let scroll = ui.web_scroll;
     // A screen rectangle (moved by the scroll) back in document CSS pixels.
     let css = |rect: Rect| -> [f64; 4] {
-        let x = f64::from(rect.left - b.page.left) / r;
-        let y = f64::from(rect.top + scroll - b.page.top) / r;
+        let x = f64::from(rect.left - area.left) / r;
+        let y = f64::from(rect.top + scroll - area.top) / r;
         let (w, h) = (f64::from(rect.right - rect.left) / r, f64::from(rect.bottom - rect.top) / r);
         if lie == Lie::AbsurdNumbers {
             [1e308, -y, -w, h]
@@ -295,8 +306,8 @@ fn snapshot(dev: &Device, lie: Lie) -> Value {
             ]
         }
     };
-    let page_w = f64::from(b.page.right - b.page.left) / r;
-    let doc_h = f64::from(b.footer.bottom + scroll - b.page.top) / r + 16.0;
+    let page_w = f64::from(area.right - area.left) / r;
+    let doc_h = doc_height(dev);
     let mut st = Strings::default();
     let mut parent: Vec<i64> = Vec::new();
     let mut ty: Vec<i64> = Vec::new();
@@ -319,46 +330,57 @@ fn snapshot(dev: &Device, lie: Lie) -> Value {
         lbounds.push(rect);
         ltext.push(text.unwrap_or(-1));
     };
-    let url = format!("https://{BROWSER_URL}");
-    let doc = node(&mut st, -1, 9, "#document", None, &[]);
-    let html = node(&mut st, doc, 1, "HTML", None, &[("lang", "en")]);
+    let url = doc.url.clone();
+    let docn = node(&mut st, -1, 9, "#document", None, &[]);
+    let html = node(&mut st, docn, 1, "HTML", None, &[("lang", "en")]);
     let _head = node(&mut st, html, 1, "HEAD", None, &[]);
     let body = node(&mut st, html, 1, "BODY", None, &[]);
     lay(html, [0.0, 0.0, page_w, doc_h], None);
     lay(body, [8.0, 8.0, page_w - 16.0, doc_h - 16.0], None);
-    let h1 = node(&mut st, body, 1, "H1", None, &[]);
-    let t = node(&mut st, h1, 3, "#text", Some(BROWSER_TITLE), &[]);
-    lay(h1, css(b.heading), None);
-    let ti = st.id(BROWSER_TITLE);
-    lay(t, css(b.heading), Some(ti));
-    let hrefs = ["/news", "/weather", "/about"];
     let mut clickable = Vec::new();
-    for ((text, rect), href) in BROWSER_LINKS.iter().zip(b.links).zip(hrefs) {
-        let a = node(&mut st, body, 1, "A", None, &[("href", href)]);
-        clickable.push(a);
-        let t = node(&mut st, a, 3, "#text", Some(text), &[]);
-        lay(a, css(rect), None);
-        let ti = st.id(text);
-        lay(t, css(rect), Some(ti));
+    let (mut input_idx, mut input_val) = (Vec::new(), Vec::new());
+    for (block, rect) in ui.web_blocks() {
+        // (tag, attributes, its one text node, clickable, an input's value)
+        let (tag, at, text, click, input): (&str, Vec<(&str, String)>, Option<String>, bool, Option<&str>) = match block
+        {
+            Block::Heading(t) => ("H1", vec![], Some(t), false, None),
+            Block::Text(t) => ("P", vec![], Some(t), false, None),
+            Block::Link { text, href } => ("A", vec![("href", href)], Some(text), true, None),
+            Block::Button { id, text } => {
+                ("BUTTON", vec![("id", id.into()), ("type", "button".into())], Some(text.into()), true, None)
+            }
+            Block::Input { id, hint, password } => {
+                let kind = if password {
+                    "password"
+                } else if id == "q" {
+                    "search"
+                } else {
+                    "text"
+                };
+                let at =
+                    vec![("id", id.into()), ("type", kind.into()), ("name", id.into()), ("placeholder", hint.into())];
+                ("INPUT", at, None, true, Some(ui.browser.input(id)))
+            }
+            Block::Gap(_) => continue,
+        };
+        let at: Vec<(&str, &str)> = at.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let e = node(&mut st, body, 1, tag, None, &at);
+        lay(e, css(rect), None);
+        if let Some(t) = text {
+            let tn = node(&mut st, e, 3, "#text", Some(&t), &[]);
+            let ti = st.id(&t);
+            lay(tn, css(rect), Some(ti));
+        }
+        if click {
+            clickable.push(e);
+        }
+        if let Some(v) = input {
+            input_idx.push(e);
+            input_val.push(st.id(v));
+        }
     }
-    let input = node(
-        &mut st,
-        body,
-        1,
-        "INPUT",
-        None,
-        &[("id", "q"), ("type", "search"), ("name", "q"), ("placeholder", "Search")],
-    );
-    lay(input, css(b.search), None);
-    clickable.push(input);
-    let p = node(&mut st, body, 1, "P", None, &[]);
-    let t = node(&mut st, p, 3, "#text", Some(BROWSER_FOOTER), &[]);
-    lay(p, css(b.footer), None);
-    let ti = st.id(BROWSER_FOOTER);
-    lay(t, css(b.footer), Some(ti));
     let n = parent.len();
-    let query = st.id(&ui.web_query);
-    let (url_i, title_i, empty) = (st.id(&url), st.id(BROWSER_TITLE), st.id(""));
+    let (url_i, title_i, empty) = (st.id(&url), st.id(&doc.title), st.id(""));
     let lcount = lnode.len();
     json!({
         "documents": [{
@@ -368,7 +390,7 @@ fn snapshot(dev: &Device, lie: Lie) -> Value {
                 "parentIndex": parent, "nodeType": ty, "nodeName": name, "nodeValue": value,
                 "backendNodeId": (1..=n as i64).collect::<Vec<_>>(), "attributes": attrs,
                 "textValue": {"index": [], "value": []},
-                "inputValue": {"index": [input], "value": [query]},
+                "inputValue": {"index": input_idx, "value": input_val},
                 "inputChecked": {"index": []}, "optionSelected": {"index": []},
                 "contentDocumentIndex": {"index": [], "value": []},
                 "pseudoType": {"index": [], "value": []},

@@ -135,7 +135,7 @@ impl SimPhone {
 
     /// The browser page's search field's text.
     pub fn web_query(&self) -> String {
-        self.device().ui.web_query.clone()
+        self.device().ui.browser.input("q").to_owned()
     }
 
     /// How far the browser's page is scrolled (screen pixels).
@@ -292,6 +292,25 @@ impl SimPhone {
         let mut d = self.device();
         d.ui.lock = mode;
         d.ui.keyguard_showing = mode != ui::LockMode::None;
+    }
+
+    /// A PIN screen lock: the phone locks when its screen goes off (POWER), and its keyguard shows the PIN pad
+    /// once the screen is on, which opens with this PIN (typed or tapped, then ENTER). Not locked now.
+    pub fn set_pin_lock(&self, pin: &str) {
+        let mut d = self.device();
+        d.ui.lock = ui::LockMode::Secure;
+        d.ui.pin = Some(pin.to_owned());
+    }
+
+    /// The SMS the phone received so far (sender, text), oldest first.
+    pub fn sms(&self) -> Vec<(String, String)> {
+        let now = std::time::Instant::now();
+        self.device().ui.sms.iter().filter(|m| m.arrives <= now).map(|m| (m.from.clone(), m.body.clone())).collect()
+    }
+
+    /// The page the browser shows (address-bar form, `sim.example/news`).
+    pub fn browser_at(&self) -> String {
+        self.device().ui.browser.at.clone()
     }
 
     /// Whether the keyguard is showing.

@@ -21,7 +21,10 @@
 use std::time::{Duration, Instant};
 
 mod render;
+pub mod site;
+pub mod web;
 pub mod windows;
+pub mod world;
 
 /// Package/activity of the home screen (the launcher), what `dumpsys window` reports at boot.
 pub const HOME_PACKAGE: &str = "com.android.launcher3";
@@ -65,6 +68,9 @@ pub const SETTINGS_ROWS: [&str; 28] = [
     "Developer options",
     "About phone",
 ];
+/// The messages app (`ui/world.rs`) and its conversation list.
+pub const MESSAGES_PACKAGE: &str = "com.google.android.apps.messaging";
+pub const MESSAGES_ACTIVITY: &str = "com.google.android.apps.messaging.ui.ConversationListActivity";
 /// The browser stand-in and the page it shows: Chrome's package, the page's title and its links.
 pub const BROWSER_PACKAGE: &str = "com.android.chrome";
 pub const BROWSER_URL: &str = "sim.example/start";
@@ -88,7 +94,7 @@ pub enum LockMode {
     Secure,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Rect {
     pub left: i32,
     pub top: i32,
@@ -156,18 +162,6 @@ pub struct SettingsLayout {
     pub title: Rect,
     pub list: Rect,
     pub row_height: i32,
-}
-
-/// Geometry of the browser stand-in: the URL bar, the web page's area and, inside it, the page's elements.
-#[derive(Debug, Clone, Copy)]
-pub struct BrowserLayout {
-    pub url_bar: Rect,
-    pub page: Rect,
-    pub heading: Rect,
-    pub links: [Rect; 3],
-    pub search: Rect,
-    /// The page's last paragraph ([`BROWSER_FOOTER`]).
-    pub footer: Rect,
 }
 
 /// What a tap hit (so the caller can log it like a real app would).
@@ -238,9 +232,8 @@ pub struct Ui {
     pub list_offset: i32,
     /// How far the Settings list is scrolled, in pixels (0 = top).
     pub settings_offset: i32,
-    /// The browser page's search field: its text and whether it has the focus (typed text then goes there).
-    pub web_query: String,
-    pub web_focused: bool,
+    /// The browser: the page it shows, its history, its inputs and the site's session (`site.rs`, `web.rs`).
+    pub browser: site::Browser,
     /// How far the browser's page is scrolled, in screen pixels (0 = top): its content rectangles move up by it.
     pub web_scroll: i32,
     /// Labels of the apps' elements that taps hit (demo list, Reset, Settings rows, web links), oldest first.
@@ -252,6 +245,35 @@ pub struct Ui {
     pub permission_prompt: Option<PermissionPrompt>,
     /// The app's window has no views yet (an activity still inflating its layout): its tree is the root alone.
     pub app_loading: bool,
+    /// The SMS the phone received or will receive (`arrives` in the future): the messages app and its
+    /// notifications (`world.rs`).
+    pub sms: Vec<Sms>,
+    /// The messages app's open conversation (its sender), `None` for the list.
+    pub conversation: Option<String>,
+    /// The Settings sub-pages opened, the one in front last (`world.rs`).
+    pub settings_pages: Vec<String>,
+    /// Settings → Network & internet → Internet → Wi-Fi.
+    pub wifi_on: bool,
+    /// Settings → About phone's rows (title, value), filled from the phone's configuration.
+    pub about: Vec<(String, String)>,
+    /// The PIN of a [`LockMode::Secure`] lock (`None`: a credential the sim never accepts), what the PIN pad holds
+    /// so far, and its message after a wrong PIN.
+    pub pin: Option<String>,
+    pub pin_entry: String,
+    pub pin_notice: Option<String>,
+    /// The notification shade is pulled down over the app (`world.rs`).
+    pub shade_open: bool,
+}
+
+/// An SMS: who sent it, its text, when it arrives, and whether its notification was posted (`Device::deliver_sms`).
+#[derive(Debug, Clone)]
+pub struct Sms {
+    pub from: String,
+    pub body: String,
+    pub arrives: Instant,
+    pub notified: bool,
+    /// Tapped in the shade: its notification is gone from it.
+    pub dismissed: bool,
 }
 
 impl Ui {
@@ -277,13 +299,21 @@ impl Ui {
             never_idle: false,
             list_offset: 0,
             settings_offset: 0,
-            web_query: String::new(),
-            web_focused: false,
+            browser: site::Browser::new(),
             web_scroll: 0,
             clicks: Vec::new(),
             ticking: None,
             permission_prompt: None,
             app_loading: false,
+            sms: Vec::new(),
+            conversation: None,
+            settings_pages: Vec::new(),
+            wifi_on: true,
+            about: Vec::new(),
+            pin: None,
+            pin_entry: String::new(),
+            pin_notice: None,
+            shade_open: false,
         }
     }
 
@@ -338,6 +368,10 @@ impl Ui {
         self.foreground.package == BROWSER_PACKAGE
     }
 
+    pub fn on_messages(&self) -> bool {
+        self.foreground.package == MESSAGES_PACKAGE
+    }
+
     pub fn settings_layout(&self) -> SettingsLayout {
         let d = self.demo_layout();
         let (_, h) = self.logical_size();
@@ -361,31 +395,6 @@ impl Ui {
         rows_in(l.list, l.row_height, SETTINGS_ROWS.len() as i32, self.settings_offset)
     }
 
-    /// The browser's geometry, its page's content moved up by [`Ui::web_scroll`] (not clipped to the page).
-    pub fn browser_layout(&self) -> BrowserLayout {
-        let (w, h) = self.logical_size();
-        let (w, h) = (w as i32, h as i32);
-        let s = self.web_scroll;
-        let y = |permille: i32| h * permille / 1000;
-        let (left, right) = (w / 12, w * 11 / 12);
-        let link = |i: i32| Rect { left, top: y(230 + i * 70) - s, right, bottom: y(280 + i * 70) - s };
-        BrowserLayout {
-            url_bar: Rect { left: w / 24, top: y(45), right: w * 23 / 24, bottom: y(95) },
-            page: Rect { left: 0, top: y(110), right: w, bottom: h },
-            heading: Rect { left, top: y(140) - s, right, bottom: y(200) - s },
-            links: [link(0), link(1), link(2)],
-            search: Rect { left, top: y(470) - s, right, bottom: y(530) - s },
-            footer: Rect { left, top: y(1500) - s, right, bottom: y(1550) - s },
-        }
-    }
-
-    /// The browser page's largest scroll offset (its footer just above the screen's bottom).
-    pub fn max_web_scroll(&self) -> i32 {
-        let (_, h) = self.logical_size();
-        let h = h as i32;
-        (h * 1590 / 1000 - h).max(0)
-    }
-
     /// `input swipe`: a vertical drag inside the demo list scrolls it (content follows the finger).
     pub fn swipe(&mut self, x1: i32, y1: i32, _x2: i32, y2: i32) {
         if self.keyguard_showing {
@@ -396,13 +405,19 @@ impl Ui {
             }
             return;
         }
+        // From the top edge down: the shade comes; up while it shows: it goes.
+        let h = self.logical_size().1 as i32;
+        if self.screen_on && (y1 < h * 35 / 1000 && y2 - y1 > h / 5 || self.shade_open && y1 - y2 > h / 10) {
+            self.shade_open = !self.shade_open;
+            return;
+        }
         if self.screen_on && self.on_demo() && self.demo_layout().list.contains(x1, y1) {
             self.list_offset = (self.list_offset + (y1 - y2)).clamp(0, self.max_list_offset());
         }
         if self.screen_on && self.on_settings() && self.settings_layout().list.contains(x1, y1) {
             self.settings_offset = (self.settings_offset + (y1 - y2)).clamp(0, self.max_settings_offset());
         }
-        if self.screen_on && self.on_browser() && self.browser_layout().page.contains(x1, y1) {
+        if self.screen_on && self.on_browser() && self.web_area().contains(x1, y1) {
             self.web_scroll = (self.web_scroll + (y1 - y2)).clamp(0, self.max_web_scroll());
         }
     }
@@ -439,8 +454,14 @@ impl Ui {
     }
 
     pub fn tap(&mut self, x: i32, y: i32) -> TapOutcome {
+        if self.pin_pad_up() {
+            return self.tap_pin(x, y);
+        }
         if self.keyguard_showing {
             return TapOutcome::Nothing;
+        }
+        if self.shade_open && self.screen_on {
+            return self.tap_shade(x, y);
         }
         if let Some(taken) = self.tap_windows(x, y) {
             return taken;
@@ -457,21 +478,13 @@ impl Ui {
             return self.clicked(hit);
         }
         if self.screen_on && self.on_settings() {
-            let hit = self.visible_settings_rows().into_iter().find(|(_, r)| r.contains(x, y));
-            return self.clicked(hit.map(|(n, _)| SETTINGS_ROWS[n as usize - 1].to_owned()));
+            return self.tap_settings(x, y);
         }
         if self.screen_on && self.on_browser() {
-            let b = self.browser_layout();
-            if !b.page.contains(x, y) {
-                self.web_focused = false;
-                return TapOutcome::Nothing;
-            }
-            self.web_focused = b.search.contains(x, y);
-            if self.web_focused {
-                return TapOutcome::FocusedField;
-            }
-            let hit = b.links.iter().position(|r| r.contains(x, y)).map(|i| BROWSER_LINKS[i].to_owned());
-            return self.clicked(hit);
+            return self.tap_web(x, y);
+        }
+        if self.screen_on && self.on_messages() {
+            return self.tap_messages(x, y);
         }
         if !self.screen_on || !self.on_home() {
             return TapOutcome::Nothing;
@@ -542,7 +555,8 @@ impl Ui {
         if self.keyguard_showing || !self.screen_on || self.permission_prompt.is_some() {
             None
         } else if self.on_browser() {
-            self.web_focused.then_some(&mut self.web_query)
+            let id = self.browser.focus.clone()?;
+            Some(self.browser.input_mut(&id))
         } else if !self.on_home() {
             None
         } else if self.password_focused {
@@ -555,6 +569,10 @@ impl Ui {
     /// `input text`: appends to the home screen's text field (focused or not: the sim keeps the
     /// field as the single text sink so agents need not tap first), or to the browser's focused search field.
     pub fn type_text(&mut self, s: &str) {
+        if self.pin_pad_up() {
+            self.pin_digits(s);
+            return;
+        }
         if let Some(t) = self.focused_text() {
             t.push_str(s);
         }
@@ -580,16 +598,30 @@ impl Ui {
                 // asks for it, which a launcher does not).
                 self.text_focused = false;
                 self.password_focused = false;
-                self.web_focused = false;
+                self.browser.focus = None;
+                self.settings_pages.clear();
+                self.shade_open = false;
                 true
             }
             // A window above the app (the permission prompt) takes BACK first.
             "KEYCODE_BACK" if self.back_on_windows() => true,
+            "KEYCODE_BACK" if self.keyguard_showing => false,
+            "KEYCODE_BACK" if self.shade_open => {
+                self.shade_open = false;
+                true
+            }
+            "KEYCODE_BACK" if self.screen_on && self.on_browser() && self.back_in_browser() => true,
+            "KEYCODE_BACK" if self.screen_on && self.on_messages() && self.conversation.is_some() => {
+                self.conversation = None;
+                true
+            }
             "KEYCODE_BACK" => {
-                if self.text_focused || self.password_focused || (self.web_focused && self.on_browser()) {
+                if self.settings_page().is_some() {
+                    self.settings_pages.pop();
+                }
+                if self.text_focused || self.password_focused {
                     self.text_focused = false;
                     self.password_focused = false;
-                    self.web_focused = false;
                 } else if let Some(prev) = self.back_stack.pop() {
                     self.foreground = prev;
                 } else if !self.on_home() {
@@ -597,6 +629,7 @@ impl Ui {
                 }
                 true
             }
+            "KEYCODE_DEL" if self.pin_pad_up() => self.pin_entry.pop().is_some(),
             "KEYCODE_DEL" => self.focused_text().is_some_and(|t| t.pop().is_some()),
             "KEYCODE_POWER" => {
                 self.set_screen(!self.screen_on);
@@ -608,6 +641,14 @@ impl Ui {
             }
             "KEYCODE_SLEEP" => {
                 self.set_screen(false);
+                true
+            }
+            "KEYCODE_ENTER" if self.pin_pad_up() => {
+                self.check_pin();
+                true
+            }
+            k if self.pin_pad_up() && k.len() == 9 && k.starts_with("KEYCODE_") && k.as_bytes()[8].is_ascii_digit() => {
+                self.pin_digits(&k[8..]);
                 true
             }
             "KEYCODE_SPACE" => {
@@ -622,6 +663,8 @@ impl Ui {
     pub fn set_screen(&mut self, on: bool) {
         if !on && self.lock != LockMode::None {
             self.keyguard_showing = true;
+            self.pin_entry.clear();
+            self.pin_notice = None;
         }
         self.screen_on = on;
     }
@@ -704,7 +747,7 @@ impl Ui {
 
     /// The package of the window in front (the keyguard's while it shows).
     fn window_package(&self) -> &str {
-        if self.keyguard_showing {
+        if self.keyguard_showing || (self.shade_open && self.screen_on) {
             KEYGUARD_PACKAGE
         } else {
             self.foreground.package.as_str()
@@ -721,8 +764,14 @@ impl Ui {
         if self.keyguard_showing {
             // The lock screen: a clock and a hint, nothing an agent can usefully tap.
             nodes.push(Node::text("12:00", "com.android.systemui:id/lockscreen_clock_view", l.counter));
+            if self.pin_pad_up() {
+                nodes.extend(self.pin_nodes());
+                return nodes;
+            }
             let hint = if self.lock == LockMode::Secure { "Enter PIN" } else { "Swipe up to open" };
             nodes.push(Node::text(hint, "com.android.systemui:id/keyguard_indication_text", l.bar_area));
+        } else if self.shade_open && self.screen_on {
+            nodes.extend(self.shade_nodes());
         } else if self.on_home() {
             nodes.push(Node::text("Sim Home", "com.xagent.sim:id/title", l.title));
             nodes.push(Node::text(&format!("Count: {}", self.counter), "com.xagent.sim:id/counter", l.counter));
@@ -758,6 +807,10 @@ impl Ui {
                 row.clickable = true;
                 nodes.push(row);
             }
+        } else if let Some(page) = self.settings_page() {
+            nodes.extend(self.settings_page_nodes(page));
+        } else if self.on_messages() {
+            nodes.extend(self.messages_nodes());
         } else if self.on_settings() {
             let s = self.settings_layout();
             nodes.push(Node::text("Settings", "com.android.settings:id/homepage_title", s.title));
@@ -768,49 +821,13 @@ impl Ui {
                 nodes.push(row);
             }
         } else if self.on_browser() {
-            let b = self.browser_layout();
-            let mut url = Node::field(BROWSER_URL, "com.android.chrome:id/url_bar", b.url_bar);
-            url.long_clickable = true;
-            nodes.push(url);
-            // Chrome reports the page as one android.webkit.WebView (its text: the page title) holding the DOM's
-            // accessibility nodes: android.view.View for text and links, android.widget.EditText for inputs, the
-            // element's HTML id as resource-id.
-            let mut page = Node::text(BROWSER_TITLE, "", b.page);
-            page.class = "android.webkit.WebView";
-            page.focusable = true;
-            page.scrollable = true;
-            let mut heading = Node::text(BROWSER_TITLE, "", b.heading);
-            heading.class = "android.view.View";
-            page.children.push(heading);
-            for (text, r) in BROWSER_LINKS.iter().zip(b.links) {
-                let mut a = Node::text(text, "", r);
-                a.class = "android.view.View";
-                a.clickable = true;
-                a.focusable = true;
-                a.link = true;
-                page.children.push(a);
-            }
-            let mut q = Node::field(&self.web_query, "q", b.search);
-            q.focused = self.web_focused;
-            page.children.push(q);
-            let mut footer = Node::text(BROWSER_FOOTER, "", b.footer);
-            footer.class = "android.view.View";
-            page.children.push(footer);
-            // What scrolled off the page is not on screen: uiautomator reports the rest clipped to the view.
-            page.children.retain(|n| {
-                let r = n.bounds.intersect(b.page);
-                r.right > r.left && r.bottom > r.top
-            });
-            for n in &mut page.children {
-                n.bounds = n.bounds.intersect(b.page);
-            }
-            nodes.push(page);
+            nodes.extend(self.web_nodes());
         } else if self.foreground.package == WEBVIEW_APP_PACKAGE {
             // A WebView that is not debuggable, as uiautomator often reports one: a single node, its content
             // unknown (tools::web reports it opaque).
-            let b = self.browser_layout();
+            let b = self.web_area();
             nodes.push(Node::text("Help", "com.xagent.help:id/toolbar_title", l.title));
-            let mut page = Node::text(WEBVIEW_APP_TEXT, "com.xagent.help:id/webview", b.page);
+            let mut page = Node::text(WEBVIEW_APP_TEXT, "com.xagent.help:id/webview", b);
             page.class = "android.webkit.WebView";
             page.focusable = true;
             nodes.push(page);
@@ -878,6 +895,8 @@ struct Node {
     long_clickable: bool,
     scrollable: bool,
     password: bool,
+    checkable: bool,
+    checked: bool,
     bounds: Rect,
     /// Nested elements (a WebView's DOM nodes); the dump writes them inside this node.
     children: Vec<Node>,
@@ -898,6 +917,8 @@ impl Node {
             long_clickable: false,
             scrollable: false,
             password: false,
+            checkable: false,
+            checked: false,
             bounds,
             children: Vec::new(),
             link: false,
@@ -928,13 +949,15 @@ impl Node {
         let close = if children.is_empty() { " />".to_owned() } else { format!(">{children}</node>") };
         format!(
             "<node index=\"{index}\" text=\"{}\" resource-id=\"{}\" class=\"{}\" package=\"{}\" content-desc=\"{}\" \
-             checkable=\"false\" checked=\"false\" clickable=\"{}\" enabled=\"true\" focusable=\"{}\" focused=\"{}\" \
+             checkable=\"{}\" checked=\"{}\" clickable=\"{}\" enabled=\"true\" focusable=\"{}\" focused=\"{}\" \
              scrollable=\"{}\" long-clickable=\"{}\" password=\"{}\" selected=\"false\" bounds=\"{}\"{close}",
             xml_escape(&self.text),
             xml_escape(&self.id),
             self.class,
             xml_escape(pkg),
             xml_escape(&self.desc),
+            self.checkable,
+            self.checked,
             self.clickable,
             self.focusable,
             self.focused,

@@ -68,6 +68,29 @@ pub(super) fn am(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
                     action.as_deref().unwrap_or("android.intent.action.VIEW"),
                     data.as_deref().unwrap_or("")
                 ));
+                let url = data.clone().unwrap_or_default();
+                let lower = url.to_ascii_lowercase();
+                if lower.starts_with("http://") || lower.starts_with("https://") {
+                    // Chrome opens the link (`ui/web.rs`): the page of the sim's site, or Chrome's error page.
+                    let act = Activity {
+                        package: "com.android.chrome".into(),
+                        activity: "com.google.android.apps.chrome.Main".into(),
+                    };
+                    dev.log(
+                        'I',
+                        "ActivityTaskManager",
+                        &format!(
+                            "START u0 {{act=android.intent.action.VIEW dat={url} cmp={}}} from uid 2000",
+                            act.component()
+                        ),
+                    );
+                    dev.ui.open_url(&url);
+                    if wait {
+                        let comp = act.component();
+                        io.out(&format!("Status: ok\nLaunchState: WARM\nActivity: {comp}\nTotalTime: 212\nWaitTime: 218\nComplete\n"));
+                    }
+                    return 0;
+                }
                 Activity {
                     package: "com.android.chrome".into(),
                     activity: "com.google.android.apps.chrome.Main".into(),

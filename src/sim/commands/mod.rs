@@ -100,7 +100,10 @@ fn dispatch(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> 
         "pm" => pm::pm(dev, &args, stdin, io),
         "am" => am::am(dev, &args, io),
         "monkey" => am::monkey(dev, &args, io),
-        "dumpsys" => dumpsys::dumpsys(dev, &args, io),
+        "dumpsys" => {
+            dev.deliver_sms();
+            dumpsys::dumpsys(dev, &args, io)
+        }
         "logcat" => logcat::logcat(dev, &args, io),
         "settings" => settings::settings(dev, &args, io),
         "ime" => ime::ime(dev, &args, io),
@@ -118,7 +121,16 @@ fn dispatch(dev: &mut Device, argv: &[String], stdin: &[u8], io: &mut CmdIo) -> 
                 "settings" => "settings",
                 "input_method" => "ime",
                 "uimode" => return uimode::uimode(dev, &args[1..], io),
-                "battery" | "statusbar" | "power" => "svc",
+                // The shade (`ui/world.rs`): `cmd statusbar expand-notifications` / `collapse`, silent as real.
+                "statusbar" => {
+                    match args.get(1).copied() {
+                        Some("expand-notifications" | "expand-settings") => dev.ui.shade_open = dev.ui.screen_on,
+                        Some("collapse") => dev.ui.shade_open = false,
+                        _ => {}
+                    }
+                    return 0;
+                }
+                "battery" | "power" => "svc",
                 other => {
                     io.err(&format!("cmd: Can't find service: {other}\n"));
                     return 20;

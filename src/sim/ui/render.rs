@@ -9,6 +9,7 @@ use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
 
 use super::super::font;
+use super::site::Block;
 use super::{Layout, Node, Rect, Ui, DEMO_PACKAGE};
 
 impl Ui {
@@ -34,7 +35,10 @@ impl Ui {
         if self.keyguard_showing {
             c.fill(full, [26, 35, 126, 255]);
             for n in self.nodes() {
-                c.text(n.bounds, &n.text, WHITE, false, false);
+                c.text(n.bounds, &n.text, WHITE, false, n.password);
+                for k in &n.children {
+                    c.text(k.bounds, &k.text, WHITE, true, false);
+                }
             }
             return c.px;
         }
@@ -71,18 +75,38 @@ impl Ui {
             c.rows(&self.visible_rows());
         } else if self.on_settings() {
             c.fill(self.settings_layout().list, [255, 255, 255, 255]);
-            c.rows(&self.visible_settings_rows());
+            if self.settings_page().is_none() {
+                c.rows(&self.visible_settings_rows());
+            }
+        } else if self.on_messages() {
+            c.fill(self.settings_layout().list, [255, 255, 255, 255]);
         } else if self.on_browser() {
             let b = self.browser_layout();
             c.fill(Rect { top: l.status_bar.bottom, bottom: b.page.top, ..full }, [241, 243, 244, 255]);
             c.fill(b.url_bar, [255, 255, 255, 255]);
             c.fill(b.page, [255, 255, 255, 255]);
-            // The search field: a grey outline around a white (or, focused, cream) box.
-            let s = b.search;
-            let edge = ((s.bottom - s.top) / 20).max(1);
-            c.fill(s, [154, 160, 166, 255]);
-            let inner = Rect { left: s.left + edge, top: s.top + edge, right: s.right - edge, bottom: s.bottom - edge };
-            c.fill(inner, if self.web_focused { [255, 248, 225, 255] } else { [255, 255, 255, 255] });
+            for (block, s) in self.web_blocks() {
+                match block {
+                    // An input: a grey outline around a white (or, focused, cream) box.
+                    Block::Input { id, .. } => {
+                        let edge = ((s.bottom - s.top) / 20).max(1);
+                        c.fill(s.intersect(b.page), [154, 160, 166, 255]);
+                        let inner = Rect {
+                            left: s.left + edge,
+                            top: s.top + edge,
+                            right: s.right - edge,
+                            bottom: s.bottom - edge,
+                        };
+                        let focused = self.browser.focus.as_deref() == Some(id);
+                        c.fill(
+                            inner.intersect(b.page),
+                            if focused { [255, 248, 225, 255] } else { [255, 255, 255, 255] },
+                        );
+                    }
+                    Block::Button { .. } => c.fill(s.intersect(b.page), BUTTON),
+                    _ => {}
+                }
+            }
         }
         self.draw_texts(&mut c, &self.nodes(), &l);
         self.draw_windows(&mut c);
