@@ -175,6 +175,17 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         if id == "android_observe" {
             expected_new.push("web");
         }
+        // Issue 49 items 4 and 7: off-screen hints per scrollable; ui_dump reads the page as observe does;
+        // open_url says what loaded.
+        if id == "android_observe" || id == "android_ui_dump" {
+            expected_new.push("scrollables");
+        }
+        if id == "android_ui_dump" {
+            expected_new.push("web");
+        }
+        if id == "android_open_url" {
+            expected_new.extend(["page", "warning"]);
+        }
         expected_new.sort_unstable();
         assert_eq!(new, expected_new.iter().collect::<Vec<_>>(), "{id}: unexpected new result fields");
     }

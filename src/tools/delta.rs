@@ -9,10 +9,18 @@
 //! disappearance and an appearance:
 //!
 //! 1. the same element unchanged (class, resource id, description, text, bounds all equal);
-//! 2. the same resource id and class at the same bounds (its text or state changed);
-//! 3. the same resource id and class anywhere (it moved; nearest first);
-//! 4. no resource id: the same class at the same bounds;
-//! 5. no resource id: the same class and text or description anywhere (it moved; nearest first).
+//! 2. the same class, resource id and text or description anywhere (it moved; nearest first);
+//! 3. the same resource id and class at the same bounds (its text or state changed);
+//! 4. the same resource id and class anywhere (it moved; nearest first);
+//! 5. no resource id: the same class at the same bounds;
+//! 6. no resource id: the same class and text or description anywhere (it moved; nearest first).
+//!
+//! Never across packages: an element of another app is another element. Issue 49 item 3, effects that read like a
+//! diff: when rows matched by rule 2 moved by one offset inside a scrollable container, the list scrolled — inside
+//! it rules 3–6 are off (the row now at an old row's place, or with its id, is another row, not the old one
+//! "changed"), the rows that only moved are no news, and the result says `scrolled: {by, out}` (the labels of the
+//! rows that scrolled out) with the rows that scrolled in as `appeared`. When the package in front changed
+//! (`foreground: {was, now}`), what went is the old screen: `counts.disappeared` says how many, none is listed.
 //!
 //! What is left is gone (before) or new (after). A changed element lists what it was for each of `text`,
 //! `content_desc`, `checked`, `enabled`, `focused`, `selected`, `bounds` that differs — a password field's text
@@ -84,7 +92,20 @@ pub async fn after(c: &Ctx, before: TreeBefore) -> Option<Value> {
     match (before, after) {
         (Ok(before), Ok(after)) => {
             let d = diff(&before.elements, &after.elements);
+            let fg = (foreground(&before), foreground(&after));
+            let switched = match &fg {
+                (Some(b), Some(a)) if b != a => Some((b.clone(), a.clone())),
+                _ => None,
+            };
             let mut v = to_json(&before.elements, &after.elements, &d);
+            if let (Some((was, now)), Value::Object(m)) = (switched, &mut v) {
+                // A new screen: what went is the old app's whole screen, a count is all an agent needs of it.
+                m.remove("disappeared");
+                m.insert("foreground".into(), json!({"was": was, "now": now}));
+            }
+            if let Some(w) = super::web::from_tree(&after.elements) {
+                v["web"] = w;
+            }
             if let (Value::Object(m), Value::Object(cover)) = (&mut v, after.cover.to_json()) {
                 m.extend(cover);
             }
@@ -103,6 +124,25 @@ pub async fn after(c: &Ctx, before: TreeBefore) -> Option<Value> {
     }
 }
 
+/// The package in front in a tree: the focused window's where the helper names windows (else the first
+/// application window's), otherwise the package most of the elements an agent can name belong to.
+pub fn foreground(t: &Tree) -> Option<String> {
+    if let super::tree::Windows::All(ws) = &t.cover.windows {
+        let w = ws.iter().find(|w| w.focused).or_else(|| ws.iter().find(|w| w.kind == "application"));
+        if let Some(w) = w.filter(|w| !w.package.is_empty()) {
+            return Some(w.package.clone());
+        }
+    }
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for e in t.elements.iter().filter(|e| e.is_interesting() && !e.package.is_empty()) {
+        match counts.iter_mut().find(|(p, _)| *p == e.package) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&e.package, 1)),
+        }
+    }
+    counts.into_iter().rev().max_by_key(|(_, n)| *n).map(|(p, _)| p.to_owned())
+}
+
 /// Most elements listed per kind; the counts say how many there were.
 pub const DELTA_MAX: usize = 20;
 
@@ -113,12 +153,53 @@ pub struct Delta {
     pub disappeared: Vec<usize>,
     /// (before, after) pairs whose attributes differ.
     pub changed: Vec<(usize, usize)>,
+    /// A list scrolled: by how much its rows moved (`[dx, dy]`, screen px); `appeared` are then the rows that
+    /// scrolled in, `disappeared` the ones that scrolled out.
+    pub scrolled: Option<[i32; 2]>,
 }
 
 impl Delta {
     pub fn is_empty(&self) -> bool {
         self.appeared.is_empty() && self.disappeared.is_empty() && self.changed.is_empty()
     }
+}
+
+fn contains(outer: &[i32; 4], e: &Element) -> bool {
+    let [x, y] = e.center();
+    x >= outer[0] && x < outer[2] && y >= outer[1] && y < outer[3]
+}
+
+/// A scroll between the two trees: the offset most of the rows that kept their text moved by (at least two, all
+/// inside one scrollable container of `before`), and that container's bounds.
+fn scroll_of(before: &[Element], after: &[Element], pairs: &[(usize, usize)]) -> Option<([i32; 2], [i32; 4])> {
+    let mut offsets: Vec<([i32; 2], usize)> = Vec::new();
+    for &(i, j) in pairs {
+        let (b, a) = (before[i].bounds, after[j].bounds);
+        // The top-left corner moves with a row unless the row is clipped there; the bottom-right otherwise.
+        let (tl, br) = ([a[0] - b[0], a[1] - b[1]], [a[2] - b[2], a[3] - b[3]]);
+        for d in if tl == br { vec![tl] } else { vec![tl, br] } {
+            if d != [0, 0] {
+                match offsets.iter_mut().find(|(o, _)| *o == d) {
+                    Some((_, n)) => *n += 1,
+                    None => offsets.push((d, 1)),
+                }
+            }
+        }
+    }
+    let (by, n) = offsets.into_iter().max_by_key(|(_, n)| *n)?;
+    if n < 2 {
+        return None;
+    }
+    let moved = pairs.iter().find(|&&(i, j)| {
+        let (b, a) = (before[i].bounds, after[j].bounds);
+        [a[0] - b[0], a[1] - b[1]] == by || [a[2] - b[2], a[3] - b[3]] == by
+    })?;
+    let row = &before[moved.0];
+    let list = before
+        .iter()
+        .filter(|e| e.scrollable && e.package == row.package && contains(&e.bounds, row))
+        .min_by_key(|e| i64::from(e.bounds[2] - e.bounds[0]) * i64::from(e.bounds[3] - e.bounds[1]))?;
+    Some((by, list.bounds))
 }
 
 fn same_attrs(a: &Element, b: &Element) -> bool {
@@ -144,15 +225,23 @@ pub fn diff(before: &[Element], after: &[Element]) -> Delta {
     let mut used_a = vec![false; after.len()];
     let mut pairs: Vec<(usize, usize)> = Vec::new();
     // One pass per rule: each takes, for every unmatched before-element in document order, the nearest unmatched
-    // after-element the rule accepts.
+    // after-element the rule accepts. An element of another app is never the same element.
     type Rule = fn(&Element, &Element) -> bool;
-    let rules: [Rule; 5] = [
+    let rules: [Rule; 6] = [
         |x, y| {
             x.class == y.class
                 && x.resource_id == y.resource_id
                 && x.content_desc == y.content_desc
                 && x.text == y.text
                 && x.bounds == y.bounds
+        },
+        // The same label and id anywhere: a row that moved (a scroll) keeps its text, whatever row now sits where
+        // it was (a recycled view).
+        |x, y| {
+            x.class == y.class
+                && x.resource_id == y.resource_id
+                && ((!x.text.is_empty() && x.text == y.text)
+                    || (!x.content_desc.is_empty() && x.content_desc == y.content_desc))
         },
         |x, y| {
             !x.resource_id.is_empty() && x.resource_id == y.resource_id && x.class == y.class && x.bounds == y.bounds
@@ -167,7 +256,14 @@ pub fn diff(before: &[Element], after: &[Element]) -> Delta {
                     || (!x.content_desc.is_empty() && x.content_desc == y.content_desc))
         },
     ];
-    for rule in rules {
+    let mut scroll: Option<([i32; 2], [i32; 4])> = None;
+    for (r, rule) in rules.into_iter().enumerate() {
+        if r == 2 {
+            scroll = scroll_of(before, after, &pairs);
+        }
+        // Inside a list that scrolled, a row is matched by its label only: the one now at its old place (or with
+        // its id) is another row.
+        let in_list = |e: &Element| scroll.is_some_and(|(_, list)| contains(&list, e));
         for &i in &b {
             if used_b[i] {
                 continue;
@@ -175,7 +271,12 @@ pub fn diff(before: &[Element], after: &[Element]) -> Delta {
             let best = a
                 .iter()
                 .copied()
-                .filter(|&j| !used_a[j] && rule(&before[i], &after[j]))
+                .filter(|&j| {
+                    !used_a[j]
+                        && before[i].package == after[j].package
+                        && (r < 2 || !(in_list(&before[i]) || in_list(&after[j])))
+                        && rule(&before[i], &after[j])
+                })
                 .min_by_key(|&j| distance(&before[i], &after[j]));
             if let Some(j) = best {
                 used_b[i] = true;
@@ -184,13 +285,20 @@ pub fn diff(before: &[Element], after: &[Element]) -> Delta {
             }
         }
     }
+    // Rows that only moved with the scroll (or were clipped at its edges) are no news.
+    let only_scrolled = |i: usize, j: usize| {
+        let (x, y) = (&before[i], &after[j]);
+        scroll.is_some_and(|(_, list)| contains(&list, x) || contains(&list, y))
+            && same_attrs(x, &Element { bounds: x.bounds, ..y.clone() })
+    };
     let mut changed: Vec<(usize, usize)> =
-        pairs.into_iter().filter(|&(i, j)| !same_attrs(&before[i], &after[j])).collect();
+        pairs.into_iter().filter(|&(i, j)| !same_attrs(&before[i], &after[j]) && !only_scrolled(i, j)).collect();
     changed.sort_by_key(|&(_, j)| j);
     Delta {
         appeared: a.into_iter().filter(|&j| !used_a[j]).collect(),
         disappeared: b.into_iter().filter(|&i| !used_b[i]).collect(),
         changed,
+        scrolled: scroll.map(|(by, _)| by),
     }
 }
 
@@ -235,13 +343,30 @@ pub fn to_json(before: &[Element], after: &[Element], d: &Delta) -> Value {
             v
         })
         .collect();
-    json!({
+    let mut v = json!({
         "appeared": list(after, &d.appeared),
         "disappeared": list(before, &d.disappeared),
         "changed": changed,
         "counts": {"appeared": d.appeared.len(), "disappeared": d.disappeared.len(), "changed": d.changed.len()},
         "truncated": d.appeared.len().max(d.disappeared.len()).max(d.changed.len()) > DELTA_MAX,
-    })
+    });
+    if let Some(by) = d.scrolled {
+        // A scroll reads as rows in and out: `appeared` scrolled in; of what scrolled out, its labels.
+        let out: Vec<&str> = d
+            .disappeared
+            .iter()
+            .map(|&i| &before[i])
+            .filter(|e| !e.password)
+            .map(|e| if e.text.is_empty() { e.content_desc.as_str() } else { e.text.as_str() })
+            .filter(|t| !t.is_empty())
+            .take(DELTA_MAX)
+            .collect();
+        v["scrolled"] = json!({"by": by, "out": out});
+        if let Value::Object(m) = &mut v {
+            m.remove("disappeared");
+        }
+    }
+    v
 }
 
 #[cfg(test)]
@@ -261,7 +386,7 @@ mod tests {
         let mut after = before.clone();
         after[0].text = "Count: 1".into();
         let d = diff(&before, &after);
-        assert_eq!(d, Delta { appeared: vec![], disappeared: vec![], changed: vec![(0, 0)] });
+        assert_eq!(d, Delta { appeared: vec![], disappeared: vec![], changed: vec![(0, 0)], scrolled: None });
         let j = to_json(&before, &after, &d);
         assert_eq!(j["changed"][0]["text"], "Count: 1");
         assert_eq!(j["changed"][0]["was"], json!({"text": "Count: 0"}));
@@ -287,6 +412,41 @@ mod tests {
         let j = to_json(&before, &after, &d);
         assert_eq!(j["changed"][1]["was"], json!({"checked": false, "bounds": [500, 100, 600, 150]}));
         assert_eq!(j["appeared"][0]["text"], "Allow");
+    }
+
+    /// A recycled list: rows keep their id and bounds but show other labels after a scroll. The rows that
+    /// scrolled in appear, the ones that went out are named, none is "changed".
+    #[test]
+    fn a_scroll_is_rows_in_and_out_not_recycled_rows_changed() {
+        let labels = ["Network & internet", "Internet", "SIMs", "Airplane mode", "Hotspot", "Connected", "Bluetooth"];
+        let list = |first: usize| -> Vec<Element> {
+            let mut v =
+                vec![Element { scrollable: true, ..el(0, "RecyclerView", "p:id/list", "", [0, 100, 500, 500]) }];
+            for (k, label) in labels.iter().enumerate().skip(first).take(4) {
+                let top = 100 + (k - first) as i32 * 100;
+                v.push(el(v.len(), "TextView", "android:id/title", label, [0, top, 500, top + 100]));
+            }
+            v
+        };
+        let (before, after) = (list(0), list(2));
+        let d = diff(&before, &after);
+        assert_eq!(d.scrolled, Some([0, -200]), "{d:?}");
+        assert!(d.changed.is_empty(), "{d:?}");
+        let j = to_json(&before, &after, &d);
+        let appeared: Vec<&str> =
+            j["appeared"].as_array().unwrap().iter().map(|e| e["text"].as_str().unwrap()).collect();
+        assert_eq!(appeared, ["Hotspot", "Connected"], "{j}");
+        assert_eq!(j["scrolled"]["out"], json!(["Network & internet", "Internet"]), "{j}");
+        assert!(j.get("disappeared").is_none() && !j.to_string().contains("was"), "{j}");
+    }
+
+    #[test]
+    fn elements_of_another_app_are_never_the_same_element() {
+        let before = vec![el(0, "TextView", "", "Settings", [0, 0, 100, 50])];
+        let mut after = vec![el(0, "TextView", "", "Home", [0, 0, 100, 50])];
+        after[0].package = "q".into();
+        let d = diff(&before, &after);
+        assert_eq!((d.appeared, d.disappeared, d.changed), (vec![0], vec![0], vec![]));
     }
 
     #[test]

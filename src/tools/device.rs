@@ -104,7 +104,11 @@ impl Tool for DeviceTool {
             let mut result = result?;
             let mut effect = settle::after(&adb, &key, before, settle.timeout).await;
             if let (Some((t, _)), Some(before)) = (&tree_ctx, tree_before) {
-                if let Some(tree) = delta::after(t, before).await {
+                if let Some(mut tree) = delta::after(t, before).await {
+                    // The page a browser shows after the action (`effect.web: {url, title}`), read from the tree.
+                    if let Some(web) = tree.as_object_mut().and_then(|m| m.remove("web")) {
+                        effect["web"] = web;
+                    }
                     effect["tree"] = tree;
                 }
             }

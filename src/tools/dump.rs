@@ -156,6 +156,7 @@ pub fn parse_tree(out: &str) -> Result<(Vec<Element>, Option<Vec<Window>>), Stri
             password: flag("password"),
             bounds,
             web: false,
+            href: None,
             window: if several {
                 n.ancestors()
                     .find(|a| a.tag_name().name() == "window")

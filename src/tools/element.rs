@@ -25,6 +25,8 @@ pub struct Element {
     pub bounds: [i32; 4],
     /// Read from the page through the DevTools protocol (`tools::web`), not from the UI dump: `source: "web"`.
     pub web: bool,
+    /// A web link's target (`href`, made absolute against the page's URL when it is a path).
+    pub href: Option<String>,
     /// The window it is in: an index into the tree's `windows` (the helper's tree when it has more than one
     /// window; `None` otherwise).
     pub window: Option<usize>,
@@ -51,6 +53,7 @@ impl Element {
             password: false,
             bounds,
             web: false,
+            href: None,
             window: None,
         }
     }
@@ -101,6 +104,9 @@ impl Element {
         if self.web {
             v["source"] = json!("web");
         }
+        if let Some(h) = &self.href {
+            v["href"] = json!(h);
+        }
         if let Some(w) = self.window {
             v["window"] = json!(w);
         }
@@ -116,7 +122,8 @@ impl Element {
 pub fn element_schema(listed: bool) -> Value {
     let fields = if listed {
         "index, class, package, text, resource_id, content_desc, bounds [l,t,r,b], center [x,y] (device px); \
-         clickable, focused, checked, selected, scrollable, password when true; enabled when false"
+         clickable, focused, checked, selected, scrollable, password when true; enabled when false; a web \
+         link's href"
     } else {
         "The element acted on, as observed before"
     };

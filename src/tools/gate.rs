@@ -20,11 +20,13 @@ use crate::protocol::errors::{ErrorCode, ProtoError};
 pub struct InputGate {
     pub checks: bool,
     pub auto_wake: bool,
+    /// The operator's policy lets tools read web pages (`android_open_url`'s report of what loaded).
+    pub web_content: bool,
 }
 
 impl InputGate {
     pub fn of(policy: &Policy) -> InputGate {
-        InputGate { checks: policy.screen_checks(), auto_wake: policy.auto_wake() }
+        InputGate { checks: policy.screen_checks(), auto_wake: policy.auto_wake(), web_content: policy.web_content() }
     }
 }
 

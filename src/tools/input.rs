@@ -426,7 +426,10 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                               schemes are refused.",
                 input: args::schema::<OpenUrlArgs>(),
                 output: json!({"type": "object", "properties": {
-                    "url": {"type": "string"}, "opened": {"type": "boolean"}}}),
+                    "url": {"type": "string"},
+                    "opened": {"type": "boolean", "description": "A page showed (page); false: warning says why"},
+                    "page": {"type": "object", "description": "The page that showed: url, title"},
+                    "warning": {"type": "string"}}}),
                 side_effect: true,
                 settles: true,
                 deadline: Duration::from_secs(20),
@@ -437,7 +440,21 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 check_url(&url)?;
                 let cmd = format!("am start -a android.intent.action.VIEW -d {}", quote(&url));
                 c.adb.shell_ok(&c.device, &cmd, true, c.spec.deadline).await?;
-                Ok(json!({"url": url, "opened": true}))
+                // What showed, not that the intent went out (issue 49 item 7).
+                Ok(match super::web::loaded(&c, gate.web_content, Duration::from_secs(8)).await {
+                    Ok(page) => {
+                        let mut out = json!({"url": url, "opened": true, "page": page});
+                        let shown = out["page"]["url"].as_str().unwrap_or_default().to_owned();
+                        if !shown.is_empty() && !same_page(&url, &shown) {
+                            out["warning"] = json!(format!(
+                                "the page that showed is {shown}, not the URL opened (a redirect, or the browser \
+                                 kept another page)"
+                            ));
+                        }
+                        out
+                    }
+                    Err(why) => json!({"url": url, "opened": false, "warning": why}),
+                })
             },
         ),
         tool(
@@ -637,6 +654,16 @@ const DELS_PER_COMMAND: usize = 100;
 async fn focused_field(c: &Ctx) -> Result<Option<Element>, ProtoError> {
     let now = dump::dump(c, Duration::from_secs(15)).await?;
     Ok(now.into_iter().find(|e| e.focused && (e.class.ends_with("EditText") || e.focusable)))
+}
+
+/// Whether the page that showed is the URL opened: the same without the scheme and a trailing `/` (a browser's
+/// address bar drops both).
+fn same_page(asked: &str, shown: &str) -> bool {
+    let bare = |u: &str| -> String {
+        let u = u.split_once("://").map_or(u, |(_, r)| r);
+        u.trim_end_matches('/').to_ascii_lowercase()
+    };
+    bare(asked) == bare(shown)
 }
 
 /// Empties the focused field (`clear: true`). With the ADB Keyboard as the active input method its

@@ -64,7 +64,7 @@ impl Registry {
         tools.extend(input::tools(adb, gate::InputGate::of(policy)));
         tools.extend(gesture::tools(adb, gate::InputGate::of(policy)));
         tools.extend(power::tools(adb));
-        tools.extend(ui::tools(adb));
+        tools.extend(ui::tools(adb, policy.web_content()));
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));
         tools.extend(notifications::tools(adb, policy));

@@ -210,11 +210,12 @@ pub fn tools(adb: &Arc<AdbBackend>, web_content: bool) -> Vec<Arc<dyn Tool>> {
                     "ui_available": {"type": "boolean", "description": "false: no UI tree (ui_unavailable_reason), no elements"},
                     "ui_unavailable_reason": {"type": "string"},
                     "tree": super::tree::schema(),
+                    "scrollables": super::tree::scrollables_schema(),
                     "hint": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "web": {"type": "object", "description": "When a WebView shows: state ok (its page's elements \
-                            are listed, source web), opaque (not debuggable: one node), failed or off, with reason; \
-                            url, title"},
+                            are listed, source web), opaque (not debuggable: one node), screen_off, failed or off, with \
+                            reason; url, title"},
                     "elements": {"type": "array", "items": element_schema()}}}),
             side_effect: false,
             settles: false,
@@ -328,6 +329,8 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
             v
         })
         .collect();
+    let shown_all: Vec<Element> = elements.iter().filter(|e| shown(e)).cloned().collect();
+    let scrollables = super::tree::scrollables(&shown_all);
     let id = observations::keep(&c.call.channel_id, &c.device, elements);
     let scale = f64::from(w.max(h)) / f64::from(screen_w.max(screen_h).max(1));
     let mut out = json!({
@@ -353,6 +356,9 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     out["locked"] = json!(power.locked);
     cover.explain_empty(power.screen_on, power.locked);
     out["tree"] = cover.to_json();
+    if !scrollables.is_empty() {
+        out["scrollables"] = json!(scrollables);
+    }
     let mut hints = Vec::new();
     let frame = picture::frame_verdict(&c, uniform, power.screen_on).await;
     out["frame"] = json!(frame.as_str());

@@ -32,6 +32,20 @@ pub fn did_you_mean<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -
     }
 }
 
+/// When no element matches `until` (a selector's JSON) but the screen has a list that scrolls: the sentence that
+/// says the target may be off-screen and the call that finds it (issue 49 item 4), towards the edge where a row is
+/// cut (`tools::tree::scrollables`; down when neither says). Empty when nothing on screen scrolls.
+pub fn off_screen(until: &serde_json::Value, now: &[super::element::Element]) -> String {
+    if !now.iter().any(|e| e.scrollable && e.enabled) {
+        return String::new();
+    }
+    let hints = super::tree::scrollables(now);
+    let more = |k: &str| hints.iter().any(|h| h[k] == true);
+    let direction = if !more("more_below") && more("more_above") { "up" } else { "down" };
+    let call = serde_json::json!({"direction": direction, "until": until});
+    format!("; it may be off-screen, in a list that scrolls: android_scroll {call} finds it")
+}
+
 /// Levenshtein distance over chars (the first 100 of each), a containment counted as the length difference.
 pub fn distance(a: &str, b: &str) -> usize {
     if !a.is_empty() && !b.is_empty() && (b.contains(a) || a.contains(b)) {

@@ -189,6 +189,23 @@ impl Selector {
     }
 
     /// `text="OK", class="Button"`, for messages.
+    /// The selector as `android_scroll`'s `until` takes it (without `nth`).
+    pub fn until(&self) -> Value {
+        let mut v = json!({});
+        for (k, f) in [
+            ("text", &self.text),
+            ("text_contains", &self.text_contains),
+            ("resource_id", &self.resource_id),
+            ("content_desc", &self.content_desc),
+            ("class", &self.class),
+        ] {
+            if let Some(f) = f {
+                v[k] = json!(f);
+            }
+        }
+        v
+    }
+
     pub fn describe(&self) -> String {
         [
             ("text", &self.text),
@@ -351,10 +368,11 @@ pub fn resolve_in(
                 (0, _) => Err(ProtoError::new(
                     ErrorCode::ElementNotFound,
                     format!(
-                        "no element matches {}; {}nearest texts on screen: {}",
+                        "no element matches {}; {}nearest texts on screen: {}{}",
                         sel.describe(),
                         case_hint(sel, now),
-                        nearest(sel.needle(), now)
+                        nearest(sel.needle(), now),
+                        super::suggest::off_screen(&sel.until(), now)
                     ),
                 )),
                 (n, Some(k)) if k >= n => Err(ProtoError::new(

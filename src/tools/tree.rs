@@ -136,6 +136,9 @@ impl Cover {
     /// The cover of a tree that was read: `ok` when an element has something to name or act on, else `empty` with
     /// what the tree itself shows.
     pub fn of(source: &'static str, windows: Windows, elements: &[Element]) -> Cover {
+        if let Some(reason) = focused_empty(&windows, elements) {
+            return Cover { source, windows, state: State::Empty, reason: Some(reason) };
+        }
         if elements.iter().any(Element::is_interesting) {
             return Cover { source, windows, state: State::Ok, reason: None };
         }
@@ -174,6 +177,74 @@ impl Cover {
     }
 }
 
+/// The helper's tree of several windows whose focused window (else its first application window) has nothing to
+/// name or act on while other windows have: the app an agent means is not there yet, whatever the keyboard or the
+/// status bar hold (issue 49 item 7). Why, or `None`.
+fn focused_empty(windows: &Windows, elements: &[Element]) -> Option<String> {
+    let Windows::All(ws) = windows else { return None };
+    if ws.len() < 2 {
+        return None;
+    }
+    let at = ws.iter().position(|w| w.focused).or_else(|| ws.iter().position(|w| w.kind == "application"))?;
+    let w = &ws[at];
+    let has = elements.iter().any(|e| e.window == Some(at) && e.is_interesting());
+    let others = elements.iter().filter(|e| e.window != Some(at) && e.is_interesting()).count();
+    if has || others == 0 {
+        return None;
+    }
+    let what = if w.empty { "has no content yet" } else { "holds nothing to name or act on" };
+    Some(format!(
+        "the focused {} window of {:?} {what} (the {others} elements listed are other windows'); the app may still \
+         be loading or the screen changing: observe again in a moment, or use the screenshot",
+        w.kind, w.package
+    ))
+}
+
+/// Off-screen hints of every vertical scrollable (issue 49 item 4): `{index, more_above, more_below, above?,
+/// below?}` — a row the tree holds cut by the container's edge (shorter than its tallest row, or reaching past
+/// the edge) says there is more that way, and its label is the first of what lies beyond. A list whose rows end
+/// exactly at an edge says nothing that way (the tree cannot tell).
+pub fn scrollables(elements: &[Element]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for s in elements.iter().filter(|e| e.scrollable && !e.web) {
+        let b = s.bounds;
+        let rows: Vec<&Element> = elements
+            .iter()
+            .filter(|e| e.index > s.index && !e.scrollable && e.window == s.window && e.package == s.package)
+            .filter(|e| e.is_interesting() && e.bounds[0] >= b[0] && e.bounds[2] <= b[2])
+            .filter(|e| e.bounds[3] > b[1] && e.bounds[1] < b[3])
+            .collect();
+        let tallest = rows.iter().map(|e| e.bounds[3] - e.bounds[1]).max().unwrap_or(0);
+        if rows.len() < 2 || tallest <= 0 {
+            continue;
+        }
+        let label = |e: &&Element| {
+            let t = if e.password {
+                ""
+            } else if e.text.is_empty() {
+                e.content_desc.as_str()
+            } else {
+                e.text.as_str()
+            };
+            (!t.is_empty()).then(|| t.chars().take(60).collect::<String>())
+        };
+        let cut = |e: &&&Element| e.bounds[3] - e.bounds[1] < tallest;
+        let above: Vec<String> =
+            rows.iter().filter(|e| e.bounds[1] < b[1] || (e.bounds[1] == b[1] && cut(e))).filter_map(label).collect();
+        let below: Vec<String> =
+            rows.iter().filter(|e| e.bounds[3] > b[3] || (e.bounds[3] == b[3] && cut(e))).filter_map(label).collect();
+        let mut v = json!({"index": s.index, "more_above": !above.is_empty(), "more_below": !below.is_empty()});
+        if !above.is_empty() {
+            v["above"] = json!(above.into_iter().take(3).collect::<Vec<_>>());
+        }
+        if !below.is_empty() {
+            v["below"] = json!(below.into_iter().take(3).collect::<Vec<_>>());
+        }
+        out.push(v);
+    }
+    out
+}
+
 /// Why a tree that was read holds nothing to act on, from the tree alone.
 fn empty_reason(windows: &Windows, elements: &[Element]) -> String {
     const CANVAS: &str = "nothing in it has text, a description, an id or an action: the app may still be loading \
@@ -201,6 +272,12 @@ fn empty_reason(windows: &Windows, elements: &[Element]) -> String {
 pub fn schema() -> Value {
     json!({"type": "object", "description": "What elements cover: source, windows (or \"focused\"), state \
         ok|empty|unavailable, reason"})
+}
+
+/// The `scrollables` schema of observe and ui_dump (prose, as [`schema`]).
+pub fn scrollables_schema() -> Value {
+    json!({"type": "array", "items": {"type": "object"}, "description": "Per scrollable: index, more_above, \
+        more_below (a row cut at that edge), above/below: the first labels beyond; then android_scroll"})
 }
 
 #[cfg(test)]
@@ -252,6 +329,34 @@ mod tests {
             j,
             json!({"source": "uiautomator", "windows": "focused", "state": "unavailable", "reason": "never idle"})
         );
+    }
+
+    #[test]
+    fn an_empty_focused_window_is_empty_whatever_the_keyboard_holds() {
+        let ws = vec![
+            window("input_method", "kbd", [0, 1600, 1080, 2400], false),
+            window("application", "com.example", [0, 0, 1080, 2400], true),
+        ];
+        let key = Element { window: Some(0), clickable: true, ..Element::new("Key", "kbd", [0, 1600, 100, 1700]) };
+        let c = Cover::of("helper", Windows::All(ws.clone()), std::slice::from_ref(&key));
+        assert_eq!(c.state, State::Empty, "{c:?}");
+        assert!(c.reason.as_deref().unwrap().contains("focused application window of \"com.example\""), "{c:?}");
+        let app = Element { window: Some(1), text: "Hi".into(), ..Element::new("T", "com.example", [0, 0, 9, 9]) };
+        assert_eq!(Cover::of("helper", Windows::All(ws), &[key, app]).state, State::Ok);
+    }
+
+    #[test]
+    fn a_list_cut_at_its_edge_says_more_is_there_and_what() {
+        let list = Element { scrollable: true, ..Element::new("RecyclerView", "p", [0, 100, 500, 450]) };
+        let row = |i: usize, text: &str, t: i32, b: i32| Element {
+            index: i,
+            text: text.into(),
+            ..Element::new("TextView", "p", [0, t, 500, b])
+        };
+        let els =
+            vec![list, row(1, "A", 100, 200), row(2, "B", 200, 300), row(3, "C", 300, 400), row(4, "D", 400, 450)];
+        let s = scrollables(&els);
+        assert_eq!(s, vec![json!({"index": 0, "more_above": false, "more_below": true, "below": ["D"]})]);
     }
 
     #[test]

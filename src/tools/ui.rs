@@ -14,7 +14,7 @@ use super::dump;
 use super::element::{element_schema, Element};
 use super::observations;
 use super::registry::{Tool, ToolSpec};
-use super::{args, tree};
+use super::{args, tree, web};
 use crate::device::adb::AdbBackend;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 
@@ -83,7 +83,8 @@ fn ms_5000() -> u32 {
     5000
 }
 
-pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
+/// `web_content`: the operator's policy lets ui_dump read web pages (`tools::web`), as observe does.
+pub fn tools(adb: &Arc<AdbBackend>, web_content: bool) -> Vec<Arc<dyn Tool>> {
     vec![
         tool(
             ToolSpec {
@@ -96,15 +97,24 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     "observation_id": {"type": "string"}, "package": {"type": "string"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "tree": tree::schema(),
+                    "scrollables": tree::scrollables_schema(),
+                    "web": {"type": "object", "description": "As android_observe's"},
                     "elements": {"type": "array", "items": element_schema(true)}}}),
                 side_effect: false,
                 settles: false,
                 deadline: Duration::from_secs(20),
             },
             adb,
-            |c| async move {
+            move |c| async move {
                 let a: UiDumpArgs = c.parse()?;
-                let dump::Tree { elements: all, cover } = dump::read(&c, c.spec.deadline).await?;
+                let began = Instant::now();
+                let dump::Tree { elements: mut all, cover } = dump::read(&c, Duration::from_secs(14)).await?;
+                // The same elements and indices as android_observe: a page's own elements replace the WebView's
+                // accessibility nodes, numbered after the tree (issue 49 item 7).
+                let left = Duration::from_secs(17).saturating_sub(began.elapsed());
+                let page = web::read(&c, &all, web_content, left).await;
+                let covered = page.covered(&all);
+                page.join(&mut all);
                 let (only_interactive, max) = (a.only_interactive, a.max_elements as usize);
                 // The focused window's package where the helper names windows (the first node may be the
                 // keyboard's or a dialog's), else the first node's.
@@ -113,15 +123,24 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                     tree::Windows::Focused => None,
                 };
                 let package = focused.or_else(|| all.first().map(|e| e.package.clone())).unwrap_or_default();
+                let shown: Vec<Element> = all.iter().filter(|e| !covered.contains(&e.index)).cloned().collect();
                 let picked: Vec<&Element> =
-                    all.iter().filter(|e| e.is_interesting() && (!only_interactive || e.is_interactive())).collect();
+                    shown.iter().filter(|e| e.is_interesting() && (!only_interactive || e.is_interactive())).collect();
                 let truncated = picked.len() > max;
                 let elements: Vec<Value> = picked.iter().take(max).map(|e| e.to_json()).collect();
+                let scrollables = tree::scrollables(&shown);
                 // Kept like an android_observe's list, so `element: {index, observation_id}` works on what the
                 // agent read here (checked against the screen again before acting).
                 let id = observations::keep(&c.call.channel_id, &c.device, all);
-                Ok(json!({"observation_id": id, "package": package, "count": elements.len(), "truncated": truncated,
-                          "tree": cover.to_json(), "elements": elements}))
+                let mut out = json!({"observation_id": id, "package": package, "count": elements.len(),
+                                     "truncated": truncated, "tree": cover.to_json(), "elements": elements});
+                if !scrollables.is_empty() {
+                    out["scrollables"] = json!(scrollables);
+                }
+                if let Some(w) = page.to_json() {
+                    out["web"] = w;
+                }
+                Ok(out)
             },
         ),
         tool(

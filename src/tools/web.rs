@@ -57,6 +57,9 @@ pub enum Web {
     Opaque(String),
     /// The page could not be read (or placed): why.
     Failed(String),
+    /// The screen is off (or the lock screen shows): a browser closes its DevTools socket then, so the page is not
+    /// read — not "not debuggable".
+    ScreenOff(String),
     /// A DevTools socket claims the app's page but its name does not prove it is the app's (issue 48: any app can
     /// listen on an abstract socket and say any package): never read as the app's.
     Unverified(String),
@@ -86,6 +89,7 @@ impl Web {
                                    "truncated": p.truncated, "read_ms": p.ms}),
             Web::Opaque(r) => json!({"state": "opaque", "reason": r}),
             Web::Failed(r) => json!({"state": "failed", "reason": r}),
+            Web::ScreenOff(r) => json!({"state": "screen_off", "reason": r}),
             Web::Unverified(r) => json!({"state": "unverified", "reason": r}),
         })
     }
@@ -96,7 +100,7 @@ impl Web {
             Web::Read(_) => None,
             Web::NotWeb => Some("no WebView is on screen".into()),
             Web::Off => Some("the operator's policy turns the web read off".into()),
-            Web::Opaque(r) | Web::Failed(r) | Web::Unverified(r) => Some(r.clone()),
+            Web::Opaque(r) | Web::Failed(r) | Web::Unverified(r) | Web::ScreenOff(r) => Some(r.clone()),
         }
     }
 
@@ -124,6 +128,70 @@ impl Web {
     }
 }
 
+/// What page a browser shows, from the tree alone (no DevTools read: an action's effect pays nothing for it):
+/// `{url, title}` when a WebView is on screen — the url from the browser's address bar (`…:id/url_bar`), the
+/// title from the WebView's node (Chrome names it after the page).
+pub fn from_tree(elements: &[Element]) -> Option<Value> {
+    let view = elements.iter().find(|e| e.class == WEBVIEW_CLASS && !e.web)?;
+    let mut v = json!({});
+    if let Some(bar) = elements.iter().find(|e| e.resource_id.ends_with(":id/url_bar") && !e.text.is_empty()) {
+        let url = &bar.text;
+        let url = if url.contains("://") { url.clone() } else { format!("https://{url}") };
+        v["url"] = json!(url);
+    }
+    let title = if view.text.is_empty() { &view.content_desc } else { &view.text };
+    if !title.is_empty() {
+        v["title"] = json!(title);
+    }
+    Some(v)
+}
+
+/// What page shows after `android_open_url` (issue 49 item 7): the tree is read until a WebView is on screen
+/// (within `within`), then its page — its DevTools target when the policy allows (`{url, title}` of the page that
+/// showed; no CDP call), else from the tree ([`from_tree`]). `Err`: why no page showed (the screen off, another app in front).
+pub async fn loaded(c: &Ctx, enabled: bool, within: Duration) -> Result<Value, String> {
+    let began = Instant::now();
+    let mut last: String;
+    loop {
+        let left = within.saturating_sub(began.elapsed());
+        match super::dump::read(c, left.max(Duration::from_secs(2))).await {
+            Ok(t) if webview(&t.elements).is_some() => {
+                let page = read_page(c, &t.elements, enabled, left.max(Duration::from_secs(2)), false).await;
+                let mut v = from_tree(&t.elements).unwrap_or_else(|| json!({}));
+                match &page {
+                    Web::Read(p) => {
+                        v["url"] = json!(p.url);
+                        v["title"] = json!(p.title);
+                    }
+                    Web::ScreenOff(r) => return Err(r.clone()),
+                    other => {
+                        if let Some(r) = other.reason() {
+                            v["read"] = json!(r);
+                        }
+                    }
+                }
+                return Ok(v);
+            }
+            Ok(t) => {
+                let front = t.elements.iter().find(|e| e.is_interesting()).map(|e| e.package.clone());
+                last = format!("{} is in front, no web page", front.as_deref().unwrap_or("nothing"));
+            }
+            Err(e) => last = e.message,
+        }
+        if began.elapsed() >= within {
+            let screen = c.adb.screen_state(&c.device).await.unwrap_or_default();
+            if screen.screen_on == Some(false) {
+                return Err("the screen is off: the page cannot show (android_wake, then open it again)".into());
+            }
+            if screen.locked == Some(true) {
+                return Err("the lock screen shows: the page cannot show (android_unlock, then open it again)".into());
+            }
+            return Err(format!("no page showed within {} s: {last}", within.as_secs()));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
 /// The WebView a page would be in: the largest one on screen.
 fn webview(dump: &[Element]) -> Option<&Element> {
     let area = |e: &&Element| i64::from(e.bounds[2] - e.bounds[0]) * i64::from(e.bounds[3] - e.bounds[1]);
@@ -133,6 +201,12 @@ fn webview(dump: &[Element]) -> Option<&Element> {
 /// Reads the page of the WebView in `dump` (see the module docs) within `budget` (at most [`READ_DEADLINE`]);
 /// `enabled`: the operator's policy.
 pub async fn read(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration) -> Web {
+    read_page(c, dump, enabled, budget, true).await
+}
+
+/// [`read`]; `full: false` asks only the page's address and title (the target list: no CDP call, no snapshot),
+/// giving a page without elements.
+async fn read_page(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration, full: bool) -> Web {
     let Some(view) = webview(dump) else { return Web::NotWeb };
     if !enabled {
         return Web::Off;
@@ -158,7 +232,7 @@ pub async fn read(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration) ->
                 } else {
                     Vec::new()
                 };
-                fetch(server, &serial, &sockets, &pkg, &pids).await
+                fetch(server, &serial, &sockets, &pkg, &pids, full).await
             };
             Ok(tokio::time::timeout(budget, read).await)
         })
@@ -179,6 +253,15 @@ pub async fn read(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration) ->
         ));
     }
     let Fetched::Page(page) = fetched else {
+        // No socket while the screen is off or locked is what a sleeping phone shows, not an opaque page.
+        let screen = c.adb.screen_state(&c.device).await.unwrap_or_default();
+        if screen.screen_on == Some(false) || screen.locked == Some(true) {
+            let why = if screen.screen_on == Some(false) { "the screen is off" } else { "the lock screen shows" };
+            return Web::ScreenOff(format!(
+                "{why}: {package}'s page is not read while it cannot show (android_wake / android_unlock, then \
+                 observe again)"
+            ));
+        }
         return Web::Opaque(format!(
             "{package} shows a WebView with no DevTools socket: its content is not debuggable (the app does not \
              call WebView.setWebContentsDebuggingEnabled), so only the tree's nodes are known; act by coordinates \
@@ -186,17 +269,51 @@ pub async fn read(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration) ->
         ));
     };
     let (target, metrics, snapshot) = *page;
+    if !full {
+        let ms = began.elapsed().as_millis() as u64;
+        let (url, title) = (target.url, target.title);
+        return Web::Read(Page { url, title, elements: Vec::new(), truncated: false, view: index, ms });
+    }
     match place(&metrics, bounds).and_then(|p| elements(&snapshot, &p, &package)) {
-        Ok((elements, truncated)) => Web::Read(Page {
+        Ok((mut elements, truncated)) => Web::Read(Page {
+            elements: {
+                for e in &mut elements {
+                    if let Some(h) = e.href.take() {
+                        e.href = Some(absolute(&target.url, &h));
+                    }
+                }
+                elements
+            },
             url: target.url,
             title: target.title,
-            elements,
             truncated,
             view: index,
             ms: began.elapsed().as_millis() as u64,
         }),
         Err(why) => Web::Failed(why),
     }
+}
+
+/// `href` as an agent can open it: kept when it has a scheme (or is a fragment or empty), else joined to the
+/// page's origin (`/path`, `//host/path`) or to its directory (`path`).
+pub fn absolute(page: &str, href: &str) -> String {
+    let has_scheme = href
+        .split_once(':')
+        .is_some_and(|(s, _)| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)));
+    let Some((scheme, rest)) = page.split_once("://") else { return href.to_owned() };
+    if has_scheme || href.is_empty() || href.starts_with('#') {
+        return href.to_owned();
+    }
+    if let Some(h) = href.strip_prefix("//") {
+        return format!("{scheme}://{h}");
+    }
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if href.starts_with('/') {
+        return format!("{scheme}://{host}{href}");
+    }
+    let path = rest[host.len()..].split(['?', '#']).next().unwrap_or("");
+    let dir = path.rfind('/').map_or("/", |i| &path[..=i]);
+    format!("{scheme}://{host}{dir}{href}")
 }
 
 enum Fetched {
@@ -220,6 +337,7 @@ async fn fetch(
     sockets: &[String],
     package: &str,
     pids: &[u32],
+    full: bool,
 ) -> Result<Fetched, ProtoError> {
     let Some(socket) = proven_socket(sockets, package, pids).cloned() else {
         // Unproven sockets are never read as the app's: at most a few are asked whether they claim it, to say
@@ -237,6 +355,9 @@ async fn fetch(
     let Some(target) = devtools::front_page(&targets).cloned() else {
         return Err(ProtoError::new(ErrorCode::ToolInvokeFailed, format!("@{socket} lists no visible page")));
     };
+    if !full {
+        return Ok(Fetched::Page(Box::new((target, Value::Null, Value::Null))));
+    }
     let mut s = devtools::connect(server, serial, &socket, &target.ws_path).await?;
     let metrics = s.call("Page.getLayoutMetrics", json!({})).await?;
     let snapshot =
@@ -462,6 +583,9 @@ pub fn elements(snap: &Value, at: &Placement, package: &str) -> Result<(Vec<Elem
         e.focusable = true;
         e.enabled = a.iter().all(|(n, _)| n != "disabled");
         e.content_desc = get("aria-label");
+        if kind == Kind::Link {
+            e.href = Some(get("href")).filter(|h| !h.is_empty());
+        }
         match kind {
             Kind::Link | Kind::Button => {
                 e.text = if label[i].is_empty() { get("value") } else { label[i].clone() };
@@ -514,6 +638,17 @@ mod tests {
         assert_eq!(s(proven_socket(&sockets, "com.evil", &[])).as_deref(), Some("com.evil_devtools_remote"));
         let u = Web::Unverified("why".into()).to_json().unwrap();
         assert_eq!(u["state"], "unverified");
+    }
+
+    #[test]
+    fn hrefs_are_made_absolute_against_the_page() {
+        let page = "https://sim.example/news/today?x=1";
+        assert_eq!(absolute(page, "/n"), "https://sim.example/n");
+        assert_eq!(absolute(page, "w"), "https://sim.example/news/w");
+        assert_eq!(absolute(page, "//cdn.example/a"), "https://cdn.example/a");
+        assert_eq!(absolute(page, "mailto:a@b"), "mailto:a@b");
+        assert_eq!(absolute(page, "#top"), "#top");
+        assert_eq!(absolute("about:blank", "/n"), "/n");
     }
 
     fn placement() -> Placement {
