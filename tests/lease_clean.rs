@@ -534,3 +534,57 @@ async fn an_mcp_delete_cuts_the_sessions_calls_through_the_phone_helper() {
 async fn an_mcp_delete_cuts_the_sessions_calls_on_the_shell_path() {
     bounded(an_mcp_delete_cuts_the_sessions_calls(false)).await.expect("test timed out");
 }
+
+// ---- an install is recorded before it runs (issue 47 item 2) -------------------------------------------------
+
+/// The connector is killed (`kill -9`) while the phone finishes an install: the package is on the phone, the call
+/// never answered. After the restart, the lease the restored binding continues ends (no agent came back) and the
+/// package is uninstalled: the install was recorded before the APK was copied, not after it succeeded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_install_cut_by_a_kill_9_is_uninstalled_after_restart() {
+    bounded(async {
+        let mut r = common::rig::Rig::with(SimConfig::default(), &["--lease-grace", "1s"], None).await;
+        let ch = r.ch.clone();
+        let addr = r.srv.addr;
+        let before = r.sim.packages();
+        let mut apk = b"PK\x03\x04".to_vec();
+        apk.extend_from_slice(&[9u8; 4096]);
+        let f = upload(addr, &ch, "tenant.apk", "application/vnd.android.package-archive", &apk).await;
+        // The clean-up after `pm install` is held: the package is installed, the call has not finished.
+        let hold = "rm -f '/data/local/tmp/xagent-install-";
+        r.sim.stall(hold);
+        let _ =
+            r.c.send(
+                "tool.invoke",
+                Some(&ch),
+                json!({"tool_id": "android_app_install",
+                        "arguments": {"file_ref": f, "connector_channel_id": ch}}),
+            )
+            .await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let added = loop {
+            let added: Vec<String> = r.sim.packages().into_iter().filter(|p| !before.contains(p)).collect();
+            if !added.is_empty() && !r.sim.stalled().is_empty() {
+                break added;
+            }
+            assert!(Instant::now() < deadline, "the install never reached the phone: {:?}", r.sim.commands());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        r.srv.kill9();
+        r.sim.release(hold);
+        assert!(r.sim.packages().contains(&added[0]), "the package stays installed while the connector is down");
+        let port = format!("127.0.0.1:{}", r.adb.port);
+        let _srv = Server::start(r.dir.path(), &["--adb-server", &port, "--lease-grace", "1s"], &[]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while r.sim.packages().contains(&added[0]) {
+            assert!(
+                Instant::now() < deadline,
+                "the package installed when the connector was killed was never uninstalled: {:?}",
+                r.sim.commands()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("test timed out");
+}
