@@ -588,3 +588,55 @@ async fn an_install_cut_by_a_kill_9_is_uninstalled_after_restart() {
     .await
     .expect("test timed out");
 }
+
+// ---- a phone not restored stays out of the pool, the wall says why (issue 47 item 2) ---------------------------
+
+/// With the default (clean) release, a phone whose release cannot be completed — its `settings` provider refuses
+/// every command, so the keyboard recorded at bind cannot be checked — is handed to no agent (`device_busy`, with
+/// the reason), and the wall's device view says why (`health.warnings`: `not_restored`, with the phone's words).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_not_restored_stays_out_of_the_pool_and_the_wall_says_why() {
+    bounded(async {
+        let r = rig_with(&[(720, 1600)], true, &[]).await;
+        let sim = &r.sims[0];
+        let serial = sim.serial();
+        r.wait_all_online().await;
+        let id = r.id_of(&serial).await;
+        let addr = r.srv.addr;
+        let mut a = ws(addr, Some(KEY)).await;
+        a.hello(None).await;
+        let ch_a = a.bind(Some(&serial)).await;
+        sim.answer("settings", "", "Error: settings provider unavailable", 1);
+        let out = a.request("auth.logout", Some(&ch_a), json!({})).await;
+        assert_eq!(out["payload"]["status"], "ok", "{out}");
+
+        let (k, v) = bearer();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let warning = loop {
+            let list = http(addr, "GET", "/api/v1/devices", &[(k, &v)], b"").await.json();
+            let dev = list["devices"].as_array().and_then(|l| l.iter().find(|d| d["id"] == json!(id)).cloned());
+            let w = dev.as_ref().and_then(|d| {
+                d["health"]["warnings"].as_array().and_then(|l| l.iter().find(|w| w["code"] == "not_restored").cloned())
+            });
+            if let Some(w) = w {
+                break w;
+            }
+            assert!(Instant::now() < deadline, "the wall never said the phone is not restored: {list}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let msg = warning["message"].as_str().unwrap_or("");
+        assert!(msg.contains("Not handed out") && msg.contains("provider unavailable"), "{warning}");
+
+        let mut b = ws(addr, Some(KEY)).await;
+        b.hello(None).await;
+        let (ch_b, _) = b.open(None).await;
+        let pool = b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {}})).await;
+        assert_eq!(error_code(&pool), "device_busy", "{pool}");
+        let named =
+            b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {"serial": serial}})).await;
+        assert_eq!(error_code(&named), "device_busy", "{named}");
+        assert!(named["payload"]["message"].as_str().unwrap_or("").contains("provider unavailable"), "{named}");
+    })
+    .await
+    .expect("test timed out");
+}
