@@ -213,6 +213,7 @@ const SERVE_HEADINGS: &[(&str, &[&str])] = &[
             "tool_deadline_max",
             "max_sessions",
             "max_mcp_sessions",
+            "mcp_unbound_idle",
             "max_channels",
             "hello_timeout",
             "ws_write_timeout",
@@ -571,10 +572,15 @@ pub struct ServeArgs {
     pub max_sessions: u64,
 
     /// Open MCP sessions (`/mcp`) at once, a budget apart from --max-sessions: when it is spent, the least recently
-    /// used session with no call running is ended to make room. A session holding no phone ends after 2 minutes
-    /// without a request, one holding a phone after 30.
+    /// used session with no call running is ended to make room. A session holding no phone ends after
+    /// --mcp-unbound-idle without a request, one holding a phone after 30 minutes.
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=10_000), env = "XAGENT_ADB_MAX_MCP_SESSIONS")]
     pub max_mcp_sessions: u64,
+
+    /// An MCP session holding no phone and running no call ends after this long without a request (a crash-looping
+    /// editor's `initialize` alone creates one).
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration, env = "XAGENT_ADB_MCP_UNBOUND_IDLE")]
+    pub mcp_unbound_idle: Duration,
 
     /// Channels kept at once (open or waiting for their instance); channel.open beyond is rate_limited.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000), env = "XAGENT_ADB_MAX_CHANNELS")]
@@ -759,6 +765,7 @@ pub fn resolve_serve(args: &ServeArgs) -> Result<Resolved, ConfigError> {
             limits: crate::server::Limits {
                 max_sessions: args.max_sessions as usize,
                 max_mcp_sessions: args.max_mcp_sessions as usize,
+                mcp_unbound_idle: args.mcp_unbound_idle,
                 max_channels: args.max_channels as usize,
                 max_connections_per_ip: args.max_connections_per_ip as usize,
                 header_timeout: args.header_timeout,

@@ -91,6 +91,9 @@ impl crate::device::lease::Ledger for StoreLedger {
     fn forget(&self, key: &crate::device::DeviceKey) -> Result<(), String> {
         self.0.forget_conditions(&key.server, &key.serial).map_err(|e| e.to_string())
     }
+    fn forget_row(&self, key: &crate::device::DeviceKey, namespace: &str, name: &str) -> Result<(), String> {
+        self.0.forget_condition(&key.server, &key.serial, namespace, name).map_err(|e| e.to_string())
+    }
     fn phones(&self) -> Result<Vec<crate::device::DeviceKey>, String> {
         let rows = self.0.phones_with_conditions().map_err(|e| e.to_string())?;
         Ok(rows.into_iter().map(|(server, serial)| crate::device::DeviceKey { server, serial }).collect())

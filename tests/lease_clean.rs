@@ -347,3 +347,296 @@ async fn a_grant_is_revoked_after_a_kill_9_and_restart() {
     .await
     .expect("test timed out");
 }
+
+// ---- a takeover stops a helper gesture in flight (issue 47 item 1) ---------------------------------------------
+
+/// An operator takes the phone over while the agent's 6 s swipe is being played by the phone helper: by the time the
+/// takeover answers, the helper playing it is gone (the gesture stopped, not left to play under the operator's
+/// hands), the swipe answers `operator_control` with `input_may_have_been_sent: true`, and the operator's tap lands.
+/// With `--phone-helper off` the same takeover answers and the operator's tap lands after the agent's swipe.
+async fn a_takeover_stops_the_gesture_in_flight(helper: bool) {
+    let flags: &[&str] = if helper { &["--phone-helper", "auto"] } else { &["--phone-helper", "off"] };
+    let r = rig_with(&[(720, 1600)], true, flags).await;
+    let sim = &r.sims[0];
+    let serial = sim.serial();
+    r.wait_all_online().await;
+    let id = r.id_of(&serial).await;
+    let addr = r.srv.addr;
+    let mut a = ws(addr, Some(KEY)).await;
+    a.hello(None).await;
+    let ch = a.bind(Some(&serial)).await;
+    let (cookie, csrf) = r.login().await;
+    let session = [("Cookie", cookie.as_str()), ("X-CSRF-Token", csrf.as_str())];
+    sim.clear_events();
+
+    let swipe = json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 6000, "settle": false,
+                       "connector_channel_id": ch});
+    let (_, running) = a.send("tool.invoke", Some(&ch), json!({"tool_id": "android_swipe", "arguments": swipe})).await;
+    let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 6000 };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sim.events().contains(&first) {
+        assert!(Instant::now() < deadline, "the agent's swipe never reached the phone: {:?}", sim.events());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let playing: Vec<u32> =
+        sim.processes().into_iter().filter(|(_, args)| args.contains("xagent.Helper")).map(|(p, _)| p).collect();
+    if helper {
+        assert_eq!(playing.len(), 1, "the phone helper plays the agent's swipe: {:?}", sim.processes());
+    }
+
+    let t = post(addr, &format!("/api/v1/devices/{id}/takeover"), &session, json!({})).await;
+    assert_eq!(t.status, 200, "{}", t.text());
+    let still: Vec<(u32, String)> = sim.processes().into_iter().filter(|(p, _)| playing.contains(p)).collect();
+    assert!(still.is_empty(), "the helper playing the agent's swipe still runs after the takeover answered: {still:?}");
+    let tap =
+        post(addr, &format!("/api/v1/devices/{id}/input"), &session, json!({"action": "tap", "x": 100, "y": 100}))
+            .await;
+    assert_eq!(tap.status, 200, "{}", tap.text());
+
+    let ack = loop {
+        let v = a.recv().await;
+        if v["request_id"] == json!(running) {
+            break v;
+        }
+    };
+    assert_eq!(error_code(&ack), "operator_control", "{ack}");
+    assert_eq!(ack["error"]["details"]["input_may_have_been_sent"], true, "{ack}");
+    let ev = sim.events();
+    assert_eq!(
+        ev,
+        vec![first, InputEvent::Tap { x: 100, y: 100 }],
+        "the phone saw the swipe, then the operator: {ev:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_stops_a_helper_gesture_in_flight() {
+    bounded(a_takeover_stops_the_gesture_in_flight(true)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_stops_a_shell_gesture_in_flight() {
+    bounded(a_takeover_stops_the_gesture_in_flight(false)).await.expect("test timed out");
+}
+
+// ---- an MCP session's end (DELETE) cuts its calls (issue 47 item 1) -----------------------------------------
+
+/// A JSON-RPC POST to `/mcp` with the system key (and the session, once there is one).
+async fn mcp_rpc(addr: std::net::SocketAddr, session: Option<&str>, msg: Value) -> HttpResponse {
+    let auth = format!("Bearer {KEY}");
+    let mut h: Vec<(&str, &str)> = vec![
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(s) = session {
+        h.push(("Mcp-Session-Id", s));
+    }
+    http(addr, "POST", "/mcp", &h, msg.to_string().as_bytes()).await
+}
+
+fn mcp_call(id: u64, name: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
+}
+
+/// An MCP session holds the phone with a long swipe running and a text queued behind it when its client ends it
+/// (`DELETE /mcp`); a data-plane tenant binds the phone right after. Nothing of the session's reaches the phone
+/// after that bind, both calls answer as cut (`input_may_have_been_sent` true for the swipe, false for the text),
+/// the swipe is audited `cut` — not `tool_invoke_failed` — before the session channel's `lease.end`, and the queued
+/// text is no successful action. On the helper path the helper playing the swipe is gone before the next bind.
+async fn an_mcp_delete_cuts_the_sessions_calls(helper: bool) {
+    let flags: &[&str] = if helper { &["--phone-helper", "auto"] } else { &["--phone-helper", "off"] };
+    let r = rig_with(&[(720, 1600)], true, flags).await;
+    let sim = &r.sims[0];
+    let serial = sim.serial();
+    r.wait_all_online().await;
+    let addr = r.srv.addr;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let i = mcp_rpc(addr, None, init).await;
+    assert_eq!(i.status, 200, "{}", i.text());
+    let sid = i.header("mcp-session-id").expect("a session id").to_owned();
+    let sel = mcp_rpc(addr, Some(&sid), mcp_call(2, "select_device", json!({"serial": serial}))).await.json();
+    assert_eq!(sel["result"]["isError"], Value::Null, "{sel}");
+    sim.clear_events();
+
+    let swipe = json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 10000, "settle": false});
+    let (s2, a2) = (sid.clone(), addr);
+    let running = tokio::spawn(async move { mcp_rpc(a2, Some(&s2), mcp_call(3, "android_swipe", swipe)).await });
+    let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 10000 };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sim.events().contains(&first) {
+        assert!(Instant::now() < deadline, "the session's swipe never reached the phone: {:?}", sim.events());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = json!({"text": "from-tenant-A", "settle": false});
+    let (s3, a3) = (sid.clone(), addr);
+    let queued = tokio::spawn(async move { mcp_rpc(a3, Some(&s3), mcp_call(4, "android_input_text", text)).await });
+    let playing: Vec<u32> =
+        sim.processes().into_iter().filter(|(_, args)| args.contains("xagent.Helper")).map(|(p, _)| p).collect();
+    if helper {
+        assert_eq!(playing.len(), 1, "the phone helper plays the session's swipe: {:?}", sim.processes());
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let auth = format!("Bearer {KEY}");
+    let del = http(addr, "DELETE", "/mcp", &[("Authorization", &auth), ("Mcp-Session-Id", &sid)], b"").await;
+    assert_eq!(del.status, 204, "{}", del.text());
+
+    let mut b = ws(addr, Some(KEY)).await;
+    b.hello(None).await;
+    let ch_b = b.bind(Some(&serial)).await;
+    let seen_at_bind = sim.events().len();
+    if helper {
+        let still: Vec<(u32, String)> = sim.processes().into_iter().filter(|(p, _)| playing.contains(p)).collect();
+        assert!(still.is_empty(), "the helper playing the session's swipe still runs after B bound: {still:?}");
+    }
+    let tap = b.tap(&ch_b, 100, 100).await;
+    assert!(tap.get("error").is_none() || tap["error"].is_null(), "B's tap: {tap}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let ev = sim.events();
+    assert!(!ev.iter().any(|e| matches!(e, InputEvent::Text(t) if t.contains("tenant-A"))), "A's text: {ev:?}");
+    assert_eq!(ev[seen_at_bind..], [InputEvent::Tap { x: 100, y: 100 }], "after B's bind only B's tap: {ev:?}");
+    assert_eq!(ev.first(), Some(&first), "{ev:?}");
+
+    let sw = bounded(running).await.expect("the swipe's POST answers").expect("joined");
+    let tx = bounded(queued).await.expect("the text's POST answers").expect("joined");
+    let (sw, tx) = (sw.text(), tx.text());
+    eprintln!("swipe: {sw}\ntext: {tx}");
+    for a in [&sw, &tx] {
+        assert!(a.contains("cut"), "a cut call answers as cut: {a}");
+    }
+    assert!(sw.contains("input_may_have_been_sent: true"), "{sw}");
+    assert!(tx.contains("input_may_have_been_sent: false"), "{tx}");
+
+    let records = audit(&r);
+    let pos = |f: &dyn Fn(&Value) -> bool| records.iter().position(f);
+    let cut = pos(&|v| v["tool_id"] == "android_swipe");
+    let Some(cut) = cut else { panic!("no swipe record: {records:#?}") };
+    assert_eq!(records[cut]["result"], "cut", "{:#}", records[cut]);
+    let ch_a = records[cut]["channel_id"].clone();
+    let ended = pos(&|v| v["tool_id"] == "lease.end" && v["channel_id"] == ch_a);
+    let Some(ended) = ended else { panic!("no lease.end of the MCP session's channel: {records:#?}") };
+    assert!(cut < ended, "the cut call is audited before the release: {records:#?}");
+    assert!(
+        !records.iter().any(|v| v["tool_id"] == "android_input_text" && v["result"] == "ok"),
+        "the queued text is no successful action: {records:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_delete_cuts_the_sessions_calls_through_the_phone_helper() {
+    bounded(an_mcp_delete_cuts_the_sessions_calls(true)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_delete_cuts_the_sessions_calls_on_the_shell_path() {
+    bounded(an_mcp_delete_cuts_the_sessions_calls(false)).await.expect("test timed out");
+}
+
+// ---- an install is recorded before it runs (issue 47 item 2) -------------------------------------------------
+
+/// The connector is killed (`kill -9`) while the phone finishes an install: the package is on the phone, the call
+/// never answered. After the restart, the lease the restored binding continues ends (no agent came back) and the
+/// package is uninstalled: the install was recorded before the APK was copied, not after it succeeded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_install_cut_by_a_kill_9_is_uninstalled_after_restart() {
+    bounded(async {
+        let mut r = common::rig::Rig::with(SimConfig::default(), &["--lease-grace", "1s"], None).await;
+        let ch = r.ch.clone();
+        let addr = r.srv.addr;
+        let before = r.sim.packages();
+        let mut apk = b"PK\x03\x04".to_vec();
+        apk.extend_from_slice(&[9u8; 4096]);
+        let f = upload(addr, &ch, "tenant.apk", "application/vnd.android.package-archive", &apk).await;
+        // The clean-up after `pm install` is held: the package is installed, the call has not finished.
+        let hold = "rm -f '/data/local/tmp/xagent-install-";
+        r.sim.stall(hold);
+        let _ =
+            r.c.send(
+                "tool.invoke",
+                Some(&ch),
+                json!({"tool_id": "android_app_install",
+                        "arguments": {"file_ref": f, "connector_channel_id": ch}}),
+            )
+            .await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let added = loop {
+            let added: Vec<String> = r.sim.packages().into_iter().filter(|p| !before.contains(p)).collect();
+            if !added.is_empty() && !r.sim.stalled().is_empty() {
+                break added;
+            }
+            assert!(Instant::now() < deadline, "the install never reached the phone: {:?}", r.sim.commands());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        r.srv.kill9();
+        r.sim.release(hold);
+        assert!(r.sim.packages().contains(&added[0]), "the package stays installed while the connector is down");
+        let port = format!("127.0.0.1:{}", r.adb.port);
+        let _srv = Server::start(r.dir.path(), &["--adb-server", &port, "--lease-grace", "1s"], &[]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while r.sim.packages().contains(&added[0]) {
+            assert!(
+                Instant::now() < deadline,
+                "the package installed when the connector was killed was never uninstalled: {:?}",
+                r.sim.commands()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("test timed out");
+}
+
+// ---- a phone not restored stays out of the pool, the wall says why (issue 47 item 2) ---------------------------
+
+/// With the default (clean) release, a phone whose release cannot be completed — its `settings` provider refuses
+/// every command, so the keyboard recorded at bind cannot be checked — is handed to no agent (`device_busy`, with
+/// the reason), and the wall's device view says why (`health.warnings`: `not_restored`, with the phone's words).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_not_restored_stays_out_of_the_pool_and_the_wall_says_why() {
+    bounded(async {
+        let r = rig_with(&[(720, 1600)], true, &[]).await;
+        let sim = &r.sims[0];
+        let serial = sim.serial();
+        r.wait_all_online().await;
+        let id = r.id_of(&serial).await;
+        let addr = r.srv.addr;
+        let mut a = ws(addr, Some(KEY)).await;
+        a.hello(None).await;
+        let ch_a = a.bind(Some(&serial)).await;
+        sim.answer("settings", "", "Error: settings provider unavailable", 1);
+        let out = a.request("auth.logout", Some(&ch_a), json!({})).await;
+        assert_eq!(out["payload"]["status"], "ok", "{out}");
+
+        let (k, v) = bearer();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let warning = loop {
+            let list = http(addr, "GET", "/api/v1/devices", &[(k, &v)], b"").await.json();
+            let dev = list["devices"].as_array().and_then(|l| l.iter().find(|d| d["id"] == json!(id)).cloned());
+            let w = dev.as_ref().and_then(|d| {
+                d["health"]["warnings"].as_array().and_then(|l| l.iter().find(|w| w["code"] == "not_restored").cloned())
+            });
+            if let Some(w) = w {
+                break w;
+            }
+            assert!(Instant::now() < deadline, "the wall never said the phone is not restored: {list}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let msg = warning["message"].as_str().unwrap_or("");
+        assert!(msg.contains("Not handed out") && msg.contains("provider unavailable"), "{warning}");
+
+        let mut b = ws(addr, Some(KEY)).await;
+        b.hello(None).await;
+        let (ch_b, _) = b.open(None).await;
+        let pool = b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {}})).await;
+        assert_eq!(error_code(&pool), "device_busy", "{pool}");
+        let named =
+            b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {"serial": serial}})).await;
+        assert_eq!(error_code(&named), "device_busy", "{named}");
+        assert!(named["payload"]["message"].as_str().unwrap_or("").contains("provider unavailable"), "{named}");
+    })
+    .await
+    .expect("test timed out");
+}

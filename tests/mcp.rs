@@ -593,3 +593,52 @@ async fn sixty_four_idle_mcp_sessions_leave_ws_open() {
     .await
     .expect("timed out");
 }
+
+/// Issue 48 item 2: MCP sessions holding no phone end after `--mcp-unbound-idle` without a request (2 s here; 2 min
+/// by default), so `initialize` alone cannot keep places taken; a session holding a phone is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_holding_no_phone_expire_and_one_holding_a_phone_stays() {
+    bounded(async {
+        let (_adb, _sim, _serial) = setup_with(SimConfig::default()).await.expect("adb is required");
+        let dir = tempfile::tempdir().unwrap();
+        let keyfile = dir.path().join("key");
+        std::fs::write(&keyfile, format!("{KEY}\n")).unwrap();
+        let server = format!("127.0.0.1:{}", _adb.port);
+        let args = ["--adb-server", &server, "--api-key-file", keyfile.to_str().unwrap(), "--mcp-unbound-idle", "2s"];
+        let srv = Server::start(&dir.path().join("data"), &args, &[]);
+        let holder = initialize(&srv).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let st = rpc(&srv, Some(&holder), &[], call(2, "android_device_status", json!({}))).await.json();
+            if st["result"]["isError"].is_null() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the holder never bound the phone: {st}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let mut idle = Vec::new();
+        for _ in 0..5 {
+            idle.push(initialize(&srv).await);
+        }
+        let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let mut alive = 0;
+            for sid in &idle {
+                if rpc(&srv, Some(sid), &[], ping.clone()).await.status != 404 {
+                    alive += 1;
+                }
+            }
+            if alive == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{alive} sessions holding no phone did not expire");
+            // Asked less often than the idle setting: a ping is a request, and would keep a session alive.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        let h = rpc(&srv, Some(&holder), &[], ping).await;
+        assert_eq!(h.status, 200, "the session holding a phone stays: {}", h.text());
+    })
+    .await
+    .expect("test timed out");
+}

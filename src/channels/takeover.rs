@@ -22,9 +22,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::holds::{control_error, held_until, Hold};
 use super::hub::Hub;
+use crate::device::sent::Sent;
 use crate::device::DeviceKey;
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::now_ms;
+
+/// Longest a takeover waits for the phone's in-flight input to be stopped before it answers anyway.
+const STOP_WAIT: Duration = Duration::from_secs(25);
 
 pub use super::holds::{Operator, TakeoverInfo, OPERATOR_CHANNEL};
 
@@ -84,8 +88,32 @@ impl Hub {
     }
 
     /// Takes `key` over for `by` (idempotent for the same operator: it refreshes the idle clock). Another
-    /// operator's takeover is refused with `operator_control`.
-    pub fn operator_takeover(&self, key: &DeviceKey, by: Operator, idle: Duration) -> Result<TakeoverInfo, ProtoError> {
+    /// operator's takeover is refused with `operator_control`. Answers once what the agent's stopped calls sent the
+    /// phone can no longer arrive: a gesture the phone helper was still playing is stopped (`Backend::cut_if`,
+    /// as a lease's end does, issue 47), so the operator's first input never meets the agent's swipe.
+    pub async fn operator_takeover(
+        &self,
+        key: &DeviceKey,
+        by: Operator,
+        idle: Duration,
+    ) -> Result<TakeoverInfo, ProtoError> {
+        let (info, stopped) = self.take_over(key, by, idle)?;
+        if !stopped.is_empty() {
+            let sent = Box::new(move || stopped.iter().any(Sent::may_have_been_sent));
+            if tokio::time::timeout(STOP_WAIT, self.backend.clone().cut_if(key.clone(), sent)).await.is_err() {
+                tracing::warn!(device = %key, "stopping the phone's in-flight input at a takeover took too long");
+            }
+        }
+        Ok(info)
+    }
+
+    /// The takeover itself; with the side-effect flags of the agent's calls it stopped (empty: none was running).
+    fn take_over(
+        &self,
+        key: &DeviceKey,
+        by: Operator,
+        idle: Duration,
+    ) -> Result<(TakeoverInfo, Vec<Sent>), ProtoError> {
         self.expire_takeovers();
         let fresh = {
             let mut g = self.takeovers();
@@ -109,13 +137,19 @@ impl Hub {
                 }
             }
         };
+        let mut stopped = Vec::new();
         if fresh {
             let holder = self.holders().into_iter().find(|h| &h.device == key).map(|h| h.channel_id);
+            if let Some(w) = holder.as_ref().and_then(|ch| self.works.lock().get(ch).map(|w| w.calls.clone())) {
+                stopped.extend(w.into_values());
+            }
             let args = obj(json!({"by": by.name(), "idle_timeout_s": idle.as_secs(), "agent_channel": holder}));
             self.audit(OPERATOR_CHANNEL, None, "operator.takeover", key, &args, "ok");
             tracing::info!(device = %key, by = by.name(), "operator took the phone over");
         }
-        self.takeover_of(key).ok_or_else(|| ProtoError::new(ErrorCode::Internal, "the takeover vanished"))
+        let info =
+            self.takeover_of(key).ok_or_else(|| ProtoError::new(ErrorCode::Internal, "the takeover vanished"))?;
+        Ok((info, stopped))
     }
 
     /// Checks that `by` holds `key` and restarts its idle clock (called before every operator input).

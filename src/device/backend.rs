@@ -26,6 +26,21 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async {})
     }
 
+    /// As [`Backend::cut`], for an operator's takeover (issue 47): `sent` is asked once the phone's order slot is
+    /// ours — every stopped call has let go of the phone by then, so what it says is final — and the phone's
+    /// in-flight input is stopped only if it says some input may have been sent.
+    fn cut_if(
+        self: std::sync::Arc<Self>,
+        key: DeviceKey,
+        sent: Box<dyn Fn() -> bool + Send + Sync>,
+    ) -> futures_util::future::BoxFuture<'static, ()> {
+        if sent() {
+            self.cut(key)
+        } else {
+            Box::pin(async {})
+        }
+    }
+
     /// Makes the phone ready for a new lease (the policy's lease conditions, recorded then set): awaited before a
     /// bind's answer reaches the agent, so its first call sees the clean phone. An error means the phone is not
     /// ready; the caller unbinds it.

@@ -97,6 +97,61 @@ pub fn lease_did(adb: &AdbBackend, key: &DeviceKey, namespace: &str, name: &str)
     Ok(())
 }
 
+/// Records an install about to run (issue 47: [`lease::INSTALLING`], before the APK is copied), with the packages
+/// the phone has now, so that a `kill -9` or a cut mid-install still uninstalls what it added. Nothing when the
+/// policy keeps installed packages; an error refuses the install before anything reached the phone.
+pub fn installing(adb: &AdbBackend, key: &DeviceKey, apk: &str, packages_before: &str) -> Result<(), ProtoError> {
+    if !undoes(adb, super::lease::INSTALLING) {
+        return Ok(());
+    }
+    let Some(ledger) = ledger(adb) else {
+        return Err(failed("the connector is still starting; try again in a second".into()));
+    };
+    let before = super::lease::package_names(packages_before).join("\n");
+    let row = Recorded { namespace: super::lease::INSTALLING.to_owned(), name: apk.to_owned(), old: Some(before) };
+    ledger.record(key, &[row]).map_err(|e| {
+        tracing::error!(error = %e, device = %key, "could not record the install about to run");
+        ProtoError::new(
+            ErrorCode::Internal,
+            "the connector's state store failed; see the connector log; nothing was done",
+        )
+    })?;
+    lock(&adb.conditions().leased).insert(key.clone());
+    Ok(())
+}
+
+/// The install recorded by [`installing`] ended and what it added is recorded ([`lease_did`]): its row goes.
+pub fn install_recorded(adb: &AdbBackend, key: &DeviceKey, apk: &str) {
+    if let Some(ledger) = ledger(adb) {
+        if let Err(e) = ledger.forget_row(key, super::lease::INSTALLING, apk) {
+            tracing::warn!(error = %e, device = %key, "could not forget a finished install's record");
+        }
+    }
+}
+
+/// An install still recorded as under way at release: every package the phone has now that it did not have
+/// before it becomes an [`lease::INSTALLED`] row of this release (read with one `pm list packages`).
+async fn expand_installing(adb: &Arc<AdbBackend>, key: &DeviceKey, rows: &mut Vec<Recorded>) -> Result<(), ProtoError> {
+    let befores: Vec<Vec<String>> = rows
+        .iter()
+        .filter(|r| r.namespace == super::lease::INSTALLING)
+        .map(|r| r.old.as_deref().unwrap_or("").lines().map(str::to_owned).collect())
+        .collect();
+    if befores.is_empty() {
+        return Ok(());
+    }
+    let now = adb.shell_ok(key, "pm list packages", false, ROUND_TRIP).await?;
+    let now = super::lease::package_names(&now);
+    for before in befores {
+        for p in now.iter().filter(|p| !before.contains(p)) {
+            if !rows.iter().any(|r| r.namespace == super::lease::INSTALLED && &r.name == p) {
+                rows.push(Recorded { namespace: super::lease::INSTALLED.to_owned(), name: p.clone(), old: None });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the last release of `key` put back (`reset`) and what it could not (`not_reset`, with why): the next
 /// bind's answer says it (`lease: {reset, not_reset}`).
 pub fn report(adb: &AdbBackend, key: &DeviceKey) -> (Vec<String>, Vec<String>) {
@@ -277,6 +332,10 @@ async fn restore(adb: &Arc<AdbBackend>, key: &DeviceKey) -> Result<(), ProtoErro
     if rows.is_empty() {
         unmark(adb, key);
         return Ok(());
+    }
+    let mut rows = rows;
+    if let Err(e) = expand_installing(adb, key, &mut rows).await {
+        return not_restored(adb, key, &rows, e);
     }
     // The keyboard goes back only if the lease changed it: one read first (the agent's typing tools may switch to
     // their own keyboard and back; a phone whose keyboard is its own again is left alone).

@@ -147,6 +147,23 @@ pub const OPENED: &str = "opened";
 pub const GRANTED: &str = "granted";
 pub const PUSHED: &str = "pushed";
 pub const INSTALLED: &str = "installed";
+/// An install under way (issue 47): recorded before the APK is copied, named by the APK's path on the phone, `old`
+/// = the packages the phone had before (one per line). Forgotten once the install's own [`INSTALLED`] rows are
+/// written; a row still there at release (a `kill -9` or a cut mid-install) uninstalls every package the phone
+/// has now that it did not have then, and removes the copied APK.
+pub const INSTALLING: &str = "installing";
+
+/// The package names of a `pm list packages` output (`package:NAME` lines), well-formed names only.
+pub fn package_names(listing: &str) -> Vec<String> {
+    listing
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("package:"))
+        .filter(|p| {
+            !p.is_empty() && p.len() <= 255 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._".contains(&b))
+        })
+        .map(str::to_owned)
+        .collect()
+}
 
 /// The command undoing a row of [`OPENED`], [`GRANTED`], [`PUSHED`] or [`INSTALLED`]; `None` for other rows.
 /// Each tolerates what changed meanwhile (the app uninstalled, the file removed): the release goes on. Run as
@@ -161,6 +178,7 @@ pub fn undo(namespace: &str, name: &str) -> Option<String> {
         }
         PUSHED => format!("rm -f {}", q(name)),
         INSTALLED => format!("pm uninstall {} || true", q(name)),
+        INSTALLING => format!("rm -f {}", q(name)),
         _ => return None,
     })
 }
@@ -172,7 +190,7 @@ impl Release {
             OPENED => self.stop_opened_apps,
             GRANTED => self.revoke_grants,
             PUSHED => self.remove_pushed_files,
-            INSTALLED => self.uninstall_installed,
+            INSTALLED | INSTALLING => self.uninstall_installed,
             _ => false,
         }
     }
@@ -358,6 +376,10 @@ pub trait Ledger: Send + Sync {
     fn record(&self, key: &DeviceKey, rows: &[Recorded]) -> Result<(), String>;
     fn recorded(&self, key: &DeviceKey) -> Result<Vec<Recorded>, String>;
     fn forget(&self, key: &DeviceKey) -> Result<(), String>;
+    /// Forgets one row (an [`INSTALLING`] row once the install's outcome is recorded).
+    fn forget_row(&self, _key: &DeviceKey, _namespace: &str, _name: &str) -> Result<(), String> {
+        Ok(())
+    }
     /// Every phone with recorded values.
     fn phones(&self) -> Result<Vec<DeviceKey>, String>;
 }

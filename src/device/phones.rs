@@ -184,13 +184,25 @@ impl Backend for AdbBackend {
     }
 
     fn cut(self: Arc<Self>, key: DeviceKey) -> futures_util::future::BoxFuture<'static, ()> {
+        self.cut_if(key, Box::new(|| true))
+    }
+
+    fn cut_if(
+        self: Arc<Self>,
+        key: DeviceKey,
+        sent: Box<dyn Fn() -> bool + Send + Sync>,
+    ) -> futures_util::future::BoxFuture<'static, ()> {
         Box::pin(async move {
             // In the phone's order: after whatever the cut calls left holding its slot, before the next lease's
             // first input. Killing the helper stops a gesture it still plays; the round trip itself is the fence
             // (a command of the cut calls the adb server was still forwarding has reached the phone by its end).
+            // Whether any input went out is asked only now that the slot is ours: the stopped calls are gone.
             let (me, k) = (self.clone(), key.clone());
             let r = self
                 .op(&key, true, Duration::from_secs(20), |d| async move {
+                    if !sent() {
+                        return Ok(());
+                    }
                     me.helpers().kill_for_cut(&k, &d).await;
                     d.shell("true").await.map(|_| ())
                 })

@@ -46,9 +46,10 @@ use crate::protocol::{self as proto, Packet};
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 /// A session with no request for this long ends: its phone goes back to the pool.
 pub const IDLE: Duration = Duration::from_secs(30 * 60);
-/// A session holding no phone ends after this long without a request (issue 48: `initialize` alone creates one;
-/// a crash-looping editor leaves dozens behind).
-pub const IDLE_UNBOUND: Duration = Duration::from_secs(2 * 60);
+/// Longest between two looks at an idle session (it may have let its phone go meanwhile). A session holding no
+/// phone ends after `--mcp-unbound-idle` without a request (issue 48: `initialize` alone creates one; a
+/// crash-looping editor leaves dozens behind).
+const RECHECK: Duration = Duration::from_secs(2 * 60);
 /// Largest image put into a result as MCP image content; a larger file is a resource link to its one-time URL.
 pub const MAX_INLINE_IMAGE: u64 = 1 << 20;
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -361,15 +362,17 @@ async fn expire(app: Arc<App>, mcp: Arc<Sessions>, sid: String, s: Arc<McpSessio
         // A session holding no phone (and running nothing) ends sooner: it costs a place and holds nothing.
         let holds =
             app.hub.binding(&s.channel).is_some() || !s.running.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
-        let limit = if holds { IDLE } else { IDLE_UNBOUND };
+        let unbound = app.cfg.limits.mcp_unbound_idle;
+        let limit = if holds { IDLE } else { unbound };
         if idle >= limit {
             return end(&app, &mcp, &sid, &s, if holds { "idle" } else { "idle, holding no phone" }).await;
         }
         tokio::select! {
             _ = s.ended.cancelled() => return,
             _ = shutdown.changed() => return end(&app, &mcp, &sid, &s, "connector shutting down").await,
-            // Looked at again at least every IDLE_UNBOUND: the session may have let its phone go meanwhile.
-            _ = tokio::time::sleep((limit - idle).min(IDLE_UNBOUND)) => {}
+            // Looked at again at least every RECHECK (or the unbound idle, if shorter): the session may have let
+            // its phone go meanwhile.
+            _ = tokio::time::sleep((limit - idle).min(RECHECK.min(unbound))) => {}
         }
     }
 }

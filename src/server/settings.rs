@@ -31,6 +31,8 @@ pub struct Limits {
     pub max_sessions: usize,
     /// Open MCP sessions at once, a budget of their own; the least recently used idle one makes room for a new one.
     pub max_mcp_sessions: usize,
+    /// An MCP session holding no phone (and running nothing) ends after this long without a request.
+    pub mcp_unbound_idle: Duration,
     /// Channels the connector keeps (open or waiting for their instance); `channel.open` beyond is `rate_limited`.
     pub max_channels: usize,
     /// Open TCP connections from one IP address; more are closed at accept, so one host cannot starve others.
@@ -50,6 +52,7 @@ impl Default for Limits {
         Limits {
             max_sessions: 64,
             max_mcp_sessions: 32,
+            mcp_unbound_idle: Duration::from_secs(2 * 60),
             max_channels: 1000,
             max_connections_per_ip: 128,
             header_timeout: Duration::from_secs(5),

@@ -39,6 +39,14 @@ impl Store {
         Ok(())
     }
 
+    pub fn forget_condition(&self, server: &str, serial: &str, namespace: &str, name: &str) -> Result<()> {
+        self.db().execute(
+            "DELETE FROM lease_conditions WHERE server = ?1 AND serial = ?2 AND namespace = ?3 AND name = ?4",
+            params![server, serial, namespace, name],
+        )?;
+        Ok(())
+    }
+
     /// Every phone (server, serial) with recorded conditions.
     pub fn phones_with_conditions(&self) -> Result<Vec<(String, String)>> {
         let db = self.db();

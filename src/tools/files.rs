@@ -178,11 +178,16 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 // which one the install added.
                 let installed_kind = crate::device::lease::INSTALLED;
                 let track = crate::device::conditions::undoes(&c.adb, installed_kind);
+                // Recorded before the copy (issue 47): a `kill -9` or a cut mid-install still uninstalls it.
+                let (adb, device, apk) = (c.adb.clone(), c.device.clone(), remote.clone());
                 let out = c
                     .adb
                     .op(&c.device, true, c.spec.deadline, |d| async move {
                         let list = || async { d.shell("pm list packages").await.map(|o| o.stdout).unwrap_or_default() };
                         let before = if track { list().await } else { String::new() };
+                        if track {
+                            crate::device::conditions::installing(&adb, &device, &remote, &before)?;
+                        }
                         let sent = transfer_progress(progress.clone(), total, 0.8);
                         d.sync().await?.send(&remote, 0o644, &mut file, sent).await?;
                         progress("installing", Some(0.85));
@@ -210,6 +215,7 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 for p in &added {
                     crate::device::conditions::lease_did(&c.adb, &c.device, installed_kind, p)?;
                 }
+                crate::device::conditions::install_recorded(&c.adb, &c.device, &apk);
                 let text = out.stdout;
                 if out.code != 0 || !text.contains("Success") {
                     // Older `pm` versions print the failure on stderr.

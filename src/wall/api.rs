@@ -103,7 +103,7 @@ pub async fn route(
                 return *r;
             }
             match action {
-                "takeover" => super::control::takeover(app, &w, &key, &principal),
+                "takeover" => super::control::takeover(app, &w, &key, &principal).await,
                 "return" => super::control::give_back(app, &key, &principal, req).await,
                 _ => super::control::input(app, &w, &key, &principal, req).await,
             }

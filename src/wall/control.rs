@@ -80,14 +80,14 @@ fn online(app: &App, key: &DeviceKey) -> Result<(), ProtoError> {
 }
 
 /// `POST …/takeover`: the agent's calls fail with `operator_control` from now on.
-pub fn takeover(app: &App, w: &Wall, key: &DeviceKey, p: &Principal) -> Response<Body> {
+pub async fn takeover(app: &App, w: &Wall, key: &DeviceKey, p: &Principal) -> Response<Body> {
     let Some(by) = operator(p) else {
         return fail(&ProtoError::new(ErrorCode::PermissionDenied, "log in on the wall first"));
     };
     if let Err(e) = online(app, key) {
         return fail(&e);
     }
-    match app.hub.operator_takeover(key, by.clone(), w.cfg.takeover_idle) {
+    match app.hub.operator_takeover(key, by.clone(), w.cfg.takeover_idle).await {
         Ok(t) => ok(json!({"device_id": device_id(key), "takeover": takeover_json(&t, Some(&by))})),
         Err(e) => fail(&e),
     }
