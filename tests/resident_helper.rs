@@ -168,12 +168,19 @@ async fn a_paste_that_typed_the_previous_clip_is_not_reported_as_typed() {
         assert_eq!((&res["read_back"], &res["verified"]), (&json!(true), &json!(false)), "{res}");
         assert_eq!(res["field_text"], "the user's clip", "{res}");
         assert!(res["warning"].as_str().unwrap().contains("not show the pasted text"), "{res}");
+        // The operator hears of it too (issue 46 item 5): the phone's typed text is unverified.
+        let h = status(&mut r).await["phone_helper"].clone();
+        assert_eq!((&h["injection"], &h["unseen_pastes"]), (&json!("unverified"), &json!(1)), "{h}");
+        assert_eq!(h["attention"][0]["problem"], "input_unverified", "{h}");
+        let health = common::get(r.srv.addr, "/health").await.json();
+        assert!(health["phone_helpers"][&r.serial].as_str().unwrap().contains("typed text unverified"), "{health}");
         // Where the paste did arrive, no warning.
         let mut r = Rig::with(SimConfig::default(), AUTO, None).await;
         r.ok("android_tap", json!({"x": FIELD.0, "y": FIELD.1, "settle": false})).await;
         let res = r.ok("android_input_text", json!({"text": "Grüße", "settle": false})).await;
         assert_eq!((&res["read_back"], &res["verified"]), (&json!(true), &json!(true)), "{res}");
         assert!(res.get("warning").is_none(), "{res}");
+        assert_eq!(status(&mut r).await["phone_helper"]["injection"], "ok");
     })
     .await;
 }
@@ -209,6 +216,7 @@ async fn a_helper_that_cannot_start_leaves_every_operation_on_the_shell_path() {
         let h = status(&mut r).await["phone_helper"].clone();
         assert_eq!(h["state"], "unavailable", "{h}");
         assert!(h["reason"].as_str().unwrap().contains("exited with status 1"), "{h}");
+        assert_eq!(h["attention"][0]["problem"], "helper_unavailable", "{h}");
         let dump = r.ok("android_ui_dump", json!({})).await;
         assert_eq!(dump["tree"]["source"], "uiautomator", "{dump}");
     })
@@ -237,6 +245,75 @@ async fn refused_injection_falls_back_and_says_why() {
         let line = health["phone_helpers"][&r.serial].as_str().unwrap_or_default().to_owned();
         assert!(line.starts_with("running (helper 4); shell path for "), "{health}");
         assert!(line.contains("key (denied") && line.contains("tap (denied"), "{line}");
+    })
+    .await;
+}
+
+/// Issue 46 item 5: the operator is told which phone refuses injection and where Xiaomi's toggle is — in
+/// `android_device_status`, `/health` (which `doctor` reads and warns from) and the wall's devices API. A
+/// Redmi on Android 12 with "USB debugging (Security settings)" off: the helper's first event of a request waits
+/// for the result there (D3), so the refusal is a `denied` answer (the field reports: scrcpy's README, "On some
+/// devices (especially Xiaomi) … INJECT_EVENTS permission … USB debugging (Security settings)").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_is_told_where_xiaomis_injection_toggle_is() {
+    bounded(async {
+        let cfg = SimConfig {
+            helper: Mode::Denied,
+            model: "Redmi Note 11 (sim)".into(),
+            manufacturer: "Xiaomi".into(),
+            sdk: 31,
+            ..SimConfig::default()
+        };
+        let mut r = Rig::with(cfg, AUTO, None).await;
+        let h = status(&mut r).await["phone_helper"].clone();
+        assert_eq!(h["injection"], "untested", "no input yet: {h}");
+        assert!(h.get("attention").is_none(), "{h}");
+        r.ok("android_tap", tap()).await;
+        let h = status(&mut r).await["phone_helper"].clone();
+        assert_eq!(h["injection"], "refused", "{h}");
+        let first = &h["attention"][0];
+        assert_eq!(first["problem"], "injection_refused", "{h}");
+        assert!(first["message"].as_str().unwrap().contains("tap answered `denied`"), "{h}");
+        let action = first["action"].as_str().unwrap();
+        assert!(
+            action.contains("Developer options > \"USB debugging (Security settings)\"")
+                && action.contains("Mi account"),
+            "{action}"
+        );
+        // `/health`: one list per phone, which `doctor` reads.
+        let health = common::get(r.srv.addr, "/health").await.json();
+        assert_eq!(health["phone_helper_attention"][&r.serial][0]["problem"], "injection_refused", "{health}");
+        // The wall's devices API: the card and the detail show it.
+        let wall = common::get(r.srv.addr, "/api/v1/devices").await;
+        assert_eq!(wall.status, 200, "{}", wall.text());
+        let wall = wall.json();
+        let dev = wall["devices"].as_array().unwrap().iter().find(|d| d["serial"] == json!(r.serial)).unwrap().clone();
+        assert_eq!(dev["phone_helper_attention"][0]["problem"], "injection_refused", "{dev}");
+        assert!(dev["phone_helper"].as_str().unwrap().contains("tap (denied"), "{dev}");
+        // `doctor`, probing the running connector: a warning naming the phone, the toggle as the fix.
+        let (addr, data, conf, adb) =
+            (r.srv.addr, r.srv.data_dir.clone(), r.dir.path().join("no-installed-service"), r.adb.port);
+        let out = tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+                .args(["doctor", "--adb-server", &format!("127.0.0.1:{adb}"), "--listen", &addr.to_string()])
+                .arg("--data-dir")
+                .arg(&data)
+                .env("XAGENT_ADB_CONFIG_DIR", &conf)
+                .env_remove("XAGENT_CONNECTOR_API_KEY")
+                .env_remove("XAGENT_ADB_API_KEY_FILE")
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let warn = format!("  warn  phone helper on {}: the phone refuses injected input", r.serial);
+        let at = text.find(&warn).unwrap_or_else(|| panic!("no warning for the phone:\n{text}"));
+        let fix = text[at..].lines().nth(1).unwrap_or_default();
+        assert!(
+            fix.contains("fix: Xiaomi/Redmi/POCO: turn on Settings > Additional settings > Developer options"),
+            "{text}"
+        );
     })
     .await;
 }

@@ -131,6 +131,13 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// What the operator should do about the phone's helper (issue 46 item 5): `{problem, message, action}` items
+    /// — injection refused (where Xiaomi's toggle is), typed text unverified, the helper down, operations on the
+    /// shell path and why. Empty when there is nothing to say, and for backends without helpers.
+    fn phone_helper_attention(&self, _key: &DeviceKey) -> Vec<serde_json::Value> {
+        Vec::new()
+    }
+
     /// One phone's entry of [`Backend::health`] (the devices API asks per phone).
     fn health_of(&self, key: &DeviceKey) -> Option<(health::Snapshot, Vec<health::Warning>)> {
         self.health().into_iter().find(|(k, _, _)| k == key).map(|(_, s, w)| (s, w))

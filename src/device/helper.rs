@@ -57,8 +57,10 @@ pub fn dex_path() -> String {
 }
 
 mod owner;
+mod report;
 pub use owner::owner_tag;
 use owner::OWNER_ARG;
+pub use report::{attention, summary};
 
 /// The first Android release the dex runs on (dex version 038, `smali --api 26`).
 pub const MIN_SDK: u32 = 26;
@@ -126,6 +128,10 @@ struct Book {
     last_fallback: Option<(String, String)>,
     /// Requests answered by the helper so far.
     answered: u64,
+    /// Side effects (inputs, text, clipboard writes) the helper answered `ok`.
+    inputs_ok: u64,
+    /// Pastes the helper answered done whose text the host did not see in the field (D4: [`Helpers::paste_unseen`]).
+    unseen_pastes: u64,
     running: bool,
 }
 
@@ -338,7 +344,9 @@ impl Helpers {
             }
             match request(&tx, verb, args, timeout).await {
                 Answer::Ok(payload) => {
-                    phone.book.lock().unwrap_or_else(|e| e.into_inner()).answered += 1;
+                    let mut b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
+                    b.answered += 1;
+                    b.inputs_ok += u64::from(effect);
                     return Ok(Some(payload));
                 }
                 Answer::Fallback { reason, sticky: false }
@@ -516,7 +524,25 @@ impl Helpers {
         if let Some((verb, why)) = &b.last_fallback {
             v["last_fallback"] = json!({"verb": verb, "reason": why});
         }
+        if b.down.is_none() {
+            // Whether the phone takes injected input, as far as this helper has seen (`report::injection`).
+            let fell_back = v["fell_back"].as_object().cloned().unwrap_or_default();
+            v["injection"] = json!(report::injection(&fell_back, b.unseen_pastes, b.inputs_ok));
+            if b.unseen_pastes > 0 {
+                v["unseen_pastes"] = json!(b.unseen_pastes);
+            }
+        }
+        let items = attention(&v);
+        if !items.is_empty() {
+            v["attention"] = json!(items);
+        }
         v
+    }
+
+    /// A paste the helper answered done did not show in the field it went to (the host's read-back, D4: Samsung
+    /// One UI may paste an earlier clip): the phone's typed text is unverified, which the report says.
+    pub fn paste_unseen(&self, key: &DeviceKey) {
+        self.phone(key).book.lock().unwrap_or_else(|e| e.into_inner()).unseen_pastes += 1;
     }
 
     /// A binding ended with a call cut that may have sent input (`channels::work`): the session ends and the
@@ -534,23 +560,6 @@ impl Helpers {
             let _ = d.shell(&format!("kill -9 {}; true", pids.join(" "))).await;
         }
     }
-}
-
-/// One line of the report for people (`doctor`, the wall).
-pub fn summary(report: &Value) -> String {
-    let state = report["state"].as_str().unwrap_or("unknown");
-    let mut s = match (state, report["version"].as_str()) {
-        ("running", Some(v)) => format!("running (helper {v})"),
-        (st, _) => st.replace('_', " "),
-    };
-    if let Some(r) = report["reason"].as_str() {
-        s.push_str(&format!(": {r}"));
-    }
-    if let Some(fb) = report["fell_back"].as_object() {
-        let list: Vec<String> = fb.iter().map(|(k, v)| format!("{k} ({})", v.as_str().unwrap_or(""))).collect();
-        s.push_str(&format!("; shell path for {}", list.join(", ")));
-    }
-    s
 }
 
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -594,13 +603,9 @@ async fn request(tx: &mpsc::Sender<Request>, verb: &str, args: &str, timeout: Du
             reason: "denied: the system refused the clipboard to the shell user".to_owned(),
             sticky: true,
         },
-        "denied" => Answer::Fallback {
-            reason: "denied: the system refused injection (Xiaomi/Redmi/POCO: turn on Settings > Additional \
-                     settings > Developer options > \"USB debugging (Security settings)\", which asks for a SIM and a \
-                     Mi account; other phones: check Developer options for an input or security toggle)"
-                .to_owned(),
-            sticky: true,
-        },
+        "denied" => {
+            Answer::Fallback { reason: format!("{} ({})", report::REFUSED, report::XIAOMI_TOGGLE), sticky: true }
+        }
         "unknown_verb" => Answer::Fallback { reason: "unknown_verb: an older helper".to_owned(), sticky: true },
         "busy" => Answer::Fallback { reason: format!("busy: {msg}"), sticky: false },
         "failed" => Answer::Fallback { reason: format!("failed: {msg}"), sticky: false },
@@ -861,13 +866,6 @@ mod tests {
         for k in crate::tools::input::KEYS {
             assert!(keycode(k).is_some(), "{k}");
         }
-    }
-
-    #[test]
-    fn the_summary_says_what_fell_back() {
-        let r = json!({"state": "running", "version": "2", "fell_back": {"touch": "denied: x"}});
-        assert_eq!(summary(&r), "running (helper 2); shell path for touch (denied: x)");
-        assert_eq!(summary(&json!({"state": "off", "reason": "--phone-helper off"})), "off: --phone-helper off");
     }
 
     /// A helper that sends a packet announcing more than a reply line may hold is refused before allocating.

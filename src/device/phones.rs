@@ -21,6 +21,10 @@ impl Backend for AdbBackend {
         Some(helper::summary(&self.helpers().report(key)))
     }
 
+    fn phone_helper_attention(&self, key: &DeviceKey) -> Vec<serde_json::Value> {
+        self.helpers().report(key)["attention"].as_array().cloned().unwrap_or_default()
+    }
+
     fn side_effects_started(&self, key: &DeviceKey) -> Option<u64> {
         Some(self.side_effects_of(key))
     }

@@ -383,6 +383,20 @@ async fn running_connector(r: &mut Report, listen: SocketAddr, key: Option<Strin
                     let line = crate::device::text::terminal_text(line.as_str().unwrap_or(""));
                     r.ok(&format!("phone helper on {}: {line}", crate::device::text::terminal_text(serial)));
                 }
+                // What the operator should do (issue 46 item 5): a refused injection names Xiaomi's toggle, typed
+                // text not seen arriving says so; an operation on the shell path is only information.
+                for (serial, items) in v["phone_helper_attention"].as_object().into_iter().flatten() {
+                    let serial = crate::device::text::terminal_text(serial);
+                    for item in items.as_array().into_iter().flatten() {
+                        let text =
+                            |k: &str| crate::device::text::terminal_text(item[k].as_str().unwrap_or("")).into_owned();
+                        let what = format!("phone helper on {serial}: {}", text("message"));
+                        match item["problem"].as_str() {
+                            Some("injection_refused" | "input_unverified") => r.warn(&what, &text("action")),
+                            _ => r.ok(&what),
+                        }
+                    }
+                }
             } else {
                 let problems = v["problems"]
                     .as_array()

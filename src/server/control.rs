@@ -108,6 +108,17 @@ pub async fn health(app: &App) -> Response<Body> {
     if !helpers.is_empty() {
         body["phone_helpers"] = json!(helpers);
     }
+    // What the operator should do about them (injection refused, typed text unverified, fallbacks): `doctor` warns.
+    let attention: serde_json::Map<String, serde_json::Value> = devices
+        .iter()
+        .filter(|d| d.state == crate::device::DeviceState::Online)
+        .map(|d| (d.key.serial.clone(), app.hub.backend().phone_helper_attention(&d.key)))
+        .filter(|(_, a)| !a.is_empty())
+        .map(|(s, a)| (s, json!(a)))
+        .collect();
+    if !attention.is_empty() {
+        body["phone_helper_attention"] = json!(attention);
+    }
     let code = if fatal { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
     json_response(code, body.to_string())
 }

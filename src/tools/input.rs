@@ -374,6 +374,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                     obj.extend(back);
                 }
                 if paste_unseen {
+                    // The operator hears of it too (doctor, the wall, android_device_status: typed text unverified).
+                    c.adb.helpers().paste_unseen(&c.device);
                     r["warning"] = json!(
                         "the field does not show the pasted text (field_text is what it holds): this phone may have \
                          pasted an earlier clip. Look at the field and correct it before going on; do not assume \

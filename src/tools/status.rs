@@ -37,7 +37,9 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
                 "locked": {"type": ["boolean", "null"]},
                 "lock_secure": {"type": ["boolean", "null"], "description": "Needs a PIN, pattern or password"},
                 "unicode_input": {"type": "boolean", "description": "Non-ASCII can be typed (helper paste or ADB Keyboard)"},
-                "phone_helper": {"type": "object", "description": "Phone helper: state, version, fell_back"}}}),
+                "phone_helper": {"type": "object", "description": "Phone helper: state, version, fell_back (operations on \
+                    the shell path and why), injection (ok, refused, unverified, untested), attention (what the \
+                    operator should do: {problem, message, action})"}}}),
             side_effect: false,
             settles: false,
             deadline: Duration::from_secs(15),

@@ -104,6 +104,9 @@ pub(super) fn device_json(app: &App, w: &Wall, d: &DeviceInfo, holders: &[Holder
         "battery_percent": app.hub.backend().health_of(&d.key).and_then(|(s, _)| s.reading?.battery_percent),
         // The resident phone helper in one line (running, or why this phone uses the shell path).
         "phone_helper": app.hub.backend().phone_helper(&d.key),
+        // What the operator should do about it (injection refused: where Xiaomi's toggle is; typed text
+        // unverified; operations on the shell path and why): `{problem, message, action}` items, shown on the card.
+        "phone_helper_attention": app.hub.backend().phone_helper_attention(&d.key),
         "allowed": app.hub.device_allowed(&d.key),
         "held_by": held_by,
         "running_calls": w.activity.running(&d.key),

@@ -17,6 +17,8 @@ public interface IClipboard {
             int sdk = android.os.Build.VERSION.SDK_INT;
             String shape = xagentstub.Rec.prop("clip_shape", "");
             if (sdk >= 34 && "vivo".equals(shape)) return new Vivo34();
+            if (sdk >= 34 && "honor".equals(shape)) return new Honor34();
+            if (sdk == 33 && "honor".equals(shape)) return new Honor33();
             if (sdk >= 34) return new V34();
             if (sdk == 33 && "tag".equals(shape)) return new Tag33();
             if (sdk >= 29) return new V29();
@@ -71,6 +73,51 @@ public interface IClipboard {
 
             public void clearPrimaryClip(String pkg, String tag, int user) {
                 Clipboard.clear(pkg, tag, user, null);
+            }
+        }
+
+        /**
+         * -Dstub.clip_shape=honor at 33: HONOR PGT-AN10 (Magic5 Pro), Android 13, reads the clip with
+         * getPrimaryClip(String, int, String) (scrcpy issue #3885: "NoSuchMethodException: …getPrimaryClip [class
+         * java.lang.String, class java.lang.String, int]", fixed by f77e1c47 "On Honor Magic 5 Pro, the method to get
+         * the clipboard content has been modified", which calls it (pkg, uid, null)). The issue reports no other
+         * method changed: set and clear keep AOSP 13.0's shape.
+         */
+        @xagentstub.Api(from = 33, to = 33, vendor = "Honor Magic5 Pro 13: scrcpy f77e1c47 #3885")
+        private static class Honor33 implements IClipboard {
+            public void setPrimaryClip(ClipData c, String pkg, int user) {
+                Clipboard.set(c, pkg, null, user, null);
+            }
+
+            public ClipData getPrimaryClip(String pkg, int user, String extra) {
+                xagentstub.Rec.log("clip honor extra=" + extra);
+                return Clipboard.get(pkg, null, user, null);
+            }
+
+            public void clearPrimaryClip(String pkg, int user) {
+                Clipboard.clear(pkg, null, user, null);
+            }
+        }
+
+        /**
+         * -Dstub.clip_shape=honor at 34+: HONOR PGT-AN00 (Magic5), Android 14, getPrimaryClip(String, String, int,
+         * int, String) (scrcpy issue #5073, fixed by 79242957 "Add clipboard workaround for Honor device", called
+         * (pkg, null, uid, 0, null)); set and clear keep AOSP 14's shape. Huawei's own builds: no source or field
+         * report of a changed IClipboard was found (scrcpy's history names none), so none is modelled.
+         */
+        @xagentstub.Api(from = 34, vendor = "Honor Magic5 14: scrcpy 79242957 #5073")
+        private static class Honor34 implements IClipboard {
+            public void setPrimaryClip(ClipData c, String pkg, String tag, int user, int device) {
+                Clipboard.set(c, pkg, tag, user, device);
+            }
+
+            public ClipData getPrimaryClip(String pkg, String tag, int user, int device, String extra) {
+                xagentstub.Rec.log("clip honor extra=" + extra);
+                return Clipboard.get(pkg, tag, user, device);
+            }
+
+            public void clearPrimaryClip(String pkg, String tag, int user, int device) {
+                Clipboard.clear(pkg, tag, user, device);
             }
         }
 
