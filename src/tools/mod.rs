@@ -10,6 +10,7 @@
 pub mod acted;
 pub mod apps;
 pub mod args;
+pub mod batch;
 pub mod clipboard;
 pub mod context;
 pub mod delta;
@@ -46,7 +47,7 @@ pub mod web;
 
 use std::sync::Arc;
 
-pub use registry::{BoxFuture, ProgressFn, Registry, Tool, ToolCall, ToolSpec};
+pub use registry::{BoxFuture, ProgressFn, Registry, Steps, Tool, ToolCall, ToolSpec};
 
 impl Registry {
     /// The production registry: every device tool, one family per file.
@@ -74,6 +75,7 @@ impl Registry {
         tools.extend(record::tools(adb));
         tools.extend(observe::tools(adb, policy.web_content()));
         tools.extend(files::tools(adb));
+        tools.extend(batch::tools(adb));
         let human = Arc::new(requests::Requests::default());
         tools.extend(human::tools(&human));
         tools.extend(apps::risky_tools(adb, policy));
