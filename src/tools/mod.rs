@@ -34,6 +34,7 @@ pub mod power;
 pub mod record;
 pub mod registry;
 pub mod requests;
+pub mod rotate;
 pub mod schema;
 pub mod screen;
 pub mod settle;
@@ -65,6 +66,7 @@ impl Registry {
         tools.extend(input::tools(adb, gate::InputGate::of(policy)));
         tools.extend(gesture::tools(adb, gate::InputGate::of(policy)));
         tools.extend(power::tools(adb));
+        tools.extend(rotate::tools(adb));
         tools.extend(ui::tools(adb));
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));
