@@ -156,6 +156,34 @@ async fn an_mcp_host_reads_the_manual_the_annotations_and_the_phones() {
         assert_eq!(out["unknown"]["is_error"], true);
         assert!(unknown.starts_with("tool_not_found: ") && unknown.contains("tools/list"), "{unknown}");
         assert!(!unknown.contains("card"), "{unknown}");
+
+        // android_batch (issue 49 item 5): three taps in one tool call, one combined effect; the phone counted 3.
+        let batch = &out["batch"];
+        assert_eq!(batch["is_error"], false, "{batch}");
+        assert_eq!(batch["structured"]["completed"], 3, "{batch}");
+        assert_eq!(batch["structured"]["steps"].as_array().map(Vec::len), Some(3), "{batch}");
+        assert!(batch["structured"]["effect"].is_object(), "{batch}");
+        assert_eq!(lab.sim.counter(), 3, "{batch}");
+        // android_rotate (item 6): landscape reached; a bad orientation names the allowed ones.
+        let rotate = &out["rotate"];
+        assert_eq!(rotate["is_error"], false, "{rotate}");
+        assert_eq!(rotate["structured"]["orientation"], "landscape", "{rotate}");
+        assert_eq!(rotate["structured"]["rotation_degrees"], 90, "{rotate}");
+        assert_eq!(out["rotate_bad"]["is_error"], true, "{}", out["rotate_bad"]);
+        assert!(out["rotate_bad"]["text"].as_str().unwrap().contains("reverse_landscape"), "{}", out["rotate_bad"]);
+        // Their annotations: a batch can hold any step (a tap reaching past the phone, a file push); rotating and
+        // locking again leave the phone as the first call did.
+        assert_eq!(
+            ann["android_batch"],
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
+        );
+        for id in ["android_rotate", "android_lock"] {
+            assert_eq!(
+                ann[id],
+                json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}),
+                "{id}"
+            );
+        }
     })
     .await
     .expect("test timed out");

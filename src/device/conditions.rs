@@ -120,6 +120,43 @@ pub fn installing(adb: &AdbBackend, key: &DeviceKey, apk: &str, packages_before:
     Ok(())
 }
 
+/// Records the values `settings` (namespace, name) of `key` have now, before a tool of the lease changes them
+/// (issue 49: `android_rotate`'s `accelerometer_rotation` / `user_rotation`), through the ledger — the release then
+/// puts them back as it puts back the policy's conditions (`settings delete` for one that was unset). A setting
+/// already recorded keeps the value first recorded (the phone's own: the ledger's rule). A value that cannot be
+/// read or recorded refuses the call: the lease changes nothing it could not put back.
+pub async fn lease_sets(
+    adb: &Arc<AdbBackend>,
+    key: &DeviceKey,
+    settings: &[(&str, &str)],
+    deadline: Duration,
+) -> Result<(), ProtoError> {
+    let Some(ledger) = ledger(adb) else {
+        return Err(failed("the connector is still starting; try again in a second".into()));
+    };
+    let read: Vec<String> = settings.iter().map(|(ns, name)| format!("settings get {ns} {name}")).collect();
+    let out = adb.shell_ok(key, &read.join("; "), false, deadline.min(ROUND_TRIP)).await?;
+    let olds = super::formats::settings_values(&out, settings.len(), VALUE_MAX).ok_or_else(|| {
+        failed(
+            "the phone's answer to the reads of its settings is not one value per setting; nothing was changed".into(),
+        )
+    })?;
+    let rows: Vec<Recorded> = settings
+        .iter()
+        .zip(olds)
+        .map(|((ns, name), old)| Recorded { namespace: (*ns).to_owned(), name: (*name).to_owned(), old })
+        .collect();
+    ledger.record(key, &rows).map_err(|e| {
+        tracing::error!(error = %e, device = %key, "could not record the phone's settings");
+        ProtoError::new(
+            ErrorCode::Internal,
+            "the connector's state store failed; see the connector log; nothing was changed",
+        )
+    })?;
+    lock(&adb.conditions().leased).insert(key.clone());
+    Ok(())
+}
+
 /// The install recorded by [`installing`] ended and what it added is recorded ([`lease_did`]): its row goes.
 pub fn install_recorded(adb: &AdbBackend, key: &DeviceKey, apk: &str) {
     if let Some(ledger) = ledger(adb) {

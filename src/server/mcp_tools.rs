@@ -17,8 +17,10 @@ pub const RELEASE_DEVICE: &str = "release_device";
 /// The auth flow `select_device` runs.
 pub const FLOW: &str = "adb_device";
 
-/// Tools that can destroy data on the phone (an app's data, a file, whatever an allowed shell command does).
-const DESTRUCTIVE: &[&str] = &["android_app_uninstall", "android_app_clear_data", "android_file_push", "android_shell"];
+/// Tools that can destroy data on the phone (an app's data, a file, whatever an allowed shell command does); a
+/// batch can hold any of them as a step.
+const DESTRUCTIVE: &[&str] =
+    &["android_app_uninstall", "android_app_clear_data", "android_file_push", "android_shell", "android_batch"];
 /// Side-effecting tools whose repeat with the same arguments leaves the phone as the first call did.
 const IDEMPOTENT: &[&str] = &[
     "android_app_launch",
@@ -28,6 +30,8 @@ const IDEMPOTENT: &[&str] = &[
     "android_app_clear_data",
     "android_wake",
     "android_unlock",
+    "android_lock",
+    "android_rotate",
     "android_clipboard",
     "android_permission",
     "android_file_push",
@@ -45,6 +49,7 @@ const OPEN_WORLD: &[&str] = &[
     "android_open_url",
     "android_app_launch",
     "android_shell",
+    "android_batch",
 ];
 
 /// MCP `annotations` of a card tool: read-only is the registry's `side_effect` turned round; the rest from the

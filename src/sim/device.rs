@@ -210,6 +210,8 @@ impl Device {
         for (ns, k, v) in [
             ("system", "screen_brightness", "128"),
             ("system", "screen_off_timeout", "60000"),
+            // Auto-rotate off (AOSP's `def_accelerometer_rotation`); `user_rotation` unset (`null`) until written.
+            ("system", "accelerometer_rotation", "0"),
             ("global", "airplane_mode_on", "0"),
             ("global", "adb_enabled", "1"),
             ("global", "stay_on_while_plugged_in", "0"),

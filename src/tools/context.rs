@@ -41,6 +41,7 @@ impl Ctx {
                 progress: self.call.progress.clone(),
                 settle: None,
                 deadline: self.call.deadline,
+                steps: None,
             },
         }
     }

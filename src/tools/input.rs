@@ -71,6 +71,17 @@ struct TapArgs {
     x: Option<i64>,
     #[schemars(range(min = 0, max = MAX_COORD))]
     y: Option<i64>,
+    /// Tap this many times at the same point (one settle after the last)
+    #[schemars(range(min = 1, max = MAX_TAPS))]
+    #[serde(default = "once")]
+    repeat: u32,
+}
+
+/// Taps of one `android_tap` at most (`repeat`).
+pub const MAX_TAPS: u32 = 20;
+
+fn once() -> u32 {
+    1
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -204,12 +215,13 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_tap",
                 title: "Tap the screen",
-                description: "Tap `element` (preferred) or (x, y). stale_element / ambiguous_element list \
-                              candidates and an observation_id to retry with. Input tools wait for a still screen \
-                              (settle: false to skip) and report `effect`.",
+                description: "Tap `element` (preferred) or (x, y); `repeat` taps it again (one settle after). \
+                              stale_element / ambiguous_element list candidates and an observation_id to retry \
+                              with. Input tools wait for a still screen (settle: false to skip) and report `effect`.",
                 input: args::schema::<TapArgs>(),
                 output: json!({"type": "object", "properties": {
                     "x": {"type": "integer"}, "y": {"type": "integer"}, "woke": woke_schema(),
+                    "taps": {"type": "integer", "description": "Taps sent (repeat)"},
                     "element": acted_schema(), "re_resolved": re_resolved_schema()}}),
                 side_effect: true,
                 settles: true,
@@ -220,9 +232,17 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 let a: TapArgs = c.parse()?;
                 let ready = ready_for_input(&c, gate).await?;
                 let (x, y, on) = locate(&c, a.element.as_ref(), a.x, a.y, "tap point").await?;
-                c.adb.input(&c.device, Input::Tap { x, y }, c.spec.deadline).await?;
+                // `repeat`: the same point each time (the element resolved once, before the first tap), each tap
+                // its own input event in order; the settle waits once, after the last.
+                for _ in 0..a.repeat {
+                    c.adb.input(&c.device, Input::Tap { x, y }, c.spec.deadline).await?;
+                }
                 ready.sent(&c);
-                Ok(with_woke(with_element(json!({"x": x, "y": y}), on), ready.woke))
+                let mut out = json!({"x": x, "y": y});
+                if a.repeat > 1 {
+                    out["taps"] = json!(a.repeat);
+                }
+                Ok(with_woke(with_element(out, on), ready.woke))
             },
         ),
         tool(

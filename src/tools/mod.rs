@@ -10,6 +10,7 @@
 pub mod acted;
 pub mod apps;
 pub mod args;
+pub mod batch;
 pub mod clipboard;
 pub mod context;
 pub mod delta;
@@ -33,6 +34,7 @@ pub mod power;
 pub mod record;
 pub mod registry;
 pub mod requests;
+pub mod rotate;
 pub mod schema;
 pub mod screen;
 pub mod settle;
@@ -46,7 +48,7 @@ pub mod web;
 
 use std::sync::Arc;
 
-pub use registry::{BoxFuture, ProgressFn, Registry, Tool, ToolCall, ToolSpec};
+pub use registry::{BoxFuture, ProgressFn, Registry, Steps, Tool, ToolCall, ToolSpec};
 
 impl Registry {
     /// The production registry: every device tool, one family per file.
@@ -64,6 +66,7 @@ impl Registry {
         tools.extend(input::tools(adb, gate::InputGate::of(policy)));
         tools.extend(gesture::tools(adb, gate::InputGate::of(policy)));
         tools.extend(power::tools(adb));
+        tools.extend(rotate::tools(adb));
         tools.extend(ui::tools(adb, policy.web_content()));
         tools.extend(apps::tools(adb));
         tools.extend(logcat::tools(adb));
@@ -74,6 +77,7 @@ impl Registry {
         tools.extend(record::tools(adb));
         tools.extend(observe::tools(adb, policy.web_content()));
         tools.extend(files::tools(adb));
+        tools.extend(batch::tools(adb));
         let human = Arc::new(requests::Requests::default());
         tools.extend(human::tools(&human));
         tools.extend(apps::risky_tools(adb, policy));

@@ -1,5 +1,5 @@
-//! The screen state's own tools: `android_wake` and `android_unlock` (the gate every input tool passes first is
-//! `gate.rs`).
+//! The screen state's own tools: `android_wake`, `android_unlock` and `android_lock` (the gate every input tool
+//! passes first is `gate.rs`).
 //!
 //! The state comes from [`AdbBackend::screen_state`] (one round trip, cached ≤ 1 s, forgotten after each side
 //! effect). The connector never stores, asks for or types a PIN, pattern or password: a secure keyguard is
@@ -91,7 +91,45 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             adb,
             |c| async move { unlock(c).await },
         ),
+        tool(
+            ToolSpec {
+                id: "android_lock",
+                title: "Lock the phone",
+                description: "Turn the screen off (KEYCODE_SLEEP): a phone with a screen lock shows its lock \
+                              screen; input tools wake it again, android_unlock opens a swipe lock.",
+                input: super::args::schema::<super::args::NoArgs>(),
+                output: json!({"type": "object", "properties": {
+                    "screen_on": {"type": ["boolean", "null"]},
+                    "locked": {"type": ["boolean", "null"], "description": "The lock screen shows (null: unknown)"},
+                    "was_on": {"type": "boolean"},
+                    "note": {"type": "string"}}}),
+                side_effect: true,
+                settles: true,
+                deadline: Duration::from_secs(10),
+            },
+            adb,
+            |c| async move { lock(c).await },
+        ),
     ]
+}
+
+/// `android_lock`: KEYCODE_SLEEP (223) puts the phone to sleep whatever its state (POWER would toggle it); AOSP's
+/// keyguard locks as the screen goes off when a lock is set (at once for a swipe lock; a secure one after its
+/// `lock_screen_lock_after_timeout` unless `power_button_instantly_locks`) and never with the lock set to None.
+async fn lock(c: Ctx) -> Result<Value, ProtoError> {
+    c.adb.forget_screen_state(&c.device);
+    let was_on = !c.adb.screen_state(&c.device).await?.asleep();
+    c.adb.shell_ok(&c.device, "input keyevent 223", true, c.spec.deadline).await?;
+    let st = settle(&c, |s| s.asleep() && s.is_locked()).await?;
+    let mut out = json!({"screen_on": st.screen_on, "locked": st.locked, "was_on": was_on});
+    if !st.asleep() {
+        out["note"] =
+            json!("the screen is still on after KEYCODE_SLEEP (a build that ignores it, or something woke it)");
+    } else if st.locked == Some(false) {
+        out["note"] =
+            json!("the screen is off but no lock screen shows: the phone's screen lock is None (or locks only later)");
+    }
+    Ok(out)
 }
 
 async fn unlock(c: Ctx) -> Result<Value, ProtoError> {

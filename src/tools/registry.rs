@@ -52,6 +52,21 @@ pub struct ToolCall {
     /// The deadline this call runs under (the tool's, capped by `--tool-deadline-max`): a tool that waits on
     /// purpose (`android_request_human`) ends its wait before it, with its own answer.
     pub deadline: Duration,
+    /// How `android_batch` runs its steps: the call path's own preparation of a step (`server/ws/tool.rs`), handed
+    /// down by it; `None` for every other call and for a step (no nesting).
+    pub steps: Option<Arc<dyn Steps>>,
+}
+
+/// The call path's way of running one step of a batch (issue 49): the step's tool looked up, its arguments
+/// validated against its served schema, the phone's state and the operator's hold checked, the step run under its
+/// own deadline with `settle: false`, and audited as an action of its own — the same path a `tool.invoke` takes,
+/// never a shortcut. The batch's own cancellation (deadline, cut, takeover, cancel) drops the step running and the
+/// rest never start.
+pub trait Steps: Send + Sync {
+    /// Looks the step's tool up and validates its arguments; nothing runs. `Err`: why the step cannot run.
+    fn check(&self, tool_id: &str, arguments: &Value) -> Result<(), ProtoError>;
+    /// Runs the step (checked again: the screen and the phone may have changed since).
+    fn run(&self, tool_id: &str, arguments: Value) -> BoxFuture<Result<Value, ProtoError>>;
 }
 
 pub trait Tool: Send + Sync + 'static {

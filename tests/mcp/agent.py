@@ -1,6 +1,6 @@
 """What an MCP host reads before and around its tool calls, through the official Python SDK (`mcp`, pinned in
 tests/mcp/requirements.txt): the instructions, the manual as a resource and a prompt, each tool's annotations, and
-the device tools (list_devices, select_device, release_device). Run by tests/mcp_agent.rs; prints one JSON
+the device tools (list_devices, select_device, release_device), a batch and a rotation. Run by tests/mcp_agent.rs; prints one JSON
 document with what it saw, which the Rust test checks.
 
     agent.py http URL KEY
@@ -61,7 +61,13 @@ async def drive(read, write):
         out["release"] = tool_result(await session.call_tool("release_device", {}))
         out["list_after"] = tool_result(await session.call_tool("list_devices", {}))
         out["release_again"] = tool_result(await session.call_tool("release_device", {}))
-        out["unknown"] = tool_result(await session.call_tool("android_rotate", {}))
+        out["unknown"] = tool_result(await session.call_tool("android_teleport", {}))
+
+        # Issue 49 items 5 and 6: one batch of three taps (the first tool call binds a free phone), a rotation.
+        tap = {"tool_id": "android_tap", "arguments": {"element": {"text": "Increment"}}}
+        out["batch"] = tool_result(await session.call_tool("android_batch", {"steps": [tap, tap, tap]}))
+        out["rotate"] = tool_result(await session.call_tool("android_rotate", {"orientation": "landscape"}))
+        out["rotate_bad"] = tool_result(await session.call_tool("android_rotate", {"orientation": "sideways"}))
     return out
 
 

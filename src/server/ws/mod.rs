@@ -10,6 +10,7 @@ pub mod local;
 mod session;
 pub mod slots;
 mod socket;
+mod steps;
 mod tool;
 
 /// Bytes tungstenite buffers before writing to the socket.

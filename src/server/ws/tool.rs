@@ -8,8 +8,8 @@ use serde_json::{json, Map, Value};
 use super::fields::{log_str, str_field};
 use super::session::Session;
 use super::slots::MAX_CONCURRENT_PER_CHANNEL;
+use super::steps::{device_ready, record, Ran, Runner};
 use crate::channels::tickets::cut_error;
-use crate::device::DeviceState;
 use crate::idempotency::{args_digest, Begin, CallKey, Calls};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::packet::obj;
@@ -171,26 +171,8 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         );
         return session.send(fail(e)).await;
     };
-    if !hub.device_allowed(&binding) {
-        let e = ProtoError::new(
-            ErrorCode::PermissionDenied,
-            "the operator's allowlist no longer includes the bound device",
-        );
+    if let Err(e) = device_ready(&hub, &binding) {
         return session.send(fail(e)).await;
-    }
-    match hub.backend().info(&binding).map(|d| d.state) {
-        Some(DeviceState::Online) => {}
-        Some(DeviceState::Unauthorized) => {
-            let e = ProtoError::new(
-                ErrorCode::DeviceUnauthorized,
-                "the bound device has not authorised this host: accept the USB debugging prompt on the phone",
-            );
-            return session.send(fail(e)).await;
-        }
-        _ => {
-            let e = ProtoError::new(ErrorCode::DeviceOffline, "the bound device is offline or disconnected");
-            return session.send(fail(e)).await;
-        }
     }
     // An operator holds the phone (device wall takeover): the agent's call touches nothing. Otherwise the call
     // runs under the phone's hold token: a takeover from now on stops it (see the `select!` below).
@@ -272,6 +254,18 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
     let audit_args = args.clone();
     let audit_call_id = tool_call_id.clone();
     let audit_device = binding.clone();
+    // `android_batch` runs its steps through this same path (`steps.rs`), each audited as an action of its own.
+    let steps = (tool_id == crate::tools::batch::ID).then(|| {
+        Arc::new(Runner {
+            hub: hub.clone(),
+            channel: channel.clone(),
+            binding: binding.clone(),
+            wall: session.app.wall.clone(),
+            metrics: session.app.metrics.clone(),
+            progress: progress.clone(),
+            call_id: tool_call_id.clone(),
+        }) as Arc<dyn crate::tools::Steps>
+    });
     let call = ToolCall {
         channel_id: channel.clone(),
         binding: Some(binding),
@@ -280,6 +274,7 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
         progress,
         settle,
         deadline: spec.deadline,
+        steps,
     };
     let cancel = session.call_cancel(&channel);
     let shutdown = session.app.shutdown.clone();
@@ -369,52 +364,18 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                         wall.read_call(&channel, &audit_device, spec.id, crate::audit::redact(&audit_args), outcome);
                     }
                     let _ = tokio::task::spawn_blocking(move || {
-                        let outcome = done.as_ref().err().map_or("ok", |e| e.code.as_str());
-                        let outcome = if was_cut { "cut" } else { outcome };
-                        if read_only {
-                            hub.count_read(&channel, spec.id, &audit_device, outcome);
-                            return;
-                        }
-                        if sent_nothing {
-                            hub.count_refused(&channel, spec.id, &audit_device, outcome);
-                            if let Some(k) = &key {
-                                // Only the outcome, for a repeat of this tool_call_id: no audit row, no reads.
-                                hub.calls().finish_with(k, &done, Vec::new());
-                            }
-                            return;
-                        }
-                        // A repeat of one of the channel's recent recorded actions, or a channel past its budget of
-                        // individual records, is counted (issue 48, `audit::budget`): no row of its own.
-                        let Some(audit) = hub.side_effect_entry(
-                            &channel,
-                            audit_call_id.as_deref(),
-                            spec.id,
-                            &audit_device,
-                            &audit_args,
-                            outcome,
-                        ) else {
-                            if let Some(k) = &key {
-                                hub.calls().finish_with(k, &done, Vec::new());
-                            }
-                            return;
+                        let ran = Ran {
+                            channel: &channel,
+                            tool_id: spec.id,
+                            device: &audit_device,
+                            args: &audit_args,
+                            call_id: audit_call_id.as_deref(),
+                            key: key.as_ref(),
+                            read_only,
+                            sent_nothing,
+                            was_cut,
                         };
-                        let reads = hub.take_reads();
-                        let kept = reads.clone();
-                        let mut writes = reads;
-                        writes.push(audit);
-                        let committed = match &key {
-                            Some(k) => hub.calls().finish_with(k, &done, writes),
-                            None => match hub.store().commit_all(writes) {
-                                Ok(()) => true,
-                                Err(e) => {
-                                    tracing::error!(error = %e, "could not append to the audit log");
-                                    false
-                                }
-                            },
-                        };
-                        if !committed {
-                            hub.restore_reads(kept);
-                        }
+                        record(&hub, ran, &done);
                     })
                     .await;
                     drop(activity);

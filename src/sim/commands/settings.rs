@@ -1,5 +1,10 @@
 //! `settings get|put|delete|list NAMESPACE …` (system, secure, global; `null` for an unset key, `Deleted N rows`),
-//! and the display's rotation that `settings put system user_rotation N` turns at once (auto-rotate is off).
+//! and the display's rotation as the window manager derives it from two settings (AOSP `DisplayRotation`'s settings
+//! observer): with `accelerometer_rotation` 1 (auto-rotate) the sensor decides and `user_rotation` is ignored — the
+//! simulated phone stands upright, so the display is in its natural orientation (a real report: a write of
+//! `user_rotation` 1 on a phone whose `accelerometer_rotation` read `1` left the panel portrait,
+//! tests/fixtures/real/settings-get-rotation-pair-detour-report.txt); with it 0 (or unset) the display turns to
+//! `user_rotation` (unset: 0) at once.
 
 use crate::sim::cmdio::CmdIo;
 use crate::sim::device::Device;
@@ -27,17 +32,12 @@ pub(super) fn settings(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
         }
         ["put", ns, key, val, ..] if valid_ns(ns) => {
             dev.settings.insert((ns.to_string(), key.to_string()), val.to_string());
-            if (*ns, *key) == ("system", "user_rotation") {
-                // Auto-rotate is off on the sim: the display turns to the user rotation at once.
-                dev.ui.rotation = val.parse::<u8>().map_or(0, |r| r % 4);
-            }
+            turn(dev);
             0
         }
         ["delete", ns, key] if valid_ns(ns) => {
-            if (*ns, *key) == ("system", "user_rotation") {
-                dev.ui.rotation = 0;
-            }
             let n = dev.settings.remove(&(ns.to_string(), key.to_string())).map(|_| 1).unwrap_or(0);
+            turn(dev);
             io.out(&format!("Deleted {n} rows\n"));
             0
         }
@@ -54,4 +54,14 @@ pub(super) fn settings(dev: &mut Device, args: &[&str], io: &mut CmdIo) -> i32 {
             1
         }
     }
+}
+
+/// The display's rotation from `accelerometer_rotation` and `user_rotation` (see the module's comment).
+fn turn(dev: &mut Device) {
+    let get = |k: &str| dev.settings.get(&("system".to_string(), k.to_string())).map(String::as_str);
+    let auto = get("accelerometer_rotation") == Some("1");
+    // The sensor of a phone standing upright: its natural orientation.
+    let sensor = 0;
+    dev.ui.rotation =
+        if auto { sensor } else { get("user_rotation").and_then(|v| v.parse::<u8>().ok()).map_or(0, |r| r % 4) };
 }

@@ -227,3 +227,24 @@ fn prints_the_formats_of_its_sdk_level() {
     let ime = out(&mut d, "dumpsys input_method");
     assert!(ime.contains("\n  mInputShown=false\n") && !ime.contains("mShowRequested"), "{ime}");
 }
+
+/// Issue 49: the display follows `user_rotation` only while auto-rotate (`accelerometer_rotation`) is off, as on a
+/// real phone (tests/fixtures/real/settings-get-rotation-pair-detour-report.txt: with it `1`, a `user_rotation`
+/// write left the panel portrait); `settings get` prints the values as that phone did, one per line.
+#[test]
+fn the_user_rotation_turns_the_display_only_with_auto_rotate_off() {
+    let mut d = dev_sdk(33);
+    assert_eq!(
+        out(&mut d, "settings get system accelerometer_rotation; settings get system user_rotation"),
+        "0\nnull\n"
+    );
+    out(&mut d, "settings put system accelerometer_rotation 1");
+    out(&mut d, "settings put system user_rotation 1");
+    assert_eq!(d.ui.rotation, 0, "auto-rotate on: the sensor decides");
+    let real = include_str!("../../../tests/fixtures/real/settings-get-rotation-pair-detour-report.txt");
+    assert_eq!(out(&mut d, "settings get system accelerometer_rotation; settings get system user_rotation"), real);
+    out(&mut d, "settings put system accelerometer_rotation 0");
+    assert_eq!(d.ui.rotation, 1, "locked: the user rotation");
+    out(&mut d, "settings delete system user_rotation");
+    assert_eq!(d.ui.rotation, 0);
+}
