@@ -59,52 +59,60 @@ fn assert_switch(e: &Value, was: &str, now: &str) {
     assert!(t["changed"].as_array().unwrap().iter().all(|c| c["package"] == now), "no element of another app: {e}");
 }
 
-/// Item 3: app launch, scroll, HOME and BACK, with the helper and on the shell path.
+/// Item 3: an app launch, HOME and BACK to another app list what appeared and count what went (with the helper
+/// and on the shell path); an action in place is still one changed element.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn effects_of_app_switches_and_scrolls_read_like_a_diff() {
+async fn app_switches_list_what_appeared_and_count_what_went() {
     bounded(async {
         for (flags, helper) in [(AUTO, true), (OFF, false)] {
             let mut r = Rig::with(phone(), flags, None).await;
             let (launch, launch_b) =
                 act(&mut r, "android_app_launch", json!({"package": SETTINGS_PACKAGE}), helper).await;
-            let (scroll, scroll_b) = act(&mut r, "android_scroll", json!({"direction": "down"}), helper).await;
             let (home, home_b) = act(&mut r, "android_key", json!({"key": "HOME"}), helper).await;
             r.ok("android_app_launch", json!({"package": DEMO_PACKAGE})).await;
             r.ok("android_app_launch", json!({"package": SETTINGS_PACKAGE})).await;
             let (back, back_b) = act(&mut r, "android_key", json!({"key": "BACK"}), helper).await;
-            println!(
-                "EFFECT_BYTES helper={helper} app_launch={launch_b} scroll={scroll_b} home={home_b} back={back_b}"
-            );
+            println!("EFFECT_BYTES helper={helper} app_launch={launch_b} home={home_b} back={back_b}");
 
             assert_switch(&launch, HOME_PACKAGE, SETTINGS_PACKAGE);
             assert!(texts(&launch["tree"]["appeared"]).iter().any(|t| t == SETTINGS_ROWS[0]), "{launch}");
+            assert_switch(&home, SETTINGS_PACKAGE, HOME_PACKAGE);
+            assert_switch(&back, SETTINGS_PACKAGE, DEMO_PACKAGE);
+            assert!(texts(&back["tree"]["appeared"]).iter().any(|t| t == "Item 1"), "{back}");
 
-            // A scroll: rows in and out, no recycled row "changed" (the issue's "Accessibility" was "Network &
-            // internet").
+            let (again, _) = act(&mut r, "android_key", json!({"key": "HOME"}), helper).await;
+            assert_switch(&again, DEMO_PACKAGE, HOME_PACKAGE);
+            let b = Ui::new(720, 1600).layout().button;
+            let (inc, _) = act(&mut r, "android_tap", json!({"x": b.center().0, "y": b.center().1}), helper).await;
+            assert_eq!(inc["tree"]["changed"][0]["was"], json!({"text": "Count: 0"}), "{inc}");
+            assert!(inc["tree"].get("foreground").is_none(), "{inc}");
+        }
+    })
+    .await;
+}
+
+/// Item 3: a scroll is rows in and out, no recycled row "changed" (the issue's "Accessibility" `was` "Network &
+/// internet").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scroll_reads_as_rows_in_and_out() {
+    bounded(async {
+        for (flags, helper) in [(AUTO, true), (OFF, false)] {
+            let mut r = Rig::with(phone(), flags, None).await;
+            r.ok("android_app_launch", json!({"package": SETTINGS_PACKAGE})).await;
+            let (scroll, scroll_b) = act(&mut r, "android_scroll", json!({"direction": "down"}), helper).await;
+            println!("EFFECT_BYTES helper={helper} scroll={scroll_b}");
             let t = &scroll["tree"];
+            assert!(
+                !t["changed"].as_array().unwrap().iter().any(|c| c["was"].get("text").is_some()),
+                "a recycled row is no changed row: {scroll}"
+            );
             assert!(t.get("foreground").is_none(), "{scroll}");
             let by = t["scrolled"]["by"].as_array().unwrap_or_else(|| panic!("no scrolled: {scroll}"));
             assert!(by[1].as_i64().unwrap() < 0, "the rows moved up: {scroll}");
             let out = t["scrolled"]["out"].as_array().unwrap();
             assert_eq!(out.first(), Some(&json!(SETTINGS_ROWS[0])), "{scroll}");
             assert!(!texts(&t["appeared"]).is_empty(), "rows scrolled in: {scroll}");
-            assert!(
-                !t["changed"].as_array().unwrap().iter().any(|c| c["was"].get("text").is_some()),
-                "a recycled row is no changed row: {scroll}"
-            );
             assert!(t.get("disappeared").is_none(), "{scroll}");
-
-            assert_switch(&home, SETTINGS_PACKAGE, HOME_PACKAGE);
-            assert_switch(&back, SETTINGS_PACKAGE, DEMO_PACKAGE);
-            assert!(texts(&back["tree"]["appeared"]).iter().any(|t| t == "Item 1"), "{back}");
-
-            // An action in place is still one changed element.
-            let (tap, _) = act(&mut r, "android_key", json!({"key": "HOME"}), helper).await;
-            assert_switch(&tap, DEMO_PACKAGE, HOME_PACKAGE);
-            let b = Ui::new(720, 1600).layout().button;
-            let (inc, _) = act(&mut r, "android_tap", json!({"x": b.center().0, "y": b.center().1}), helper).await;
-            assert_eq!(inc["tree"]["changed"][0]["was"], json!({"text": "Count: 0"}), "{inc}");
-            assert!(inc["tree"].get("foreground").is_none(), "{inc}");
         }
     })
     .await;
@@ -177,47 +185,83 @@ fn web(v: &Value) -> Vec<(u64, String)> {
         .collect()
 }
 
-/// Item 7 on the web: open_url says what loaded, links carry `href`, ui_dump lists the page's elements with
-/// observe's indices, an action's effect names the page, and with the screen off the page is `screen_off`.
+/// Item 7: `android_open_url` says what loaded: the page that showed, a warning when it is another address, and
+/// `opened: false` with the reason when no page could show.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pages_say_what_loaded_and_read_the_same_in_dump_and_observe() {
+async fn open_url_reports_the_page_that_showed() {
     bounded(async {
-        for (flags, helper) in [(OFF, false), (AUTO, true)] {
+        for flags in [OFF, AUTO] {
             let mut r = Rig::with(phone(), flags, None).await;
             let opened = r.ok("android_open_url", json!({"url": "https://sim.example/start"})).await;
-            assert_eq!(opened["opened"], true, "{opened}");
             assert_eq!(opened["page"]["url"], "https://sim.example/start", "{opened}");
             assert_eq!(opened["page"]["title"], BROWSER_TITLE, "{opened}");
+            assert_eq!(opened["opened"], true, "{opened}");
             assert!(opened.get("warning").is_none(), "{opened}");
-
-            let obs = r.ok("android_observe", json!({})).await;
-            let dump = r.ok("android_ui_dump", json!({})).await;
-            assert!(!web(&obs).is_empty(), "{obs}");
-            assert_eq!(web(&dump), web(&obs), "the same web elements at the same indices: {dump}");
-            assert_eq!(dump["web"]["state"], "ok", "{dump}");
-            let links: Vec<&Value> = obs["elements"].as_array().unwrap().iter().filter(|e| e["class"] == "a").collect();
-            assert_eq!(links.len(), BROWSER_LINKS.len(), "{obs}");
-            assert_eq!(links[1]["href"], "https://sim.example/weather", "{obs}");
-
-            // An action's effect names the page the browser shows (from the tree read around it).
-            let (tap, _) = act(&mut r, "android_tap", json!({"x": 5, "y": 1500}), helper).await;
-            assert_eq!(tap["web"]["url"], "https://sim.example/start", "{tap}");
-            assert_eq!(tap["web"]["title"], BROWSER_TITLE, "{tap}");
-
             // Another address than the one that shows: said.
             let other = r.ok("android_open_url", json!({"url": "https://other.example/x"})).await;
             assert!(other["warning"].as_str().unwrap_or("").contains("https://sim.example/start"), "{other}");
-
-            r.sim.set_screen_on(false);
-            let off = r.ok("android_ui_dump", json!({})).await;
-            assert_eq!(off["web"]["state"], "screen_off", "{off}");
-            assert!(!off["web"]["reason"].as_str().unwrap().contains("debuggable"), "{off}");
             // A page that cannot show (the sim's launch turns the screen on; the lock screen stays): not opened.
             r.sim.set_lock(LockMode::Secure);
             let shut = r.ok("android_open_url", json!({"url": "https://sim.example/start"})).await;
             assert_eq!(shut["opened"], false, "{shut}");
             assert!(shut["warning"].as_str().unwrap().contains("lock screen"), "{shut}");
             assert!(shut.get("page").is_none(), "{shut}");
+        }
+    })
+    .await;
+}
+
+/// Item 7: ui_dump lists a page's elements with observe's indices (not the WebView's own nodes), and links carry
+/// their `href`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_dump_and_observe_list_the_same_web_elements_with_hrefs() {
+    bounded(async {
+        let mut r = Rig::with(phone(), OFF, None).await;
+        r.ok("android_open_url", json!({"url": "https://sim.example/start"})).await;
+        let obs = r.ok("android_observe", json!({})).await;
+        let dump = r.ok("android_ui_dump", json!({})).await;
+        assert!(!web(&obs).is_empty(), "{obs}");
+        let links: Vec<&Value> = obs["elements"].as_array().unwrap().iter().filter(|e| e["class"] == "a").collect();
+        assert_eq!(links[1]["href"], "https://sim.example/weather", "observe's links carry href: {obs}");
+        assert_eq!(web(&dump), web(&obs), "the same web elements at the same indices: {dump}");
+        assert_eq!(dump["web"]["state"], "ok", "{dump}");
+        for res in [&obs, &dump] {
+            let links: Vec<&Value> = res["elements"].as_array().unwrap().iter().filter(|e| e["class"] == "a").collect();
+            assert_eq!(links.len(), BROWSER_LINKS.len(), "{res}");
+            assert_eq!(links[1]["href"], "https://sim.example/weather", "{res}");
+        }
+    })
+    .await;
+}
+
+/// Item 7: an action's effect names the page the browser shows (`effect.web`, from the tree read around it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actions_effect_names_the_page() {
+    bounded(async {
+        for (flags, helper) in [(AUTO, true), (OFF, false)] {
+            let mut r = Rig::with(phone(), flags, None).await;
+            r.ok("android_open_url", json!({"url": "https://sim.example/start"})).await;
+            let (tap, _) = act(&mut r, "android_tap", json!({"x": 5, "y": 1500}), helper).await;
+            assert_eq!(tap["web"]["url"], "https://sim.example/start", "{tap}");
+            assert_eq!(tap["web"]["title"], BROWSER_TITLE, "{tap}");
+        }
+    })
+    .await;
+}
+
+/// Item 7: with the screen off, a browser's page is `screen_off`, not "opaque … not debuggable".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_behind_a_dark_screen_is_screen_off_not_opaque() {
+    bounded(async {
+        let mut r = Rig::with(phone(), OFF, None).await;
+        r.ok("android_open_url", json!({"url": "https://sim.example/start"})).await;
+        r.sim.set_screen_on(false);
+        for tool in ["android_observe", "android_ui_dump"] {
+            let res = r.ok(tool, json!({})).await;
+            let web = &res["web"];
+            assert_eq!(web["state"], "screen_off", "{tool}: {res}");
+            assert!(!web["reason"].as_str().unwrap().contains("debuggable"), "{res}");
+            assert!(!res["hint"].as_str().unwrap_or("").contains("opaque"), "{res}");
         }
     })
     .await;

@@ -153,9 +153,9 @@ pub struct Delta {
     pub disappeared: Vec<usize>,
     /// (before, after) pairs whose attributes differ.
     pub changed: Vec<(usize, usize)>,
-    /// A list scrolled: by how much its rows moved (`[dx, dy]`, screen px); `appeared` are then the rows that
-    /// scrolled in, `disappeared` the ones that scrolled out.
-    pub scrolled: Option<[i32; 2]>,
+    /// A list scrolled: by how much its rows moved (`[dx, dy]`, screen px) and the list's bounds; `appeared` then
+    /// holds the rows that scrolled in, `disappeared` the ones that scrolled out (inside the list).
+    pub scrolled: Option<([i32; 2], [i32; 4])>,
 }
 
 impl Delta {
@@ -298,7 +298,7 @@ pub fn diff(before: &[Element], after: &[Element]) -> Delta {
         appeared: a.into_iter().filter(|&j| !used_a[j]).collect(),
         disappeared: b.into_iter().filter(|&i| !used_b[i]).collect(),
         changed,
-        scrolled: scroll.map(|(by, _)| by),
+        scrolled: scroll,
     }
 }
 
@@ -327,12 +327,15 @@ fn was(x: &Element, y: &Element) -> Value {
     Value::Object(m)
 }
 
+/// Elements in observe's shape, at most [`DELTA_MAX`].
+fn list_of(els: &[Element], idx: &[usize]) -> Vec<Value> {
+    idx.iter().take(DELTA_MAX).map(|&i| els[i].to_json()).collect()
+}
+
 /// The delta as a result shows it: elements in observe's shape (indices of the after-tree, so they are targets
 /// with the observation that goes with them), at most [`DELTA_MAX`] of each kind, and the counts.
 pub fn to_json(before: &[Element], after: &[Element], d: &Delta) -> Value {
-    let list = |els: &[Element], idx: &[usize]| -> Vec<Value> {
-        idx.iter().take(DELTA_MAX).map(|&i| els[i].to_json()).collect()
-    };
+    let list = list_of;
     let changed: Vec<Value> = d
         .changed
         .iter()
@@ -350,10 +353,11 @@ pub fn to_json(before: &[Element], after: &[Element], d: &Delta) -> Value {
         "counts": {"appeared": d.appeared.len(), "disappeared": d.disappeared.len(), "changed": d.changed.len()},
         "truncated": d.appeared.len().max(d.disappeared.len()).max(d.changed.len()) > DELTA_MAX,
     });
-    if let Some(by) = d.scrolled {
-        // A scroll reads as rows in and out: `appeared` scrolled in; of what scrolled out, its labels.
-        let out: Vec<&str> = d
-            .disappeared
+    if let Some((by, list)) = d.scrolled {
+        // A scroll reads as rows in and out: `appeared` scrolled in; of what scrolled out, its labels. What went
+        // elsewhere on the screen is still listed as `disappeared`.
+        let (rows, rest): (Vec<usize>, Vec<usize>) = d.disappeared.iter().partition(|&&i| contains(&list, &before[i]));
+        let out: Vec<&str> = rows
             .iter()
             .map(|&i| &before[i])
             .filter(|e| !e.password)
@@ -362,8 +366,12 @@ pub fn to_json(before: &[Element], after: &[Element], d: &Delta) -> Value {
             .take(DELTA_MAX)
             .collect();
         v["scrolled"] = json!({"by": by, "out": out});
-        if let Value::Object(m) = &mut v {
-            m.remove("disappeared");
+        if rest.is_empty() {
+            if let Value::Object(m) = &mut v {
+                m.remove("disappeared");
+            }
+        } else {
+            v["disappeared"] = json!(list_of(before, &rest));
         }
     }
     v
@@ -430,7 +438,7 @@ mod tests {
         };
         let (before, after) = (list(0), list(2));
         let d = diff(&before, &after);
-        assert_eq!(d.scrolled, Some([0, -200]), "{d:?}");
+        assert_eq!(d.scrolled, Some(([0, -200], [0, 100, 500, 500])), "{d:?}");
         assert!(d.changed.is_empty(), "{d:?}");
         let j = to_json(&before, &after, &d);
         let appeared: Vec<&str> =
@@ -438,6 +446,16 @@ mod tests {
         assert_eq!(appeared, ["Hotspot", "Connected"], "{j}");
         assert_eq!(j["scrolled"]["out"], json!(["Network & internet", "Internet"]), "{j}");
         assert!(j.get("disappeared").is_none() && !j.to_string().contains("was"), "{j}");
+        // Something that went outside the list meanwhile is still a disappearance, not a row that scrolled out.
+        let mut with_toast = before.clone();
+        with_toast.push(el(with_toast.len(), "TextView", "", "Saved", [0, 600, 500, 650]));
+        let j = to_json(&with_toast, &after, &diff(&with_toast, &after));
+        assert_eq!(j["scrolled"]["out"], json!(["Network & internet", "Internet"]), "{j}");
+        assert_eq!(texts_of(&j["disappeared"]), ["Saved"], "{j}");
+    }
+
+    fn texts_of(v: &Value) -> Vec<&str> {
+        v.as_array().unwrap().iter().map(|e| e["text"].as_str().unwrap()).collect()
     }
 
     #[test]

@@ -449,9 +449,8 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
                 input: args::schema::<OpenUrlArgs>(),
                 output: json!({"type": "object", "properties": {
                     "url": {"type": "string"},
-                    "opened": {"type": "boolean", "description": "A page showed (page); false: warning says why"},
-                    "page": {"type": "object", "description": "The page that showed: url, title"},
-                    "warning": {"type": "string"}}}),
+                    "opened": {"type": "boolean", "description": "A page showed; false: warning"},
+                    "page": {"type": "object", "description": "url, title"}, "warning": {"type": "string"}}}),
                 side_effect: true,
                 settles: true,
                 deadline: Duration::from_secs(20),

@@ -276,8 +276,7 @@ pub fn schema() -> Value {
 
 /// The `scrollables` schema of observe and ui_dump (prose, as [`schema`]).
 pub fn scrollables_schema() -> Value {
-    json!({"type": "array", "items": {"type": "object"}, "description": "Per scrollable: index, more_above, \
-        more_below (a row cut at that edge), above/below: the first labels beyond; then android_scroll"})
+    json!({"type": "array", "description": "Per list: index, more_above, more_below, above/below (labels)"})
 }
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ pub fn tools(adb: &Arc<AdbBackend>, web_content: bool) -> Vec<Arc<dyn Tool>> {
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
                     "tree": tree::schema(),
                     "scrollables": tree::scrollables_schema(),
-                    "web": {"type": "object", "description": "As android_observe's"},
+                    "web": {"type": "object"},
                     "elements": {"type": "array", "items": element_schema(true)}}}),
                 side_effect: false,
                 settles: false,

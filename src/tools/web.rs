@@ -173,7 +173,13 @@ pub async fn loaded(c: &Ctx, enabled: bool, within: Duration) -> Result<Value, S
                 return Ok(v);
             }
             Ok(t) => {
-                let front = t.elements.iter().find(|e| e.is_interesting()).map(|e| e.package.clone());
+                // The focused window's app where the helper names windows (the first node may be the status bar's).
+                let focused = match &t.cover.windows {
+                    super::tree::Windows::All(ws) => ws.iter().find(|w| w.focused).map(|w| w.package.clone()),
+                    super::tree::Windows::Focused => None,
+                };
+                let front =
+                    focused.or_else(|| t.elements.iter().find(|e| e.is_interesting()).map(|e| e.package.clone()));
                 last = format!("{} is in front, no web page", front.as_deref().unwrap_or("nothing"));
             }
             Err(e) => last = e.message,
