@@ -175,3 +175,57 @@ async fn tap_repeat_three_counts_three() {
     .await
     .expect("bounded");
 }
+
+/// The batch's cut applies to the steps it has not run: the lease ends (auth.logout) while the second step waits;
+/// the batch answers as cut, the third step never reaches the phone, and the batch is audited `cut`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_end_cuts_the_batch_and_the_rest_never_runs() {
+    bounded(async {
+        let mut r = Rig::with(SimConfig::default(), &[], None).await;
+        let ch = r.ch.clone();
+        let steps = json!([
+            {"tool_id": "android_tap", "arguments": {"element": {"text": INCREMENT}}},
+            {"tool_id": "android_ui_wait", "arguments": {"text": "Never Shows", "timeout_ms": 30000}},
+            {"tool_id": "android_tap", "arguments": {"element": {"text": INCREMENT}}},
+        ]);
+        let args = json!({"steps": steps, "connector_channel_id": ch});
+        let (_, batch) =
+            r.c.send("tool.invoke", Some(&ch), json!({"tool_id": "android_batch", "arguments": args})).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while r.sim.counter() < 1 {
+            assert!(std::time::Instant::now() < deadline, "the first step never tapped");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The second step is waiting now (30 s at most).
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (_, logout) = r.c.send("auth.logout", Some(&ch), json!({})).await;
+        let mut ack = None;
+        loop {
+            let v = r.c.recv().await;
+            let rid = v["request_id"].as_str().unwrap_or("").to_owned();
+            if rid == batch {
+                ack = Some(v);
+            } else if rid == logout {
+                assert_eq!(v["payload"]["status"], "ok", "{v}");
+                break;
+            }
+        }
+        let ack = ack.expect("the batch answered before the logout did");
+        assert_eq!(ack["type"], "tool.invoke.ack", "{ack}");
+        assert!(ack["error"]["message"].as_str().unwrap_or("").contains("cut"), "{ack}");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!((r.sim.counter(), r.taps()), (1, 1), "the third step never ran");
+        let rows = r.audit_rows();
+        let db = rusqlite::Connection::open_with_flags(
+            r.dir.path().join("connector.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let result: String = db
+            .query_row("SELECT result FROM audit WHERE tool_id = 'android_batch'", [], |row| row.get(0))
+            .unwrap_or_else(|e| panic!("{e}: {rows:?}"));
+        assert_eq!(result, "cut", "{rows:?}");
+    })
+    .await
+    .expect("bounded");
+}

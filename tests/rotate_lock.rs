@@ -107,7 +107,7 @@ async fn lock_turns_the_screen_off_and_shows_the_lock_screen() {
         r.sim.set_lock(LockMode::Swipe);
         r.ok("android_unlock", json!({"settle": false})).await;
         assert!(!r.sim.locked() && r.sim.screen_on());
-        let res = r.ok("android_lock", json!({"settle": true})).await;
+        let res = r.ok("android_lock", json!({})).await;
         assert_eq!((res["screen_on"].clone(), res["locked"].clone()), (json!(false), json!(true)), "{res}");
         assert_eq!(res["was_on"], true, "{res}");
         assert!(r.sim.locked() && !r.sim.screen_on());

@@ -31,7 +31,6 @@ pub const MAX_STEPS: usize = 10;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct BatchArgs {
-    /// Run in order; the batch stops at the first step that fails
     #[schemars(length(min = 1, max = MAX_STEPS))]
     steps: Vec<Step>,
 }
@@ -39,10 +38,9 @@ struct BatchArgs {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Step {
-    /// A device tool of this connector, e.g. android_tap (not android_batch, not android_request_human)
     #[schemars(length(min = 1, max = 256))]
     tool_id: String,
-    /// Its arguments, as the tool takes them (without connector_channel_id and settle: the batch settles once)
+    /// As the tool takes them, without settle
     #[serde(default)]
     arguments: Map<String, Value>,
 }
@@ -92,21 +90,12 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
     vec![tool(
         ToolSpec {
             id: ID,
-            title: "Run several steps in one call",
-            description: "Run up to 10 device tool calls in order ({tool_id, arguments} each), stopping at the \
-                          first that fails (`failed` names it; `steps` has what the earlier ones returned). Every \
-                          step is checked before the first runs. One settle and one `effect` at the end.",
+            title: "Run steps in one call",
+            description: "Up to 10 tool calls ({tool_id, arguments}) in order, all checked first; stops at the \
+                          first failure (`failed`; `steps`: earlier results). One settle and `effect` at the end.",
             input: args::schema::<BatchArgs>(),
             output: json!({"type": "object", "properties": {
-                "completed": {"type": "integer", "description": "Steps that ran and succeeded, in order"},
-                "steps": {"type": "array", "items": {"type": "object", "properties": {
-                    "step": {"type": "integer"}, "tool_id": {"type": "string"},
-                    "result": {"type": "object", "description": "What the step's tool returned"}}}},
-                "failed": {"type": "object", "description": "Present when a step failed: the rest did not run",
-                    "properties": {"step": {"type": "integer"}, "tool_id": {"type": "string"},
-                        "code": {"type": "string"}, "message": {"type": "string"},
-                        "details": {"type": ["object", "null"]},
-                        "not_run": {"type": "integer", "description": "Steps after it that did not run"}}}}}),
+                "completed": {"type": "integer"}, "steps": {"type": "array"}, "failed": {"type": "object"}}}),
             side_effect: true,
             settles: true,
             // The steps' own deadlines bound each; this bounds the whole (ten steps of a typical input tool).

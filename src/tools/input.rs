@@ -71,7 +71,7 @@ struct TapArgs {
     x: Option<i64>,
     #[schemars(range(min = 0, max = MAX_COORD))]
     y: Option<i64>,
-    /// Tap this many times at the same point (one settle after the last)
+    /// Taps at the same point
     #[schemars(range(min = 1, max = MAX_TAPS))]
     #[serde(default = "once")]
     repeat: u32,
@@ -215,13 +215,12 @@ pub fn tools(adb: &Arc<AdbBackend>, gate: InputGate) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_tap",
                 title: "Tap the screen",
-                description: "Tap `element` (preferred) or (x, y); `repeat` taps it again (one settle after). \
-                              stale_element / ambiguous_element list candidates and an observation_id to retry \
-                              with. Input tools wait for a still screen (settle: false to skip) and report `effect`.",
+                description: "Tap `element` (preferred) or (x, y). stale_element / ambiguous_element list \
+                              candidates and an observation_id to retry with. Input tools wait for a still screen (settle: false to skip) and report `effect`.",
                 input: args::schema::<TapArgs>(),
                 output: json!({"type": "object", "properties": {
                     "x": {"type": "integer"}, "y": {"type": "integer"}, "woke": woke_schema(),
-                    "taps": {"type": "integer", "description": "Taps sent (repeat)"},
+                    "taps": {"type": "integer"},
                     "element": acted_schema(), "re_resolved": re_resolved_schema()}}),
                 side_effect: true,
                 settles: true,

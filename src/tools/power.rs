@@ -95,16 +95,14 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
             ToolSpec {
                 id: "android_lock",
                 title: "Lock the phone",
-                description: "Turn the screen off (KEYCODE_SLEEP): a phone with a screen lock shows its lock \
-                              screen; input tools wake it again, android_unlock opens a swipe lock.",
+                description: "Turn the screen off (KEYCODE_SLEEP); a phone with a screen lock then shows it.",
                 input: super::args::schema::<super::args::NoArgs>(),
                 output: json!({"type": "object", "properties": {
-                    "screen_on": {"type": ["boolean", "null"]},
-                    "locked": {"type": ["boolean", "null"], "description": "The lock screen shows (null: unknown)"},
-                    "was_on": {"type": "boolean"},
-                    "note": {"type": "string"}}}),
+                    "screen_on": {"type": ["boolean", "null"]}, "locked": {"type": ["boolean", "null"]},
+                    "was_on": {"type": "boolean"}, "note": {"type": "string"}}}),
                 side_effect: true,
-                settles: true,
+                // Nothing to wait for on a screen going dark: the body reads the state until it is off and locked.
+                settles: false,
                 deadline: Duration::from_secs(10),
             },
             adb,

@@ -51,7 +51,6 @@ impl Orientation {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RotateArgs {
-    /// landscape = a quarter turn from the natural orientation; auto = follow the sensor. Restored at release
     orientation: Orientation,
 }
 
@@ -64,17 +63,13 @@ pub fn tools(adb: &Arc<AdbBackend>) -> Vec<Arc<dyn Tool>> {
         ToolSpec {
             id: "android_rotate",
             title: "Rotate the screen",
-            description: "Lock the display to portrait, landscape, reverse_portrait or reverse_landscape, or \
-                          `auto` (follow the sensor). The phone's own setting comes back at release. An app that \
-                          fixes its orientation keeps it (applied: false).",
+            description: "Turn the display (auto: follow the sensor); restored at release. applied: false when \
+                          the app fixes its orientation.",
             input: args::schema::<RotateArgs>(),
             output: json!({"type": "object", "properties": {
-                "orientation": {"type": "string", "description": "What the display shows now"},
-                "rotation_degrees": {"type": "integer", "enum": [0, 90, 180, 270]},
-                "auto_rotate": {"type": "boolean"},
-                "applied": {"type": "boolean", "description": "The display reached the orientation asked for"},
-                "width": {"type": "integer"}, "height": {"type": "integer"},
-                "note": {"type": "string"}}}),
+                "orientation": {"type": "string"}, "rotation_degrees": {"type": "integer"},
+                "auto_rotate": {"type": "boolean"}, "applied": {"type": "boolean"},
+                "width": {"type": "integer"}, "height": {"type": "integer"}, "note": {"type": "string"}}}),
             side_effect: true,
             settles: true,
             deadline: Duration::from_secs(15),

@@ -268,6 +268,8 @@ pub const SETTLING_TOOLS: &[&str] = &[
     "android_scroll",
     "android_wake",
     "android_unlock",
+    "android_rotate",
+    "android_batch",
 ];
 
 /// A protocol client that records every packet it receives and checks each against the envelope schema.
