@@ -575,7 +575,7 @@ impl HandOver<'_> {
         t += &format!("  {bin} call android_ui_dump only_interactive=true --url http://{addr}{key_flag}\n");
         t += &format!("  {bin} call android_screenshot --out {shot} --url http://{addr}{key_flag}\n");
         t += &format!("  curl -s http://{addr}/connector-card.json | head -40\n");
-        t += "  Tasks an agent can finish on these phones (README, \"The demo world\"):\n";
+        t += "  Tasks an agent can finish on these phones (docs/commands.md, \"The demo world\"):\n";
         t += "    Settings: Network & internet > Internet (the Wi-Fi switch, networks); About phone (model, version, build)\n";
         t += "    android_open_url https://sim.example/start: news with articles, weather, and a login whose code\n";
         t += "      comes by SMS (a notification, and the Messages app)\n";

@@ -281,6 +281,9 @@ impl Strings {
     }
 }
 
+/// One element of the snapshot: its tag, attributes, its one text node, whether it is clickable, an input's value.
+type SnapshotElement<'a> = (&'static str, Vec<(&'static str, String)>, Option<String>, bool, Option<&'a str>);
+
 /// `DOMSnapshot.captureSnapshot` of the page (computedStyles empty, includeDOMRects): html > head, body > the
 /// page's blocks in order (h1, p, a, input, button; text in `#text` children), with document rectangles in CSS
 /// pixels.
@@ -340,9 +343,7 @@ fn snapshot(dev: &Device, lie: Lie) -> Value {
     let mut clickable = Vec::new();
     let (mut input_idx, mut input_val) = (Vec::new(), Vec::new());
     for (block, rect) in ui.web_blocks() {
-        // (tag, attributes, its one text node, clickable, an input's value)
-        let (tag, at, text, click, input): (&str, Vec<(&str, String)>, Option<String>, bool, Option<&str>) = match block
-        {
+        let (tag, at, text, click, input): SnapshotElement = match block {
             Block::Heading(t) => ("H1", vec![], Some(t), false, None),
             Block::Text(t) => ("P", vec![], Some(t), false, None),
             Block::Link { text, href } => ("A", vec![("href", href)], Some(text), true, None),

@@ -70,3 +70,18 @@ fn a_quarter_turn_lays_out_captures_and_dumps_in_the_rotated_space() {
     let (x, y) = b.center();
     assert_eq!(ui.tap(x, y), TapOutcome::Incremented);
 }
+
+/// The start page of the site (`site.rs`) is the one the constants name (what the tests of issue 44 look for).
+#[test]
+fn the_start_page_is_the_one_the_constants_name() {
+    let ui = Ui::new(1080, 2400);
+    let page = ui.web_page();
+    assert_eq!((page.title.as_str(), page.url.as_str()), (BROWSER_TITLE, format!("https://{BROWSER_URL}").as_str()));
+    let links: Vec<String> = page
+        .blocks
+        .iter()
+        .filter_map(|b| if let site::Block::Link { text, .. } = b { Some(text.clone()) } else { None })
+        .collect();
+    assert_eq!(links, BROWSER_LINKS);
+    assert_eq!(page.blocks.last(), Some(&site::Block::Text(BROWSER_FOOTER.into())));
+}

@@ -41,9 +41,11 @@ fn row(title: &str, summary: &str) -> Row {
 impl Ui {
     /// The Settings sub-page in front, if one is.
     pub fn settings_page(&self) -> Option<&str> {
-        (self.on_settings() && self.foreground.activity == SUB_SETTINGS)
-            .then(|| self.settings_pages.last().map(String::as_str))
-            .flatten()
+        if self.on_settings() && self.foreground.activity == SUB_SETTINGS {
+            self.settings_pages.last().map(String::as_str)
+        } else {
+            None
+        }
     }
 
     fn page_rows(&self, page: &str) -> Vec<Row> {
