@@ -184,11 +184,10 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
     let text = |k: &str| match v.get(k) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(_) => Err(error(StatusCode::BAD_REQUEST, "invalid_arguments", shape)),
+        Some(_) => Err(()),
     };
-    let (user, password, key) = match (text("user"), text("password"), text("api_key")) {
-        (Ok(u), Ok(p), Ok(k)) => (u, p, k),
-        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
+    let (Ok(user), Ok(password), Ok(key)) = (text("user"), text("password"), text("api_key")) else {
+        return error(StatusCode::BAD_REQUEST, "invalid_arguments", shape);
     };
     let who = match (user, password, key) {
         (Some(user), Some(password), None) => {
