@@ -376,8 +376,8 @@ Examples:
   printf '%s\\n' \"$PW\" | xagent-adb-connector users add bot --role viewer --data-dir ./data
   xagent-adb-connector users list
   xagent-adb-connector users remove ana
-The wall reads the file at each login: no restart. A removed operator's open sessions last until they expire
-(--wall-session-ttl) or the connector restarts.";
+The wall reads the file again whenever it changes: no restart. A removed operator's open sessions end at
+their next request; a changed role applies at once.";
 
 #[derive(Args, Debug, Clone)]
 pub struct UsersArgs {

@@ -228,7 +228,8 @@ async fn viewer_operator_and_admin_in_a_real_browser_each_audited_by_name() {
         assert!(shown.as_str().unwrap().contains(&serial), "the viewer sees the phone: {shown}");
         logout(&mut cdp).await;
         // And the API refuses the viewer's takeover and release with 403 saying why.
-        let (status, who, cookie, csrf) = login(r.srv.addr, "vera", "vera-pw-123").await;
+        let (status, who, vera_cookie, csrf) = login(r.srv.addr, "vera", "vera-pw-123").await;
+        let cookie = vera_cookie.clone();
         assert_eq!((status, who["user"].as_str(), who["role"].as_str()), (200, Some("vera"), Some("viewer")));
         let t = post(r.srv.addr, &format!("/api/v1/devices/{id}/takeover"), &cookie, &csrf).await;
         assert_eq!(t.status, 403, "{}", t.text());
@@ -260,6 +261,18 @@ async fn viewer_operator_and_admin_in_a_real_browser_each_audited_by_name() {
         cdp.eval("window.confirm = () => true; document.querySelector('#d-release').click(); 1").await;
         cdp.wait_for("document.querySelector('#d-msg').textContent === 'Released.'", T, "release confirmation").await;
         assert_eq!(error_code(&agent.tap(&ch, 10, 10).await), "connection_not_authenticated", "the binding is gone");
+
+        // A removed operator's session ends at once (the file is read again when it changed).
+        let (k, v) = ("Cookie", vera_cookie.as_str());
+        assert_eq!(http(r.srv.addr, "GET", "/api/v1/devices", &[(k, v)], b"").await.status, 200);
+        let (code, _, err) = blocking({
+            let data = data.clone();
+            move || users(&data, &["remove", "vera"], "")
+        })
+        .await;
+        assert_eq!(code, 0, "{err}");
+        let gone = http(r.srv.addr, "GET", "/api/v1/devices", &[(k, v)], b"").await;
+        assert_eq!(gone.status, 401, "a removed operator's session ends: {}", gone.text());
 
         // The audit names each operator; no password anywhere in the log.
         let recs = operator_records(&data);

@@ -84,7 +84,7 @@ pub fn remove(data_dir: &Path, name: &str) -> i32 {
     if let Err(e) = write(data_dir, &path, &all) {
         return fail(&e, exit::FAILURE);
     }
-    outln!("removed operator {name}; sessions already open end at their expiry or a restart");
+    outln!("removed operator {name}; their open wall sessions end at their next request");
     0
 }
 

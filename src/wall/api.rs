@@ -143,7 +143,7 @@ fn session_status(app: &App, w: &Wall, req: &Request<Incoming>) -> Response<Body
         // An open wall, or a trusted proxy's operator: a session at once (its CSRF token makes actions possible).
         Ok(p @ (Principal::Open | Principal::Proxy(_))) => {
             let who = p.who();
-            let (id, csrf) = w.sessions.create(crate::server::auth::peer_ip(req), who.clone());
+            let (id, csrf) = w.sessions.create(crate::server::auth::peer_ip(req), who.clone(), false);
             let body = status(Some(&csrf), &who, key_required);
             with_cookie(json_response(StatusCode::OK, body.to_string()), w.sessions.cookie(&id))
         }
@@ -184,12 +184,12 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
     let text = |k: &str| match v.get(k) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(_) => Err(error(StatusCode::BAD_REQUEST, "invalid_arguments", shape)),
+        Some(_) => Err(()),
     };
-    let (user, password, key) = match (text("user"), text("password"), text("api_key")) {
-        (Ok(u), Ok(p), Ok(k)) => (u, p, k),
-        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
+    let (Ok(user), Ok(password), Ok(key)) = (text("user"), text("password"), text("api_key")) else {
+        return error(StatusCode::BAD_REQUEST, "invalid_arguments", shape);
     };
+    let account = user.is_some();
     let who = match (user, password, key) {
         (Some(user), Some(password), None) => {
             let user = user.trim();
@@ -219,7 +219,7 @@ async fn login(app: &App, w: &Wall, req: Request<Incoming>) -> Response<Body> {
         }
         _ => return error(StatusCode::BAD_REQUEST, "invalid_arguments", shape),
     };
-    let (id, csrf) = w.sessions.create(ip, who.clone());
+    let (id, csrf) = w.sessions.create(ip, who.clone(), account);
     tracing::info!(user = %who.name, role = who.role.as_str(), "device wall: operator logged in");
     let body = json!({"authenticated": true, "key_required": app.cfg.api_key.is_some(), "csrf_token": csrf,
                       "expires_in_s": w.sessions.ttl().as_secs(), "user": who.name, "role": who.role.as_str()});

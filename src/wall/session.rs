@@ -58,11 +58,17 @@ pub struct Trust {
 struct Session {
     csrf: String,
     who: Who,
+    /// Logged in with an account's password: the account is looked up again at each use (removed → the session
+    /// ends; a new role applies at once).
+    account: bool,
     expires: Instant,
     /// Last time a request presented it (eviction drops the least recently used).
     used: Instant,
     source: Option<std::net::IpAddr>,
 }
+
+/// The accounts as last read and the users file's stamp then (modified time, length mixed with the inode).
+type Cached = (Option<std::time::SystemTime>, u64, Vec<super::users::Account>);
 
 pub struct Sessions {
     ttl: Duration,
@@ -74,6 +80,9 @@ pub struct Sessions {
     trust: Trust,
     /// The users file (`None`: no data dir, no accounts).
     users_file: Option<std::path::PathBuf>,
+    /// The accounts as last read, with the file's (modified time, length + inode) then: read again only when it
+    /// changed (`users` replaces the file by a rename: a new inode every time).
+    cache: Mutex<Option<Cached>>,
 }
 
 /// How a request was authorised.
@@ -93,17 +102,42 @@ pub type Denied = Box<hyper::Response<Body>>;
 
 impl Sessions {
     pub fn new(ttl: Duration, secure: bool, trust: Trust, users_file: Option<std::path::PathBuf>) -> Sessions {
-        Sessions { ttl, name: std::sync::OnceLock::new(), secure, map: Mutex::new(HashMap::new()), trust, users_file }
+        Sessions {
+            ttl,
+            name: std::sync::OnceLock::new(),
+            secure,
+            map: Mutex::new(HashMap::new()),
+            trust,
+            users_file,
+            cache: Mutex::new(None),
+        }
     }
 
-    /// The operator accounts now (read at each use: `users add` needs no restart). An unreadable file is no
-    /// accounts (and one warning line).
+    /// The operator accounts now (the file is read again whenever it changed: `users add|remove` needs no
+    /// restart). An unreadable file is no accounts (and a warning line).
     pub fn accounts(&self) -> Vec<super::users::Account> {
         let Some(path) = &self.users_file else { return Vec::new() };
-        super::users::load(path).unwrap_or_else(|e| {
+        let stamp = std::fs::metadata(path)
+            .map(|m| {
+                #[cfg(unix)]
+                let ino = std::os::unix::fs::MetadataExt::ino(&m);
+                #[cfg(not(unix))]
+                let ino = 0u64;
+                (m.modified().ok(), m.len() ^ ino.rotate_left(32))
+            })
+            .unwrap_or((None, 0));
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((modified, len, accounts)) = cache.as_ref() {
+            if (*modified, *len) == stamp && stamp.0.is_some() {
+                return accounts.clone();
+            }
+        }
+        let accounts = super::users::load(path).unwrap_or_else(|e| {
             tracing::warn!("device wall: {e}");
             Vec::new()
-        })
+        });
+        *cache = Some((stamp.0, stamp.1, accounts.clone()));
+        accounts
     }
 
     /// The operator a trusted proxy names in this request, if it comes from a trusted address: the role of the
@@ -144,7 +178,8 @@ impl Sessions {
     }
 
     /// Creates a session for a request from `source`; returns (id, csrf).
-    pub fn create(&self, source: Option<std::net::IpAddr>, who: Who) -> (String, String) {
+    /// `account`: `who` logged in with an account's password (see [`Session::account`]).
+    pub fn create(&self, source: Option<std::net::IpAddr>, who: Who, account: bool) -> (String, String) {
         let (id, csrf) = (random_hex(32), random_hex(32));
         let now = Instant::now();
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
@@ -166,18 +201,21 @@ impl Sessions {
         if let Some(v) = victim {
             map.remove(&v);
         }
-        map.insert(id.clone(), Session { csrf: csrf.clone(), who, expires: now + self.ttl, used: now, source });
+        map.insert(
+            id.clone(),
+            Session { csrf: csrf.clone(), who, account, expires: now + self.ttl, used: now, source },
+        );
         (id, csrf)
     }
 
-    /// The CSRF token and operator of a live session.
-    fn lookup(&self, id: &str) -> Option<(String, Who)> {
+    /// The CSRF token and operator of a live session, and whether it is an account's.
+    fn lookup(&self, id: &str) -> Option<(String, Who, bool)> {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         // Compare every id in constant time: the cookie value is a bearer secret too.
         map.iter_mut().find(|(k, s)| constant_time_eq(k.as_bytes(), id.as_bytes()) && s.expires > now).map(|(_, s)| {
             s.used = now;
-            (s.csrf.clone(), s.who.clone())
+            (s.csrf.clone(), s.who.clone(), s.account)
         })
     }
 
@@ -203,7 +241,19 @@ impl Sessions {
     /// The session named by the request's cookie, if it is live: (id, csrf, operator).
     pub fn of_request<B>(&self, req: &Request<B>) -> Option<(String, String, Who)> {
         let id = cookie_value(req, self.name())?;
-        self.lookup(&id).map(|(csrf, who)| (id, csrf, who))
+        let (csrf, mut who, account) = self.lookup(&id)?;
+        if account {
+            match self.accounts().iter().find(|a| a.name == who.name) {
+                // A changed role applies at once.
+                Some(a) => who.role = a.role,
+                // A removed operator's sessions end (their live views and event streams with them).
+                None => {
+                    self.remove(&id);
+                    return None;
+                }
+            }
+        }
+        Some((id, csrf, who))
     }
 }
 
