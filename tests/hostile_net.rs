@@ -559,3 +559,43 @@ async fn an_upload_that_stops_sending_is_cut_off() {
     .await
     .expect("timed out");
 }
+
+/// Issue 48 item 2: idle request heads without the key from nine addresses (128 each, the per-address cap) cannot
+/// take the slots a client with the key needs: past the reserve, the oldest of them is closed to make room, and a
+/// request with the key is answered (on the old accept loop it waited for the 60 s header timeout of the heads).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_heads_without_the_key_leave_a_slot_for_a_client_with_it() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let kf = dir.path().join("key");
+        std::fs::write(&kf, format!("{KEY}\n")).unwrap();
+        let kf = kf.to_str().unwrap().to_owned();
+        let srv = Server::start(&dir.path().join("data"), &["--api-key-file", &kf, "--header-timeout", "60s"], &[]);
+        let addr = srv.addr;
+        let mut held = Vec::new();
+        for i in 0..9 {
+            let source = format!("127.0.0.{}", i + 2);
+            for _ in 0..128 {
+                let sock = TcpSocket::new_v4().unwrap();
+                sock.bind(format!("{source}:0").parse().unwrap()).unwrap();
+                if let Ok(Ok(mut s)) = tokio::time::timeout(Duration::from_secs(5), sock.connect(addr)).await {
+                    // A request head that never ends.
+                    let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n").await;
+                    held.push(s);
+                }
+            }
+        }
+        assert!(held.len() > 1024, "the heads were opened: {}", held.len());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let req =
+            format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {KEY}\r\nConnection: close\r\n\r\n");
+        let started = Instant::now();
+        let raw = tokio::time::timeout(Duration::from_secs(30), raw_from("127.0.0.1", addr, req))
+            .await
+            .expect("a client with the key found no slot while idle heads held them");
+        assert_eq!(status_of(&raw), 200, "{raw}");
+        eprintln!("answered in {:?} with {} idle heads opened", started.elapsed(), held.len());
+    })
+    .await
+    .expect("test timed out");
+}

@@ -640,3 +640,68 @@ async fn a_phone_not_restored_stays_out_of_the_pool_and_the_wall_says_why() {
     .await
     .expect("test timed out");
 }
+
+// ---- lease expiry after the holder's socket closed mid-gesture (issue 47 item 1) ------------------------------
+
+/// Tenant A's socket closes while the phone helper plays its 10 s swipe; its lease runs out (`--lease-grace 1s`)
+/// and tenant B binds the phone. By B's bind the helper playing A's swipe is gone, `lease.end` (reason
+/// `lease_expired`, A's channel) says input may have been sent, and B's tap is all the phone sees after B's bind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_expiry_stops_the_gesture_of_a_holder_whose_socket_closed() {
+    bounded(async {
+        let r = rig_with(&[(720, 1600)], true, &["--phone-helper", "auto", "--lease-grace", "1s"]).await;
+        let sim = &r.sims[0];
+        let serial = sim.serial();
+        r.wait_all_online().await;
+        let addr = r.srv.addr;
+        let mut a = ws(addr, Some(KEY)).await;
+        a.hello(None).await;
+        let ch_a = a.bind(Some(&serial)).await;
+        sim.clear_events();
+        let swipe = json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 10000, "settle": false,
+                           "connector_channel_id": ch_a});
+        let _ = a.send("tool.invoke", Some(&ch_a), json!({"tool_id": "android_swipe", "arguments": swipe})).await;
+        let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 10000 };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !sim.events().contains(&first) {
+            assert!(Instant::now() < deadline, "A's swipe never reached the phone: {:?}", sim.events());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let playing: Vec<u32> =
+            sim.processes().into_iter().filter(|(_, args)| args.contains("xagent.Helper")).map(|(p, _)| p).collect();
+        assert_eq!(playing.len(), 1, "the phone helper plays A's swipe: {:?}", sim.processes());
+        drop(a);
+
+        let mut b = ws(addr, Some(KEY)).await;
+        b.hello(None).await;
+        let (ch_b, _) = b.open(None).await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let v = b
+                .request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {"serial": serial}}))
+                .await;
+            if v["payload"]["status"] == "authenticated" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "A's lease never ran out: {v}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let seen_at_bind = sim.events().len();
+        let still: Vec<(u32, String)> = sim.processes().into_iter().filter(|(p, _)| playing.contains(p)).collect();
+        assert!(still.is_empty(), "the helper playing A's swipe still runs after B bound: {still:?}");
+        let tap = b.tap(&ch_b, 100, 100).await;
+        assert!(tap.get("error").is_none() || tap["error"].is_null(), "B's tap: {tap}");
+        let ev = sim.events();
+        assert_eq!(ev[seen_at_bind..], [InputEvent::Tap { x: 100, y: 100 }], "after B's bind only B's tap: {ev:?}");
+
+        let records = audit(&r);
+        let ended = records
+            .iter()
+            .find(|v| v["tool_id"] == "lease.end" && v["channel_id"] == json!(ch_a))
+            .unwrap_or_else(|| panic!("no lease.end of A: {records:#?}"));
+        assert_eq!(ended["arguments"]["reason"], "lease_expired", "{ended:#}");
+        assert_eq!(ended["arguments"]["input_may_have_been_sent"], true, "{ended:#}");
+    })
+    .await
+    .expect("test timed out");
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::rig::Rig;
 use serde_json::{json, Value};
-use xagent_adb_connector::sim::devtools::Lie;
+use xagent_adb_connector::sim::devtools::{Lie, FORGED_URL};
 use xagent_adb_connector::sim::ui::{Ui, BROWSER_FOOTER, BROWSER_LINKS, WEBVIEW_APP_PACKAGE};
 use xagent_adb_connector::sim::{InputEvent, SimConfig};
 
@@ -281,6 +281,48 @@ async fn what_the_web_read_costs_per_observe_step() {
         sorted.sort();
         assert_eq!(sorted[sorted.len() / 2], 3, "the socket list, /json/list and the WebSocket: {extra:?}");
         assert!(w < 4000, "the read is bounded well below its 8 s deadline on a phone's costs: {w} ms");
+    })
+    .await
+    .expect("timed out");
+}
+
+/// Issue 48 item 4: another app's DevTools sockets squat before the browser's own — WebView sockets of a pid that
+/// is not the browser's and a `<package>_devtools_remote` of another package, all claiming the browser in their
+/// `/json/version` and serving a forged page, more of them than the reader probes — and the page read is the
+/// browser's own: nothing of the forged page reaches the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn squatting_devtools_sockets_are_never_read_as_the_browsers_page() {
+    bounded(async {
+        let mut r = rig().await;
+        for i in 0..17 {
+            r.sim.squat_devtools(&format!("webview_devtools_remote_{}", 4242 + i), "com.android.chrome");
+        }
+        r.sim.squat_devtools("com.evil.app_devtools_remote", "com.android.chrome");
+        r.browser().await;
+        let obs = r.ok("android_observe", json!({})).await;
+        assert_eq!(obs["web"]["state"], "ok", "{obs}");
+        assert_eq!(obs["web"]["url"], "https://sim.example/start", "{obs}");
+        assert!(!web(&obs).is_empty(), "the browser's own page was read: {obs}");
+        let text = obs.to_string();
+        assert!(!text.contains(FORGED_URL) && !text.contains("Forged Page"), "the forged page was read: {obs}");
+    })
+    .await
+    .expect("timed out");
+}
+
+/// A WebView app with no debuggable WebView, and a squatting socket that claims the app: its page is
+/// `web: {state: "unverified"}`, never the squatter's elements.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_squatter_claiming_a_webview_app_makes_its_page_unverified() {
+    bounded(async {
+        let mut r = rig().await;
+        r.sim.squat_devtools("webview_devtools_remote_4242", WEBVIEW_APP_PACKAGE);
+        r.ok("android_app_launch", json!({"package": WEBVIEW_APP_PACKAGE})).await;
+        let obs = r.ok("android_observe", json!({})).await;
+        assert_eq!(obs["web"]["state"], "unverified", "{obs}");
+        assert!(web(&obs).is_empty(), "{obs}");
+        let text = obs.to_string();
+        assert!(!text.contains(FORGED_URL) && !text.contains("Forged Page"), "the forged page was read: {obs}");
     })
     .await
     .expect("timed out");

@@ -62,6 +62,16 @@ impl Ticket {
         }
     }
 
+    /// The call was dropped by its channel's close or its client (not by the binding's end): if it had sent the
+    /// phone input, the binding's end stops what the phone may still be playing, as for a cut call.
+    pub fn stopped(&self, sent: &Sent) {
+        if sent.may_have_been_sent() {
+            if let Some(w) = self.works.lock().get_mut(&self.channel) {
+                w.cut_sent = true;
+            }
+        }
+    }
+
     /// Why the call was cut (the binding's end reason), or `None` while it was not.
     pub fn cut(&self) -> Option<String> {
         self.token.is_cancelled().then(|| self.ending.get().cloned().unwrap_or_else(|| "ended".to_owned()))

@@ -22,6 +22,7 @@ pub mod mcp_text;
 pub mod mcp_tools;
 pub mod origin;
 pub mod parts;
+pub mod reserve;
 pub mod settings;
 pub mod stall;
 pub mod state;
@@ -49,13 +50,22 @@ use tokio::sync::Semaphore;
 /// drain deadline passed).
 pub async fn serve(listener: TcpListener, app: Arc<App>) {
     let limit = Arc::new(Semaphore::new(app.cfg.max_connections));
+    // Connections that have not shown the key hold all but a reserve of the slots (issue 48: `reserve.rs`).
+    let unproven = Arc::new(reserve::Unproven::new(app.cfg.max_connections));
     // The MCP endpoint's sessions live as long as the server (see `state.rs` for why they are not in `App`).
     let mcp = Arc::new(mcp::Sessions::default());
     let mut shutdown = app.shutdown.clone();
     loop {
-        let permit = tokio::select! {
-            _ = shutdown.changed() => break,
-            p = limit.clone().acquire_owned() => p.expect("semaphore never closed"),
+        let permit = match limit.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                // Every slot taken: the oldest connection that has not shown the key makes room.
+                unproven.evict_oldest();
+                tokio::select! {
+                    _ = shutdown.changed() => break,
+                    p = limit.clone().acquire_owned() => p.expect("semaphore never closed"),
+                }
+            }
         };
         let (stream, peer) = tokio::select! {
             _ = shutdown.changed() => break,
@@ -80,8 +90,9 @@ pub async fn serve(listener: TcpListener, app: Arc<App>) {
         let _ = stream.set_nodelay(true);
         let (app, mcp) = (app.clone(), mcp.clone());
         let guard = app.tasks.enter();
+        let place = Arc::new(unproven.enter());
         tokio::spawn(async move {
-            serve_connection(stream, peer, app, mcp).await;
+            serve_connection(stream, peer, app, mcp, place).await;
             drop(ip_guard);
             drop(permit);
             drop(guard);
@@ -110,7 +121,13 @@ fn refused_log(peer: SocketAddr) {
 const LINGER: Duration = Duration::from_secs(2);
 const LINGER_MAX_BYTES: usize = 16 << 20;
 
-async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, app: Arc<App>, mcp: Arc<mcp::Sessions>) {
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    app: Arc<App>,
+    mcp: Arc<mcp::Sessions>,
+    place: Arc<reserve::Place>,
+) {
     use std::os::fd::AsFd;
     let mut shutdown = app.shutdown.clone();
     // A second handle on the socket, so that hyper dropping its own does not close it (see `linger`).
@@ -121,7 +138,11 @@ async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, app: 
     let asked = upgrade_asked.clone();
     // A long-lived answer (the live view) arms its connection's write-progress deadline through this handle.
     let (stream, deadline) = stall::StallIo::new(stream);
+    let evicted = place.evicted().clone();
     let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        if reserve::shows_key(&req, svc_app.cfg.api_key.as_deref()) {
+            place.prove();
+        }
         req.extensions_mut().insert(auth::Peer(peer));
         req.extensions_mut().insert(deadline.clone());
         if req.headers().contains_key(hyper::header::UPGRADE) {
@@ -146,6 +167,10 @@ async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, app: 
             if let (Some(fd), false) = (spare, upgrade_asked.load(Ordering::Relaxed)) {
                 linger(fd).await;
             }
+        }
+        // Closed, still unproven, to make room (`reserve.rs`): dropping the connection closes its socket.
+        _ = evicted.cancelled() => {
+            tracing::debug!(%peer, "connection without the key closed to make room");
         }
         _ = shutdown.changed() => {
             conn.as_mut().graceful_shutdown();

@@ -80,6 +80,10 @@ pub struct Device {
     pub frame_lie: FrameLie,
     /// How the browser stand-in's DevTools socket lies (hostile-page tests); `Lie::None` for an honest one.
     pub devtools_lie: DevtoolsLie,
+    /// DevTools sockets another app opened (hostile-app tests, issue 48): (socket name, the package its
+    /// `/json/version` claims), listed in `/proc/net/unix` before the browser's, always listening, serving a forged
+    /// page.
+    pub devtools_squatters: Vec<(String, String)>,
     /// Shell-protocol v2 packets and sync `DATA` chunks announce 0xFFFFFFF0 bytes (hostile-phone tests).
     pub length_lie: bool,
     /// Command lines answered with a scripted output instead of running (hostile-phone tests): the first entry
@@ -258,6 +262,7 @@ impl Device {
             idle_timeout: std::time::Duration::from_secs(10),
             frame_lie: FrameLie::None,
             devtools_lie: DevtoolsLie::None,
+            devtools_squatters: Vec::new(),
             length_lie: false,
             answers: Vec::new(),
             cores: Cores::default(),

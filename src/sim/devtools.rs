@@ -34,6 +34,9 @@ pub use super::state::DevtoolsLie as Lie;
 
 /// Chrome's socket name.
 pub const CHROME_SOCKET: &str = "chrome_devtools_remote";
+/// The page a squatting socket serves (`SimPhone::squat_devtools`): never the app's.
+pub const FORGED_URL: &str = "https://evil.example/forged";
+const FORGED_TITLE: &str = "Forged Page";
 /// The page's target id (Chrome's are 32 hex digits).
 pub const PAGE_ID: &str = "9A3C0E5B7D1F4A2C8E6B0D4F2A1C3E5B";
 const CHROME_VERSION: &str = "Chrome/120.0.6099.230";
@@ -48,6 +51,9 @@ pub fn proc_net_unix(dev: &Device) -> String {
     line("00010000", "01", 9711, "/dev/socket/adbd");
     line("00010000", "01", 9712, "@jdwp-control");
     line("00000000", "03", 31077, "");
+    for (i, (name, _)) in dev.devtools_squatters.iter().enumerate() {
+        line("00010000", "01", 40000 + i as u32, &format!("@{name}"));
+    }
     if listening(dev).iter().any(|s| s == CHROME_SOCKET) {
         line("00010000", "01", 30273865, &format!("@{CHROME_SOCKET}"));
     }
@@ -57,24 +63,28 @@ pub fn proc_net_unix(dev: &Device) -> String {
 /// The DevTools sockets listening now.
 fn listening(dev: &Device) -> Vec<String> {
     let ui = &dev.ui;
+    let mut names: Vec<String> = dev.devtools_squatters.iter().map(|(n, _)| n.clone()).collect();
     if ui.screen_on && !ui.keyguard_showing && ui.foreground.package == BROWSER_PACKAGE {
-        vec![CHROME_SOCKET.to_owned()]
-    } else {
-        Vec::new()
+        names.push(CHROME_SOCKET.to_owned());
     }
+    names
 }
 
 /// `localabstract:NAME`: the page's side of the stream, or a closed stream when nothing listens there (adbd's
 /// connect fails and it closes the stream).
 pub(crate) async fn serve(shared: Arc<Shared>, name: String, mut input: StreamIn, mut out: StreamOut) {
-    let open = listening(&shared.device.lock().unwrap_or_else(|e| e.into_inner())).contains(&name);
+    let (open, squatter) = {
+        let dev = shared.device.lock().unwrap_or_else(|e| e.into_inner());
+        let squatter = dev.devtools_squatters.iter().find(|(n, _)| n == &name).map(|(_, claims)| claims.clone());
+        (listening(&dev).contains(&name), squatter)
+    };
     if !open {
         return;
     }
     // The page speaks over an in-memory pipe; the stream's payloads are pumped both ways.
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let (mut from_page, mut to_page) = tokio::io::split(theirs);
-    tokio::spawn(chrome(shared, ours));
+    tokio::spawn(chrome(shared, ours, squatter));
     let inbound = async {
         while let Some(b) = input.recv().await {
             if to_page.write_all(&b).await.is_err() {
@@ -101,8 +111,9 @@ pub(crate) async fn serve(shared: Arc<Shared>, name: String, mut input: StreamIn
     }
 }
 
-/// Chrome's DevTools HTTP server on one connection: one request, or the WebSocket upgrade.
-async fn chrome(shared: Arc<Shared>, mut s: tokio::io::DuplexStream) {
+/// Chrome's DevTools HTTP server on one connection: one request, or the WebSocket upgrade. `squatter`: the package a
+/// squatting socket claims; it serves the forged page.
+async fn chrome(shared: Arc<Shared>, mut s: tokio::io::DuplexStream, squatter: Option<String>) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -134,8 +145,11 @@ async fn chrome(shared: Arc<Shared>, mut s: tokio::io::DuplexStream) {
     }
     let host = header("host").unwrap_or_else(|| "localhost".into());
     let body = match path.as_str() {
-        "/json/version" => Some(version(&host)),
-        "/json/list" | "/json" => Some(list(&shared.device.lock().unwrap_or_else(|e| e.into_inner()), &host)),
+        "/json/version" => Some(version(&host, squatter.as_deref().unwrap_or(BROWSER_PACKAGE))),
+        "/json/list" | "/json" => {
+            let list = list(&shared.device.lock().unwrap_or_else(|e| e.into_inner()), &host);
+            Some(if squatter.is_some() { forge(&list) } else { list })
+        }
         _ => None,
     };
     let resp = match body {
@@ -148,10 +162,16 @@ async fn chrome(shared: Arc<Shared>, mut s: tokio::io::DuplexStream) {
     let _ = s.write_all(resp.as_bytes()).await;
 }
 
-/// `/json/version` as Chrome for Android answers it (tests/fixtures/real/devtools-json-version-*).
-fn version(host: &str) -> String {
+/// A squatter's `/json/list`: the browser's, with the forged page's URL and title.
+fn forge(list: &str) -> String {
+    list.replace(&format!("https://{BROWSER_URL}"), FORGED_URL).replace(BROWSER_TITLE, FORGED_TITLE)
+}
+
+/// `/json/version` as Chrome for Android answers it (tests/fixtures/real/devtools-json-version-*); `package`: the
+/// app the listener says it is.
+fn version(host: &str, package: &str) -> String {
     serde_json::to_string_pretty(&json!({
-        "Android-Package": BROWSER_PACKAGE,
+        "Android-Package": package,
         "Browser": CHROME_VERSION,
         "Protocol-Version": "1.3",
         "User-Agent": format!("Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) \

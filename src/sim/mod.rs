@@ -133,6 +133,12 @@ impl SimPhone {
         self.device().devtools_lie = lie;
     }
 
+    /// Another app opens a DevTools socket named `socket` whose `/json/version` claims `claims` and which serves a
+    /// forged page ([`devtools::FORGED_URL`]); listed before the browser's own (issue 48: squatting sockets).
+    pub fn squat_devtools(&self, socket: &str, claims: &str) {
+        self.device().devtools_squatters.push((socket.to_owned(), claims.to_owned()));
+    }
+
     /// The browser page's search field's text.
     pub fn web_query(&self) -> String {
         self.device().ui.browser.input("q").to_owned()

@@ -230,14 +230,15 @@ async fn read_page(c: &Ctx, dump: &[Element], enabled: bool, budget: Duration, f
             let serial = serial.to_owned();
             let read = async {
                 let unix = d.shell_capped("cat /proc/net/unix", 4 << 20).await?;
-                let sockets = devtools::sockets(&unix.stdout);
                 // A WebView's socket is the app's only when its pid is one of the app's processes.
-                let pids = if sockets.iter().any(|s| devtools::socket_pid(s).is_some()) {
+                let pids = if unix.stdout.contains("@webview_devtools_remote_") {
                     let cmd = format!("pidof {}", crate::device::shell::quote(&pkg));
                     d.shell_capped(&cmd, 4096).await.map(|o| devtools::pids(&o.stdout)).unwrap_or_default()
                 } else {
                     Vec::new()
                 };
+                // The app's name-proven sockets first: squatters listed before them never fill the budget.
+                let sockets = devtools::sockets(&proven_first(&unix.stdout, &pkg, &pids));
                 fetch(server, &serial, &sockets, &pkg, &pids, full).await
             };
             Ok(tokio::time::timeout(budget, read).await)
@@ -327,6 +328,20 @@ enum Fetched {
     /// Only a socket whose name does not prove it claims the app's page.
     Unverified(String),
     Page(Box<(Target, Value, Value)>),
+}
+
+/// A `/proc/net/unix` listing with the lines of `package`'s name-proven DevTools sockets (`devtools::proven`) moved
+/// first (issue 48): any app can list sockets before them, and the listing is read only up to a budget.
+fn proven_first(listing: &str, package: &str, pids: &[u32]) -> String {
+    let proven = |l: &&str| {
+        l.split_whitespace()
+            .nth(7)
+            .and_then(|p| p.strip_prefix('@'))
+            .is_some_and(|n| devtools::proven(n, package, pids))
+    };
+    let (mut first, rest): (Vec<&str>, Vec<&str>) = listing.lines().partition(proven);
+    first.extend(rest);
+    first.join("\n")
 }
 
 /// The socket to read for `package` (`pids`: its processes), proven by its name alone

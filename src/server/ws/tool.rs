@@ -342,6 +342,11 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     };
                     // A call that ended as the operator took over may carry what it read after: never answered.
                     let r = if hold.is_cancelled() && !was_cut { Err(taken_over(&sent)) } else { r };
+                    // Dropped by its channel's close or its client, having sent input: what the phone may still
+                    // play (a helper gesture) is stopped when the binding ends (`channels::work`, issue 47).
+                    if !was_cut && (cancel.is_cancelled() || request_cancel.is_cancelled()) {
+                        ticket.stopped(&sent);
+                    }
                     // Only calls that ran are device actions; replays and waits are not audited again. A read-only
                     // call is counted in memory (`audit::reads`: it writes nothing now, and goes into the chain as
                     // an aggregate record); a side effect's outcome and audit record commit together, and take the
