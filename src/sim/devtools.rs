@@ -164,7 +164,12 @@ async fn chrome(shared: Arc<Shared>, mut s: tokio::io::DuplexStream, squatter: O
 
 /// A squatter's `/json/list`: the browser's, with the forged page's URL and title.
 fn forge(list: &str) -> String {
-    list.replace(&format!("https://{BROWSER_URL}"), FORGED_URL).replace(BROWSER_TITLE, FORGED_TITLE)
+    let mut pages: Value = serde_json::from_str(list).unwrap_or(Value::Null);
+    for page in pages.as_array_mut().into_iter().flatten() {
+        page["url"] = json!(FORGED_URL);
+        page["title"] = json!(FORGED_TITLE);
+    }
+    serde_json::to_string_pretty(&pages).unwrap_or_default()
 }
 
 /// `/json/version` as Chrome for Android answers it (tests/fixtures/real/devtools-json-version-*); `package`: the
