@@ -89,3 +89,34 @@ fn benchmarks_md_is_a_dashboard_and_the_history_lives_elsewhere() {
         assert!(history.contains(section), "docs/benchmarks-history.md keeps {section}");
     }
 }
+
+/// The agent-cost table (issue 49) is generated too: once bench/results.json holds the scenario, BENCHMARKS.md's
+/// block between its markers is the table the JSON gives (`UPDATE_BENCHMARKS=1` rewrites it as well).
+#[test]
+fn the_agent_cost_table_is_the_one_the_json_gives() {
+    let (results, targets) = (json("bench/results.json"), json("bench/targets.json"));
+    let doc = read("BENCHMARKS.md");
+    assert!(dashboard::current_cost(&doc).is_some(), "BENCHMARKS.md has the agent-cost markers");
+    if results.get("agent_cost").is_none() {
+        return;
+    }
+    let want = dashboard::cost_table(&results, &targets).expect("the JSON makes the agent-cost table");
+    if std::env::var("UPDATE_BENCHMARKS").is_ok_and(|v| v == "1") {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md");
+        std::fs::write(path, dashboard::splice_cost(&doc, &want).unwrap()).unwrap();
+        return;
+    }
+    assert!(
+        dashboard::current_cost(&doc) == Some(want.as_str()),
+        "BENCHMARKS.md's agent-cost table differs from bench/results.json; rewrite it with \
+         `UPDATE_BENCHMARKS=1 cargo test --test bench_dashboard`"
+    );
+    // A task whose bytes did not halve shows as a missed target.
+    let mut worse = results.clone();
+    let task = worse["agent_cost"]["tasks"].as_object().unwrap().keys().next().unwrap().clone();
+    let before = worse["agent_cost"]["tasks"][&task]["before"]["bytes"].as_f64().unwrap();
+    worse["agent_cost"]["tasks"][&task]["after"]["bytes"] = serde_json::json!(before * 0.9);
+    let table = dashboard::cost_table(&worse, &targets).unwrap();
+    let row = table.lines().find(|l| l.contains(&format!("(`{task}`)"))).unwrap();
+    assert!(row.contains("| 0.900 | ≤ 0.5 (issue 49) | **no** |"), "{row}");
+}

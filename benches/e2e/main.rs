@@ -16,9 +16,11 @@
 //! One file per scenario (`tap.rs`, `states.rs`, …); `common.rs` is what they share; this file runs the ones
 //! selected on the command line and writes the report.
 
+mod agent_cost;
 mod agent_step;
 mod breakdown;
 mod common;
+mod cost_model;
 mod dashboard;
 mod footprint;
 mod footprint_writes;
@@ -104,6 +106,10 @@ fn main() {
         agent_step::bench_agent_step(&sim_rt, &rt, &mut rep);
         eprintln!("[{:.0} s] agent-step done", started.elapsed().as_secs_f64());
     }
+    if want("agent-cost") {
+        agent_cost::bench_agent_cost(&sim_rt, &mut rep);
+        eprintln!("[{:.0} s] agent-cost done", started.elapsed().as_secs_f64());
+    }
     if want("settle") {
         settle::bench_settle(&sim_rt, &rt, n_heavy, &mut rep);
         eprintln!("[{:.0} s] settle done", started.elapsed().as_secs_f64());
@@ -168,7 +174,14 @@ fn update_dashboard(results: &Path) {
     let updated = (|| {
         let block = dashboard::table(&read_json(results)?, &read_json(&root.join("bench/targets.json"))?)?;
         let doc = std::fs::read_to_string(&doc_path).map_err(|e| e.to_string())?;
-        dashboard::splice(&doc, &block)
+        let doc = dashboard::splice(&doc, &block)?;
+        // The agent-cost table (issue 49), once a run has measured it.
+        let results = read_json(results)?;
+        if results.get("agent_cost").is_none() {
+            return Ok(doc);
+        }
+        let cost = dashboard::cost_table(&results, &read_json(&root.join("bench/targets.json"))?)?;
+        dashboard::splice_cost(&doc, &cost)
     })();
     match updated.and_then(|doc| std::fs::write(&doc_path, doc).map_err(|e| e.to_string())) {
         Ok(()) => println!("BENCHMARKS.md: dashboard rewritten"),
