@@ -197,9 +197,16 @@ async fn open_url_reports_the_page_that_showed() {
             assert_eq!(opened["page"]["title"], BROWSER_TITLE, "{opened}");
             assert_eq!(opened["opened"], true, "{opened}");
             assert!(opened.get("warning").is_none(), "{opened}");
-            // Another address than the one that shows: said.
-            let other = r.ok("android_open_url", json!({"url": "https://other.example/x"})).await;
+            // Another address than the one asked shows (the demo site drops a query, as a redirect would): said.
+            let other = r.ok("android_open_url", json!({"url": "https://sim.example/start?ref=mail"})).await;
             assert!(other["warning"].as_str().unwrap_or("").contains("https://sim.example/start"), "{other}");
+            // A host that does not resolve: Chrome's error page is what showed, under the address asked.
+            let gone = r.ok("android_open_url", json!({"url": "https://other.example/x"})).await;
+            assert_eq!(
+                (&gone["page"]["url"], &gone["page"]["title"]),
+                (&json!("https://other.example/x"), &json!("other.example")),
+                "{gone}"
+            );
             // A page that cannot show (the sim's launch turns the screen on; the lock screen stays): not opened.
             r.sim.set_lock(LockMode::Secure);
             let shut = r.ok("android_open_url", json!({"url": "https://sim.example/start"})).await;
