@@ -44,7 +44,8 @@ async fn observe_returns_a_marked_screenshot_the_elements_and_the_phone_state() 
         let obs = r.ok("android_observe", json!({"quality": 90})).await;
         assert!(obs["observation_id"].as_str().unwrap().starts_with("obs_"), "{obs}");
         assert_eq!((obs["screen_width"].as_u64(), obs["screen_height"].as_u64()), (Some(1080), Some(2400)));
-        assert_eq!((obs["width"].as_u64(), obs["height"].as_u64()), (Some(576), Some(1280)));
+        // The default picture: 768 px long (picture::OBSERVE_SIDE, chosen from what a model pays for it).
+        assert_eq!((obs["width"].as_u64(), obs["height"].as_u64()), (Some(346), Some(768)));
         assert_eq!(obs["orientation"], "portrait");
         assert_eq!(obs["foreground_package"], "com.android.launcher3");
         assert_eq!(obs["keyboard_shown"], false);
@@ -57,11 +58,11 @@ async fn observe_returns_a_marked_screenshot_the_elements_and_the_phone_state() 
         let resp = get(r.srv.addr, &url).await;
         assert_eq!(resp.status, 200);
         let img = image::load_from_memory(&resp.body).unwrap().into_rgb8();
-        assert_eq!(img.dimensions(), (576, 1280));
-        let s = 576.0 / 1080.0;
+        assert_eq!(img.dimensions(), (346, 768));
+        let s = 346.0 / 1080.0;
         let b: Vec<f64> = button["bounds"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() * s).collect();
         let (x0, y0, x1, y1) = (b[0].round() as u32, b[1].round() as u32, b[2].round() as u32, b[3].round() as u32);
-        let (lw, cell) = mark_metrics(1280);
+        let (lw, cell) = mark_metrics(768);
         let is_mark = |p: &image::Rgb<u8>| (0..3).all(|i| (i32::from(p.0[i]) - i32::from(MARK_COLOR[i])).abs() < 60);
         let (mx, my) = ((x0 + x1) / 2, (y0 + y1) / 2);
         for (x, y) in [(mx, y0 + lw / 2), (mx, y1 - 1 - lw / 2), (x0 + lw / 2, my), (x1 - 1 - lw / 2, my)] {
@@ -255,7 +256,7 @@ async fn a_landscape_phone_is_seen_and_tapped_in_the_rotated_space() {
 
         let obs = r.ok("android_observe", json!({})).await;
         assert_eq!((obs["screen_width"].as_u64(), obs["screen_height"].as_u64()), (Some(2400), Some(1080)), "{obs}");
-        assert_eq!((obs["width"].as_u64(), obs["height"].as_u64()), (Some(1280), Some(576)), "{obs}");
+        assert_eq!((obs["width"].as_u64(), obs["height"].as_u64()), (Some(768), Some(346)), "{obs}");
         let elements = obs["elements"].as_array().unwrap();
         assert!(elements.len() >= 5, "{obs}");
         let mut beyond_portrait = false;

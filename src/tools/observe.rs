@@ -165,7 +165,7 @@ struct ObserveArgs {
     marks: bool,
     /// Longest side in px (downscaled); 0 = full size
     #[schemars(range(min = 0, max = picture::MAX_SIDE_ARG))]
-    #[serde(default = "picture::side_1280")]
+    #[serde(default = "picture::side_observe")]
     max_side: u32,
     #[schemars(range(min = 1, max = 100))]
     #[serde(default = "picture::quality_80")]

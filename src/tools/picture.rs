@@ -98,9 +98,20 @@ pub const UNIFORM_SIDE: u32 = 32;
 /// Largest `max_side` an agent may ask for (the biggest phone screens are ~3200 px).
 pub const MAX_SIDE_ARG: u32 = 8192;
 
-/// Default longest side of a picture for an agent (`android_screenshot`, `android_observe`).
+/// Default longest side of `android_screenshot`'s picture: the one an agent asks for when it wants to look closely.
 pub fn side_1280() -> u32 {
     1280
+}
+
+/// Default longest side of `android_observe`'s picture, chosen from what a model pays for it (BENCHMARKS.md, "What
+/// an agent pays", issue 49 item 2): 346 × 768 on a 1080 × 2400 phone is 355 image tokens by Anthropic's formula
+/// and 425 by OpenAI's, against 984 / 1,105 at 1280, and a 14 sp label is still ~12 px tall. Every label is in the
+/// element list as text anyway; the picture is for layout and what has no text. `max_side` asks for more.
+pub const OBSERVE_SIDE: u32 = 768;
+
+/// [`OBSERVE_SIDE`] for serde's `default`.
+pub fn side_observe() -> u32 {
+    OBSERVE_SIDE
 }
 
 /// Default JPEG quality (`android_screenshot`, `android_observe`).
