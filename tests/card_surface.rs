@@ -246,6 +246,9 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         expected_added.insert(k.to_owned());
     }
     expected_added.insert("android_key.repeat type=\"integer\"".to_owned());
+    // Issue 49 item 2: observe's picture 768 px long by default, from what a model pays for it.
+    expected_removed.insert("android_observe.max_side default=1280".to_owned());
+    expected_added.insert("android_observe.max_side default=768".to_owned());
     // Issue 49 item 5: taps in a row at one point.
     for k in ["default=1", "maximum=20", "minimum=1", "type=\"integer\""] {
         expected_added.insert(format!("android_tap.repeat {k}"));
