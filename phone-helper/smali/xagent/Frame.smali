@@ -4,7 +4,8 @@
 # frame before an input. Which call, per Android version (device-profile/phone-helper.md §8, with AOSP paths):
 #   API 26-27  SurfaceControl.screenshot(int width, int height)            (the display's logical size)
 #   API 28-30  SurfaceControl.screenshot(Rect sourceCrop, int w, int h, int rotation)  (empty Rect, 0, 0: native)
-#   API 31-33  SurfaceControl.captureDisplay(DisplayCaptureArgs) of getInternalDisplayToken()
+#   API 31-33  SurfaceControl.captureDisplay(DisplayCaptureArgs) of SurfaceControl.getPhysicalDisplayToken(id),
+#              id the physical display behind logical display 0 (D10), as on 14+
 #   API 34+    ScreenCapture.captureDisplay(DisplayCaptureArgs) of DisplayControl.getPhysicalDisplayToken(id),
 #              DisplayControl loaded from the system server's class path (SurfaceControl's display tokens moved
 #              there in 14), its JNI library loaded on the first frame
@@ -78,21 +79,36 @@
     :s
     const/16 v2, 0x22
     if-ge p0, v2, :u
-    # 31-33: SurfaceControl.captureDisplay(SurfaceControl.DisplayCaptureArgs), getInternalDisplayToken()
+    # 31-33: SurfaceControl.captureDisplay(SurfaceControl.DisplayCaptureArgs) of the physical display behind display 0
     const-string v6, "android.view.SurfaceControl$DisplayCaptureArgs"
     # api 31..33 android.view.SurfaceControl$DisplayCaptureArgs
     # api 31..33 android.view.SurfaceControl#captureDisplay(android.view.SurfaceControl$DisplayCaptureArgs)
     # api 31..33 android.view.SurfaceControl$DisplayCaptureArgs$Builder
     # api 31..33 android.view.SurfaceControl$DisplayCaptureArgs$Builder#<init>(android.os.IBinder)
     invoke-static {v0, v6}, Lxagent/Frame;->captureCall(Ljava/lang/Class;Ljava/lang/String;)V
-    const-string v1, "getInternalDisplayToken"
+    # helper D10: not getInternalDisplayToken(), which is the first physical display SurfaceFlinger lists
+    # (android-33 SurfaceControl.java:2453-2458 `getPhysicalDisplayToken(physicalDisplayIds[0])`), but the one
+    # behind logical display 0, as on 14+ (physicalId): SurfaceControl's own getPhysicalDisplayIds() and
+    # getPhysicalDisplayToken(long) there (android-31 :2264/:2271, android-32 :2350/:2366, android-33 :2426/:2442)
+    const-string v1, "getPhysicalDisplayIds"
     const/4 v2, 0
     new-array v3, v2, [Ljava/lang/Class;
-    # api 31..33 android.view.SurfaceControl#getInternalDisplayToken()
+    # api 31..33 android.view.SurfaceControl#getPhysicalDisplayIds()
+    invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
+    move-result-object v3
+    sput-object v3, Lxagent/Frame;->ids:Ljava/lang/reflect/Method;
+    const-string v1, "getPhysicalDisplayToken"
+    const/4 v2, 1
+    new-array v3, v2, [Ljava/lang/Class;
+    sget-object v4, Ljava/lang/Long;->TYPE:Ljava/lang/Class;
+    const/4 v5, 0
+    aput-object v4, v3, v5
+    # api 31..33 android.view.SurfaceControl#getPhysicalDisplayToken(long)
     invoke-virtual {v0, v1, v3}, Ljava/lang/Class;->getMethod(Ljava/lang/String;[Ljava/lang/Class;)Ljava/lang/reflect/Method;
     move-result-object v3
     sput-object v3, Lxagent/Frame;->token:Ljava/lang/reflect/Method;
-    const/4 v2, 2
+    # the 14+ path from here (no DisplayControl, so no library to load: lib() returns at once)
+    const/4 v2, 3
     sput v2, Lxagent/Frame;->kind:I
     goto :ok
     :u
@@ -417,12 +433,8 @@
     aput-object v3, v7, v8
     goto :invoke
     :k2
-    sget-object v3, Lxagent/Frame;->token:Ljava/lang/reflect/Method;
-    const/4 v4, 0
-    new-array v4, v4, [Ljava/lang/Object;
-    invoke-virtual {v3, v2, v4}, Ljava/lang/reflect/Method;->invoke(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;
-    move-result-object v3
-    goto :args
+    # kind 2 was 12-13's getInternalDisplayToken() (the first physical display, D10): no longer chosen, 12-13 are kind 3
+    return-object v2
     :k3
     invoke-static {}, Lxagent/Frame;->lib()V
     # the token of the physical display behind logical display 0 (physicalId)
@@ -494,7 +506,7 @@
 .end method
 
 # The physical display behind logical display 0, among ids (not empty): DisplayInfo.address, a
-# DisplayAddress$Physical, gives its id (helper D10: on a foldable the first physical display may be the panel that
+# DisplayAddress$Physical, gives its id (12+; helper D10: on a foldable the first physical display may be the panel that
 # is off; AOSP android-34 DisplayInfo.java `public DisplayAddress address`, DisplayAddress.Physical
 # `getPhysicalDisplayId()`; Appium's uiautomator2 DisplayIdHelper takes the same route). The first id when the
 # address is missing, not physical, or not among ids.
@@ -504,21 +516,21 @@
     aget-wide v1, p0, v0
     :try_start
     sget-object v3, Lxagent/Helper;->display:Ljava/lang/Object;
-    # api 34..36 android.hardware.display.IDisplayManager#getDisplayInfo(*)
+    # api 31..36 android.hardware.display.IDisplayManager#getDisplayInfo(*)
     const-string v4, "getDisplayInfo"
     const/4 v5, 0
     invoke-static {v3, v4, v5}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     invoke-virtual {v3}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
     move-result-object v4
-    # api 34..36 android.view.DisplayInfo#address:android.view.DisplayAddress
+    # api 31..36 android.view.DisplayInfo#address:android.view.DisplayAddress
     const-string v6, "address"
     invoke-virtual {v4, v6}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
     move-result-object v4
     invoke-virtual {v4, v3}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3
     if-eqz v3, :first
-    # api 34..36 android.view.DisplayAddress$Physical#getPhysicalDisplayId(*)
+    # api 31..36 android.view.DisplayAddress$Physical#getPhysicalDisplayId(*)
     const-string v4, "getPhysicalDisplayId"
     invoke-static {v3, v4, v5}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
     move-result-object v3

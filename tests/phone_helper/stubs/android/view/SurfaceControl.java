@@ -40,6 +40,26 @@ public final class SurfaceControl {
         return new IBinder() {};
     }
 
+    /**
+     * Android 10-13's physical displays (tests/fixtures/android-api/signatures.tsv: getPhysicalDisplayIds() and
+     * getPhysicalDisplayToken(long) 31..33 as the helper uses them), in SurfaceFlinger's order: -Dstub.phys_ids=A,B
+     * as DisplayControl's on 14+ (getInternalDisplayToken is the token of the first of them: android-33
+     * SurfaceControl.java:2453-2458).
+     */
+    @xagentstub.Api(from = 31, to = 33)
+    public static long[] getPhysicalDisplayIds() {
+        xagentstub.Rec.log("SurfaceControl.getPhysicalDisplayIds()");
+        String ids = xagentstub.Rec.prop("phys_ids", "");
+        if (ids.isEmpty()) return new long[] {4619827259835644672L, 7L};
+        return java.util.Arrays.stream(ids.split(",")).mapToLong(Long::parseLong).toArray();
+    }
+
+    @xagentstub.Api(from = 31, to = 33)
+    public static IBinder getPhysicalDisplayToken(long id) {
+        xagentstub.Rec.log("SurfaceControl.getPhysicalDisplayToken(" + id + ")");
+        return new IBinder() {};
+    }
+
     /** Android 12-13 (tests/fixtures/android-api/signatures.tsv: captureDisplay(SurfaceControl$DisplayCaptureArgs) 31..33). */
     @xagentstub.Api(from = 31, to = 33)
     public static ScreenshotHardwareBuffer captureDisplay(DisplayCaptureArgs args) {
