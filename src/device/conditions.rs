@@ -67,6 +67,24 @@ fn ledger(adb: &AdbBackend) -> Option<Arc<dyn Ledger>> {
     lock(&adb.conditions().ledger).clone()
 }
 
+/// Writes what a lease is about to change of `key` (`rows`) to the ledger and marks the phone as having something
+/// to restore (even when the policy set nothing at bind). A ledger not open yet or a write that fails refuses the
+/// caller's call: the lease changes nothing it could not put back. `what` names the record in the log.
+fn record_for_lease(adb: &AdbBackend, key: &DeviceKey, rows: &[Recorded], what: &str) -> Result<(), ProtoError> {
+    let Some(ledger) = ledger(adb) else {
+        return Err(failed("the connector is still starting; try again in a second".into()));
+    };
+    ledger.record(key, rows).map_err(|e| {
+        tracing::error!(error = %e, device = %key, "could not record {what}");
+        ProtoError::new(
+            ErrorCode::Internal,
+            "the connector's state store failed; see the connector log; nothing was done",
+        )
+    })?;
+    lock(&adb.conditions().leased).insert(key.clone());
+    Ok(())
+}
+
 /// Whether the policy's release undoes what a lease does of `namespace` (`lease::OPENED` …): the tools record it
 /// only then ([`lease_did`]).
 pub fn undoes(adb: &AdbBackend, namespace: &str) -> bool {
@@ -81,20 +99,8 @@ pub fn lease_did(adb: &AdbBackend, key: &DeviceKey, namespace: &str, name: &str)
     if !undoes(adb, namespace) {
         return Ok(());
     }
-    let Some(ledger) = ledger(adb) else {
-        return Err(failed("the connector is still starting; try again in a second".into()));
-    };
     let row = Recorded { namespace: namespace.to_owned(), name: name.to_owned(), old: None };
-    ledger.record(key, &[row]).map_err(|e| {
-        tracing::error!(error = %e, device = %key, "could not record what the lease did");
-        ProtoError::new(
-            ErrorCode::Internal,
-            "the connector's state store failed; see the connector log; nothing was done",
-        )
-    })?;
-    // A phone whose lease did something has something to restore even when the policy set nothing at bind.
-    lock(&adb.conditions().leased).insert(key.clone());
-    Ok(())
+    record_for_lease(adb, key, &[row], "what the lease did")
 }
 
 /// Records an install about to run (issue 47: [`lease::INSTALLING`], before the APK is copied), with the packages
@@ -104,20 +110,9 @@ pub fn installing(adb: &AdbBackend, key: &DeviceKey, apk: &str, packages_before:
     if !undoes(adb, super::lease::INSTALLING) {
         return Ok(());
     }
-    let Some(ledger) = ledger(adb) else {
-        return Err(failed("the connector is still starting; try again in a second".into()));
-    };
     let before = super::lease::package_names(packages_before).join("\n");
     let row = Recorded { namespace: super::lease::INSTALLING.to_owned(), name: apk.to_owned(), old: Some(before) };
-    ledger.record(key, &[row]).map_err(|e| {
-        tracing::error!(error = %e, device = %key, "could not record the install about to run");
-        ProtoError::new(
-            ErrorCode::Internal,
-            "the connector's state store failed; see the connector log; nothing was done",
-        )
-    })?;
-    lock(&adb.conditions().leased).insert(key.clone());
-    Ok(())
+    record_for_lease(adb, key, &[row], "the install about to run")
 }
 
 /// Records the values `settings` (namespace, name) of `key` have now, before a tool of the lease changes them
@@ -131,9 +126,9 @@ pub async fn lease_sets(
     settings: &[(&str, &str)],
     deadline: Duration,
 ) -> Result<(), ProtoError> {
-    let Some(ledger) = ledger(adb) else {
+    if ledger(adb).is_none() {
         return Err(failed("the connector is still starting; try again in a second".into()));
-    };
+    }
     let read: Vec<String> = settings.iter().map(|(ns, name)| format!("settings get {ns} {name}")).collect();
     let out = adb.shell_ok(key, &read.join("; "), false, deadline.min(ROUND_TRIP)).await?;
     let olds = super::formats::settings_values(&out, settings.len(), VALUE_MAX).ok_or_else(|| {
@@ -146,15 +141,7 @@ pub async fn lease_sets(
         .zip(olds)
         .map(|((ns, name), old)| Recorded { namespace: (*ns).to_owned(), name: (*name).to_owned(), old })
         .collect();
-    ledger.record(key, &rows).map_err(|e| {
-        tracing::error!(error = %e, device = %key, "could not record the phone's settings");
-        ProtoError::new(
-            ErrorCode::Internal,
-            "the connector's state store failed; see the connector log; nothing was changed",
-        )
-    })?;
-    lock(&adb.conditions().leased).insert(key.clone());
-    Ok(())
+    record_for_lease(adb, key, &rows, "the phone's settings")
 }
 
 /// The install recorded by [`installing`] ended and what it added is recorded ([`lease_did`]): its row goes.
