@@ -319,8 +319,8 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
     .expect("test timed out");
 }
 
-/// Issue 47's "typed text": tenant A types a secret into the home screen's field (the launcher's search box) and
-/// into the search field of a page in the browser it opened, then logs out. With no policy the release presses
+/// Issue 47's "typed text": tenant A types a secret into the search field of a page in the browser it opened, goes
+/// Home and types another into the home screen's field (the launcher's search box), then logs out. With no policy the release presses
 /// HOME (which resets the launcher's search box, as Launcher3 does, even with the launcher in front) and
 /// force-stops the browser (whose next launch starts with empty fields): tenant B, bound next, observes neither
 /// text — not on the home screen, not in the browser it opens — and the bind answer and the release record list
@@ -334,15 +334,6 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
     let ui = xagent_adb_connector::sim::ui::Ui::new(720, 1600);
     let ch_a = r.ch.clone();
     let ok = |v: &Value| v.get("error").is_none_or(Value::is_null);
-    let (x, y) = ui.layout().text_field.center();
-    let a = r.c.invoke(&ch_a, "android_tap", json!({"x": x, "y": y})).await;
-    assert!(ok(&a), "{a}");
-    let a = r.c.invoke(&ch_a, "android_input_text", json!({"text": HOME_SECRET})).await;
-    assert!(ok(&a), "{a}");
-    assert_eq!(r.sim.fields().0, HOME_SECRET, "A typed into the home screen's field");
-    let seen = r.c.invoke(&ch_a, "android_observe", json!({})).await;
-    assert!(seen.to_string().contains(HOME_SECRET), "an observation shows the home field's text: {seen}");
-
     let a = r.c.invoke(&ch_a, "android_app_launch", json!({"package": "com.android.chrome"})).await;
     assert!(ok(&a), "{a}");
     let (x, y) = ui.browser_layout().search.center();
@@ -351,6 +342,20 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
     let a = r.c.invoke(&ch_a, "android_input_text", json!({"text": WEB_SECRET})).await;
     assert!(ok(&a), "{a}");
     assert_eq!(r.sim.web_query(), WEB_SECRET, "A typed into the page's search field");
+
+    // Back Home (the browser stays in the background with A's text), and a secret into the home field: the
+    // release's HOME then arrives with the launcher in front.
+    let a = r.c.invoke(&ch_a, "android_key", json!({"key": "HOME"})).await;
+    assert!(ok(&a), "{a}");
+    let (x, y) = ui.layout().text_field.center();
+    let a = r.c.invoke(&ch_a, "android_tap", json!({"x": x, "y": y})).await;
+    assert!(ok(&a), "{a}");
+    let a = r.c.invoke(&ch_a, "android_input_text", json!({"text": HOME_SECRET})).await;
+    assert!(ok(&a), "{a}");
+    assert_eq!(r.sim.fields().0, HOME_SECRET, "A typed into the home screen's field");
+    let seen = r.c.invoke(&ch_a, "android_observe", json!({})).await;
+    assert!(seen.to_string().contains(HOME_SECRET), "an observation shows the home field's text: {seen}");
+    assert!(r.sim.foreground().starts_with("com.android.launcher3/"), "A leaves on Home: {}", r.sim.foreground());
 
     let out = r.c.request("auth.logout", Some(&ch_a), json!({})).await;
     assert_eq!(out["payload"]["status"], "ok", "{out}");
