@@ -319,6 +319,113 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
     .expect("test timed out");
 }
 
+/// Issue 47's "typed text": tenant A types a secret into the search field of a page in the browser it opened, goes
+/// Home and types another into the home screen's field (the launcher's search box), then logs out. With no policy the release presses
+/// HOME (which resets the launcher's search box, as Launcher3 does, even with the launcher in front) and
+/// force-stops the browser (whose next launch starts with empty fields): tenant B, bound next, observes neither
+/// text — not on the home screen, not in the browser it opens — and the bind answer and the release record list
+/// what was reset.
+async fn typed_text_does_not_outlive_the_lease(helper: bool) {
+    const HOME_SECRET: &str = "home-secret-4747";
+    const WEB_SECRET: &str = "web-secret-4747";
+    let flags: &[&str] = if helper { &["--phone-helper", "auto"] } else { &["--phone-helper", "off"] };
+    let cfg = SimConfig { screen_width: 720, screen_height: 1600, ..SimConfig::default() };
+    let mut r = common::rig::Rig::with(cfg, flags, None).await;
+    let ui = xagent_adb_connector::sim::ui::Ui::new(720, 1600);
+    let ch_a = r.ch.clone();
+    let ok = |v: &Value| v.get("error").is_none_or(Value::is_null);
+    let a = r.c.invoke(&ch_a, "android_app_launch", json!({"package": "com.android.chrome"})).await;
+    assert!(ok(&a), "{a}");
+    let (x, y) = ui.browser_layout().search.center();
+    let a = r.c.invoke(&ch_a, "android_tap", json!({"x": x, "y": y})).await;
+    assert!(ok(&a), "{a}");
+    let a = r.c.invoke(&ch_a, "android_input_text", json!({"text": WEB_SECRET})).await;
+    assert!(ok(&a), "{a}");
+    assert_eq!(r.sim.web_query(), WEB_SECRET, "A typed into the page's search field");
+
+    // Back Home (the browser stays in the background with A's text), and a secret into the home field: the
+    // release's HOME then arrives with the launcher in front.
+    let a = r.c.invoke(&ch_a, "android_key", json!({"key": "HOME"})).await;
+    assert!(ok(&a), "{a}");
+    let (x, y) = ui.layout().text_field.center();
+    let a = r.c.invoke(&ch_a, "android_tap", json!({"x": x, "y": y})).await;
+    assert!(ok(&a), "{a}");
+    let a = r.c.invoke(&ch_a, "android_input_text", json!({"text": HOME_SECRET})).await;
+    assert!(ok(&a), "{a}");
+    assert_eq!(r.sim.fields().0, HOME_SECRET, "A typed into the home screen's field");
+    let seen = r.c.invoke(&ch_a, "android_observe", json!({})).await;
+    assert!(seen.to_string().contains(HOME_SECRET), "an observation shows the home field's text: {seen}");
+    assert!(r.sim.foreground().starts_with("com.android.launcher3/"), "A leaves on Home: {}", r.sim.foreground());
+
+    let out = r.c.request("auth.logout", Some(&ch_a), json!({})).await;
+    assert_eq!(out["payload"]["status"], "ok", "{out}");
+    let mut b = ws(r.srv.addr, None).await;
+    b.hello(None).await;
+    let (ch_b, _) = b.open(None).await;
+    let bound = b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {}})).await;
+    assert_eq!(bound["payload"]["status"], "authenticated", "{bound}");
+
+    // B looks: the home screen first (where the release left the phone), then the browser it opens itself.
+    let home = b.invoke(&ch_b, "android_observe", json!({})).await;
+    assert!(ok(&home), "{home}");
+    assert!(home.to_string().contains("Sim Home"), "B is on the home screen: {home}");
+    assert!(!home.to_string().contains(HOME_SECRET), "A's text is in the home field B sees: {home}");
+    let dump = b.invoke(&ch_b, "android_ui_dump", json!({})).await;
+    assert!(ok(&dump) && !dump.to_string().contains(HOME_SECRET), "A's text in B's ui_dump: {dump}");
+    let a = b.invoke(&ch_b, "android_app_launch", json!({"package": "com.android.chrome"})).await;
+    assert!(ok(&a), "{a}");
+    let page = b.invoke(&ch_b, "android_observe", json!({})).await;
+    assert!(ok(&page), "{page}");
+    assert!(page.to_string().contains("Sim Start Page"), "B sees the browser's page: {page}");
+    assert!(!page.to_string().contains(WEB_SECRET), "A's text is in the page B opened: {page}");
+    assert_eq!(r.sim.fields().0, "", "the home field kept A's text");
+    assert_eq!(r.sim.web_query(), "", "the page's search field kept A's text");
+
+    // What was reset: the bind answer and the release record say so.
+    let lease = &bound["payload"]["lease"];
+    let reset: Vec<&str> = lease["reset"].as_array().expect("lease.reset").iter().filter_map(Value::as_str).collect();
+    for item in ["home", "opened com.android.chrome"] {
+        assert!(reset.contains(&item), "{item} is not in the bind's lease.reset: {lease}");
+    }
+    // Without the helper the clipboard cannot be reached, and the bind answer says so; nothing else is missing.
+    let not_reset = lease["not_reset"].as_array().expect("lease.not_reset");
+    if helper {
+        assert!(not_reset.is_empty(), "{lease}");
+    } else {
+        assert!(not_reset.iter().all(|n| n.as_str().is_some_and(|n| n.starts_with("clipboard:"))), "{lease}");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
+        .args(["audit", "tail", "-n", "500", "--json", "--data-dir"])
+        .arg(r.dir.path())
+        .output()
+        .unwrap();
+    let records: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let released = records
+        .iter()
+        .find(|v| v["tool_id"] == "lease.release" && v["channel_id"] == json!(ch_a))
+        .unwrap_or_else(|| panic!("no release record of A's channel: {records:#?}"));
+    assert_eq!(released["arguments"]["home"], true, "{released}");
+    let restored = records
+        .iter()
+        .find(|v| v["tool_id"] == "lease.conditions.restored" && v["channel_id"] == json!(ch_a))
+        .unwrap_or_else(|| panic!("no restore record of A's channel: {records:#?}"));
+    assert!(restored["arguments"]["undone"].to_string().contains("com.android.chrome"), "{restored}");
+    for secret in [HOME_SECRET, WEB_SECRET] {
+        assert!(!String::from_utf8_lossy(&out.stdout).contains(secret), "{secret} is in an audit record");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_text_does_not_outlive_the_lease_through_the_phone_helper() {
+    bounded(typed_text_does_not_outlive_the_lease(true)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_text_does_not_outlive_the_lease_on_the_shell_path() {
+    bounded(typed_text_does_not_outlive_the_lease(false)).await.expect("test timed out");
+}
+
 /// A grant recorded when it was made survives a `kill -9` of the connector: after the restart, the lease the
 /// restored binding continues ends (its grace runs out, no agent came back) and the grant is revoked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

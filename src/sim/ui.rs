@@ -593,6 +593,14 @@ impl Ui {
             "KEYCODE_HOME" => {
                 self.back_stack.clear();
                 self.foreground = Activity::home();
+                // The home screen's text field is the launcher's search box, and HOME resets it whether the
+                // launcher was in front or not (AOSP Launcher3, as in LawnchairLauncher/lawnchair@1591775
+                // src/com/android/launcher3/Launcher.java: `onNewIntent` calls `mAppsView.reset` when HOME
+                // arrives from another app, and goes to state NORMAL when the launcher is in front, whose
+                // `onStateSetEnd` calls `getAppsView().reset(false)` on leaving ALL_APPS; allapps/
+                // ActivityAllAppsContainerView.java `reset` posts `mSearchUiManager::resetSearch`). The password
+                // field has no Launcher3 counterpart and is left as it is.
+                self.text.clear();
                 // The launcher's window takes the focus: the input method hides with the field's window
                 // (InputMethodManagerService hides the soft input on a window focus change unless the new window
                 // asks for it, which a launcher does not).
@@ -687,15 +695,6 @@ impl Ui {
             self.animate();
         }
         self.screen_on = true;
-    }
-
-    /// `am force-stop`: removes the package from the foreground and the back stack.
-    pub fn force_stop(&mut self, package: &str) {
-        self.back_stack.retain(|a| a.package != package);
-        if self.foreground.package == package && package != HOME_PACKAGE {
-            self.foreground = self.back_stack.pop().unwrap_or_else(Activity::home);
-            self.animate();
-        }
     }
 
     /// The root node of the view hierarchy (with every node below it), its package and the full-screen bounds:

@@ -20,9 +20,12 @@ fn tap_text_and_keys_update_ui_and_event_log() {
     out(&mut d, &format!("input tap {x} {y}"));
     out(&mut d, "input tap 1 1");
     out(&mut d, "input text 'hello%sworld'");
-    out(&mut d, "input keyevent 67 KEYCODE_HOME");
+    out(&mut d, "input keyevent 67");
     assert_eq!(d.ui.counter, 1);
     assert_eq!(d.ui.text, "hello worl");
+    // HOME resets the launcher's search box (the home screen's field), as Launcher3 does.
+    out(&mut d, "input keyevent KEYCODE_HOME");
+    assert_eq!(d.ui.text, "");
     assert_eq!(
         d.events,
         vec![

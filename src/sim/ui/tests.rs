@@ -85,3 +85,26 @@ fn the_start_page_is_the_one_the_constants_name() {
     assert_eq!(links, BROWSER_LINKS);
     assert_eq!(page.blocks.last(), Some(&site::Block::Text(BROWSER_FOOTER.into())));
 }
+
+#[test]
+fn a_force_stopped_app_starts_afresh_and_home_resets_the_launchers_search_box() {
+    let mut ui = Ui::new(720, 1600);
+    ui.open_url("https://sim.example/start");
+    let (x, y) = ui.browser_layout().search.center();
+    assert_eq!(ui.tap(x, y), TapOutcome::FocusedField);
+    ui.type_text("secret query");
+    assert!(ui.dump_xml().contains("text=\"secret query\""));
+    ui.force_stop(BROWSER_PACKAGE);
+    assert!(ui.on_home());
+    ui.open_url("https://sim.example/start");
+    assert!(!ui.dump_xml().contains("secret query"), "the field survived the force-stop");
+    assert_eq!(ui.browser.at, "sim.example/start", "the tab Chrome restores stays");
+
+    // The home screen's field is the launcher's search box: HOME resets it, in front or not.
+    ui.key("KEYCODE_HOME");
+    ui.type_text("typed at home");
+    assert!(ui.dump_xml().contains("text=\"typed at home\""));
+    ui.key("KEYCODE_HOME");
+    assert_eq!(ui.text, "");
+    assert!(!ui.dump_xml().contains("typed at home"));
+}

@@ -15,10 +15,11 @@
 //!   its keyguard (AOSP's `KeyguardPINView` ids: `pinEntry`, `key0`…`key9`, `delete_button`, `key_enter`); digits
 //!   typed or tapped go into the entry, ENTER (or the pad's enter key) checks it: the right PIN unlocks, a wrong one
 //!   says "Wrong PIN" and clears.
+//! - **`am force-stop`** ([`Ui::force_stop`]): the app leaves the screen and its next launch starts afresh.
 
 use super::{
-    Activity, LockMode, Node, Rect, TapOutcome, Ui, MESSAGES_ACTIVITY, MESSAGES_PACKAGE, SETTINGS_PACKAGE,
-    SETTINGS_ROWS,
+    Activity, LockMode, Node, Rect, TapOutcome, Ui, BROWSER_PACKAGE, DEMO_PACKAGE, HOME_PACKAGE, MESSAGES_ACTIVITY,
+    MESSAGES_PACKAGE, SETTINGS_PACKAGE, SETTINGS_ROWS,
 };
 
 /// The activity every Settings sub-page runs in.
@@ -438,6 +439,38 @@ impl Ui {
         self.conversation = Some(from.clone());
         self.launch(Activity { package: MESSAGES_PACKAGE.into(), activity: MESSAGES_ACTIVITY.into() });
         self.clicked(Some(from))
+    }
+}
+
+impl Ui {
+    /// `am force-stop`: removes the package from the foreground and the back stack, and drops its activities'
+    /// UI state: a force-stopped app's activities are destroyed with their saved instance state, so its next launch
+    /// starts with empty fields, unscrolled lists and its first screen ("User-initiated UI state dismissal",
+    /// developer.android.com/topic/libraries/architecture/saving-states: force-quitting an app from Settings
+    /// destroys the activity instance "along with any state stored in it and any saved instance state record").
+    /// What an app keeps on disk stays: the browser's tab (its page and history, which Chrome restores) and the
+    /// site's session (a cookie); the page's inputs and focus, which lived in the killed renderer, go.
+    pub fn force_stop(&mut self, package: &str) {
+        match package {
+            BROWSER_PACKAGE => {
+                self.browser.inputs.clear();
+                self.browser.focus = None;
+                self.browser.notice = None;
+                self.web_scroll = 0;
+            }
+            DEMO_PACKAGE => self.list_offset = 0,
+            SETTINGS_PACKAGE => {
+                self.settings_offset = 0;
+                self.settings_pages.clear();
+            }
+            MESSAGES_PACKAGE => self.conversation = None,
+            _ => {}
+        }
+        self.back_stack.retain(|a| a.package != package);
+        if self.foreground.package == package && package != HOME_PACKAGE {
+            self.foreground = self.back_stack.pop().unwrap_or_else(Activity::home);
+            self.animate();
+        }
     }
 }
 
