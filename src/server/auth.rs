@@ -199,7 +199,8 @@ fn too_many(retry: Duration) -> Box<Response<Body>> {
         StatusCode::TOO_MANY_REQUESTS,
         "rate_limited",
         &format!(
-            "too many wrong API keys from this address ({MAX_FAILURES_PER_WINDOW} per minute); retry in {} s",
+            "too many failed logins from this address (wrong API keys or passwords, {} per minute); retry in {} s",
+            MAX_FAILURES_PER_WINDOW,
             retry.as_secs().max(1)
         ),
     );
