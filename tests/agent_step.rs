@@ -18,6 +18,12 @@ const NOTHING: (i64, i64) = (100, 300);
 /// The home screen's text field (1080 × 2400).
 const FIELD: (i64, i64) = (540, 1272);
 
+/// The shell path (`--phone-helper off`, and every fallback): what these tests count is its own commands and
+/// streams. The default (the helper on) runs the same steps through the helper's one stream, so each test runs both
+/// and asserts the user-visible outcome in both, the shell path's costs only with the shell path.
+const OFF: &[&str] = &["--phone-helper", "off"];
+const MODES: [(&[&str], bool); 2] = [(&[], true), (OFF, false)];
+
 async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
     tokio::time::timeout(Duration::from_secs(120), f).await.expect("test took over 120 s");
 }
@@ -60,24 +66,39 @@ async fn the_phone_charges_a_vm_start_for_input_up_to_android_11_and_a_binder_ca
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bare_tap_on_a_phone_known_awake_is_one_round_trip() {
     bounded(async {
-        let mut r = Rig::with(phone(34), &[], None).await;
-        let tap = json!({"x": NOTHING.0, "y": NOTHING.1, "settle": false});
-        // The first input reads the screen state (one round trip) …
-        let (_, first, cmds) = counted(&mut r, "android_tap", tap.clone()).await;
-        assert!(cmds.iter().any(|c| c.contains("dumpsys power")), "the state is read once: {cmds:?}");
-        assert_eq!(first, cmds.len() as u64, "one stream per command: {cmds:?}");
-        // … and the ones after it do not: our own input keeps the phone awake (the screen timeout restarts).
-        for _ in 0..3 {
-            let (_, streams, cmds) = counted(&mut r, "android_tap", tap.clone()).await;
-            assert_eq!(cmds, vec![format!("input tap {} {}", NOTHING.0, NOTHING.1)]);
-            assert_eq!(streams, 1, "one round trip per tap: {cmds:?}");
+        for (flags, helper) in MODES {
+            let mut r = Rig::with(phone(34), flags, None).await;
+            let tap = json!({"x": NOTHING.0, "y": NOTHING.1, "settle": false});
+            // The first input reads the screen state (one round trip) …
+            let (_, first, cmds) = counted(&mut r, "android_tap", tap.clone()).await;
+            if !helper {
+                assert!(cmds.iter().any(|c| c.contains("dumpsys power")), "the state is read once: {cmds:?}");
+                assert_eq!(first, cmds.len() as u64, "one stream per command: {cmds:?}");
+            }
+            // … and the ones after it do not: our own input keeps the phone awake (the screen timeout restarts).
+            for _ in 0..3 {
+                let (_, streams, cmds) = counted(&mut r, "android_tap", tap.clone()).await;
+                if !helper {
+                    assert_eq!(cmds, vec![format!("input tap {} {}", NOTHING.0, NOTHING.1)]);
+                    assert_eq!(streams, 1, "one round trip per tap: {cmds:?}");
+                }
+            }
+            // Keys, swipes and text the same.
+            let (_, streams, cmds) = counted(&mut r, "android_key", json!({"key": "BACK", "settle": false})).await;
+            if !helper {
+                assert_eq!((streams, cmds.len()), (1, 1), "{cmds:?}");
+            }
+            let swipe = json!({"x1": 100, "y1": 300, "x2": 100, "y2": 200, "duration_ms": 50, "settle": false});
+            let (_, streams, cmds) = counted(&mut r, "android_swipe", swipe).await;
+            if !helper {
+                assert_eq!((streams, cmds.len()), (1, 1), "{cmds:?}");
+            }
+            // What the user sees, either way: every input reached the phone, once, in order.
+            let mut want = vec![InputEvent::Tap { x: NOTHING.0 as i32, y: NOTHING.1 as i32 }; 4];
+            want.push(InputEvent::Key("KEYCODE_BACK".into()));
+            want.push(InputEvent::Swipe { x1: 100, y1: 300, x2: 100, y2: 200, duration_ms: 50 });
+            assert_eq!(r.sim.events(), want, "helper {helper}");
         }
-        // Keys, swipes and text the same.
-        let (_, streams, cmds) = counted(&mut r, "android_key", json!({"key": "BACK", "settle": false})).await;
-        assert_eq!((streams, cmds.len()), (1, 1), "{cmds:?}");
-        let swipe = json!({"x1": 100, "y1": 300, "x2": 100, "y2": 200, "duration_ms": 50, "settle": false});
-        let (_, streams, cmds) = counted(&mut r, "android_swipe", swipe).await;
-        assert_eq!((streams, cmds.len()), (1, 1), "{cmds:?}");
     })
     .await;
 }
@@ -116,24 +137,31 @@ async fn a_phone_that_slept_is_still_woken_and_a_locked_one_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typing_without_verify_is_one_round_trip_and_says_it_did_not_read_back() {
     bounded(async {
-        let mut r = Rig::with(phone(34), &[], None).await;
-        r.ok("android_tap", json!({"x": FIELD.0, "y": FIELD.1, "settle": false})).await;
-        let args = json!({"text": "hello world", "submit": true, "settle": false});
-        let (res, streams, cmds) = counted(&mut r, "android_input_text", args).await;
-        assert_eq!(streams, 1, "text and ENTER in one command, no UI dump: {cmds:?}");
-        assert!(!cmds.iter().any(|c| c.contains("uiautomator")), "{cmds:?}");
-        assert_eq!((&res["read_back"], &res["verified"]), (&json!(false), &json!(null)), "{res}");
-        assert!(res.get("field_text").is_none(), "{res}");
-        assert_eq!(r.sim.fields().0, "hello world");
-        assert_eq!(r.sim.events().last(), Some(&InputEvent::Key("KEYCODE_ENTER".into())));
-        // Asked to verify: the field is read back, and what it cost is in the result.
-        let args = json!({"text": "!", "verify": true, "settle": false});
-        let (res, streams, cmds) = counted(&mut r, "android_input_text", args).await;
-        assert!(cmds.iter().any(|c| c.contains("uiautomator dump")), "{cmds:?}");
-        assert_eq!(streams, 2, "{cmds:?}");
-        assert_eq!((&res["field_text"], &res["verified"]), (&json!("hello world!"), &json!(true)), "{res}");
-        // A phone's dump costs its VM start and a second of idle wait.
-        assert!(res["read_back_ms"].as_u64().is_some_and(|ms| ms >= 1800), "{res}");
+        for (flags, helper) in MODES {
+            let mut r = Rig::with(phone(34), flags, None).await;
+            r.ok("android_tap", json!({"x": FIELD.0, "y": FIELD.1, "settle": false})).await;
+            let args = json!({"text": "hello world", "submit": true, "settle": false});
+            let (res, streams, cmds) = counted(&mut r, "android_input_text", args).await;
+            if !helper {
+                assert_eq!(streams, 1, "text and ENTER in one command, no UI dump: {cmds:?}");
+            }
+            assert!(!cmds.iter().any(|c| c.contains("uiautomator")), "helper {helper}: {cmds:?}");
+            assert_eq!((&res["read_back"], &res["verified"]), (&json!(false), &json!(null)), "{res}");
+            assert!(res.get("field_text").is_none(), "{res}");
+            assert_eq!(r.sim.fields().0, "hello world", "helper {helper}");
+            assert_eq!(r.sim.events().last(), Some(&InputEvent::Key("KEYCODE_ENTER".into())), "helper {helper}");
+            // Asked to verify: the field is read back, and what it cost is in the result.
+            let args = json!({"text": "!", "verify": true, "settle": false});
+            let (res, streams, cmds) = counted(&mut r, "android_input_text", args).await;
+            assert_eq!((&res["field_text"], &res["verified"]), (&json!("hello world!"), &json!(true)), "{res}");
+            assert!(res["read_back_ms"].as_u64().is_some(), "{res}");
+            if !helper {
+                assert!(cmds.iter().any(|c| c.contains("uiautomator dump")), "{cmds:?}");
+                assert_eq!(streams, 2, "{cmds:?}");
+                // A phone's dump costs its VM start and a second of idle wait.
+                assert!(res["read_back_ms"].as_u64().is_some_and(|ms| ms >= 1800), "{res}");
+            }
+        }
     })
     .await;
 }
@@ -141,22 +169,26 @@ async fn typing_without_verify_is_one_round_trip_and_says_it_did_not_read_back()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_settled_tap_on_a_still_screen_reads_the_display_once_after_the_input() {
     bounded(async {
-        let mut r = Rig::with(phone(34), &[], None).await;
-        // Learn the phone first (the capture probe, the state), as any earlier step of an agent does.
-        r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1, "settle": false})).await;
-        r.ok("android_screenshot", json!({})).await;
-        let (res, _, cmds) = counted(&mut r, "android_tap", json!({"x": NOTHING.0, "y": NOTHING.1})).await;
-        let e = &res["effect"];
-        assert_eq!((&e["settled"], &e["screen_changed"]), (&json!(true), &json!(false)), "{res}");
-        let reads = cmds.iter().filter(|c| c.contains("screencap") || *c == "framebuffer:").count();
-        assert_eq!(reads, 2, "one frame before the input, one after: {cmds:?}");
-        let settle_ms = e["settle_ms"].as_u64().unwrap();
-        assert!(settle_ms < 1000, "one capture after the input: {settle_ms} ms");
-        // A tap that changes the screen still settles on two equal frames after the change.
-        let (res, _, _) = counted(&mut r, "android_tap", json!({"x": 540, "y": 978})).await;
-        let e = &res["effect"];
-        assert_eq!((&e["settled"], &e["screen_changed"]), (&json!(true), &json!(true)), "{res}");
-        assert_eq!(r.sim.counter(), 1);
+        for (flags, helper) in MODES {
+            let mut r = Rig::with(phone(34), flags, None).await;
+            // Learn the phone first (the capture probe, the state), as any earlier step of an agent does.
+            r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1, "settle": false})).await;
+            r.ok("android_screenshot", json!({})).await;
+            let (res, _, cmds) = counted(&mut r, "android_tap", json!({"x": NOTHING.0, "y": NOTHING.1})).await;
+            let e = &res["effect"];
+            assert_eq!((&e["settled"], &e["screen_changed"]), (&json!(true), &json!(false)), "{res}");
+            if !helper {
+                let reads = cmds.iter().filter(|c| c.contains("screencap") || *c == "framebuffer:").count();
+                assert_eq!(reads, 2, "one frame before the input, one after: {cmds:?}");
+                let settle_ms = e["settle_ms"].as_u64().unwrap();
+                assert!(settle_ms < 1000, "one capture after the input: {settle_ms} ms");
+            }
+            // A tap that changes the screen still settles on two equal frames after the change.
+            let (res, _, _) = counted(&mut r, "android_tap", json!({"x": 540, "y": 978})).await;
+            let e = &res["effect"];
+            assert_eq!((&e["settled"], &e["screen_changed"]), (&json!(true), &json!(true)), "helper {helper}: {res}");
+            assert_eq!(r.sim.counter(), 1, "helper {helper}");
+        }
     })
     .await;
 }

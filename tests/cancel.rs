@@ -37,6 +37,15 @@ async fn rig(cfg: SimConfig, extra: &[&str]) -> Rig {
     Rig::with(cfg, extra, None).await
 }
 
+/// The shell path (`--phone-helper off`, and every fallback), with `extra` after it. The sim's stall fault holds a
+/// shell command or stream by its prefix (`input`, `uiautomator`, `sync:RECV`, …); with the helper on (the default)
+/// taps and UI reads go over the helper's one resident stream instead, which these tests cannot hold verb by verb.
+async fn shell_rig(cfg: SimConfig, extra: &[&str]) -> Rig {
+    let mut flags = vec!["--phone-helper", "off"];
+    flags.extend_from_slice(extra);
+    Rig::with(cfg, &flags, None).await
+}
+
 impl Rig {
     /// A tap that must succeed within 1 s (the phone is not wedged by an earlier stuck command).
     async fn prompt_tap(&mut self, x: i64) {
@@ -69,7 +78,8 @@ impl Rig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_commands_are_hung_up_at_the_deadline_and_the_phone_recovers() {
     bounded(async {
-        let mut r = rig(SimConfig::default(), &["--tool-deadline-max", "3s"]).await;
+        // The shell path: its commands are what the stall fault holds (see `shell_rig`).
+        let mut r = shell_rig(SimConfig::default(), &["--tool-deadline-max", "3s"]).await;
         let pid = r.srv.child.id();
         let mut apk = b"PK\x03\x04".to_vec();
         apk.extend(vec![7u8; 200_000]);
@@ -145,7 +155,8 @@ async fn stalled_commands_are_hung_up_at_the_deadline_and_the_phone_recovers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_socket_or_closed_channel_hangs_up_the_running_call() {
     bounded(async {
-        let mut r = rig(SimConfig::default(), &[]).await;
+        // The shell path: the stuck `input` and `uiautomator` are shell commands (see `shell_rig`).
+        let mut r = shell_rig(SimConfig::default(), &[]).await;
         r.ok("android_device_status", json!({})).await;
 
         // 1. The WebSocket drops while a tap is stuck on the phone.
@@ -237,7 +248,9 @@ async fn shell_only_phones_work_and_exit_codes_are_real() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_ui_dumps_share_one_dump() {
     bounded(async {
-        let mut r = rig(SimConfig::default(), &[]).await;
+        // The shell path: what is counted and held is `uiautomator dump` (see `shell_rig`); the helper-on outcome is
+        // `concurrent_ui_dumps_all_answer_with_the_helper`.
+        let mut r = shell_rig(SimConfig::default(), &[]).await;
         r.sim.stall("uiautomator");
         let ch = r.ch.clone();
         let mut ids = Vec::new();
@@ -274,11 +287,44 @@ async fn concurrent_ui_dumps_share_one_dump() {
     .expect("timed out");
 }
 
+/// The default (the helper on): eight concurrent UI dumps on one phone all answer with the elements, and the phone
+/// keeps no dump file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_ui_dumps_all_answer_with_the_helper() {
+    bounded(async {
+        let mut r = rig(SimConfig::default(), &[]).await;
+        let ch = r.ch.clone();
+        for _ in 0..8 {
+            let args = json!({"connector_channel_id": ch});
+            r.c.send("tool.invoke", Some(&ch), json!({"tool_id": "android_ui_dump", "arguments": args})).await;
+        }
+        let mut done = 0;
+        while done < 8 {
+            let v = r.c.recv().await;
+            if v["type"] == "tool.invoke.ack" {
+                assert!(v.get("error").is_none(), "{v}");
+                assert!(v["payload"]["result"]["count"].as_u64().unwrap() > 0, "{v}");
+                done += 1;
+            }
+        }
+        assert!(r.sim.commands().iter().any(|c| c.contains("xagent.Helper")), "the helper ran: {:?}", r.sim.commands());
+        assert!(r.sim.read_file("/sdcard/window_dump.xml").is_none());
+    })
+    .await
+    .expect("timed out");
+}
+
 /// A phone whose `uiautomator dump /dev/tty` prints no XML: the dump goes through a per-call file that is removed.
+/// The shell path's own fallback (`--phone-helper off`); with the helper on the same phone's dumps answer too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ui_dump_falls_back_to_a_per_call_file() {
     bounded(async {
         let mut r = rig(SimConfig { dump_to_tty: false, ..SimConfig::default() }, &[]).await;
+        for _ in 0..2 {
+            let d = r.ok("android_ui_dump", json!({})).await;
+            assert!(d["count"].as_u64().unwrap() > 0, "helper on: {d}");
+        }
+        let mut r = shell_rig(SimConfig { dump_to_tty: false, ..SimConfig::default() }, &[]).await;
         for _ in 0..2 {
             let d = r.ok("android_ui_dump", json!({})).await;
             assert!(d["count"].as_u64().unwrap() > 0, "{d}");
@@ -331,7 +377,8 @@ async fn binding_during_verification_waits_for_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_drain_deadline_cancels_stuck_calls() {
     bounded(async {
-        let mut r = rig(SimConfig::default(), &["--drain-timeout", "1s"]).await;
+        // The shell path: the stuck `input` is a shell command (see `shell_rig`).
+        let mut r = shell_rig(SimConfig::default(), &["--drain-timeout", "1s"]).await;
         r.ok("android_device_status", json!({})).await;
         r.sim.stall("input");
         let ch = r.ch.clone();

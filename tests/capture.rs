@@ -82,9 +82,20 @@ impl Rig {
     }
 }
 
+/// The phone helper's dex (`/data/local/tmp/xagent-helper-<hash>.dex`): with the helper on (the default) the
+/// connector pushes it once and leaves it for the next start; it is no capture file.
+fn is_helper_dex(path: &str) -> bool {
+    path.starts_with("/data/local/tmp/xagent-helper-") && path.ends_with(".dex")
+}
+
 /// Capture files left in `sim`'s /data/local/tmp once the clean-up had 10 s.
 async fn leftovers(sim: &SimPhone) -> Vec<String> {
-    let files = || sim.files_under("/data/local/tmp").into_iter().filter(|f| f.contains("xagent-")).collect::<Vec<_>>();
+    let files = || {
+        sim.files_under("/data/local/tmp")
+            .into_iter()
+            .filter(|f| f.contains("xagent-") && !is_helper_dex(f))
+            .collect::<Vec<_>>()
+    };
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !files().is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -139,7 +150,8 @@ async fn every_capture_sweeps_capture_files_older_than_a_minute() {
         assert!(r.sim.write_file_aged("/data/local/tmp/app.apk", &[1; 64], 3600));
         r.screenshot(json!({})).await;
         assert_eq!(r.count(PROBE), 1, "no second probe: {:?}", r.sim.commands());
-        let mut left = r.sim.files_under("/data/local/tmp");
+        let mut left: Vec<String> =
+            r.sim.files_under("/data/local/tmp").into_iter().filter(|f| !is_helper_dex(f)).collect();
         left.sort();
         assert_eq!(left, ["/data/local/tmp/app.apk", "/data/local/tmp/xagent-fresh.raw"]);
     })

@@ -25,14 +25,29 @@ async fn rig_with(cfg: SimConfig) -> Rig {
     r
 }
 
+/// The shell path (`--phone-helper off`, and every fallback), for the tests of its own mechanics.
+async fn shell_rig_with(cfg: SimConfig) -> Rig {
+    Rig::with(cfg, &["--phone-helper", "off"], None).await
+}
+
 fn bounded<F: std::future::Future>(f: F) -> tokio::time::Timeout<F> {
     tokio::time::timeout(Duration::from_secs(90), f)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observe_act_verify_through_the_real_adb_server() {
+    observe_act_verify(false).await;
+}
+
+/// The same with the shell path (`--phone-helper off`): `input text` types a text in pieces.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_act_verify_through_the_real_adb_server_on_the_shell_path() {
+    observe_act_verify(true).await;
+}
+
+async fn observe_act_verify(shell: bool) {
     bounded(async {
-        let mut r = rig().await;
+        let mut r = if shell { shell_rig_with(SimConfig::default()).await } else { rig().await };
         let status = r.ok("android_device_status", json!({})).await;
         assert_eq!((status["screen_width"].as_u64(), status["screen_height"].as_u64()), (Some(1080), Some(2400)));
         assert_eq!(status["android_version"], "14");
@@ -58,7 +73,8 @@ async fn observe_act_verify_through_the_real_adb_server() {
         r.ok("android_swipe", json!({"x1": 500, "y1": 1800, "x2": 500, "y2": 600, "duration_ms": 50})).await;
         let typed = r.ok("android_input_text", json!({"text": "it's 50%s off", "submit": true})).await;
         // Not asked to verify: nothing read back, and the result says so.
-        let want = json!({"typed_chars": 13, "submitted": true, "method": "input_text", "read_back": false,
+        let method = if shell { "input_text" } else { "helper_keys" };
+        let want = json!({"typed_chars": 13, "submitted": true, "method": method, "read_back": false,
                           "verified": null});
         assert_eq!(typed, want);
         let args = json!({"text": "x", "verify": true});
@@ -74,19 +90,30 @@ async fn observe_act_verify_through_the_real_adb_server() {
         r.ok("android_long_press", json!({"x": 300, "y": 400, "duration_ms": 900})).await;
         r.ok("android_key", json!({"key": "POWER", "long_press": true})).await;
         let events = r.sim.events();
+        // `input text` cannot type `%s` (it means a space), so the shell path types the text in two pieces.
+        let text = if shell {
+            vec![InputEvent::Text("it's 50%".into()), InputEvent::Text("s off".into())]
+        } else {
+            vec![InputEvent::Text("it's 50%s off".into())]
+        };
+        let mut want = vec![
+            InputEvent::Tap { x: x as i32, y: y as i32 },
+            InputEvent::Swipe { x1: 500, y1: 1800, x2: 500, y2: 600, duration_ms: 50 },
+        ];
+        want.extend(text);
         assert_eq!(
             events,
-            vec![
-                InputEvent::Tap { x: x as i32, y: y as i32 },
-                InputEvent::Swipe { x1: 500, y1: 1800, x2: 500, y2: 600, duration_ms: 50 },
-                InputEvent::Text("it's 50%".into()),
-                InputEvent::Text("s off".into()),
-                InputEvent::Key("KEYCODE_ENTER".into()),
-                InputEvent::Text("x".into()),
-                InputEvent::Key("KEYCODE_BACK".into()),
-                InputEvent::Swipe { x1: 300, y1: 400, x2: 300, y2: 400, duration_ms: 900 },
-                InputEvent::Key("KEYCODE_POWER".into()),
-            ],
+            [
+                want,
+                vec![
+                    InputEvent::Key("KEYCODE_ENTER".into()),
+                    InputEvent::Text("x".into()),
+                    InputEvent::Key("KEYCODE_BACK".into()),
+                    InputEvent::Swipe { x1: 300, y1: 400, x2: 300, y2: 400, duration_ms: 900 },
+                    InputEvent::Key("KEYCODE_POWER".into()),
+                ],
+            ]
+            .concat(),
             "each action reached the phone exactly once, in order, text exactly as given"
         );
 
@@ -144,19 +171,29 @@ async fn arguments_are_range_checked_and_injection_is_neutralised() {
         }
         let a = r.invoke("android_logcat", json!({"tag": "x;reboot"})).await;
         assert_eq!(error_code(&a), "invalid_arguments");
-        // Non-ASCII without the ADB Keyboard IME: a clear, specific error.
-        let a = r.invoke("android_input_text", json!({"text": "你好"})).await;
+        // Non-ASCII without the ADB Keyboard IME: the helper (the default) types it; the shell path gives a clear,
+        // specific error.
+        let typed = r.ok("android_input_text", json!({"text": "你好"})).await;
+        assert_eq!(r.sim.events().last(), Some(&InputEvent::Text("你好".into())), "{typed}");
+        let mut shell = shell_rig_with(SimConfig::default()).await;
+        let a = shell.invoke("android_input_text", json!({"text": "你好"})).await;
         assert_eq!(error_code(&a), "unsupported_text");
         assert!(a["error"]["message"].as_str().unwrap().contains("ADB Keyboard"));
+        assert!(shell.sim.events().is_empty(), "{:?}", shell.sim.events());
+        r.sim.clear_events();
         let a = r.invoke("android_input_text", json!({"text": "a\u{7}b"})).await;
         assert_eq!(error_code(&a), "invalid_arguments");
         // Shell metacharacters in text are typed literally, never executed.
         let evil = "a'; reboot; echo '$(id)`id`|&>";
-        r.ok("android_input_text", json!({"text": evil})).await;
-        assert_eq!(r.sim.events(), vec![InputEvent::Text(evil.into())]);
-        let ran: Vec<String> = r.sim.commands().into_iter().filter(|c| c.contains("reboot")).collect();
-        assert!(ran.iter().all(|c| c.starts_with("input text ")), "reboot only ever appeared quoted: {ran:?}");
-        assert!(r.sim.commands().iter().all(|c| !c.starts_with("reboot") && c != "id"));
+        // With the helper (the default) and on the shell path, where the text goes into `input text`'s quoting.
+        for (r, shell) in [(&mut r, false), (&mut shell, true)] {
+            r.ok("android_input_text", json!({"text": evil})).await;
+            assert_eq!(r.sim.events(), vec![InputEvent::Text(evil.into())], "shell path {shell}");
+            let ran: Vec<String> = r.sim.commands().into_iter().filter(|c| c.contains("reboot")).collect();
+            assert!(ran.iter().all(|c| c.starts_with("input text ")), "reboot only ever appeared quoted: {ran:?}");
+            assert_eq!(ran.is_empty(), !shell, "the shell path typed it with `input text`: {ran:?}");
+            assert!(r.sim.commands().iter().all(|c| !c.starts_with("reboot") && c != "id"));
+        }
         assert_eq!(r.ok("android_device_status", json!({})).await["model"], "Pixel 7 (sim)");
     })
     .await
@@ -200,7 +237,9 @@ async fn offline_and_back_pushes_descriptors_and_gates_tools() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_device_times_out_and_the_worker_recovers() {
     bounded(async {
-        let mut r = rig().await;
+        // The shell path: the sim's `Fault::Hang` holds shell commands; the helper's resident stream, opened
+        // before the fault, still answers (a stalling helper is `resident_helper`'s `HelperMode::Late`).
+        let mut r = shell_rig_with(SimConfig::default()).await;
         r.ok("android_device_status", json!({})).await; // caches the screen size
         r.sim.set_fault(Fault::Hang);
         let t0 = Instant::now();
@@ -227,7 +266,9 @@ async fn a_hung_device_times_out_and_the_worker_recovers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phone_that_stops_answering_is_a_device_timeout_naming_it() {
     bounded(async {
-        let mut r = rig().await;
+        // The shell path: `Fault::Unresponsive` leaves new stream OPENs unanswered, and this test names the shell
+        // commands that hang; the helper's stream was opened before the fault and the sim keeps serving it.
+        let mut r = shell_rig_with(SimConfig::default()).await;
         r.ok("android_device_status", json!({})).await; // caches the screen size
         r.sim.set_fault(Fault::Unresponsive);
         let a = r.invoke("android_input_text", json!({"text": "hunter2 secret"})).await;
@@ -291,7 +332,8 @@ async fn unauthorized_device_is_reported_and_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn non_ascii_text_goes_through_the_adb_keyboard_ime() {
     bounded(async {
-        let mut r = rig_with(SimConfig { adb_keyboard: true, ..SimConfig::default() }).await;
+        // The shell path's own way to type non-ASCII (the helper types it itself, see `resident_helper`).
+        let mut r = shell_rig_with(SimConfig { adb_keyboard: true, ..SimConfig::default() }).await;
         let typed = r.ok("android_input_text", json!({"text": "你好, wörld 👋 'quoted' $(id)"})).await;
         assert_eq!(typed["method"], "adb_keyboard");
         assert_eq!(r.sim.events(), vec![InputEvent::Text("你好, wörld 👋 'quoted' $(id)".into())]);
@@ -583,7 +625,7 @@ async fn notifications_are_read_new_ones_seen_with_since_and_restricted_by_polic
 /// Issue 34 item 3, the clipboard, through the real adb server with the phone helper on: "Hello, 世界 ✓" set then
 /// read back (the simulated phone's clipboard holds it), a clip an app copied read, cleared to none; the text is
 /// in no log and in no audit record (the audit redacts the `text` argument). Where the helper does not run
-/// (`--phone-helper off`, the suites' default), the call says why and what would make it work, and nothing ran on
+/// (`--phone-helper off`), the call says why and what would make it work, and nothing ran on
 /// the phone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_clipboard_is_set_and_read_through_the_helper_and_says_why_without_it() {
@@ -616,7 +658,7 @@ async fn the_clipboard_is_set_and_read_through_the_helper_and_says_why_without_i
         assert!(!logs.contains("世界") && !logs.contains("482913"), "clipboard text in the logs");
 
         // The helper off: a clear error, and no command on the phone.
-        let mut r = rig().await;
+        let mut r = shell_rig_with(SimConfig::default()).await;
         let before = r.sim.commands().len();
         let (code, msg) = r.err("android_clipboard", json!({"action": "get"})).await;
         assert_eq!(code, "tool_invoke_failed", "{msg}");

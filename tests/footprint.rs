@@ -156,7 +156,12 @@ async fn screenshots_and_observes_write_nothing_and_are_audited_as_counts() {
         assert!(urls.len() >= 10, "the screenshots came with files");
         assert_eq!(before, listing(&data), "no file of the data dir appeared, went or changed size");
         let appended = wal_len(&data) - wal_before;
-        assert_eq!(appended, 0, "20 read-only calls and their downloads wrote {appended} bytes to the WAL");
+        if appended != 0 {
+            panic!(
+                "20 read-only calls and their downloads wrote {appended} bytes to the WAL: {}",
+                wal_breakdown(&data, wal_before)
+            );
+        }
         let db = rusqlite::Connection::open_with_flags(
             data.join("connector.db"),
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,

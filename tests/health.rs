@@ -173,10 +173,22 @@ async fn a_hung_phone_is_reconnected_then_handed_to_the_recover_command_then_mar
         let (script, marker) = recover_script(dir.path());
         // A second word stands for what must not leak (a PDU's password on the operator's command line).
         let command = format!("{} {{serial}} pdu-pass-5e1f", script.display());
+        // The shell path (`--phone-helper off`): the sim's `Fault::Unresponsive` leaves new stream OPENs unanswered,
+        // which hangs shell commands; a helper stream opened before the fault keeps answering in the sim (see
+        // `a_hung_phone_is_reconnected_whatever_its_helpers_state`).
         let srv = start(
             &adb,
             dir.path(),
-            &["--tool-deadline-max", "2s", "--recover-wait", "12s", "--recover-command", &command],
+            &[
+                "--tool-deadline-max",
+                "2s",
+                "--recover-wait",
+                "12s",
+                "--recover-command",
+                &command,
+                "--phone-helper",
+                "off",
+            ],
         );
         let mut c = ws(srv.addr, Some(KEY)).await;
         c.hello(None).await;
@@ -354,7 +366,8 @@ async fn a_health_read_waits_for_the_agents_running_call() {
     bounded(async {
         let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
         let dir = tempfile::tempdir().unwrap();
-        let srv = start(&adb, dir.path(), &[]);
+        // The shell path (`--phone-helper off`): what is held on the phone is the tap's `input` shell command.
+        let srv = start(&adb, dir.path(), &["--phone-helper", "off"]);
         let mut c = ws(srv.addr, Some(KEY)).await;
         c.hello(None).await;
         let ch = c.bind(Some(&serial)).await;
@@ -468,8 +481,11 @@ async fn a_hung_phone_is_reconnected_whatever_its_helpers_state() {
     use xagent_adb_connector::sim::helper::Mode;
     use xagent_adb_connector::sim::SimConfig;
     bounded(async {
-        let cases: [(&str, Mode, &[&str], bool); 4] = [
-            ("running", Mode::Works, &[], true),
+        // No "running" case: the sim's `Fault::Unresponsive` only leaves new stream OPENs unanswered, and a helper
+        // started before the fault keeps answering on its open stream, so the taps below succeed instead of timing
+        // out (what a wedged adbd does to that stream on a real phone is not modelled). Until the sim models it,
+        // the running helper's recovery is not tested here (before, this case ran with the helper off).
+        let cases: [(&str, Mode, &[&str], bool); 3] = [
             ("unable to start", Mode::NoStart, &[], true),
             ("never started", Mode::Works, &[], false),
             ("off", Mode::Works, &["--phone-helper", "off"], true),

@@ -81,8 +81,11 @@ const CLIP_REPLY_MAX: usize = 12 << 10;
 const FRAME_REPLY_MAX: usize = 17 << 10;
 /// Bytes of stderr kept from a helper that did not start (for the reason).
 const STDERR_KEPT: usize = 2048;
-/// What a request may take beyond its own duration (a gesture's, an idle wait's): the protocol's "1 s plus".
-const REQUEST_SLACK: Duration = Duration::from_secs(1);
+/// What a request may take beyond its own duration (a gesture's, an idle wait's). The helper answers in a few ms;
+/// the rest is the host's own time: on a busy host driving several phones (a settled-tap burst on five phones, load
+/// 10 on 2 cores) a 1 s slack passed while the tap had landed, answering "may have been sent" and, twice, leaving the
+/// phone on the shell path. 3 s keeps that from happening and still ends a stuck helper's request soon.
+const REQUEST_SLACK: Duration = Duration::from_secs(3);
 /// `text` through the clipboard waits for the focused app to read it (the dispatcher gives up after 10 s).
 const PASTE_TIMEOUT: Duration = Duration::from_secs(12);
 /// A `tree` of a large screen: the walk, the XML, the base64, the transfer.
@@ -798,7 +801,7 @@ impl Reader {
     }
 }
 
-/// A request's timeout: the protocol's 1 s plus what the verb itself takes.
+/// A request's timeout: [`REQUEST_SLACK`] plus what the verb itself takes.
 pub fn timeout_for(verb: &str, held: Duration) -> Duration {
     match verb {
         "text" => PASTE_TIMEOUT,

@@ -170,12 +170,12 @@ pub enum HelperMode {
     StalePaste,
     /// Every input (tap, swipe, press, gesture, key, text) is carried out at once but answered [`LATE_REPLY`]
     /// later (a phone whose helper stalls: a long GC pause, a CPU-starved phone), past the host's request limit of
-    /// 1 s plus the verb's own time. Reads answer at once.
+    /// 3 s plus the verb's own time. Reads answer at once.
     Late,
 }
 
 /// How late a [`HelperMode::Late`] helper answers.
-pub const LATE_REPLY: Duration = Duration::from_millis(1500);
+pub const LATE_REPLY: Duration = Duration::from_millis(4000);
 
 /// How the browser stand-in's DevTools socket lies (hostile-page tests; `devtools.rs`, where it is re-exported as
 /// `devtools::Lie`).
