@@ -173,9 +173,8 @@ async fn a_hung_phone_is_reconnected_then_handed_to_the_recover_command_then_mar
         let (script, marker) = recover_script(dir.path());
         // A second word stands for what must not leak (a PDU's password on the operator's command line).
         let command = format!("{} {{serial}} pdu-pass-5e1f", script.display());
-        // The shell path (`--phone-helper off`): the sim's `Fault::Unresponsive` leaves new stream OPENs unanswered,
-        // which hangs shell commands; a helper stream opened before the fault keeps answering in the sim (see
-        // `a_hung_phone_is_reconnected_whatever_its_helpers_state`).
+        // The shell path (`--phone-helper off`): the recover command and the marks are this test's subject; the
+        // helper's states are `a_hung_phone_is_reconnected_whatever_its_helpers_state`'s.
         let srv = start(
             &adb,
             dir.path(),
@@ -481,11 +480,8 @@ async fn a_hung_phone_is_reconnected_whatever_its_helpers_state() {
     use xagent_adb_connector::sim::helper::Mode;
     use xagent_adb_connector::sim::SimConfig;
     bounded(async {
-        // No "running" case: the sim's `Fault::Unresponsive` only leaves new stream OPENs unanswered, and a helper
-        // started before the fault keeps answering on its open stream, so the taps below succeed instead of timing
-        // out (what a wedged adbd does to that stream on a real phone is not modelled). Until the sim models it,
-        // the running helper's recovery is not tested here (before, this case ran with the helper off).
-        let cases: [(&str, Mode, &[&str], bool); 3] = [
+        let cases: [(&str, Mode, &[&str], bool); 4] = [
+            ("running", Mode::Works, &[], true),
             ("unable to start", Mode::NoStart, &[], true),
             ("never started", Mode::Works, &[], false),
             ("off", Mode::Works, &["--phone-helper", "off"], true),

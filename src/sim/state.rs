@@ -76,8 +76,9 @@ pub enum Fault {
     /// Shell/exec commands are accepted (and logged) but not answered until the fault changes.
     Hang,
     /// adbd is wedged: the transport stays up (the adb server still lists the device as `device`), but service
-    /// OPENs are never answered — no OKAY, no CLSE — as on a phone whose adbd or USB stack hangs. The adb server
-    /// then never answers the host's service request either.
+    /// OPENs are never answered — no OKAY, no CLSE — and writes on streams already open (a resident phone
+    /// helper's) are neither delivered nor acknowledged, as on a phone whose adbd or USB stack hangs. The adb
+    /// server then never answers the host's service request either.
     Unresponsive,
     /// Existing transports are closed and new TCP connections are closed immediately, so the adb
     /// server first shows the device `offline` and then drops it.

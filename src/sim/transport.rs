@@ -175,6 +175,12 @@ impl Conn {
             }
             A_OPEN if self.connected => self.open(m),
             A_WRTE if self.connected => {
+                // A wedged adbd (or USB stack) answers nothing: a write on a stream opened before it wedged — the
+                // phone helper's — is neither delivered nor acknowledged, like a new OPEN.
+                if *self.shared.fault.borrow() == Fault::Unresponsive {
+                    tracing::debug!("sim: unresponsive, leaving a WRTE unanswered");
+                    return;
+                }
                 if let Some(s) = self.streams.get(&m.arg1) {
                     if s.remote == m.arg0 {
                         let _ = s.input.send(m.data);
