@@ -61,10 +61,10 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         cmd.env_remove("XAGENT_ADB_CACHE_DIR");
-        // The suites written before the phone helper count the shell commands and streams of the shell path; they
-        // keep testing that path (what `--phone-helper off` and every fallback use). A test of the helper passes
-        // `--phone-helper auto`, which wins over the environment.
-        cmd.env("XAGENT_ADB_PHONE_HELPER", "off");
+        // The default configuration, phone helper on, is what users run and what every suite tests. A test of the
+        // shell path's own mechanics (counting `input`/`uiautomator`/`screencap` commands, a fallback) passes
+        // `--phone-helper off` itself and says why. The environment must not choose it behind a test's back.
+        cmd.env_remove("XAGENT_ADB_PHONE_HELPER");
         let runtime_dir = tempfile::Builder::new().prefix("xagent-test-run-").tempdir_in("/dev/shm").ok();
         if let Some(d) = &runtime_dir {
             cmd.env("RUNTIME_DIRECTORY", d.path());
