@@ -43,6 +43,16 @@ struct Lab {
 }
 
 async fn lab() -> Lab {
+    lab_with(&[]).await
+}
+
+/// The lab on the shell path (`--phone-helper off`): for the tests that hold a tap on the phone by stalling its
+/// `input` command (the sim cannot hold a tap the phone helper carries out; its taps do not run as commands).
+async fn shell_lab() -> Lab {
+    lab_with(&["--phone-helper", "off"]).await
+}
+
+async fn lab_with(extra: &[&str]) -> Lab {
     let (adb, sim, _serial) = setup_with(SimConfig::default()).await.expect("adb is required (apt-get install adb)");
     let dir = tempfile::tempdir().unwrap();
     let keyfile = dir.path().join("key");
@@ -53,8 +63,15 @@ async fn lab() -> Lab {
     // opted out of; the rest of the clean release runs as it does without a policy.
     let policy = dir.path().join("policy.json");
     std::fs::write(&policy, json!({"lease_conditions": {"release": {"home": false}}}).to_string()).unwrap();
-    let args =
-        ["--adb-server", &server, "--api-key-file", keyfile.to_str().unwrap(), "--policy", policy.to_str().unwrap()];
+    let mut args = vec![
+        "--adb-server",
+        &server,
+        "--api-key-file",
+        keyfile.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
     let srv = Server::start(&data, &args, &[]);
     // Wait until the tracker has the phone (bound once over the data plane, then given back).
     let mut c = ws(srv.addr, Some(KEY)).await;
@@ -401,7 +418,7 @@ fn audit(lab: &Lab) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_the_client_cancels_stops_on_the_phone() {
     bounded(async {
-        let lab = lab().await;
+        let lab = shell_lab().await;
         lab.sim.stall("input");
         let url = format!("http://{}/mcp", lab.srv.addr);
         let out = client(&["cancel", "http", &url, KEY]).await;
@@ -463,7 +480,7 @@ async fn read_until(s: &mut tokio::net::TcpStream, until: Option<&str>) -> Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_call_is_not_answered_and_a_closed_connection_cancels() {
     bounded(async {
-        let lab = lab().await;
+        let lab = shell_lab().await;
         let sid = initialize(&lab.srv).await;
         let status = rpc(&lab.srv, Some(&sid), &[], call(2, "android_device_status", json!({}))).await.json();
         assert_eq!(status["result"]["isError"], Value::Null, "{status}");
