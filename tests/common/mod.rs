@@ -61,9 +61,9 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         cmd.env_remove("XAGENT_ADB_CACHE_DIR");
-        // The default configuration, phone helper on, is what users run and what every suite tests. A test of the
-        // shell path's own mechanics (counting `input`/`uiautomator`/`screencap` commands, a fallback) passes
-        // `--phone-helper off` itself and says why. The environment must not choose it behind a test's back.
+        // No phone-helper setting: every suite runs the default, which is what users run (the helper on). A test of
+        // the shell path's own mechanics (what `--phone-helper off` and every fallback use) passes
+        // `--phone-helper off` itself and says why.
         cmd.env_remove("XAGENT_ADB_PHONE_HELPER");
         let runtime_dir = tempfile::Builder::new().prefix("xagent-test-run-").tempdir_in("/dev/shm").ok();
         if let Some(d) = &runtime_dir {
