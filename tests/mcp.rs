@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::adb::{setup_with, AdbServer};
 use common::{http, ws, HttpResponse, Server};
 use serde_json::{json, Value};
-use xagent_adb_connector::sim::{SimConfig, SimPhone};
+use xagent_adb_connector::sim::{InputEvent, SimConfig, SimPhone};
 
 const KEY: &str = "mcp-test-key-5f1c2a9e7b3d";
 
@@ -523,6 +523,41 @@ async fn a_cancelled_call_is_not_answered_and_a_closed_connection_cancels() {
         let next = rpc(&lab.srv, Some(&sid), &[], tap(10, false)).await.json();
         assert_eq!(next["result"]["isError"], Value::Null, "the session's next call works: {next}");
         assert_eq!(sim.commands().iter().filter(|c| c.starts_with("input")).count(), 4);
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// The same cancel with the phone helper on (what users run): a swipe the helper is playing cannot be hung up
+/// like an `input` command, but the cancelled request is still not answered, nothing is sent again, and the
+/// session's next call works. (Stopping what the helper still plays is the binding's end's: tests/lease_clean.rs.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_helper_swipe_is_not_answered_and_the_next_call_works() {
+    bounded(async {
+        let lab = lab().await;
+        let sid = initialize(&lab.srv).await;
+        let sim = &lab.sim;
+        sim.clear_events();
+        let mut swipe = call(7, "android_swipe", json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400,
+                                                        "duration_ms": 6000, "settle": false}));
+        swipe["params"]["_meta"] = json!({"progressToken": "tok-7"});
+        let mut s = open_post(&lab.srv, &sid, &swipe).await;
+        let head = read_until(&mut s, Some("notifications/progress")).await;
+        assert!(head.contains("\"progressToken\":\"tok-7\""), "{head}");
+        let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 6000 };
+        eventually(Duration::from_secs(30), "the swipe reached the phone", || sim.events().contains(&first)).await;
+        assert!(!sim.commands().iter().any(|c| c.starts_with("input")), "through the helper: {:?}", sim.commands());
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}});
+        assert_eq!(rpc(&lab.srv, Some(&sid), &[], cancel).await.status, 202);
+        let rest = read_until(&mut s, None).await;
+        assert!(!rest.contains("\"result\"") && !rest.contains("\"id\":7"), "a cancelled request is not answered: {rest}");
+        let next = rpc(&lab.srv, Some(&sid), &[], call(8, "android_tap", json!({"x": 10, "y": 10, "settle": false})))
+            .await
+            .json();
+        assert_eq!(next["result"]["isError"], Value::Null, "the session's next call works: {next}");
+        let swipes = sim.events().iter().filter(|e| matches!(e, InputEvent::Swipe { .. })).count();
+        assert_eq!(swipes, 1, "the cancelled swipe was not sent again: {:?}", sim.events());
+        assert!(sim.events().contains(&InputEvent::Tap { x: 10, y: 10 }), "{:?}", sim.events());
     })
     .await
     .expect("test timed out");
