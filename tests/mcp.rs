@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::adb::{setup_with, AdbServer};
 use common::{http, ws, HttpResponse, Server};
 use serde_json::{json, Value};
-use xagent_adb_connector::sim::{SimConfig, SimPhone};
+use xagent_adb_connector::sim::{InputEvent, SimConfig, SimPhone};
 
 const KEY: &str = "mcp-test-key-5f1c2a9e7b3d";
 
@@ -43,6 +43,16 @@ struct Lab {
 }
 
 async fn lab() -> Lab {
+    lab_with(&[]).await
+}
+
+/// The lab on the shell path (`--phone-helper off`): for the tests that hold a tap on the phone by stalling its
+/// `input` command (the sim cannot hold a tap the phone helper carries out; its taps do not run as commands).
+async fn shell_lab() -> Lab {
+    lab_with(&["--phone-helper", "off"]).await
+}
+
+async fn lab_with(extra: &[&str]) -> Lab {
     let (adb, sim, _serial) = setup_with(SimConfig::default()).await.expect("adb is required (apt-get install adb)");
     let dir = tempfile::tempdir().unwrap();
     let keyfile = dir.path().join("key");
@@ -53,8 +63,15 @@ async fn lab() -> Lab {
     // opted out of; the rest of the clean release runs as it does without a policy.
     let policy = dir.path().join("policy.json");
     std::fs::write(&policy, json!({"lease_conditions": {"release": {"home": false}}}).to_string()).unwrap();
-    let args =
-        ["--adb-server", &server, "--api-key-file", keyfile.to_str().unwrap(), "--policy", policy.to_str().unwrap()];
+    let mut args = vec![
+        "--adb-server",
+        &server,
+        "--api-key-file",
+        keyfile.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
     let srv = Server::start(&data, &args, &[]);
     // Wait until the tracker has the phone (bound once over the data plane, then given back).
     let mut c = ws(srv.addr, Some(KEY)).await;
@@ -401,7 +418,7 @@ fn audit(lab: &Lab) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_the_client_cancels_stops_on_the_phone() {
     bounded(async {
-        let lab = lab().await;
+        let lab = shell_lab().await;
         lab.sim.stall("input");
         let url = format!("http://{}/mcp", lab.srv.addr);
         let out = client(&["cancel", "http", &url, KEY]).await;
@@ -463,7 +480,7 @@ async fn read_until(s: &mut tokio::net::TcpStream, until: Option<&str>) -> Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_call_is_not_answered_and_a_closed_connection_cancels() {
     bounded(async {
-        let lab = lab().await;
+        let lab = shell_lab().await;
         let sid = initialize(&lab.srv).await;
         let status = rpc(&lab.srv, Some(&sid), &[], call(2, "android_device_status", json!({}))).await.json();
         assert_eq!(status["result"]["isError"], Value::Null, "{status}");
@@ -506,6 +523,41 @@ async fn a_cancelled_call_is_not_answered_and_a_closed_connection_cancels() {
         let next = rpc(&lab.srv, Some(&sid), &[], tap(10, false)).await.json();
         assert_eq!(next["result"]["isError"], Value::Null, "the session's next call works: {next}");
         assert_eq!(sim.commands().iter().filter(|c| c.starts_with("input")).count(), 4);
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// The same cancel with the phone helper on (what users run): a swipe the helper is playing cannot be hung up
+/// like an `input` command, but the cancelled request is still not answered, nothing is sent again, and the
+/// session's next call works. (Stopping what the helper still plays is the binding's end's: tests/lease_clean.rs.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_helper_swipe_is_not_answered_and_the_next_call_works() {
+    bounded(async {
+        let lab = lab().await;
+        let sid = initialize(&lab.srv).await;
+        let sim = &lab.sim;
+        sim.clear_events();
+        let mut swipe = call(7, "android_swipe", json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400,
+                                                        "duration_ms": 6000, "settle": false}));
+        swipe["params"]["_meta"] = json!({"progressToken": "tok-7"});
+        let mut s = open_post(&lab.srv, &sid, &swipe).await;
+        let head = read_until(&mut s, Some("notifications/progress")).await;
+        assert!(head.contains("\"progressToken\":\"tok-7\""), "{head}");
+        let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 6000 };
+        eventually(Duration::from_secs(30), "the swipe reached the phone", || sim.events().contains(&first)).await;
+        assert!(!sim.commands().iter().any(|c| c.starts_with("input")), "through the helper: {:?}", sim.commands());
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}});
+        assert_eq!(rpc(&lab.srv, Some(&sid), &[], cancel).await.status, 202);
+        let rest = read_until(&mut s, None).await;
+        assert!(!rest.contains("\"result\"") && !rest.contains("\"id\":7"), "a cancelled request is not answered: {rest}");
+        let next = rpc(&lab.srv, Some(&sid), &[], call(8, "android_tap", json!({"x": 10, "y": 10, "settle": false})))
+            .await
+            .json();
+        assert_eq!(next["result"]["isError"], Value::Null, "the session's next call works: {next}");
+        let swipes = sim.events().iter().filter(|e| matches!(e, InputEvent::Swipe { .. })).count();
+        assert_eq!(swipes, 1, "the cancelled swipe was not sent again: {:?}", sim.events());
+        assert!(sim.events().contains(&InputEvent::Tap { x: 10, y: 10 }), "{:?}", sim.events());
     })
     .await
     .expect("test timed out");

@@ -923,7 +923,9 @@ async fn audit_tail_shows_an_agents_hostile_call_id_escaped() {
 async fn call_shows_a_phones_terminal_escapes_to_nobody() {
     let (adb, sim, serial) = setup().await.expect("adb");
     let dir = tempfile::tempdir().unwrap();
-    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+    // The shell path: the escapes come on the `input` command's stderr (a helper tap runs no `input` command).
+    let server = format!("127.0.0.1:{}", adb.port);
+    let srv = Server::start(&dir.path().join("data"), &["--adb-server", &server, "--phone-helper", "off"], &[]);
     sim.answer(
         "input tap",
         "",

@@ -466,6 +466,8 @@ impl Normaliser {
             Value::Number(_) if matches!(key, Some("time" | "expires_at")) => json!("<unix_ms>"),
             // How long a settled action waited depends on the machine.
             Value::Number(_) if key == Some("settle_ms") => json!("<settle_ms>"),
+            // So does how long a tree read took (`effect.tree.ms`, the helper's tree: every session's default).
+            Value::Number(_) if key == Some("ms") => json!("<ms>"),
             Value::String(s) => json!(self.string(s)),
             Value::Array(a) => Value::Array(a.iter().map(|x| self.value(None, x)).collect()),
             Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), self.value(Some(k), x))).collect()),

@@ -37,10 +37,19 @@ struct Rig {
 }
 
 async fn rig(cfg: SimConfig) -> Rig {
+    rig_with(cfg, &[]).await
+}
+
+/// `--phone-helper off`: the shell path, for a test of its own mechanics (each caller says which).
+const SHELL: &[&str] = &["--phone-helper", "off"];
+
+async fn rig_with(cfg: SimConfig, extra: &[&str]) -> Rig {
     let (adb, sim, _serial) = setup_with(cfg).await.expect("adb is required (apt-get install adb)");
     let dir = tempfile::tempdir().unwrap();
     let server = format!("127.0.0.1:{}", adb.port);
-    let srv = Server::start(dir.path(), &["--adb-server", &server], &[]);
+    let mut args = vec!["--adb-server", server.as_str()];
+    args.extend_from_slice(extra);
+    let srv = Server::start(dir.path(), &args, &[]);
     let mut c = ws(srv.addr, None).await;
     c.hello(None).await;
     let ch = c.bind(None).await;
@@ -239,9 +248,17 @@ async fn a_password_field_is_cleared_and_typed_but_never_read_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn device_status_says_whether_unicode_can_be_typed() {
     bounded(async {
-        let mut plain = rig(phone(0)).await;
+        // The shell path without ADB Keyboard: `input text` types ASCII only.
+        let mut plain = rig_with(phone(0), SHELL).await;
         assert_eq!(plain.ok("android_device_status", json!({})).await["unicode_input"], false);
-        let mut ime = rig(SimConfig { adb_keyboard: true, ..phone(0) }).await;
+        // What users run: the phone helper types any text on the same phone, and says so.
+        let mut helper = rig(phone(0)).await;
+        assert_eq!(helper.ok("android_device_status", json!({})).await["unicode_input"], true);
+        let args = json!({"verify": true, "text": "héllo 世界", "element": {"resource_id": FIELD}});
+        let res = helper.ok("android_input_text", args).await;
+        assert_eq!((&res["field_text"], &res["verified"]), (&json!("héllo 世界"), &json!(true)), "{res}");
+        // The shell path with ADB Keyboard active (with the helper, its paste types: `method: "helper_paste"`).
+        let mut ime = rig_with(SimConfig { adb_keyboard: true, ..phone(0) }, SHELL).await;
         assert_eq!(ime.ok("android_device_status", json!({})).await["unicode_input"], true);
         // And it is true: non-ASCII is typed and read back.
         let args = json!({"verify": true, "text": "héllo 世界", "element": {"resource_id": FIELD}});
@@ -258,12 +275,22 @@ async fn device_status_says_whether_unicode_can_be_typed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phone_that_lies_about_its_frames_still_gets_the_tap_and_an_honest_effect() {
     bounded(async {
-        let mut r = rig(phone(0)).await;
+        // The shell path: every frame of the settle loop is a capture, and every capture lies.
+        let mut r = rig_with(phone(0), SHELL).await;
         r.sim.lie_about_frames(xagent_adb_connector::sim::FrameLie::Truncated);
         let res = r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
         assert_eq!(r.sim.counter(), 1, "the tap went through");
         let e = &res["effect"];
         assert!(e["screen_changed"].is_null() && e["settled"] == false, "no frame, no claim: {res}");
+        assert_eq!(e["foreground_changed"], false, "the state query still answers: {res}");
+        // What users run: the helper's frames are no captures (they do not lie here), but a lying capture is never
+        // compared with one of them: the tap lands and no claim rests on a lying frame.
+        let mut r = rig(phone(0)).await;
+        r.sim.lie_about_frames(xagent_adb_connector::sim::FrameLie::Truncated);
+        let res = r.ok("android_tap", json!({"x": BUTTON.0, "y": BUTTON.1})).await;
+        assert_eq!(r.sim.counter(), 1, "the tap went through");
+        let e = &res["effect"];
+        assert_ne!(e["screen_changed"], false, "the counter changed on screen; never claimed unchanged: {res}");
         assert_eq!(e["foreground_changed"], false, "the state query still answers: {res}");
     })
     .await;
@@ -312,7 +339,10 @@ async fn one_phones_settling_taps_leave_another_phones_screenshots_alone() {
             .await;
         }
         let dir = tempfile::tempdir().unwrap();
-        let srv = Server::start(dir.path(), &["--adb-server", &format!("127.0.0.1:{}", adb.port)], &[]);
+        // The shell path: its settle frames are captures holding the capture permits this test is about (the
+        // helper's frames hold none), counted as `framebuffer:` streams.
+        let server = format!("127.0.0.1:{}", adb.port);
+        let srv = Server::start(dir.path(), &["--adb-server", &server, "--phone-helper", "off"], &[]);
         let mut flood = ws(srv.addr, None).await;
         flood.hello(None).await;
         let flood_ch = flood.bind(Some(&busy.serial())).await;
@@ -398,8 +428,9 @@ async fn effect_tree_names_the_changed_counter_and_its_element_is_a_target() {
             )
             .await;
         assert_eq!(again["element"]["text"], "Count: 1", "{again}");
-        // Without the argument no tree is read (its cost is the caller's choice).
-        let plain = r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1})).await;
+        // `effect_tree: false`: no tree is read (its cost is the caller's choice; without the argument the helper's
+        // tree comes unasked and the shell path's does not: `where_the_helper_reads_trees_the_delta_comes_unasked`).
+        let plain = r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1, "effect_tree": false})).await;
         assert!(plain["effect"].get("tree").is_none(), "{plain}");
         // A tap on nothing changes nothing: an empty delta, not a missing one.
         let none = r.ok("android_tap", json!({"x": NOTHING.0, "y": NOTHING.1, "effect_tree": true})).await;

@@ -18,6 +18,13 @@ async fn rig(policy: Option<Value>) -> Rig {
     Rig::with(SimConfig::default(), &[], policy).await
 }
 
+/// The shell path (`--phone-helper off`): for the tests of `uiautomator dump`'s own idle wait, which the helper's
+/// tree does not have (it reads a screen that never idles: tests/resident_helper.rs
+/// `a_tree_is_read_on_a_screen_that_never_idles`).
+async fn shell_rig() -> Rig {
+    Rig::with(SimConfig::default(), &["--phone-helper", "off"], None).await
+}
+
 impl Rig {
     fn taps(&self) -> Vec<InputEvent> {
         self.sim.events().into_iter().filter(|e| matches!(e, InputEvent::Tap { .. })).collect()
@@ -206,7 +213,7 @@ async fn a_secure_window_is_named_from_its_flags_a_plain_screen_is_blank_and_a_s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_input_forgets_that_the_screen_never_idled() {
     bounded(async {
-        let mut r = rig(None).await;
+        let mut r = shell_rig().await;
         let dumps = |sim: &SimPhone| sim.commands().iter().filter(|c| c.starts_with("uiautomator dump")).count();
         r.sim.set_never_idle(true, Duration::from_millis(300));
         let (code, msg) = r.err("android_ui_dump", json!({})).await;
@@ -232,7 +239,7 @@ async fn an_input_forgets_that_the_screen_never_idled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ui_that_never_idles_gives_the_picture_without_elements_and_element_actions_fail_clearly() {
     bounded(async {
-        let mut r = rig(None).await;
+        let mut r = shell_rig().await;
         // As on a real phone: uiautomator waits 10 s for an idle UI, then gives up on stderr with exit status 0.
         r.sim.set_never_idle(true, Duration::from_secs(10));
         let dumps = |sim: &SimPhone| sim.commands().iter().filter(|c| c.starts_with("uiautomator dump")).count();

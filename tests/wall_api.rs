@@ -264,6 +264,8 @@ async fn thumbnails_are_cached_rate_limited_and_step_aside_for_agents() {
             assert_eq!(again.header("etag"), Some(etag.as_str()));
             assert_eq!(captures(sim), n);
         }
+        // On a loaded box `again` may come after the interval and rightly capture: count from after it.
+        let n = captures(sim);
         // After it: a new capture.
         tokio::time::sleep(Duration::from_millis(2100)).await;
         let fresh = fetch().await;
