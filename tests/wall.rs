@@ -224,9 +224,11 @@ async fn live_view_and_takeover_in_a_real_browser() {
             )
             .await;
         assert_eq!(before, json!([5, 5, 5]), "keys and typing: shown, all disabled before a takeover");
+        // The health read runs once the phone is idle and then every 30 s (device::health::READ_EVERY); a first read
+        // that a busy machine let time out is retried at the next period, so wait for two of them.
         cdp.wait_for(
             "!document.querySelector('.card .health').textContent.includes('not read yet')",
-            Duration::from_secs(30),
+            Duration::from_secs(75),
             "the phone's health",
         )
         .await;
