@@ -33,6 +33,19 @@ fn threads(pid: u32) -> usize {
     s.lines().find_map(|l| l.strip_prefix("Threads:")).unwrap().trim().parse().unwrap()
 }
 
+/// Reads the channel until `n` `android_ui_dump` calls have answered, each without an error and with elements.
+async fn every_dump_answers_with_elements(r: &mut Rig, n: usize) {
+    let mut done = 0;
+    while done < n {
+        let v = r.c.recv().await;
+        if v["type"] == "tool.invoke.ack" {
+            assert!(v.get("error").is_none(), "{v}");
+            assert!(v["payload"]["result"]["count"].as_u64().unwrap() > 0, "{v}");
+            done += 1;
+        }
+    }
+}
+
 async fn rig(cfg: SimConfig, extra: &[&str]) -> Rig {
     Rig::with(cfg, extra, None).await
 }
@@ -266,15 +279,7 @@ async fn concurrent_ui_dumps_share_one_dump() {
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(r.sim.stalled().len(), 1, "one dump in flight per phone: {:?}", r.sim.stalled());
         r.sim.release("uiautomator");
-        let mut done = 0;
-        while done < 8 {
-            let v = r.c.recv().await;
-            if v["type"] == "tool.invoke.ack" {
-                assert!(v.get("error").is_none(), "{v}");
-                assert!(v["payload"]["result"]["count"].as_u64().unwrap() > 0, "{v}");
-                done += 1;
-            }
-        }
+        every_dump_answers_with_elements(&mut r, 8).await;
         let dumps = r.sim.commands().iter().filter(|c| c.contains("uiautomator dump")).count();
         assert!(dumps < 8, "8 calls ran {dumps} dumps");
         assert!(dumps <= 2, "callers share the dump in flight (or the next one): {dumps}");
@@ -298,15 +303,7 @@ async fn concurrent_ui_dumps_all_answer_with_the_helper() {
             let args = json!({"connector_channel_id": ch});
             r.c.send("tool.invoke", Some(&ch), json!({"tool_id": "android_ui_dump", "arguments": args})).await;
         }
-        let mut done = 0;
-        while done < 8 {
-            let v = r.c.recv().await;
-            if v["type"] == "tool.invoke.ack" {
-                assert!(v.get("error").is_none(), "{v}");
-                assert!(v["payload"]["result"]["count"].as_u64().unwrap() > 0, "{v}");
-                done += 1;
-            }
-        }
+        every_dump_answers_with_elements(&mut r, 8).await;
         assert!(r.sim.commands().iter().any(|c| c.contains("xagent.Helper")), "the helper ran: {:?}", r.sim.commands());
         assert!(r.sim.read_file("/sdcard/window_dump.xml").is_none());
     })

@@ -26,9 +26,14 @@ async fn post(addr: std::net::SocketAddr, path: &str, headers: &[(&str, &str)], 
 
 /// The newest audit records, oldest first.
 fn audit(r: &Rig) -> Vec<Value> {
+    audit_at(&r._dir.path().join("data"))
+}
+
+/// The last 500 audit records of the connector whose data dir is `data`, as `audit tail --json` prints them.
+fn audit_at(data: &std::path::Path) -> Vec<Value> {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
         .args(["audit", "tail", "-n", "500", "--json", "--data-dir"])
-        .arg(r._dir.path().join("data"))
+        .arg(data)
         .output()
         .expect("audit tail runs");
     String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect()
@@ -296,13 +301,7 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
             assert!(reset.contains(&item.as_str()), "{item} is not in the bind's lease.reset: {lease}");
         }
 
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
-            .args(["audit", "tail", "-n", "500", "--json", "--data-dir"])
-            .arg(r.dir.path())
-            .output()
-            .unwrap();
-        let records: Vec<Value> =
-            String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let records = audit_at(r.dir.path());
         let restored = records
             .iter()
             .find(|v| v["tool_id"] == "lease.conditions.restored")
@@ -313,7 +312,10 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
         for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
             assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
         }
-        assert!(!out.stdout.windows(14).any(|w| w == b"s5-secret-clip"), "the clip's text is in no audit record");
+        assert!(
+            !Value::from(records.clone()).to_string().contains("s5-secret-clip"),
+            "the clip's text is in no audit record"
+        );
     })
     .await
     .expect("test timed out");
@@ -394,13 +396,7 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
     } else {
         assert!(not_reset.iter().all(|n| n.as_str().is_some_and(|n| n.starts_with("clipboard:"))), "{lease}");
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xagent-adb-connector"))
-        .args(["audit", "tail", "-n", "500", "--json", "--data-dir"])
-        .arg(r.dir.path())
-        .output()
-        .unwrap();
-    let records: Vec<Value> =
-        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records = audit_at(r.dir.path());
     let released = records
         .iter()
         .find(|v| v["tool_id"] == "lease.release" && v["channel_id"] == json!(ch_a))
@@ -412,7 +408,7 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
         .unwrap_or_else(|| panic!("no restore record of A's channel: {records:#?}"));
     assert!(restored["arguments"]["undone"].to_string().contains("com.android.chrome"), "{restored}");
     for secret in [HOME_SECRET, WEB_SECRET] {
-        assert!(!String::from_utf8_lossy(&out.stdout).contains(secret), "{secret} is in an audit record");
+        assert!(!Value::from(records.clone()).to_string().contains(secret), "{secret} is in an audit record");
     }
 }
 
@@ -530,16 +526,7 @@ async fn a_takeover_stops_a_shell_gesture_in_flight() {
 
 /// A JSON-RPC POST to `/mcp` with the system key (and the session, once there is one).
 async fn mcp_rpc(addr: std::net::SocketAddr, session: Option<&str>, msg: Value) -> HttpResponse {
-    let auth = format!("Bearer {KEY}");
-    let mut h: Vec<(&str, &str)> = vec![
-        ("Authorization", auth.as_str()),
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    if let Some(s) = session {
-        h.push(("Mcp-Session-Id", s));
-    }
-    http(addr, "POST", "/mcp", &h, msg.to_string().as_bytes()).await
+    mcp_post(addr, KEY, session, &[], &msg).await
 }
 
 fn mcp_call(id: u64, name: &str, args: Value) -> Value {

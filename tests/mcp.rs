@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::adb::{setup_with, AdbServer};
-use common::{http, ws, HttpResponse, Server};
+use common::{http, mcp_post, ws, HttpResponse, Server};
 use serde_json::{json, Value};
 use xagent_adb_connector::sim::{InputEvent, SimConfig, SimPhone};
 
@@ -170,17 +170,7 @@ async fn the_stdio_bridge_carries_a_real_mcp_client_to_the_same_phone() {
 
 /// One JSON-RPC request to `/mcp`.
 async fn rpc(srv: &Server, session: Option<&str>, headers: &[(&str, &str)], msg: Value) -> HttpResponse {
-    let auth = format!("Bearer {KEY}");
-    let mut h: Vec<(&str, &str)> = vec![
-        ("Authorization", auth.as_str()),
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    if let Some(s) = session {
-        h.push(("Mcp-Session-Id", s));
-    }
-    h.extend_from_slice(headers);
-    http(srv.addr, "POST", "/mcp", &h, msg.to_string().as_bytes()).await
+    mcp_post(srv.addr, KEY, session, headers, &msg).await
 }
 
 async fn initialize(srv: &Server) -> String {

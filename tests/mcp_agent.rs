@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::adb::{setup_with, AdbServer};
-use common::{http, ws, HttpResponse, Server};
+use common::{http, mcp_post, ws, HttpResponse, Server};
 use serde_json::{json, Value};
 use xagent_adb_connector::server::mcp_manual::{RULES, SKILL_PROMPT, SKILL_URI};
 use xagent_adb_connector::sim::SimConfig;
@@ -190,16 +190,7 @@ async fn an_mcp_host_reads_the_manual_the_annotations_and_the_phones() {
 }
 
 async fn rpc(srv: &Server, session: Option<&str>, msg: Value) -> HttpResponse {
-    let auth = format!("Bearer {KEY}");
-    let mut h: Vec<(&str, &str)> = vec![
-        ("Authorization", auth.as_str()),
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    if let Some(s) = session {
-        h.push(("Mcp-Session-Id", s));
-    }
-    http(srv.addr, "POST", "/mcp", &h, msg.to_string().as_bytes()).await
+    mcp_post(srv.addr, KEY, session, &[], &msg).await
 }
 
 async fn initialize(srv: &Server) -> String {

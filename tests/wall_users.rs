@@ -102,28 +102,8 @@ fn the_users_command_adds_lists_and_removes_operators_in_a_private_file() {
 /// A login request without the harness's 10 s budget: a password check is 600,000 PBKDF2 rounds on purpose, which
 /// takes seconds in a debug build on a loaded box. What is asserted is the answer, never how fast it came.
 async fn login_request(addr: std::net::SocketAddr, body: &[u8]) -> HttpResponse {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let work = async {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let head = format!(
-            "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-             Connection: close\r\n\r\n",
-            body.len()
-        );
-        s.write_all(head.as_bytes()).await.unwrap();
-        s.write_all(body).await.unwrap();
-        let mut raw = Vec::new();
-        s.read_to_end(&mut raw).await.unwrap();
-        raw
-    };
-    let raw = tokio::time::timeout(Duration::from_secs(180), work).await.expect("the login answered");
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers: Vec<(String, String)> =
-        lines.filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))).collect();
-    HttpResponse { status, headers, body: raw[split + 4..].to_vec() }
+    let json = [("Content-Type", "application/json")];
+    http_within(addr, "POST", "/api/v1/session", &json, body, Duration::from_secs(180)).await
 }
 
 /// Logs in through the API as `user`: (status, body, cookie, csrf).

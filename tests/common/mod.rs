@@ -181,7 +181,41 @@ impl HttpResponse {
 
 /// A minimal HTTP/1.1 client (Connection: close), enough to see exactly what the server sends.
 pub async fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> HttpResponse {
-    tokio::time::timeout(T, async {
+    http_within(addr, method, path, headers, body, T).await
+}
+
+/// One JSON-RPC request to the connector's MCP endpoint (`POST /mcp`) with the system key `key`, the session once
+/// there is one, and `extra` headers.
+pub async fn mcp_post(
+    addr: SocketAddr,
+    key: &str,
+    session: Option<&str>,
+    extra: &[(&str, &str)],
+    msg: &Value,
+) -> HttpResponse {
+    let auth = format!("Bearer {key}");
+    let mut h: Vec<(&str, &str)> = vec![
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(s) = session {
+        h.push(("Mcp-Session-Id", s));
+    }
+    h.extend_from_slice(extra);
+    http(addr, "POST", "/mcp", &h, msg.to_string().as_bytes()).await
+}
+
+/// [`http`] with a budget of its own, for a request whose answer is slow on purpose (a password hash).
+pub async fn http_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    budget: Duration,
+) -> HttpResponse {
+    tokio::time::timeout(budget, async {
         let mut s = TcpStream::connect(addr).await.unwrap();
         let mut req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
