@@ -326,7 +326,13 @@ fn apply(mut v: Value, muts: &[Mutation]) -> Value {
                 o.insert(k.clone(), Value::String("é".repeat(*n)));
             }
             Mutation::Nest(k, depth) => {
-                let mut x = o.remove(k).unwrap_or(json!("leaf"));
+                // Wrapping an already nested value again is how four `Nest(k, 1000)` once built a 4,000-deep value:
+                // the overflow was this test's own recursion (serde_json's `to_string` and `Value`'s drop on a
+                // 2 MiB debug test thread), never `Packet::parse`, whose serde_json reader stops at depth 128 (see
+                // `a_packet_nested_far_beyond_the_limit_is_refused_without_exhausting_the_stack`). Past
+                // `MAX_NEST` the wrapping starts over from a leaf: still far beyond the parser's limit.
+                let old = o.remove(k).filter(|x| depth_of(x) + depth <= MAX_NEST);
+                let mut x = old.unwrap_or(json!("leaf"));
                 for i in 0..*depth {
                     x = if i % 2 == 0 { json!([x]) } else { json!({ "n": x }) };
                 }
@@ -335,6 +341,25 @@ fn apply(mut v: Value, muts: &[Mutation]) -> Value {
         }
     }
     v
+}
+
+/// The deepest value a mutation builds: a few times serde_json's recursion limit (128), shallow enough for this
+/// test's own recursive serialisation and drop.
+const MAX_NEST: usize = 1_100;
+
+/// Nesting depth of `v` (a scalar is 0); stops counting past `MAX_NEST`, so it never recurses deeper than that.
+fn depth_of(v: &Value) -> usize {
+    fn walk(v: &Value, d: usize) -> usize {
+        if d > MAX_NEST {
+            return d;
+        }
+        match v {
+            Value::Array(a) => a.iter().map(|x| walk(x, d + 1)).max().unwrap_or(d + 1),
+            Value::Object(o) => o.values().map(|x| walk(x, d + 1)).max().unwrap_or(d + 1),
+            _ => d,
+        }
+    }
+    walk(v, 0)
 }
 
 /// Text-level damage on top of a structurally mutated packet.
@@ -432,6 +457,34 @@ fn fuzz_packet_parse_arbitrary_json() {
         });
     let value = prop_oneof![arb_json(), envelope_like];
     fuzz("packet_parse/json", value, |v| check_parse(&serde_json::to_string(&v).unwrap()));
+}
+
+/// Regression for the stack overflow the mutated-packet property once hit (see `Mutation::Nest`): the hostile form
+/// of it is text, which a peer can send in one WebSocket frame. 200,000 open brackets in `payload` are refused as
+/// invalid JSON at serde_json's depth limit, on a thread with a fraction of the 2 MiB a test thread has.
+#[test]
+fn a_packet_nested_far_beyond_the_limit_is_refused_without_exhausting_the_stack() {
+    let depth = 200_000;
+    let text = format!(
+        r#"{{"schema":"xagent.connector.packet/v1","packet_id":"p","type":"tool.invoke","payload":{{"x":{}{}}}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let refused = std::thread::Builder::new()
+        .stack_size(512 << 10)
+        .spawn(move || Packet::parse(&text).err().map(|f| (f.error.code.as_str().to_owned(), f.error.message.clone())))
+        .unwrap()
+        .join()
+        .expect("Packet::parse overflowed a 512 KiB stack");
+    let (code, message) = refused.expect("a 200,000-deep packet was accepted");
+    assert_eq!(code, "invalid_packet");
+    assert!(message.contains("recursion limit exceeded"), "{message}");
+    // The generator's side: the mutation list that once overflowed stays within `MAX_NEST` and is checked as usual.
+    let packet = json!({"schema": "xagent.connector.packet/v1", "packet_id": "p", "type": "t", "payload": {}});
+    let nested = apply(packet, &vec![Mutation::Nest("payload".into(), 1000); 4]);
+    assert!((1000..=MAX_NEST).contains(&depth_of(&nested)), "depth {}", depth_of(&nested));
+    check_parse(&serde_json::to_string(&nested).unwrap()).unwrap();
+    assert_eq!(depth_of(&json!([[["x"]]])), 3);
 }
 
 #[test]
