@@ -398,6 +398,28 @@ fn profile_pages() -> Vec<String> {
         .collect()
 }
 
+/// ARCHITECTURE.md stays a map (the brief: "short and current", rust-analyzer's as the model): at most 220 lines,
+/// the detail in each module's `//!` comment, and its code map names every entry of `src/` (a module nobody can find
+/// on the map is a module nobody maintains with the others in mind).
+#[test]
+fn the_architecture_map_is_short_and_names_every_module() {
+    let text = read("ARCHITECTURE.md");
+    let lines = text.lines().count();
+    assert!(lines <= 220, "ARCHITECTURE.md has {lines} lines; the detail belongs in the modules' //! comments");
+    let map = text.split("## Code map").nth(1).expect("a Code map section").split("\n## ").next().unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(read_path("src")).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        let shown = if entry.file_type().unwrap().is_dir() { format!("`{name}/`") } else { format!("`{name}`") };
+        if !map.contains(&shown) {
+            missing.push(shown);
+        }
+    }
+    missing.sort();
+    assert!(missing.is_empty(), "ARCHITECTURE.md's code map does not name {missing:?}");
+}
+
 /// `device-profile/README.md` is an index a reader can hold in mind: at most 200 lines, its "Pages" table links
 /// every page of the folder (a page nobody links is a page nobody reads), and every page split out of it links back
 /// (phone-helper.md, the helper's own wire protocol, predates the split).

@@ -6,7 +6,7 @@
 //! with 1001.
 
 //!
-//! Inside, one way (ARCHITECTURE.md, code map): `mod.rs` (this loop) → `http.rs` (routing) → the planes (`control`,
+//! Inside, one way (checked and printed by tests/module_arrows.rs): `mod.rs` (this loop) → `http.rs` (routing) → the planes (`control`,
 //! `transfer`, `ws/`, `mcp`) → `state.rs` (`App`, `Mount`) → the primitives (`settings`, `tracker`, `auth`,
 //! `writable`, `log_gate`, `body`, `origin`, `parts`, `stall`). Files inside the room name the defining file; the
 //! re-exports below are for the rest of the crate.

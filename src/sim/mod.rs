@@ -5,7 +5,7 @@
 //! `adb_client`, the connector) drives it through the genuine ADB code path: the sim is never a
 //! shortcut around it.
 //!
-//! Layout (the one-way order the files name each other in is ARCHITECTURE.md's, checked by tests/module_arrows.rs):
+//! Layout (the one-way order the files name each other in is checked and printed by tests/module_arrows.rs):
 //! - [`transport`]: CNXN/AUTH handshake, stream multiplexing and flow control, on [`wire`]'s message codec and
 //!   [`stream`]'s stream halves;
 //! - [`services`]: `shell:` (v1 and shell protocol v2, [`shell_v2`]), `exec:`, `abb_exec:`, `reboot:`...; the
