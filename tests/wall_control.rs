@@ -152,11 +152,11 @@ async fn live_frames(addr: SocketAddr) -> (u64, u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_view_streams_changed_frames_downscaled_and_ends_with_its_viewer() {
     bounded(async {
-        // `--phone-helper off` until a defect is found: with the helper on, under load the agent's screenshot below
-        // (sent right after its bind, the phone's commands slowed to 4 s) twice never showed as running within 5 s
-        // (running_calls 0, no screenshot in recent_actions, phone_helper "not started"), cause not yet known.
-        // Agents-first with the helper on: wall_api `thumbnails_are_cached_rate_limited_and_step_aside_for_agents`.
-        let r = rig_with(&[(720, 1600)], true, &["--phone-helper", "off"]).await;
+        // The default configuration (phone helper on). It once ran with the helper off: the agents-first check below
+        // then saw `running_calls` 0 now and then, because the detail view read the phone's screen size itself —
+        // the helper's `screen` (5 s deadline on a phone answering in 4 s), then `wm size` — and answered after 9 s
+        // with a document made before the call began. The view now waits at most 1.5 s for that read.
+        let r = rig(&[(720, 1600)], true).await;
         let sim = &r.sims[0];
         r.wait_all_online().await;
         let id = r.id_of(&sim.serial()).await;

@@ -667,6 +667,12 @@ impl AdbBackend {
         Ok(out.stdout)
     }
 
+    /// The screen size [`AdbBackend::screen_size`] last read, if it is still cached: what a reader that must not
+    /// wait for the phone (the device wall) can show at once.
+    pub fn screen_size_known(&self, key: &DeviceKey) -> Option<(u32, u32)> {
+        self.screen.lock().unwrap_or_else(|e| e.into_inner()).get(key).copied()
+    }
+
     /// The device's screen size in pixels (`wm size`; an override wins), cached until the device changes state.
     pub async fn screen_size(&self, key: &DeviceKey) -> Result<(u32, u32), ProtoError> {
         if let Some(s) = self.screen.lock().unwrap_or_else(|e| e.into_inner()).get(key) {

@@ -336,7 +336,7 @@ async fn operator_view(
     v["takeover"] = app.hub.takeover_of(key).map_or(Value::Null, |t| takeover_json(&t, me.as_ref()));
     let online = app.hub.backend().info(key).is_some_and(|d| d.state == DeviceState::Online);
     if let (Some(adb), true) = (&w.adb, online) {
-        if let Ok((width, height)) = adb.screen_size(key).await {
+        if let Some((width, height)) = w.facts.display(adb, key, FACTS_WAIT).await {
             v["display"] = json!({"width": width, "height": height});
         }
     }

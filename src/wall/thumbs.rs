@@ -324,6 +324,8 @@ pub struct DeviceFacts {
 struct FactsInner {
     known: HashMap<DeviceKey, (DeviceFacts, Instant)>,
     reading: HashSet<DeviceKey>,
+    /// Phones whose screen size is being read for the detail view (one read per phone at a time).
+    sizing: HashSet<DeviceKey>,
 }
 
 #[derive(Default)]
@@ -332,6 +334,26 @@ pub struct Facts(Arc<Mutex<FactsInner>>);
 impl Facts {
     pub fn get(&self, key: &DeviceKey) -> DeviceFacts {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).known.get(key).map(|(f, _)| f.clone()).unwrap_or_default()
+    }
+
+    /// The phone's screen size for the detail view: the backend's cached one at once, else one read per phone at a
+    /// time (started here, left running to fill the cache for the next request) waited for at most `wait`. An
+    /// operator's request never waits for a slow phone longer than that (a phone answering in 4 s made the detail
+    /// view take 9 s: the helper's `screen` deadline, then `wm size`).
+    pub async fn display(&self, adb: &Arc<AdbBackend>, key: &DeviceKey, wait: Duration) -> Option<(u32, u32)> {
+        if let Some(size) = adb.screen_size_known(key) {
+            return Some(size);
+        }
+        if !self.0.lock().unwrap_or_else(|e| e.into_inner()).sizing.insert(key.clone()) {
+            return None;
+        }
+        let (adb, inner, key) = (adb.clone(), self.0.clone(), key.clone());
+        let read = tokio::spawn(async move {
+            let size = adb.screen_size(&key).await;
+            inner.lock().unwrap_or_else(|e| e.into_inner()).sizing.remove(&key);
+            size.ok()
+        });
+        tokio::time::timeout(wait, read).await.ok().and_then(Result::ok).flatten()
     }
 
     /// Starts reading the facts of every listed online device whose facts are missing or old (one read per device
