@@ -3,6 +3,7 @@
 //! the phone is bindable again — the queued one never reaches the phone, the running one is hung up (through the
 //! phone helper: the helper playing the gesture is killed), each answers `input_may_have_been_sent` and is audited
 //! as `cut` before the `lease.end` record — and every `lease.*` record names its channel, the bind among them.
+//! An MCP session's end (`DELETE /mcp`) and a lease expiry after the holder's socket closed cut the same way.
 
 mod common;
 mod wall_support;
@@ -162,6 +163,11 @@ async fn a_binding_end_cuts_the_holders_calls(end: End, helper: bool) {
         !records.iter().any(|v| v["tool_id"] == "android_input_text" && v["result"] == "ok"),
         "A's queued text is no successful action: {records:#?}"
     );
+    // The queued text sent the phone nothing: counted, not recorded on its own, but as `cut` and before the release.
+    let text = pos(&|v| v["tool_id"] == "android_input_text" && v["channel_id"] == json!(ch_a))
+        .unwrap_or_else(|| panic!("A's queued text is not in the audit: {records:#?}"));
+    assert_eq!(records[text]["result"], "cut", "{:#}", records[text]);
+    assert!(text < ended, "the queued text is audited before the release: {records:#?}");
     for ch in [&ch_a, &ch_b] {
         assert!(
             records.iter().any(|v| v["tool_id"] == "lease.bind" && v["channel_id"] == json!(ch)),
@@ -613,10 +619,16 @@ async fn an_mcp_delete_cuts_the_sessions_calls(helper: bool) {
     let ended = pos(&|v| v["tool_id"] == "lease.end" && v["channel_id"] == ch_a);
     let Some(ended) = ended else { panic!("no lease.end of the MCP session's channel: {records:#?}") };
     assert!(cut < ended, "the cut call is audited before the release: {records:#?}");
+    // What ended the lease is the MCP session's end, not a logout of the agent's.
+    assert_eq!(records[ended]["arguments"]["reason"], "mcp_session_end", "{:#}", records[ended]);
     assert!(
         !records.iter().any(|v| v["tool_id"] == "android_input_text" && v["result"] == "ok"),
         "the queued text is no successful action: {records:#?}"
     );
+    let text = pos(&|v| v["tool_id"] == "android_input_text" && v["channel_id"] == ch_a)
+        .unwrap_or_else(|| panic!("the queued text is not in the audit: {records:#?}"));
+    assert_eq!(records[text]["result"], "cut", "{:#}", records[text]);
+    assert!(text < ended, "the queued text is audited before the release: {records:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -737,65 +749,97 @@ async fn a_phone_not_restored_stays_out_of_the_pool_and_the_wall_says_why() {
 
 // ---- lease expiry after the holder's socket closed mid-gesture (issue 47 item 1) ------------------------------
 
-/// Tenant A's socket closes while the phone helper plays its 10 s swipe; its lease runs out (`--lease-grace 1s`)
-/// and tenant B binds the phone. By B's bind the helper playing A's swipe is gone, `lease.end` (reason
-/// `lease_expired`, A's channel) says input may have been sent, and B's tap is all the phone sees after B's bind.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lease_expiry_stops_the_gesture_of_a_holder_whose_socket_closed() {
-    bounded(async {
-        let r = rig_with(&[(720, 1600)], true, &["--phone-helper", "auto", "--lease-grace", "1s"]).await;
-        let sim = &r.sims[0];
-        let serial = sim.serial();
-        r.wait_all_online().await;
-        let addr = r.srv.addr;
-        let mut a = ws(addr, Some(KEY)).await;
-        a.hello(None).await;
-        let ch_a = a.bind(Some(&serial)).await;
-        sim.clear_events();
-        let swipe = json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 10000, "settle": false,
-                           "connector_channel_id": ch_a});
-        let _ = a.send("tool.invoke", Some(&ch_a), json!({"tool_id": "android_swipe", "arguments": swipe})).await;
-        let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 10000 };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !sim.events().contains(&first) {
-            assert!(Instant::now() < deadline, "A's swipe never reached the phone: {:?}", sim.events());
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let playing: Vec<u32> =
-            sim.processes().into_iter().filter(|(_, args)| args.contains("xagent.Helper")).map(|(p, _)| p).collect();
+/// Tenant A's socket closes while its 10 s swipe is being played (through the phone helper, or `input swipe` on the
+/// shell path) and a text waits behind it for the phone; its lease runs out (`--lease-grace 1s`) and tenant B binds
+/// the phone. A's text never reaches the phone; by B's bind the helper playing A's swipe is gone; B's tap is all the
+/// phone sees after B's bind. Both of A's calls are audited `cut` — as every end of a binding cuts them, not
+/// `tool_invoke_failed` — before A's `lease.end` (reason `lease_expired`, A's channel), which counts them and says
+/// input may have been sent.
+async fn lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed(helper: bool) {
+    let flags: &[&str] = if helper {
+        &["--phone-helper", "auto", "--lease-grace", "1s"]
+    } else {
+        &["--phone-helper", "off", "--lease-grace", "1s"]
+    };
+    let r = rig_with(&[(720, 1600)], true, flags).await;
+    let sim = &r.sims[0];
+    let serial = sim.serial();
+    r.wait_all_online().await;
+    let addr = r.srv.addr;
+    let mut a = ws(addr, Some(KEY)).await;
+    a.hello(None).await;
+    let ch_a = a.bind(Some(&serial)).await;
+    sim.clear_events();
+    let swipe = json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 10000, "settle": false,
+                       "connector_channel_id": ch_a});
+    let _ = a.send("tool.invoke", Some(&ch_a), json!({"tool_id": "android_swipe", "arguments": swipe})).await;
+    let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 10000 };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sim.events().contains(&first) {
+        assert!(Instant::now() < deadline, "A's swipe never reached the phone: {:?}", sim.events());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = json!({"text": "from-tenant-A", "settle": false, "connector_channel_id": ch_a});
+    let _ = a.send("tool.invoke", Some(&ch_a), json!({"tool_id": "android_input_text", "arguments": text})).await;
+    let playing: Vec<u32> =
+        sim.processes().into_iter().filter(|(_, args)| args.contains("xagent.Helper")).map(|(p, _)| p).collect();
+    if helper {
         assert_eq!(playing.len(), 1, "the phone helper plays A's swipe: {:?}", sim.processes());
-        drop(a);
+    }
+    // Give A's text time to queue for the phone's order slot behind the swipe, then A's socket goes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(a);
 
-        let mut b = ws(addr, Some(KEY)).await;
-        b.hello(None).await;
-        let (ch_b, _) = b.open(None).await;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let v = b
-                .request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {"serial": serial}}))
-                .await;
-            if v["payload"]["status"] == "authenticated" {
-                break;
-            }
-            assert!(Instant::now() < deadline, "A's lease never ran out: {v}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut b = ws(addr, Some(KEY)).await;
+    b.hello(None).await;
+    let (ch_b, _) = b.open(None).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let v =
+            b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {"serial": serial}})).await;
+        if v["payload"]["status"] == "authenticated" {
+            break;
         }
-        let seen_at_bind = sim.events().len();
+        assert!(Instant::now() < deadline, "A's lease never ran out: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seen_at_bind = sim.events().len();
+    if helper {
         let still: Vec<(u32, String)> = sim.processes().into_iter().filter(|(p, _)| playing.contains(p)).collect();
         assert!(still.is_empty(), "the helper playing A's swipe still runs after B bound: {still:?}");
-        let tap = b.tap(&ch_b, 100, 100).await;
-        assert!(tap.get("error").is_none() || tap["error"].is_null(), "B's tap: {tap}");
-        let ev = sim.events();
-        assert_eq!(ev[seen_at_bind..], [InputEvent::Tap { x: 100, y: 100 }], "after B's bind only B's tap: {ev:?}");
+    }
+    let tap = b.tap(&ch_b, 100, 100).await;
+    assert!(tap.get("error").is_none() || tap["error"].is_null(), "B's tap: {tap}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let ev = sim.events();
+    assert!(!ev.iter().any(|e| matches!(e, InputEvent::Text(t) if t.contains("tenant-A"))), "A's text: {ev:?}");
+    assert!(!sim.fields().0.contains("tenant-A"), "A's text was typed: {:?}", sim.fields());
+    assert_eq!(ev[seen_at_bind..], [InputEvent::Tap { x: 100, y: 100 }], "after B's bind only B's tap: {ev:?}");
+    assert_eq!(ev.first(), Some(&first), "{ev:?}");
 
-        let records = audit(&r);
-        let ended = records
-            .iter()
-            .find(|v| v["tool_id"] == "lease.end" && v["channel_id"] == json!(ch_a))
-            .unwrap_or_else(|| panic!("no lease.end of A: {records:#?}"));
-        assert_eq!(ended["arguments"]["reason"], "lease_expired", "{ended:#}");
-        assert_eq!(ended["arguments"]["input_may_have_been_sent"], true, "{ended:#}");
-    })
-    .await
-    .expect("test timed out");
+    let records = audit(&r);
+    let pos = |f: &dyn Fn(&Value) -> bool| records.iter().position(f);
+    let ended = pos(&|v| v["tool_id"] == "lease.end" && v["channel_id"] == json!(ch_a))
+        .unwrap_or_else(|| panic!("no lease.end of A: {records:#?}"));
+    // The queued text (it sent the phone nothing) is counted, the running swipe has a record of its own: both
+    // `cut`, both chained before the release record.
+    for tool in ["android_input_text", "android_swipe"] {
+        let at = pos(&|v| v["tool_id"] == tool && v["channel_id"] == json!(ch_a))
+            .unwrap_or_else(|| panic!("no record of A's {tool}: {records:#?}"));
+        assert_eq!(records[at]["result"], "cut", "A's {tool}: {:#}", records[at]);
+        assert!(at < ended, "A's {tool} is audited before the release: {records:#?}");
+    }
+    assert_eq!(records[ended]["arguments"]["reason"], "lease_expired", "{:#}", records[ended]);
+    assert_eq!(records[ended]["arguments"]["input_may_have_been_sent"], true, "{:#}", records[ended]);
+    assert_eq!(records[ended]["arguments"]["cut_calls"], 2, "{:#}", records[ended]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed_through_the_phone_helper() {
+    bounded(lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed(true)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed_on_the_shell_path() {
+    bounded(lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed(false)).await.expect("test timed out");
 }
