@@ -327,15 +327,17 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
     .expect("test timed out");
 }
 
-/// Issue 47's "typed text": tenant A types a secret into the search field of a page in the browser it opened, goes
-/// Home and types another into the home screen's field (the launcher's search box), then logs out. With no policy the release presses
+/// Issue 47's "typed text": tenant A types a secret into the search field of a page in the browser it opened, a
+/// password into the demo app's sign-in screen it opened, goes Home and types another into the home screen's field
+/// (the launcher's search box), then logs out. With no policy the release presses
 /// HOME (which resets the launcher's search box, as Launcher3 does, even with the launcher in front) and
-/// force-stops the browser (whose next launch starts with empty fields): tenant B, bound next, observes neither
-/// text — not on the home screen, not in the browser it opens — and the bind answer and the release record list
-/// what was reset.
+/// force-stops the browser and the demo app (whose next launches start with empty fields): tenant B, bound next,
+/// observes none of it — not on the home screen, not in the browser or the sign-in screen it opens — and the bind
+/// answer and the release record list what was reset.
 async fn typed_text_does_not_outlive_the_lease(helper: bool) {
     const HOME_SECRET: &str = "home-secret-4747";
     const WEB_SECRET: &str = "web-secret-4747";
+    const PW_SECRET: &str = "pw-secret-4747";
     let flags: &[&str] = if helper { &["--phone-helper", "auto"] } else { &["--phone-helper", "off"] };
     let cfg = SimConfig { screen_width: 720, screen_height: 1600, ..SimConfig::default() };
     let mut r = common::rig::Rig::with(cfg, flags, None).await;
@@ -350,6 +352,16 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
     let a = r.c.invoke(&ch_a, "android_input_text", json!({"text": WEB_SECRET})).await;
     assert!(ok(&a), "{a}");
     assert_eq!(r.sim.web_query(), WEB_SECRET, "A typed into the page's search field");
+    // A password into the demo app's sign-in screen (an app's field: a launcher has none).
+    let signin = json!({"package": "com.xagent.demo", "activity": ".SignInActivity"});
+    let a = r.c.invoke(&ch_a, "android_app_launch", signin.clone()).await;
+    assert!(ok(&a), "{a}");
+    let (x, y) = ui.layout().password_field.center();
+    let a = r.c.invoke(&ch_a, "android_tap", json!({"x": x, "y": y})).await;
+    assert!(ok(&a), "{a}");
+    let a = r.c.invoke(&ch_a, "android_input_text", json!({"text": PW_SECRET})).await;
+    assert!(ok(&a), "{a}");
+    assert_eq!(r.sim.fields().1, PW_SECRET, "A typed into the sign-in screen's password field");
 
     // Back Home (the browser stays in the background with A's text), and a secret into the home field: the
     // release's HOME then arrives with the launcher in front.
@@ -388,11 +400,17 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
     assert!(!page.to_string().contains(WEB_SECRET), "A's text is in the page B opened: {page}");
     assert_eq!(r.sim.fields().0, "", "the home field kept A's text");
     assert_eq!(r.sim.web_query(), "", "the page's search field kept A's text");
+    let a = b.invoke(&ch_b, "android_app_launch", signin).await;
+    assert!(ok(&a), "{a}");
+    let form = b.invoke(&ch_b, "android_ui_dump", json!({})).await;
+    assert!(ok(&form) && form.to_string().contains("com.xagent.demo:id/password"), "B sees the sign-in form: {form}");
+    // (The tools never show a password field's text, not even its dots: the phone's own state says.)
+    assert_eq!(r.sim.fields().1, "", "the sign-in screen's password field kept A's text");
 
     // What was reset: the bind answer and the release record say so.
     let lease = &bound["payload"]["lease"];
     let reset: Vec<&str> = lease["reset"].as_array().expect("lease.reset").iter().filter_map(Value::as_str).collect();
-    for item in ["home", "opened com.android.chrome"] {
+    for item in ["home", "opened com.android.chrome", "opened com.xagent.demo"] {
         assert!(reset.contains(&item), "{item} is not in the bind's lease.reset: {lease}");
     }
     // Without the helper the clipboard cannot be reached, and the bind answer says so; nothing else is missing.
@@ -413,7 +431,7 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
         .find(|v| v["tool_id"] == "lease.conditions.restored" && v["channel_id"] == json!(ch_a))
         .unwrap_or_else(|| panic!("no restore record of A's channel: {records:#?}"));
     assert!(restored["arguments"]["undone"].to_string().contains("com.android.chrome"), "{restored}");
-    for secret in [HOME_SECRET, WEB_SECRET] {
+    for secret in [HOME_SECRET, WEB_SECRET, PW_SECRET] {
         assert!(!Value::from(records.clone()).to_string().contains(secret), "{secret} is in an audit record");
     }
 }
