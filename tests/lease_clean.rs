@@ -40,6 +40,14 @@ fn audit_at(data: &std::path::Path) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect()
 }
 
+/// Every `lease.*` record (bind, end, release, conditions set or restored — replayed after a restart too) names
+/// its channel.
+fn every_lease_record_names_its_channel(records: &[Value]) {
+    for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
+        assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum End {
     /// The wall's Release (`POST /api/v1/devices/{id}/release`).
@@ -174,9 +182,7 @@ async fn a_binding_end_cuts_the_holders_calls(end: End, helper: bool) {
             "the bind of {ch} is audited: {records:#?}"
         );
     }
-    for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
-        assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
-    }
+    every_lease_record_names_its_channel(&records);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -315,9 +321,7 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
         assert_eq!(restored["channel_id"], json!(ch_a), "{restored}");
         let undone = restored["arguments"]["undone"].to_string();
         assert!(undone.contains(&pkg) && undone.contains(SECRET) && undone.contains(CAMERA), "{restored}");
-        for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
-            assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
-        }
+        every_lease_record_names_its_channel(&records);
         assert!(
             !Value::from(records.clone()).to_string().contains("s5-secret-clip"),
             "the clip's text is in no audit record"
@@ -470,6 +474,20 @@ async fn a_grant_is_revoked_after_a_kill_9_and_restart() {
             assert!(Instant::now() < deadline, "the grant was never revoked after the restart");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        // The release replayed after the restart is audited, under the channel of the lease it ends.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let records = loop {
+            let records = audit_at(r.dir.path());
+            if records.iter().any(|v| v["tool_id"] == "lease.conditions.restored" && v["channel_id"] == json!(ch)) {
+                break records;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no restore record of the lease's channel after the restart: {records:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        every_lease_record_names_its_channel(&records);
     })
     .await
     .expect("test timed out");
@@ -647,6 +665,7 @@ async fn an_mcp_delete_cuts_the_sessions_calls(helper: bool) {
         .unwrap_or_else(|| panic!("the queued text is not in the audit: {records:#?}"));
     assert_eq!(records[text]["result"], "cut", "{:#}", records[text]);
     assert!(text < ended, "the queued text is audited before the release: {records:#?}");
+    every_lease_record_names_its_channel(&records);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -850,6 +869,7 @@ async fn lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed(helper: boo
     assert_eq!(records[ended]["arguments"]["reason"], "lease_expired", "{:#}", records[ended]);
     assert_eq!(records[ended]["arguments"]["input_may_have_been_sent"], true, "{:#}", records[ended]);
     assert_eq!(records[ended]["arguments"]["cut_calls"], 2, "{:#}", records[ended]);
+    every_lease_record_names_its_channel(&records);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
