@@ -881,3 +881,73 @@ async fn lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed_through_the
 async fn lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed_on_the_shell_path() {
     bounded(lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed(false)).await.expect("test timed out");
 }
+
+// ---- a holder whose socket closed reads its cut calls' answers when it comes back (issue 47 item 1) ----------
+
+/// Tenant A's socket closes while its 10 s swipe runs and a text waits behind it; A comes back on a new socket (its
+/// lease still runs) and repeats both calls' `tool_call_id`s: each answers the recorded cut — `input_may_have_been_sent`
+/// true for the swipe, false for the text — and nothing runs again (the text never reaches the phone). A's logout
+/// then ends the lease with both calls counted as cut in `lease.end`.
+async fn a_holder_that_comes_back_reads_its_cut_calls(helper: bool) {
+    let flags: &[&str] = if helper { &["--phone-helper", "auto"] } else { &["--phone-helper", "off"] };
+    let r = rig_with(&[(720, 1600)], true, flags).await;
+    let sim = &r.sims[0];
+    let serial = sim.serial();
+    r.wait_all_online().await;
+    let addr = r.srv.addr;
+    let mut a = ws(addr, Some(KEY)).await;
+    let cid = a.hello(None).await;
+    let ch_a = a.bind(Some(&serial)).await;
+    sim.clear_events();
+    let swipe = json!({"tool_id": "android_swipe", "context": {"tool_call_id": "swipe-4747"},
+                       "arguments": {"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 10000,
+                                     "settle": false, "connector_channel_id": ch_a}});
+    let text = json!({"tool_id": "android_input_text", "context": {"tool_call_id": "text-4747"},
+                      "arguments": {"text": "from-tenant-A", "settle": false, "connector_channel_id": ch_a}});
+    let _ = a.send("tool.invoke", Some(&ch_a), swipe.clone()).await;
+    let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 10000 };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sim.events().contains(&first) {
+        assert!(Instant::now() < deadline, "A's swipe never reached the phone: {:?}", sim.events());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = a.send("tool.invoke", Some(&ch_a), text.clone()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(a);
+
+    let mut a = ws(addr, Some(KEY)).await;
+    a.hello(Some(&cid)).await;
+    a.open(Some(&ch_a)).await;
+    for (call, sent) in [(&text, false), (&swipe, true)] {
+        let ack = a.request("tool.invoke", Some(&ch_a), call.clone()).await;
+        let e = &ack["error"];
+        assert_eq!(e["code"], "tool_invoke_failed", "{ack}");
+        assert!(e["message"].as_str().unwrap_or("").contains("cut"), "{ack}");
+        assert_eq!(e["details"]["input_may_have_been_sent"], sent, "{ack}");
+        assert_eq!(e["details"]["replayed"], true, "the repeat ran nothing: {ack}");
+    }
+    let out = a.request("auth.logout", Some(&ch_a), json!({})).await;
+    assert_eq!(out["payload"]["status"], "ok", "{out}");
+    let ev = sim.events();
+    assert!(!ev.iter().any(|e| matches!(e, InputEvent::Text(t) if t.contains("tenant-A"))), "A's text: {ev:?}");
+    assert_eq!(ev.iter().filter(|e| **e == first).count(), 1, "the swipe ran once: {ev:?}");
+
+    let records = audit(&r);
+    let ended = records
+        .iter()
+        .find(|v| v["tool_id"] == "lease.end" && v["channel_id"] == json!(ch_a))
+        .unwrap_or_else(|| panic!("no lease.end of A: {records:#?}"));
+    assert_eq!(ended["arguments"]["reason"], "logout", "{ended:#}");
+    assert_eq!(ended["arguments"]["cut_calls"], 2, "{ended:#}");
+    assert_eq!(ended["arguments"]["input_may_have_been_sent"], true, "{ended:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_comes_back_reads_its_cut_calls_through_the_phone_helper() {
+    bounded(a_holder_that_comes_back_reads_its_cut_calls(true)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_comes_back_reads_its_cut_calls_on_the_shell_path() {
+    bounded(a_holder_that_comes_back_reads_its_cut_calls(false)).await.expect("test timed out");
+}
