@@ -3,6 +3,7 @@
 //! the phone is bindable again — the queued one never reaches the phone, the running one is hung up (through the
 //! phone helper: the helper playing the gesture is killed), each answers `input_may_have_been_sent` and is audited
 //! as `cut` before the `lease.end` record — and every `lease.*` record names its channel, the bind among them.
+//! An MCP session's end (`DELETE /mcp`) and a lease expiry after the holder's socket closed cut the same way.
 
 mod common;
 mod wall_support;
@@ -37,6 +38,14 @@ fn audit_at(data: &std::path::Path) -> Vec<Value> {
         .output()
         .expect("audit tail runs");
     String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect()
+}
+
+/// Every `lease.*` record (bind, end, release, conditions set or restored — replayed after a restart too) names
+/// its channel.
+fn every_lease_record_names_its_channel(records: &[Value]) {
+    for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
+        assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -162,15 +171,18 @@ async fn a_binding_end_cuts_the_holders_calls(end: End, helper: bool) {
         !records.iter().any(|v| v["tool_id"] == "android_input_text" && v["result"] == "ok"),
         "A's queued text is no successful action: {records:#?}"
     );
+    // The queued text sent the phone nothing: counted, not recorded on its own, but as `cut` and before the release.
+    let text = pos(&|v| v["tool_id"] == "android_input_text" && v["channel_id"] == json!(ch_a))
+        .unwrap_or_else(|| panic!("A's queued text is not in the audit: {records:#?}"));
+    assert_eq!(records[text]["result"], "cut", "{:#}", records[text]);
+    assert!(text < ended, "the queued text is audited before the release: {records:#?}");
     for ch in [&ch_a, &ch_b] {
         assert!(
             records.iter().any(|v| v["tool_id"] == "lease.bind" && v["channel_id"] == json!(ch)),
             "the bind of {ch} is audited: {records:#?}"
         );
     }
-    for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
-        assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
-    }
+    every_lease_record_names_its_channel(&records);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -309,9 +321,7 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
         assert_eq!(restored["channel_id"], json!(ch_a), "{restored}");
         let undone = restored["arguments"]["undone"].to_string();
         assert!(undone.contains(&pkg) && undone.contains(SECRET) && undone.contains(CAMERA), "{restored}");
-        for v in records.iter().filter(|v| v["tool_id"].as_str().is_some_and(|t| t.starts_with("lease."))) {
-            assert!(v["channel_id"].as_str().is_some_and(|c| !c.is_empty()), "a lease record without channel: {v}");
-        }
+        every_lease_record_names_its_channel(&records);
         assert!(
             !Value::from(records.clone()).to_string().contains("s5-secret-clip"),
             "the clip's text is in no audit record"
@@ -321,15 +331,17 @@ async fn with_no_policy_the_next_tenant_finds_nothing_of_the_last() {
     .expect("test timed out");
 }
 
-/// Issue 47's "typed text": tenant A types a secret into the search field of a page in the browser it opened, goes
-/// Home and types another into the home screen's field (the launcher's search box), then logs out. With no policy the release presses
+/// Issue 47's "typed text": tenant A types a secret into the search field of a page in the browser it opened, a
+/// password into the demo app's sign-in screen it opened, goes Home and types another into the home screen's field
+/// (the launcher's search box), then logs out. With no policy the release presses
 /// HOME (which resets the launcher's search box, as Launcher3 does, even with the launcher in front) and
-/// force-stops the browser (whose next launch starts with empty fields): tenant B, bound next, observes neither
-/// text — not on the home screen, not in the browser it opens — and the bind answer and the release record list
-/// what was reset.
+/// force-stops the browser and the demo app (whose next launches start with empty fields): tenant B, bound next,
+/// observes none of it — not on the home screen, not in the browser or the sign-in screen it opens — and the bind
+/// answer and the release record list what was reset.
 async fn typed_text_does_not_outlive_the_lease(helper: bool) {
     const HOME_SECRET: &str = "home-secret-4747";
     const WEB_SECRET: &str = "web-secret-4747";
+    const PW_SECRET: &str = "pw-secret-4747";
     let flags: &[&str] = if helper { &["--phone-helper", "auto"] } else { &["--phone-helper", "off"] };
     let cfg = SimConfig { screen_width: 720, screen_height: 1600, ..SimConfig::default() };
     let mut r = common::rig::Rig::with(cfg, flags, None).await;
@@ -344,6 +356,16 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
     let a = r.c.invoke(&ch_a, "android_input_text", json!({"text": WEB_SECRET})).await;
     assert!(ok(&a), "{a}");
     assert_eq!(r.sim.web_query(), WEB_SECRET, "A typed into the page's search field");
+    // A password into the demo app's sign-in screen (an app's field: a launcher has none).
+    let signin = json!({"package": "com.xagent.demo", "activity": ".SignInActivity"});
+    let a = r.c.invoke(&ch_a, "android_app_launch", signin.clone()).await;
+    assert!(ok(&a), "{a}");
+    let (x, y) = ui.layout().password_field.center();
+    let a = r.c.invoke(&ch_a, "android_tap", json!({"x": x, "y": y})).await;
+    assert!(ok(&a), "{a}");
+    let a = r.c.invoke(&ch_a, "android_input_text", json!({"text": PW_SECRET})).await;
+    assert!(ok(&a), "{a}");
+    assert_eq!(r.sim.fields().1, PW_SECRET, "A typed into the sign-in screen's password field");
 
     // Back Home (the browser stays in the background with A's text), and a secret into the home field: the
     // release's HOME then arrives with the launcher in front.
@@ -382,11 +404,17 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
     assert!(!page.to_string().contains(WEB_SECRET), "A's text is in the page B opened: {page}");
     assert_eq!(r.sim.fields().0, "", "the home field kept A's text");
     assert_eq!(r.sim.web_query(), "", "the page's search field kept A's text");
+    let a = b.invoke(&ch_b, "android_app_launch", signin).await;
+    assert!(ok(&a), "{a}");
+    let form = b.invoke(&ch_b, "android_ui_dump", json!({})).await;
+    assert!(ok(&form) && form.to_string().contains("com.xagent.demo:id/password"), "B sees the sign-in form: {form}");
+    // (The tools never show a password field's text, not even its dots: the phone's own state says.)
+    assert_eq!(r.sim.fields().1, "", "the sign-in screen's password field kept A's text");
 
     // What was reset: the bind answer and the release record say so.
     let lease = &bound["payload"]["lease"];
     let reset: Vec<&str> = lease["reset"].as_array().expect("lease.reset").iter().filter_map(Value::as_str).collect();
-    for item in ["home", "opened com.android.chrome"] {
+    for item in ["home", "opened com.android.chrome", "opened com.xagent.demo"] {
         assert!(reset.contains(&item), "{item} is not in the bind's lease.reset: {lease}");
     }
     // Without the helper the clipboard cannot be reached, and the bind answer says so; nothing else is missing.
@@ -407,7 +435,7 @@ async fn typed_text_does_not_outlive_the_lease(helper: bool) {
         .find(|v| v["tool_id"] == "lease.conditions.restored" && v["channel_id"] == json!(ch_a))
         .unwrap_or_else(|| panic!("no restore record of A's channel: {records:#?}"));
     assert!(restored["arguments"]["undone"].to_string().contains("com.android.chrome"), "{restored}");
-    for secret in [HOME_SECRET, WEB_SECRET] {
+    for secret in [HOME_SECRET, WEB_SECRET, PW_SECRET] {
         assert!(!Value::from(records.clone()).to_string().contains(secret), "{secret} is in an audit record");
     }
 }
@@ -446,6 +474,20 @@ async fn a_grant_is_revoked_after_a_kill_9_and_restart() {
             assert!(Instant::now() < deadline, "the grant was never revoked after the restart");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        // The release replayed after the restart is audited, under the channel of the lease it ends.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let records = loop {
+            let records = audit_at(r.dir.path());
+            if records.iter().any(|v| v["tool_id"] == "lease.conditions.restored" && v["channel_id"] == json!(ch)) {
+                break records;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no restore record of the lease's channel after the restart: {records:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        every_lease_record_names_its_channel(&records);
     })
     .await
     .expect("test timed out");
@@ -613,10 +655,17 @@ async fn an_mcp_delete_cuts_the_sessions_calls(helper: bool) {
     let ended = pos(&|v| v["tool_id"] == "lease.end" && v["channel_id"] == ch_a);
     let Some(ended) = ended else { panic!("no lease.end of the MCP session's channel: {records:#?}") };
     assert!(cut < ended, "the cut call is audited before the release: {records:#?}");
+    // What ended the lease is the MCP session's end, not a logout of the agent's.
+    assert_eq!(records[ended]["arguments"]["reason"], "mcp_session_end", "{:#}", records[ended]);
     assert!(
         !records.iter().any(|v| v["tool_id"] == "android_input_text" && v["result"] == "ok"),
         "the queued text is no successful action: {records:#?}"
     );
+    let text = pos(&|v| v["tool_id"] == "android_input_text" && v["channel_id"] == ch_a)
+        .unwrap_or_else(|| panic!("the queued text is not in the audit: {records:#?}"));
+    assert_eq!(records[text]["result"], "cut", "{:#}", records[text]);
+    assert!(text < ended, "the queued text is audited before the release: {records:#?}");
+    every_lease_record_names_its_channel(&records);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -737,65 +786,168 @@ async fn a_phone_not_restored_stays_out_of_the_pool_and_the_wall_says_why() {
 
 // ---- lease expiry after the holder's socket closed mid-gesture (issue 47 item 1) ------------------------------
 
-/// Tenant A's socket closes while the phone helper plays its 10 s swipe; its lease runs out (`--lease-grace 1s`)
-/// and tenant B binds the phone. By B's bind the helper playing A's swipe is gone, `lease.end` (reason
-/// `lease_expired`, A's channel) says input may have been sent, and B's tap is all the phone sees after B's bind.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lease_expiry_stops_the_gesture_of_a_holder_whose_socket_closed() {
-    bounded(async {
-        let r = rig_with(&[(720, 1600)], true, &["--phone-helper", "auto", "--lease-grace", "1s"]).await;
-        let sim = &r.sims[0];
-        let serial = sim.serial();
-        r.wait_all_online().await;
-        let addr = r.srv.addr;
-        let mut a = ws(addr, Some(KEY)).await;
-        a.hello(None).await;
-        let ch_a = a.bind(Some(&serial)).await;
-        sim.clear_events();
-        let swipe = json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 10000, "settle": false,
-                           "connector_channel_id": ch_a});
-        let _ = a.send("tool.invoke", Some(&ch_a), json!({"tool_id": "android_swipe", "arguments": swipe})).await;
-        let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 10000 };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !sim.events().contains(&first) {
-            assert!(Instant::now() < deadline, "A's swipe never reached the phone: {:?}", sim.events());
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let playing: Vec<u32> =
-            sim.processes().into_iter().filter(|(_, args)| args.contains("xagent.Helper")).map(|(p, _)| p).collect();
+/// Tenant A's socket closes while its 10 s swipe is being played (through the phone helper, or `input swipe` on the
+/// shell path) and a text waits behind it for the phone; its lease runs out (`--lease-grace 1s`) and tenant B binds
+/// the phone. A's text never reaches the phone; by B's bind the helper playing A's swipe is gone; B's tap is all the
+/// phone sees after B's bind. Both of A's calls are audited `cut` — as every end of a binding cuts them, not
+/// `tool_invoke_failed` — before A's `lease.end` (reason `lease_expired`, A's channel), which counts them and says
+/// input may have been sent.
+async fn lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed(helper: bool) {
+    let flags: &[&str] = if helper {
+        &["--phone-helper", "auto", "--lease-grace", "1s"]
+    } else {
+        &["--phone-helper", "off", "--lease-grace", "1s"]
+    };
+    let r = rig_with(&[(720, 1600)], true, flags).await;
+    let sim = &r.sims[0];
+    let serial = sim.serial();
+    r.wait_all_online().await;
+    let addr = r.srv.addr;
+    let mut a = ws(addr, Some(KEY)).await;
+    a.hello(None).await;
+    let ch_a = a.bind(Some(&serial)).await;
+    sim.clear_events();
+    let swipe = json!({"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 10000, "settle": false,
+                       "connector_channel_id": ch_a});
+    let _ = a.send("tool.invoke", Some(&ch_a), json!({"tool_id": "android_swipe", "arguments": swipe})).await;
+    let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 10000 };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sim.events().contains(&first) {
+        assert!(Instant::now() < deadline, "A's swipe never reached the phone: {:?}", sim.events());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = json!({"text": "from-tenant-A", "settle": false, "connector_channel_id": ch_a});
+    let _ = a.send("tool.invoke", Some(&ch_a), json!({"tool_id": "android_input_text", "arguments": text})).await;
+    let playing: Vec<u32> =
+        sim.processes().into_iter().filter(|(_, args)| args.contains("xagent.Helper")).map(|(p, _)| p).collect();
+    if helper {
         assert_eq!(playing.len(), 1, "the phone helper plays A's swipe: {:?}", sim.processes());
-        drop(a);
+    }
+    // Give A's text time to queue for the phone's order slot behind the swipe, then A's socket goes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(a);
 
-        let mut b = ws(addr, Some(KEY)).await;
-        b.hello(None).await;
-        let (ch_b, _) = b.open(None).await;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let v = b
-                .request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {"serial": serial}}))
-                .await;
-            if v["payload"]["status"] == "authenticated" {
-                break;
-            }
-            assert!(Instant::now() < deadline, "A's lease never ran out: {v}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut b = ws(addr, Some(KEY)).await;
+    b.hello(None).await;
+    let (ch_b, _) = b.open(None).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let v =
+            b.request("auth.start", Some(&ch_b), json!({"flow_id": "adb_device", "input": {"serial": serial}})).await;
+        if v["payload"]["status"] == "authenticated" {
+            break;
         }
-        let seen_at_bind = sim.events().len();
+        assert!(Instant::now() < deadline, "A's lease never ran out: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seen_at_bind = sim.events().len();
+    if helper {
         let still: Vec<(u32, String)> = sim.processes().into_iter().filter(|(p, _)| playing.contains(p)).collect();
         assert!(still.is_empty(), "the helper playing A's swipe still runs after B bound: {still:?}");
-        let tap = b.tap(&ch_b, 100, 100).await;
-        assert!(tap.get("error").is_none() || tap["error"].is_null(), "B's tap: {tap}");
-        let ev = sim.events();
-        assert_eq!(ev[seen_at_bind..], [InputEvent::Tap { x: 100, y: 100 }], "after B's bind only B's tap: {ev:?}");
+    }
+    let tap = b.tap(&ch_b, 100, 100).await;
+    assert!(tap.get("error").is_none() || tap["error"].is_null(), "B's tap: {tap}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let ev = sim.events();
+    assert!(!ev.iter().any(|e| matches!(e, InputEvent::Text(t) if t.contains("tenant-A"))), "A's text: {ev:?}");
+    assert!(!sim.fields().0.contains("tenant-A"), "A's text was typed: {:?}", sim.fields());
+    assert_eq!(ev[seen_at_bind..], [InputEvent::Tap { x: 100, y: 100 }], "after B's bind only B's tap: {ev:?}");
+    assert_eq!(ev.first(), Some(&first), "{ev:?}");
 
-        let records = audit(&r);
-        let ended = records
-            .iter()
-            .find(|v| v["tool_id"] == "lease.end" && v["channel_id"] == json!(ch_a))
-            .unwrap_or_else(|| panic!("no lease.end of A: {records:#?}"));
-        assert_eq!(ended["arguments"]["reason"], "lease_expired", "{ended:#}");
-        assert_eq!(ended["arguments"]["input_may_have_been_sent"], true, "{ended:#}");
-    })
-    .await
-    .expect("test timed out");
+    let records = audit(&r);
+    let pos = |f: &dyn Fn(&Value) -> bool| records.iter().position(f);
+    let ended = pos(&|v| v["tool_id"] == "lease.end" && v["channel_id"] == json!(ch_a))
+        .unwrap_or_else(|| panic!("no lease.end of A: {records:#?}"));
+    // The queued text (it sent the phone nothing) is counted, the running swipe has a record of its own: both
+    // `cut`, both chained before the release record.
+    for tool in ["android_input_text", "android_swipe"] {
+        let at = pos(&|v| v["tool_id"] == tool && v["channel_id"] == json!(ch_a))
+            .unwrap_or_else(|| panic!("no record of A's {tool}: {records:#?}"));
+        assert_eq!(records[at]["result"], "cut", "A's {tool}: {:#}", records[at]);
+        assert!(at < ended, "A's {tool} is audited before the release: {records:#?}");
+    }
+    assert_eq!(records[ended]["arguments"]["reason"], "lease_expired", "{:#}", records[ended]);
+    assert_eq!(records[ended]["arguments"]["input_may_have_been_sent"], true, "{:#}", records[ended]);
+    assert_eq!(records[ended]["arguments"]["cut_calls"], 2, "{:#}", records[ended]);
+    every_lease_record_names_its_channel(&records);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed_through_the_phone_helper() {
+    bounded(lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed(true)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed_on_the_shell_path() {
+    bounded(lease_expiry_cuts_the_calls_of_a_holder_whose_socket_closed(false)).await.expect("test timed out");
+}
+
+// ---- a holder whose socket closed reads its cut calls' answers when it comes back (issue 47 item 1) ----------
+
+/// Tenant A's socket closes while its 10 s swipe runs and a text waits behind it; A comes back on a new socket (its
+/// lease still runs) and repeats both calls' `tool_call_id`s: each answers the recorded cut — `input_may_have_been_sent`
+/// true for the swipe, false for the text — and nothing runs again (the text never reaches the phone). A's logout
+/// then ends the lease with both calls counted as cut in `lease.end`.
+async fn a_holder_that_comes_back_reads_its_cut_calls(helper: bool) {
+    let flags: &[&str] = if helper { &["--phone-helper", "auto"] } else { &["--phone-helper", "off"] };
+    let r = rig_with(&[(720, 1600)], true, flags).await;
+    let sim = &r.sims[0];
+    let serial = sim.serial();
+    r.wait_all_online().await;
+    let addr = r.srv.addr;
+    let mut a = ws(addr, Some(KEY)).await;
+    let cid = a.hello(None).await;
+    let ch_a = a.bind(Some(&serial)).await;
+    sim.clear_events();
+    let swipe = json!({"tool_id": "android_swipe", "context": {"tool_call_id": "swipe-4747"},
+                       "arguments": {"x1": 300, "y1": 1400, "x2": 300, "y2": 400, "duration_ms": 10000,
+                                     "settle": false, "connector_channel_id": ch_a}});
+    let text = json!({"tool_id": "android_input_text", "context": {"tool_call_id": "text-4747"},
+                      "arguments": {"text": "from-tenant-A", "settle": false, "connector_channel_id": ch_a}});
+    let _ = a.send("tool.invoke", Some(&ch_a), swipe.clone()).await;
+    let first = InputEvent::Swipe { x1: 300, y1: 1400, x2: 300, y2: 400, duration_ms: 10000 };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sim.events().contains(&first) {
+        assert!(Instant::now() < deadline, "A's swipe never reached the phone: {:?}", sim.events());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = a.send("tool.invoke", Some(&ch_a), text.clone()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(a);
+
+    let mut a = ws(addr, Some(KEY)).await;
+    a.hello(Some(&cid)).await;
+    a.open(Some(&ch_a)).await;
+    for (call, sent) in [(&text, false), (&swipe, true)] {
+        let ack = a.request("tool.invoke", Some(&ch_a), call.clone()).await;
+        let e = &ack["error"];
+        assert_eq!(e["code"], "tool_invoke_failed", "{ack}");
+        assert!(e["message"].as_str().unwrap_or("").contains("cut"), "{ack}");
+        assert_eq!(e["details"]["input_may_have_been_sent"], sent, "{ack}");
+        assert_eq!(e["details"]["replayed"], true, "the repeat ran nothing: {ack}");
+    }
+    let out = a.request("auth.logout", Some(&ch_a), json!({})).await;
+    assert_eq!(out["payload"]["status"], "ok", "{out}");
+    let ev = sim.events();
+    assert!(!ev.iter().any(|e| matches!(e, InputEvent::Text(t) if t.contains("tenant-A"))), "A's text: {ev:?}");
+    assert_eq!(ev.iter().filter(|e| **e == first).count(), 1, "the swipe ran once: {ev:?}");
+
+    let records = audit(&r);
+    let ended = records
+        .iter()
+        .find(|v| v["tool_id"] == "lease.end" && v["channel_id"] == json!(ch_a))
+        .unwrap_or_else(|| panic!("no lease.end of A: {records:#?}"));
+    assert_eq!(ended["arguments"]["reason"], "logout", "{ended:#}");
+    assert_eq!(ended["arguments"]["cut_calls"], 2, "{ended:#}");
+    assert_eq!(ended["arguments"]["input_may_have_been_sent"], true, "{ended:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_comes_back_reads_its_cut_calls_through_the_phone_helper() {
+    bounded(a_holder_that_comes_back_reads_its_cut_calls(true)).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_comes_back_reads_its_cut_calls_on_the_shell_path() {
+    bounded(a_holder_that_comes_back_reads_its_cut_calls(false)).await.expect("test timed out");
 }

@@ -184,7 +184,8 @@ async fn a_screen_that_never_stops_reports_unsettled_at_the_timeout() {
 }
 
 const FIELD: &str = "com.xagent.sim:id/input";
-const PASSWORD: &str = "com.xagent.sim:id/password";
+/// The demo app's sign-in screen's password field (`am start -n com.xagent.demo/.SignInActivity`).
+const PASSWORD: &str = "com.xagent.demo:id/password";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typing_clears_on_request_and_reads_the_field_back() {
@@ -229,6 +230,8 @@ async fn typing_clears_on_request_and_reads_the_field_back() {
 async fn a_password_field_is_cleared_and_typed_but_never_read_back() {
     bounded(async {
         let mut r = rig(phone(0)).await;
+        let signin = json!({"package": "com.xagent.demo", "activity": ".SignInActivity"});
+        r.ok("android_app_launch", signin).await;
         let pw = json!({"resource_id": PASSWORD});
         r.ok("android_input_text", json!({"verify": true, "text": "hunter2", "element": pw, "settle": false})).await;
         let res =

@@ -1,6 +1,7 @@
 //! What the simulated phone's screens show, through the real `adb` binary and a private adb server: the text of
 //! the UI tree drawn into `screencap` pictures (so a vision model reads what the tree says, and never a
-//! password), the counter app's Reset, a Settings list that takes scrolling, and the browser stand-in's page.
+//! password, on the demo app's sign-in screen), the counter app's Reset, a Settings list that takes scrolling, and
+//! the browser stand-in's page.
 
 mod common;
 
@@ -102,8 +103,9 @@ async fn screenshots_show_the_trees_text_and_never_a_password() {
             assert_ne!(hello, world, "\"hello\" and \"world\" look the same");
             assert!(colours(&empty) == 1 && colours(&hello) > 1, "the emptied field still shows text");
 
-            // A password field shows one dot per character: two secrets of one length look the same, and unlike
-            // an empty field.
+            // A password field (the demo app's sign-in screen) shows one dot per character: two secrets of one
+            // length look the same, and unlike an empty field.
+            sh(&a, &s, "am start -n com.xagent.demo/.SignInActivity");
             tap(&a, &s, l.password_field);
             let pw = |a: &AdbServer| region(&screenshot(a, &s), l.password_field);
             let none = pw(&a);

@@ -525,7 +525,14 @@ impl Hub {
     /// `auth.logout` as a channel sends it (§8.13/§8.14; an MCP session's end sends it too): the binding ends
     /// through [`Hub::end_lease`] — the channel's calls cut first — then [`Hub::auth_logout`].
     pub async fn logout(&self, channel_id: &str) -> Result<Map<String, Value>, ProtoError> {
-        self.end_lease(channel_id, "logout", |h| h.auth_logout(channel_id)).await
+        self.logout_because(channel_id, "logout").await
+    }
+
+    /// [`Hub::logout`] for an end the channel did not ask for, under its own `reason` (what `lease.end` and the cut
+    /// calls' answers say): an MCP session's end — `mcp_session_end` (DELETE), `mcp_session_idle`,
+    /// `mcp_session_evicted` (--max-mcp-sessions), `shutdown`.
+    pub async fn logout_because(&self, channel_id: &str, reason: &str) -> Result<Map<String, Value>, ProtoError> {
+        self.end_lease(channel_id, reason, |h| h.auth_logout(channel_id)).await
     }
 
     /// Unbinds at once (a bind whose phone was not ready; [`Hub::logout`] after its calls are cut): releases the

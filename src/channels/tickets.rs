@@ -3,6 +3,7 @@
 //! the hub can own it without a circle; `server/ws/tool.rs` holds a [`Ticket`] per call.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use serde_json::json;
@@ -28,7 +29,8 @@ pub(super) struct Work {
     /// Why the binding is ending, once it is: the calls' answers and the `lease.end` record say it.
     pub(super) ending: Arc<OnceLock<String>>,
     pub(super) calls: HashMap<u64, Sent>,
-    /// Calls cut so far by this end, and whether any of them may have sent the phone input.
+    /// Calls of this binding cut so far (by its end, or by its channel's route closing: [`Ticket::closed`]), and
+    /// whether any of them may have sent the phone input.
     pub(super) cut: u32,
     pub(super) cut_sent: bool,
     pub(super) drained: Arc<Notify>,
@@ -47,6 +49,8 @@ pub struct Ticket {
     pub(super) id: u64,
     pub(super) token: CancellationToken,
     pub(super) ending: Arc<OnceLock<String>>,
+    /// Cut by its channel's route closing ([`Ticket::closed`]) rather than by the binding's end.
+    pub(super) closed: AtomicBool,
 }
 
 impl Ticket {
@@ -72,6 +76,14 @@ impl Ticket {
         }
     }
 
+    /// The call was cut because its channel's route closed (its data plane disconnected, or `channel.close`) while
+    /// the binding stays (until its lease ends or the channel comes back): answered [`closed_error`], audited `cut`
+    /// and counted among the binding's cut calls, which `lease.end` reports; if it may have sent input, the
+    /// binding's end stops what the phone may still be playing, as for a call its end cut.
+    pub fn closed(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
     /// Why the call was cut (the binding's end reason), or `None` while it was not.
     pub fn cut(&self) -> Option<String> {
         self.token.is_cancelled().then(|| self.ending.get().cloned().unwrap_or_else(|| "ended".to_owned()))
@@ -83,7 +95,7 @@ impl Drop for Ticket {
         let mut g = self.works.lock();
         let Some(w) = g.get_mut(&self.channel) else { return };
         if let Some(sent) = w.calls.remove(&self.id) {
-            if self.token.is_cancelled() {
+            if self.token.is_cancelled() || self.closed.load(Ordering::Acquire) {
                 w.cut += 1;
                 w.cut_sent |= sent.may_have_been_sent();
             }
@@ -107,6 +119,23 @@ pub fn cut_error(reason: &str, sent: &Sent) -> ProtoError {
         ),
     )
     .with_details(json!({"input_may_have_been_sent": sent, "cut": true, "lease_end": reason}))
+}
+
+/// The answer of a call cut because its channel's route closed — its data plane disconnected or `channel.close` —
+/// while its binding stays: what [`cut_error`] says, with the cause; a reconnecting client that repeats the call's
+/// `tool_call_id` reads it.
+pub fn closed_error(sent: &Sent) -> ProtoError {
+    let what = sent.what_reached_the_phone();
+    let sent = sent.may_have_been_sent();
+    ProtoError::new(
+        ErrorCode::ToolInvokeFailed,
+        format!(
+            "cut: the call was cancelled because the channel closed or its data plane disconnected while it was \
+             running or queued; it was stopped and {what} (input_may_have_been_sent: {sent}); nothing it read is \
+             returned. The binding stays until its lease ends: open the channel again to continue"
+        ),
+    )
+    .with_details(json!({"input_may_have_been_sent": sent, "cut": true, "channel_closed": true}))
 }
 
 /// What ending a binding stopped.

@@ -8,8 +8,12 @@
 //! reaches the phone, a running one is hung up — and waits (bounded) until every ticket is gone, i.e. every cut
 //! call is audited as `cut`. When one of them may have sent input, the device layer stops what the phone may still
 //! be playing (`Backend::cut`: the phone helper's process killed, one ordered round trip as a fence). Then
-//! `lease.end` is audited with the reason and what was cut, and only then is the binding removed: the phone is
-//! bindable again once the previous holder's work has stopped, never while it is still arriving.
+//! `lease.end` is audited with the reason and what was cut (the calls' pending counts chained before it), and only
+//! then is the binding removed: the phone is bindable again once the previous holder's work has stopped, never
+//! while it is still arriving.
+//!
+//! A call its channel's route closing stopped (the data plane disconnected, `channel.close`) is cut the same way
+//! while the binding stays: answered and audited `cut`, counted in this binding's `lease.end` (`Ticket::closed`).
 //!
 //! A takeover stops calls through its own token (`takeover.rs`): it suspends a binding rather than ending it.
 
@@ -58,6 +62,7 @@ impl Hub {
             id,
             token: w.token.clone(),
             ending: w.ending.clone(),
+            closed: Default::default(),
         })
     }
 
@@ -103,7 +108,16 @@ impl Hub {
                 ("cut_calls", json!(cut.calls)),
                 ("input_may_have_been_sent", json!(cut.input_may_have_been_sent)),
             ]);
-            self.audit(channel, None, "lease.end", k, &args, "ok");
+            // The counts still in memory (`audit::reads`: a cut call that sent the phone nothing is counted, not
+            // recorded on its own) are chained first, in the same commit: every cut call is in the chain before the
+            // release record.
+            let mut writes = self.take_reads();
+            let kept = writes.clone();
+            writes.push(self.audit_entry(channel, None, "lease.end", k, &args, "ok"));
+            if let Err(e) = self.store.commit_all(writes) {
+                tracing::error!(error = %e, "could not append to the audit log");
+                self.restore_reads(kept);
+            }
             tracing::info!(channel, device = %k, reason, cut = cut.calls, "binding ending");
         }
         let r = unbind(self);

@@ -151,7 +151,7 @@ pub async fn handle(app: Arc<App>, mcp: Arc<Sessions>, req: Request<Incoming>) -
         Method::POST => post(app, mcp, req, session_id).await,
         Method::DELETE => match session_id.and_then(|id| mcp.get(&id).map(|s| (id, s))) {
             Some((id, s)) => {
-                end(&app, &mcp, &id, &s, "ended by the client").await;
+                end(&app, &mcp, &id, &s, End::Deleted).await;
                 let mut r = Response::new(crate::http::full(""));
                 *r.status_mut() = StatusCode::NO_CONTENT;
                 r
@@ -280,7 +280,7 @@ async fn initialize(app: &Arc<App>, mcp: &Arc<Sessions>, id: &Value, params: &Ma
             );
             return answer(StatusCode::SERVICE_UNAVAILABLE, &rpc_error(id, -32603, &m));
         };
-        end(app, mcp, &sid, &s, "least recently used, ended to make room for a new session (--max-mcp-sessions)").await;
+        end(app, mcp, &sid, &s, End::Evicted).await;
     }
     let local = Local::new(app.clone());
     let instance = mcp.instance.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -335,21 +335,63 @@ async fn initialize(app: &Arc<App>, mcp: &Arc<Sessions>, id: &Value, params: &Ma
     r
 }
 
-/// Ends a session once: the phone is given back (`auth.logout`, which also stops its running calls), the channel
-/// unregistered, the in-process socket closed.
-async fn end(app: &Arc<App>, mcp: &Sessions, sid: &str, s: &Arc<McpSession>, why: &str) {
+/// Why an MCP session ends.
+#[derive(Clone, Copy)]
+enum End {
+    /// The client's `DELETE /mcp`.
+    Deleted,
+    /// [`IDLE`] without a request while holding a phone.
+    Idle,
+    /// The unbound idle (`--mcp-unbound-idle`) holding no phone.
+    IdleUnbound,
+    /// The least recently used idle session, ended for a new one past `--max-mcp-sessions`.
+    Evicted,
+    /// The connector shutting down.
+    Shutdown,
+}
+
+impl End {
+    /// The `lease.end` reason of the session's binding (and what its cut calls' answers say).
+    fn reason(self) -> &'static str {
+        match self {
+            End::Deleted => "mcp_session_end",
+            End::Idle | End::IdleUnbound => "mcp_session_idle",
+            End::Evicted => "mcp_session_evicted",
+            End::Shutdown => "shutdown",
+        }
+    }
+
+    /// The log's words.
+    fn why(self) -> &'static str {
+        match self {
+            End::Deleted => "ended by the client",
+            End::Idle => "idle",
+            End::IdleUnbound => "idle, holding no phone",
+            End::Evicted => "least recently used, ended to make room for a new session (--max-mcp-sessions)",
+            End::Shutdown => "connector shutting down",
+        }
+    }
+}
+
+/// Ends a session once: the phone is given back (the binding ended as `auth.logout` ends it — its calls cut first —
+/// under the end's own reason, `lease.end` naming it), the channel unregistered, the in-process socket closed.
+async fn end(app: &Arc<App>, mcp: &Sessions, sid: &str, s: &Arc<McpSession>, how: End) {
     if s.ended.is_cancelled() {
         return;
     }
     s.ended.cancel();
     mcp.map.lock().unwrap_or_else(|e| e.into_inner()).remove(sid);
     if app.hub.binding(&s.channel).is_some() {
-        let _ = s.local.request("auth.logout", Some(&s.channel), Map::new()).await;
+        // Straight to the hub, not an `auth.logout` packet: the reason is the session's end, not the agent's logout.
+        // (The channel's observations go with `channel.close` below.)
+        if let Err(e) = app.hub.logout_because(&s.channel, how.reason()).await {
+            tracing::warn!(channel = %s.channel, code = e.code.as_str(), "the MCP session's binding did not end cleanly");
+        }
     }
     let _ = s.local.request("channel.close", Some(&s.channel), Map::new()).await;
     app.hub.cleanup_channel(&s.channel);
     s.local.close().await;
-    tracing::info!(channel = %s.channel, why, "MCP session ended");
+    tracing::info!(channel = %s.channel, why = how.why(), "MCP session ended");
 }
 
 /// Ends the session after [`IDLE`] without a request, or at shutdown (an MCP session does not outlive the process:
@@ -365,11 +407,11 @@ async fn expire(app: Arc<App>, mcp: Arc<Sessions>, sid: String, s: Arc<McpSessio
         let unbound = app.cfg.limits.mcp_unbound_idle;
         let limit = if holds { IDLE } else { unbound };
         if idle >= limit {
-            return end(&app, &mcp, &sid, &s, if holds { "idle" } else { "idle, holding no phone" }).await;
+            return end(&app, &mcp, &sid, &s, if holds { End::Idle } else { End::IdleUnbound }).await;
         }
         tokio::select! {
             _ = s.ended.cancelled() => return,
-            _ = shutdown.changed() => return end(&app, &mcp, &sid, &s, "connector shutting down").await,
+            _ = shutdown.changed() => return end(&app, &mcp, &sid, &s, End::Shutdown).await,
             // Looked at again at least every RECHECK (or the unbound idle, if shorter): the session may have let
             // its phone go meanwhile.
             _ = tokio::time::sleep((limit - idle).min(RECHECK.min(unbound))) => {}

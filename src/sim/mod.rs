@@ -261,7 +261,7 @@ impl SimPhone {
         self.device().ui.counter
     }
 
-    /// The home screen's text field and password field, as typed.
+    /// The home screen's text field and the demo app's sign-in password field, as typed.
     pub fn fields(&self) -> (String, String) {
         let d = self.device();
         (d.ui.text.clone(), d.ui.password.clone())

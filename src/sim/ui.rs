@@ -31,6 +31,10 @@ pub const HOME_PACKAGE: &str = "com.android.launcher3";
 pub const HOME_ACTIVITY: &str = "com.android.launcher3.uioverrides.QuickstepLauncher";
 /// The demo app whose main activity shows the list screen.
 pub const DEMO_PACKAGE: &str = "com.xagent.demo";
+/// The demo app's sign-in screen (`am start -n com.xagent.demo/.SignInActivity`): a password field (`world.rs`).
+/// Kept in the app, not on the home screen: a real launcher (AOSP Launcher3's `res/layout/launcher.xml` — workspace,
+/// hotseat, page indicator, drop targets, all apps with its search box) has no credential field.
+pub const SIGN_IN_ACTIVITY: &str = "com.xagent.demo.SignInActivity";
 /// Rows of the demo list ("Item 1" .. "Item 30"): about 2.5 screens.
 pub const DEMO_ROWS: i32 = 30;
 /// The package of the keyguard (lock screen) window, as `uiautomator dump` reports it on AOSP builds.
@@ -148,7 +152,8 @@ pub struct Layout {
     pub button: Rect,
     pub text_field: Rect,
     pub bar_area: Rect,
-    /// A password field (`password="true"` in the dump; its text is never shown).
+    /// The demo app's sign-in screen's password field (`password="true"` in the dump; its text is never shown):
+    /// below the title, where the home screen has nothing.
     pub password_field: Rect,
     /// The launcher icon of the demo app: a tap opens it (with the screen-change animation).
     pub demo_icon: Rect,
@@ -206,7 +211,8 @@ pub struct Ui {
     pub counter: u32,
     pub text: String,
     pub text_focused: bool,
-    /// The home screen's password field and whether it has the focus (typed text then goes there).
+    /// The demo app's sign-in password field and whether it has the focus (typed text then goes there); app state:
+    /// `am force-stop com.xagent.demo` drops it, HOME does not.
     pub password: String,
     pub password_focused: bool,
     /// How long a screen change animates (`SimConfig::animation_ms`); zero: changes show at once.
@@ -326,8 +332,9 @@ impl Ui {
         }
     }
 
+    /// The demo app's list screen (its main activity).
     pub fn on_demo(&self) -> bool {
-        self.foreground.package == DEMO_PACKAGE
+        self.foreground.package == DEMO_PACKAGE && self.foreground.activity != SIGN_IN_ACTIVITY
     }
 
     pub fn demo_layout(&self) -> DemoLayout {
@@ -466,6 +473,9 @@ impl Ui {
         if let Some(taken) = self.tap_windows(x, y) {
             return taken;
         }
+        if self.screen_on && self.on_sign_in() {
+            return self.tap_sign_in(x, y);
+        }
         if self.screen_on && self.on_demo() {
             let d = self.demo_layout();
             let hit = if d.ok_left.contains(x, y) {
@@ -501,10 +511,6 @@ impl Ui {
             self.clicked(Some("Reset".to_owned()))
         } else if l.text_field.contains(x, y) {
             self.text_focused = true;
-            TapOutcome::FocusedField
-        } else if l.password_field.contains(x, y) {
-            self.text_focused = false;
-            self.password_focused = true;
             TapOutcome::FocusedField
         } else if l.demo_icon.contains(x, y) {
             self.text_focused = false;
@@ -549,18 +555,18 @@ impl Ui {
         }
     }
 
-    /// The field typed text goes to: on the home screen the password field when it has the focus, else the text
-    /// field; in the browser its search field once tapped; elsewhere none.
+    /// The field typed text goes to: on the home screen its text field; on the demo app's sign-in screen the
+    /// password field once tapped; in the browser its search field once tapped; elsewhere none.
     fn focused_text(&mut self) -> Option<&mut String> {
         if self.keyguard_showing || !self.screen_on || self.permission_prompt.is_some() {
             None
         } else if self.on_browser() {
             let id = self.browser.focus.clone()?;
             Some(self.browser.input_mut(&id))
+        } else if self.on_sign_in() {
+            self.password_focused.then_some(&mut self.password)
         } else if !self.on_home() {
             None
-        } else if self.password_focused {
-            Some(&mut self.password)
         } else {
             Some(&mut self.text)
         }
@@ -598,8 +604,8 @@ impl Ui {
                 // src/com/android/launcher3/Launcher.java: `onNewIntent` calls `mAppsView.reset` when HOME
                 // arrives from another app, and goes to state NORMAL when the launcher is in front, whose
                 // `onStateSetEnd` calls `getAppsView().reset(false)` on leaving ALL_APPS; allapps/
-                // ActivityAllAppsContainerView.java `reset` posts `mSearchUiManager::resetSearch`). The password
-                // field has no Launcher3 counterpart and is left as it is.
+                // ActivityAllAppsContainerView.java `reset` posts `mSearchUiManager::resetSearch`). What an app's
+                // fields hold (the demo app's sign-in password) is the app's: HOME leaves it, a force-stop drops it.
                 self.text.clear();
                 // The launcher's window takes the focus: the input method hides with the field's window
                 // (InputMethodManagerService hides the soft input on a window focus change unless the new window
@@ -783,17 +789,12 @@ impl Ui {
             let mut t = Node::field(&self.text, "com.xagent.sim:id/input", l.text_field);
             t.focused = self.text_focused;
             nodes.push(t);
-            // uiautomator reports a password field's text as the dots it shows, one per character.
-            let dots: String = "•".repeat(self.password.chars().count());
-            let mut p = Node::field(&dots, "com.xagent.sim:id/password", l.password_field);
-            p.long_clickable = false;
-            p.focused = self.password_focused;
-            p.password = true;
-            nodes.push(p);
             let mut icon = Node::text("Demo", "com.android.launcher3:id/icon", l.demo_icon);
             icon.clickable = true;
             icon.desc = "Demo".into();
             nodes.push(icon);
+        } else if self.on_sign_in() {
+            nodes.extend(self.sign_in_nodes());
         } else if self.on_demo() {
             let d = self.demo_layout();
             nodes.push(Node::text("Demo list", "com.xagent.demo:id/title", d.title));

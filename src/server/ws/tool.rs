@@ -9,7 +9,7 @@ use super::fields::{log_str, str_field};
 use super::session::Session;
 use super::slots::MAX_CONCURRENT_PER_CHANNEL;
 use super::steps::{device_ready, record, Ran, Runner};
-use crate::channels::tickets::cut_error;
+use crate::channels::tickets::{closed_error, cut_error};
 use crate::idempotency::{args_digest, Begin, CallKey, Calls};
 use crate::protocol::errors::{ErrorCode, ProtoError};
 use crate::protocol::packet::obj;
@@ -308,7 +308,8 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                     // slot never sends its input once the operator holds the phone.
                     let (sent, work) = crate::device::sent::track(tool.call(call));
                     ticket.watch(&sent);
-                    // Set when the binding's end cut the call: answered and audited as `cut`.
+                    // Set when the binding's end, or its channel's route closing, cut the call: answered and audited
+                    // as `cut`.
                     let mut was_cut = false;
                     let r = tokio::select! {
                         biased;
@@ -322,11 +323,16 @@ pub async fn invoke(session: &mut Session, pkt: Packet) {
                             "cancelled: the MCP client cancelled this request (notifications/cancelled, or it closed \
                              the connection) during the call; whether it took effect is unknown",
                         )),
-                        _ = cancel.cancelled() => Err(if *shutdown.borrow() {
-                            ProtoError::new(ErrorCode::ShuttingDown, "cancelled: the connector shut down during the call; whether it took effect is unknown")
+                        _ = cancel.cancelled() => if *shutdown.borrow() {
+                            Err(ProtoError::new(ErrorCode::ShuttingDown, "cancelled: the connector shut down during the call; whether it took effect is unknown"))
                         } else {
-                            ProtoError::new(ErrorCode::ToolInvokeFailed, "cancelled: the channel closed or the data plane disconnected during the call; whether it took effect is unknown")
-                        }),
+                            // The channel's route closed under its binding: the call is cut as every end of the
+                            // binding cuts one (answered with `input_may_have_been_sent`, audited `cut`, counted
+                            // in the `lease.end` that follows: issue 47).
+                            was_cut = true;
+                            ticket.closed();
+                            Err(closed_error(&sent))
+                        },
                         r = tokio::time::timeout(spec.deadline, work) => match r {
                             Ok(r) => r,
                             Err(_) => {

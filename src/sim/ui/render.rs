@@ -65,8 +65,9 @@ impl Ui {
             let step = ((l.bar_area.right - l.bar_area.left) / 50).max(1);
             let len = (self.counter.min(50) as i32) * step;
             c.fill(Rect { right: l.bar_area.left + len, ..l.bar_area }, [67, 160, 71, 255]);
-            c.fill(l.password_field, if self.password_focused { [255, 248, 225, 255] } else { [255, 255, 255, 255] });
             c.fill(l.demo_icon, package_color(DEMO_PACKAGE));
+        } else if self.on_sign_in() {
+            c.fill(l.password_field, if self.password_focused { [255, 248, 225, 255] } else { [255, 255, 255, 255] });
         } else if self.on_demo() {
             let d = self.demo_layout();
             c.fill(d.ok_left, BUTTON);

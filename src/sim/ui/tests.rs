@@ -108,3 +108,30 @@ fn a_force_stopped_app_starts_afresh_and_home_resets_the_launchers_search_box() 
     assert_eq!(ui.text, "");
     assert!(!ui.dump_xml().contains("typed at home"));
 }
+
+#[test]
+fn the_home_screen_has_no_password_field_and_the_sign_in_screens_goes_with_a_force_stop() {
+    let mut ui = Ui::new(720, 1600);
+    // Launcher3's home screen holds no credential field (res/layout/launcher.xml): the one the sim has is the demo
+    // app's sign-in screen's.
+    assert!(!ui.dump_xml().contains("password=\"true\""), "a password field on the home screen");
+    ui.launch(Activity { package: DEMO_PACKAGE.into(), activity: SIGN_IN_ACTIVITY.into() });
+    assert!(ui.on_sign_in() && !ui.on_demo());
+    let (x, y) = ui.layout().password_field.center();
+    assert_eq!(ui.tap(x, y), TapOutcome::FocusedField);
+    assert!(ui.keyboard_up(), "the keyboard comes up for the password field");
+    ui.type_text("hunter2");
+    assert_eq!(ui.password, "hunter2");
+    let dump = ui.dump_xml();
+    assert!(dump.contains("com.xagent.demo:id/password") && dump.contains("password=\"true\""), "{dump}");
+    assert!(!dump.contains("hunter2"), "the dump shows dots, never the password");
+    // HOME leaves the app's field as it is (the app is only in the background); a force-stop drops it.
+    ui.key("KEYCODE_HOME");
+    ui.type_text("at home");
+    assert_eq!((ui.text.as_str(), ui.password.as_str()), ("at home", "hunter2"));
+    ui.force_stop(DEMO_PACKAGE);
+    assert_eq!(ui.password, "");
+    ui.launch(Activity { package: DEMO_PACKAGE.into(), activity: SIGN_IN_ACTIVITY.into() });
+    ui.type_text("typed unfocused");
+    assert_eq!(ui.password, "", "nothing typed into a field without the focus");
+}

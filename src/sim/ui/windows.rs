@@ -31,11 +31,10 @@ struct PromptLayout {
 }
 
 impl Ui {
-    /// The soft keyboard is up: a text field of the home screen has the focus and nothing covers it (the rule the
-    /// simulated `dumpsys input_method` follows too).
+    /// The soft keyboard is up: the home screen's text field (or the sign-in screen's password field) has the focus
+    /// and nothing covers it (the rule the simulated `dumpsys input_method` follows too).
     pub fn keyboard_up(&self) -> bool {
-        (self.text_focused || self.password_focused)
-            && self.on_home()
+        ((self.text_focused && self.on_home()) || (self.password_focused && self.on_sign_in()))
             && self.screen_on
             && !self.keyguard_showing
             && self.permission_prompt.is_none()

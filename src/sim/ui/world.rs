@@ -16,12 +16,16 @@
 //!   typed or tapped go into the entry, ENTER (or the pad's enter key) checks it: the right PIN unlocks, a wrong one
 //!   says "Wrong PIN" and clears.
 //! - **`am force-stop`** ([`Ui::force_stop`]): the app leaves the screen and its next launch starts afresh.
+//! - **The demo app's sign-in screen** ([`SIGN_IN_ACTIVITY`]): a title and a password field (one dot per character
+//!   in the dump and the picture); its text is the app's, dropped by a force-stop of `com.xagent.demo`.
 
 use super::{
     Activity, LockMode, Node, Rect, TapOutcome, Ui, BROWSER_PACKAGE, DEMO_PACKAGE, HOME_PACKAGE, MESSAGES_ACTIVITY,
-    MESSAGES_PACKAGE, SETTINGS_PACKAGE, SETTINGS_ROWS,
+    MESSAGES_PACKAGE, SETTINGS_PACKAGE, SETTINGS_ROWS, SIGN_IN_ACTIVITY,
 };
 
+/// The resource id of the sign-in screen's password field.
+pub const SIGN_IN_PASSWORD: &str = "com.xagent.demo:id/password";
 /// The activity every Settings sub-page runs in.
 pub const SUB_SETTINGS: &str = "com.android.settings.SubSettings";
 /// The Wi-Fi network the phone is connected to, and the others it sees.
@@ -443,6 +447,32 @@ impl Ui {
 }
 
 impl Ui {
+    /// The demo app's sign-in screen is in front.
+    pub fn on_sign_in(&self) -> bool {
+        self.foreground.package == DEMO_PACKAGE && self.foreground.activity == SIGN_IN_ACTIVITY
+    }
+
+    /// The sign-in screen: its title and the password field (uiautomator reports a password field's text as the
+    /// dots it shows, one per character).
+    pub(super) fn sign_in_nodes(&self) -> Vec<Node> {
+        let l = self.layout();
+        let mut p = Node::field(&"\u{2022}".repeat(self.password.chars().count()), SIGN_IN_PASSWORD, l.password_field);
+        p.long_clickable = false;
+        p.focused = self.password_focused;
+        p.password = true;
+        vec![Node::text("Sign in", "com.xagent.demo:id/title", l.title), p]
+    }
+
+    /// A tap on the sign-in screen: the password field takes the focus; elsewhere it loses it.
+    pub(super) fn tap_sign_in(&mut self, x: i32, y: i32) -> TapOutcome {
+        self.password_focused = self.layout().password_field.contains(x, y);
+        if self.password_focused {
+            TapOutcome::FocusedField
+        } else {
+            TapOutcome::Nothing
+        }
+    }
+
     /// `am force-stop`: removes the package from the foreground and the back stack, and drops its activities'
     /// UI state: a force-stopped app's activities are destroyed with their saved instance state, so its next launch
     /// starts with empty fields, unscrolled lists and its first screen ("User-initiated UI state dismissal",
@@ -458,7 +488,11 @@ impl Ui {
                 self.browser.notice = None;
                 self.web_scroll = 0;
             }
-            DEMO_PACKAGE => self.list_offset = 0,
+            DEMO_PACKAGE => {
+                self.list_offset = 0;
+                self.password.clear();
+                self.password_focused = false;
+            }
             SETTINGS_PACKAGE => {
                 self.settings_offset = 0;
                 self.settings_pages.clear();
