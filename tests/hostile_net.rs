@@ -560,9 +560,38 @@ async fn an_upload_that_stops_sending_is_cut_off() {
     .expect("timed out");
 }
 
+/// One answer on a kept-alive connection: its head and body (by Content-Length, or chunked up to the last chunk).
+async fn answer_on(s: &mut TcpStream) -> Option<String> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let head = text[..end].to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            let done = match len {
+                Some(n) => raw.len() >= end + 4 + n,
+                None => text.ends_with("\r\n0\r\n\r\n"),
+            };
+            if done {
+                return Some(text);
+            }
+        }
+        match tokio::time::timeout(T, s.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => raw.extend_from_slice(&buf[..n]),
+            _ => return None,
+        }
+    }
+}
+
 /// Issue 48 item 2: idle request heads without the key from nine addresses (128 each, the per-address cap) cannot
 /// take the slots a client with the key needs: past the reserve, the oldest of them is closed to make room, and a
 /// request with the key is answered (on the old accept loop it waited for the 60 s header timeout of the heads).
+/// An operator's browser logged in on the wall is such a client too: its connection, opened before the heads and
+/// proven only by the wall's session cookie, is never the one closed to make room.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_heads_without_the_key_leave_a_slot_for_a_client_with_it() {
     bounded(async {
@@ -572,6 +601,29 @@ async fn idle_heads_without_the_key_leave_a_slot_for_a_client_with_it() {
         let kf = kf.to_str().unwrap().to_owned();
         let srv = Server::start(&dir.path().join("data"), &["--api-key-file", &kf, "--header-timeout", "60s"], &[]);
         let addr = srv.addr;
+        // The operator logs in on the wall; the browser's connection carries only the session cookie from then on.
+        let body = format!("{{\"api_key\":\"{KEY}\"}}");
+        let login = raw_from(
+            "127.0.0.1",
+            addr,
+            format!(
+                "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+        .await;
+        assert_eq!(status_of(&login), 200, "{login}");
+        let cookie = login
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().starts_with("set-cookie:").then(|| l[11..].trim().to_owned()))
+            .and_then(|c| c.split(';').next().map(str::to_owned))
+            .unwrap_or_else(|| panic!("no session cookie: {login}"));
+        let wall_get = format!("GET /api/v1/devices HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
+        let mut browser = connect_from("127.0.0.1", addr).await;
+        browser.write_all(wall_get.as_bytes()).await.unwrap();
+        let first = answer_on(&mut browser).await.expect("the wall answered the logged-in browser");
+        assert_eq!(status_of(&first), 200, "{first}");
         let mut held = Vec::new();
         for i in 0..9 {
             let source = format!("127.0.0.{}", i + 2);
@@ -595,6 +647,11 @@ async fn idle_heads_without_the_key_leave_a_slot_for_a_client_with_it() {
             .expect("a client with the key found no slot while idle heads held them");
         assert_eq!(status_of(&raw), 200, "{raw}");
         eprintln!("answered in {:?} with {} idle heads opened", started.elapsed(), held.len());
+        // The browser's connection, older than every head, is still open and answered: its cookie proved it.
+        let _ = browser.write_all(wall_get.as_bytes()).await;
+        let again = answer_on(&mut browser).await;
+        let again = again.expect("the logged-in browser's connection was closed to make room for heads without the key");
+        assert_eq!(status_of(&again), 200, "{again}");
     })
     .await
     .expect("test timed out");

@@ -140,7 +140,9 @@ async fn serve_connection(
     let (stream, deadline) = stall::StallIo::new(stream);
     let evicted = place.evicted().clone();
     let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-        if reserve::shows_key(&req, svc_app.cfg.api_key.as_deref()) {
+        // The key, or a live wall login (an operator's browser, logged in with the key or an account's password).
+        if !place.proven() && (reserve::shows_key(&req, svc_app.cfg.api_key.as_deref()) || svc_app.wall.signed_in(&req))
+        {
             place.prove();
         }
         req.extensions_mut().insert(auth::Peer(peer));

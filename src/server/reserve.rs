@@ -1,11 +1,13 @@
 //! The connection slots a client that has not shown the key may hold (issue 48 item 2). Unauthenticated idle
 //! request heads from a few addresses took every slot, and an agent with the key waited or timed out. A connection
 //! is *unproven* from its accept until one of its requests carries the system API key (`Authorization: Bearer`; in
-//! no-key mode any complete request head): unproven connections hold at most the slots less a reserve
+//! no-key mode any complete request head) or a live login session of the wall (its cookie: an operator's browser is
+//! as authenticated as the key or password it logged in with; `server::Mount::signed_in`): unproven connections hold at most the slots less a reserve
 //! ([`RESERVE`]), and when they are that many — or every slot is taken — the oldest unproven one is closed to make
 //! room. A proven connection is never closed for this, so clients with the key always find a slot.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio_util::sync::CancellationToken;
@@ -47,7 +49,7 @@ impl Unproven {
                 t.cancel();
             }
         }
-        Place { set: self.clone(), id, token }
+        Place { set: self.clone(), id, token, proven: AtomicBool::new(false) }
     }
 
     /// Every slot is taken: the oldest unproven connection is closed (false when there is none).
@@ -69,6 +71,7 @@ pub struct Place {
     set: Arc<Unproven>,
     id: u64,
     token: CancellationToken,
+    proven: AtomicBool,
 }
 
 impl Place {
@@ -77,9 +80,16 @@ impl Place {
         &self.token
     }
 
-    /// A request of the connection showed the key: it is never closed to make room.
+    /// A request of the connection showed the key (or a wall login): it is never closed to make room.
     pub fn prove(&self) {
-        self.set.leave(self.id);
+        if !self.proven.swap(true, Ordering::Relaxed) {
+            self.set.leave(self.id);
+        }
+    }
+
+    /// Whether a request of the connection already showed the key (its later requests need no check).
+    pub fn proven(&self) -> bool {
+        self.proven.load(Ordering::Relaxed)
     }
 }
 
@@ -105,7 +115,9 @@ mod tests {
     fn the_oldest_unproven_make_room_and_the_proven_stay() {
         let set = Arc::new(Unproven::new(RESERVE + 2));
         let a = set.enter();
+        assert!(!a.proven());
         a.prove();
+        assert!(a.proven());
         let (b, c) = (set.enter(), set.enter());
         let d = set.enter();
         assert!(b.evicted().is_cancelled(), "the oldest unproven makes room past the cap");

@@ -79,6 +79,12 @@ pub enum Fault {
     /// OPENs are never answered — no OKAY, no CLSE — and writes on streams already open (a resident phone
     /// helper's) are neither delivered nor acknowledged, as on a phone whose adbd or USB stack hangs. The adb
     /// server then never answers the host's service request either.
+    ///
+    /// What this follows: AOSP adb/protocol.txt — an OPEN "MUST result in either a READY … or a CLOSE", and after a
+    /// WRITE no other may be sent "until another READY message has been received" — so a daemon that stops
+    /// processing messages leaves new streams pending and open streams stalled, with no error on the wire; field
+    /// reports of such phones: still listed `device` by `adb devices` while every `adb shell` hangs until a reboot
+    /// or replug (dtmilano/AndroidViewClient#171, zjn0505/adb-alfred#16).
     Unresponsive,
     /// Existing transports are closed and new TCP connections are closed immediately, so the adb
     /// server first shows the device `offline` and then drops it.

@@ -67,6 +67,10 @@ impl Mount for Wall {
         Box::pin(async move { route(&app, self, req).await })
     }
 
+    fn signed_in(&self, req: &Request<Incoming>) -> bool {
+        self.sessions.of_request(req).is_some()
+    }
+
     fn agent_call(&self, channel_id: &str, device: &DeviceKey, tool_id: &str) -> Box<dyn Send> {
         Box::new(Wall::agent_call(self, channel_id, device, tool_id))
     }
