@@ -531,7 +531,11 @@ async fn a_hung_phone_is_reconnected_whatever_its_helpers_state() {
             let transports = sim.transports();
             // At most three taps, each ending in device_timeout, then nothing more: the ladder must act on what
             // those taps counted (a tap after the reconnect began may find the phone offline: not one of the three).
-            for n in 0..3 {
+            // A helper never started gets two: the first tap's start-up probe goes unanswered and counts as the
+            // device timeout it is (issue 48 item 5: "a probe that cannot answer counts toward the ladder like any
+            // device timeout"), then its shell fallback times out too.
+            let taps = if state_before.is_none() { 2 } else { 3 };
+            for n in 0..taps {
                 let r = c.tap(&ch, 10, 10).await;
                 if sim.transports() != transports {
                     break;
@@ -567,4 +571,34 @@ async fn a_hung_phone_is_reconnected_whatever_its_helpers_state() {
         .await
         .unwrap_or_else(|_| panic!("{what}: bounded"));
     }
+}
+
+/// Issue 48 item 5, "a probe that cannot answer counts toward the ladder like any device timeout": on a hung phone
+/// whose helper never started, one tap's helper start-up probe goes unanswered and counts, then its shell fallback
+/// times out and counts again — two timeouts in a row from one tap. Before, the probe's failure came back as "use
+/// the shell", which the device operation counted as an answer (resetting the count, and clearing an unhealthy
+/// mark): one tap counted one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_helper_probe_counts_as_a_device_timeout() {
+    use xagent_adb_connector::device::adb::AdbBackend;
+    use xagent_adb_connector::device::input::Input;
+    use xagent_adb_connector::device::DeviceKey;
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let (adb, sim, serial) = setup().await.expect("adb is required (apt-get install adb)");
+        let backend = AdbBackend::new(vec![format!("127.0.0.1:{}", adb.port).parse().unwrap()]);
+        let key = DeviceKey { server: format!("127.0.0.1:{}", adb.port), serial };
+        assert!(backend.helpers().enabled(), "the default: the phone helper on");
+        sim.set_fault(Fault::Unresponsive);
+        let e = backend.input(&key, Input::Tap { x: 10, y: 10 }, Duration::from_secs(20)).await.unwrap_err();
+        assert_eq!(e.code.as_str(), "device_timeout", "{e:?}");
+        assert!(sim.commands().iter().all(|c| !c.contains("app_process")), "the helper never ran");
+        assert_eq!(
+            backend.health_book().timeouts_in_a_row(&key),
+            2,
+            "the unanswered start-up probe and the shell fallback each count: {}",
+            backend.helpers().report(&key)
+        );
+    })
+    .await
+    .expect("bounded");
 }

@@ -92,6 +92,9 @@ const PASTE_TIMEOUT: Duration = Duration::from_secs(12);
 const TREE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Starts per phone connection: the first, and once more after its stream died.
 const STARTS: u32 = 2;
+/// The `details` key of the error [`Helpers::call`] answers when the phone left the helper's start-up probe
+/// unanswered: the caller counts it, then goes on through the shell path (`AdbBackend::helper`).
+pub const START_UNANSWERED: &str = "helper_start_unanswered";
 
 /// `--phone-helper`: whether helpers are used at all, and every phone's helper.
 pub struct Helpers {
@@ -318,7 +321,7 @@ impl Helpers {
         // A failed read is retried once (`failed`: the protocol's "retry once, then fall back"); a side effect never.
         let mut failed_once = false;
         loop {
-            let Some(tx) = self.session(&phone, d, sdk).await else { return Ok(None) };
+            let Some(tx) = self.session(&phone, d, sdk).await? else { return Ok(None) };
             let state = {
                 let b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
                 match b.operations.get(op).map(String::as_str) {
@@ -407,10 +410,19 @@ impl Helpers {
     }
 
     /// The phone's session, started when there is none yet (and starts are left).
-    async fn session(&self, phone: &Phone, d: &Device, sdk: Option<u32>) -> Option<mpsc::Sender<Request>> {
+    ///
+    /// A start whose probe the phone left unanswered is an error (`device_timeout`, [`START_UNANSWERED`] in its
+    /// details): the device operation that carried it counts it toward the recovery ladder as any command that timed
+    /// out, where the shell fallback's answer would have counted the phone alive.
+    async fn session(
+        &self,
+        phone: &Phone,
+        d: &Device,
+        sdk: Option<u32>,
+    ) -> Result<Option<mpsc::Sender<Request>>, ProtoError> {
         let mut s = phone.session.lock().await;
         if let Some(sess) = s.as_ref().filter(|s| s.alive()) {
-            return Some(sess.tx.clone());
+            return Ok(Some(sess.tx.clone()));
         }
         if s.take().is_some() {
             // Found dead without a request noticing (killed between requests).
@@ -423,17 +435,17 @@ impl Helpers {
         {
             let mut b = phone.book.lock().unwrap_or_else(|e| e.into_inner());
             if b.down.is_some() {
-                return None;
+                return Ok(None);
             }
             if sdk.is_some_and(|v| v < MIN_SDK) {
                 b.down = Some(format!("Android older than 8 (API {}; the helper needs {MIN_SDK})", sdk.unwrap_or(0)));
-                return None;
+                return Ok(None);
             }
             if b.starts >= STARTS {
                 // A start cut short (its call's deadline ran out on a phone that stopped answering) counts too: the
                 // helper is not started on every call.
                 b.down = Some(format!("started {STARTS} times already"));
-                return None;
+                return Ok(None);
             }
             b.starts += 1;
         }
@@ -445,12 +457,19 @@ impl Helpers {
                 b.version = Some(version);
                 b.operations = operations;
                 b.running = true;
-                Some(tx)
+                Ok(Some(tx))
             }
-            Err(reason) => {
+            Err(StartFailure { reason, unanswered }) => {
                 tracing::warn!(reason = %reason, "phone helper did not start; the shell path is used");
-                phone.book.lock().unwrap_or_else(|e| e.into_inner()).down = Some(reason);
-                None
+                phone.book.lock().unwrap_or_else(|e| e.into_inner()).down = Some(reason.clone());
+                if unanswered {
+                    return Err(ProtoError::new(
+                        ErrorCode::DeviceTimeout,
+                        format!("the phone helper's start: {reason}"),
+                    )
+                    .with_details(json!({ START_UNANSWERED: true })));
+                }
+                Ok(None)
             }
         }
     }
@@ -619,16 +638,32 @@ async fn request(tx: &mpsc::Sender<Request>, verb: &str, args: &str, timeout: Du
     }
 }
 
+/// Why a start failed: the words, and whether the phone left the start-up probe unanswered (a hung phone, which the
+/// recovery ladder counts as any device timeout: issue 48 item 5) rather than refusing the helper.
+struct StartFailure {
+    reason: String,
+    unanswered: bool,
+}
+
+impl From<String> for StartFailure {
+    fn from(reason: String) -> Self {
+        StartFailure { reason, unanswered: false }
+    }
+}
+
 /// Cleans up, pushes the dex when needed, starts the helper and reads its greeting: the session, the helper
 /// version and the operations' states; or why it cannot be used. `owner` marks this connector's helpers.
-async fn start(d: &Device, owner: &str) -> Result<(Session, String, BTreeMap<String, String>), String> {
+async fn start(d: &Device, owner: &str) -> Result<(Session, String, BTreeMap<String, String>), StartFailure> {
     let path = dex_path();
     let name = path.rsplit('/').next().unwrap_or_default().to_owned();
     // One round trip finds what an earlier run left: dex files of other versions, a helper still running.
-    let found = d
-        .shell("ls /data/local/tmp 2>/dev/null; echo __xagent_ps__; ps -A -o PID,ARGS")
-        .await
-        .map_err(|e| format!("the clean-up probe failed: {}", e.message))?;
+    let found =
+        d.shell("ls /data/local/tmp 2>/dev/null; echo __xagent_ps__; ps -A -o PID,ARGS").await.map_err(|e| {
+            StartFailure {
+                unanswered: e.code == ErrorCode::DeviceTimeout,
+                reason: format!("the clean-up probe failed: {}", e.message),
+            }
+        })?;
     let (files, procs) = found.stdout.split_once("__xagent_ps__").unwrap_or((&found.stdout, ""));
     let (cmd, foreign) = owner::cleanup(files, procs, &name, owner);
     if foreign > 0 {
@@ -656,19 +691,20 @@ async fn start(d: &Device, owner: &str) -> Result<(Session, String, BTreeMap<Str
     let mut s = st.into_tcp();
     let mut rd = Reader::default();
     let greeting = match tokio::time::timeout(START_TIMEOUT, rd.line(&mut s, || GREETING_MAX)).await {
-        Err(_) => return Err(format!("no greeting within {} s", START_TIMEOUT.as_secs())),
-        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(format!("no greeting within {} s", START_TIMEOUT.as_secs()).into()),
+        Ok(Err(e)) => return Err(e.into()),
         Ok(Ok(l)) => l,
     };
     let fields: Vec<&str> = greeting.split(' ').collect();
     if fields.len() < 5 || fields[0] != "*" || fields[1] != "hello" {
-        return Err("its first line was not a greeting".to_owned());
+        return Err("its first line was not a greeting".to_owned().into());
     }
     if fields[2] != PROTOCOL {
         return Err(format!(
             "it speaks protocol {}, this connector {PROTOCOL}",
             super::text::phone_text(fields[2], 10)
-        ));
+        )
+        .into());
     }
     let version = super::text::phone_text(fields[3], 10);
     let mut operations = BTreeMap::new();

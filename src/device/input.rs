@@ -103,8 +103,16 @@ impl AdbBackend {
         }
         let sdk = Backend::info(self, key).and_then(|i| i.sdk);
         let timeout = timeout_for(verb, held);
-        self.op(key, ordered, deadline, |d| async move { self.helpers().call(key, &d, sdk, verb, args, timeout).await })
-            .await
+        let r = self
+            .op(key, ordered, deadline, |d| async move { self.helpers().call(key, &d, sdk, verb, args, timeout).await })
+            .await;
+        match r {
+            // The phone left the helper's start-up probe unanswered: `op` counted that toward the recovery ladder as
+            // the device timeout it is (issue 48 item 5), and the helper is not started again on this phone until it
+            // reconnects. The call goes on through the shell path, which answers or times out and counts again.
+            Err(e) if e.details.as_ref().is_some_and(|d| d[super::helper::START_UNANSWERED] == true) => Ok(None),
+            r => r,
+        }
     }
 
     /// Sends an input: through the helper when it can, else the `input` command (a side effect, ordered).
