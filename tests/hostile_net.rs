@@ -599,7 +599,18 @@ async fn idle_heads_without_the_key_leave_a_slot_for_a_client_with_it() {
         let kf = dir.path().join("key");
         std::fs::write(&kf, format!("{KEY}\n")).unwrap();
         let kf = kf.to_str().unwrap().to_owned();
-        let srv = Server::start(&dir.path().join("data"), &["--api-key-file", &kf, "--header-timeout", "60s"], &[]);
+        // 127.0.0.1 is also the operator's trusted proxy (its user header is believed from there only).
+        let args = [
+            "--api-key-file",
+            &kf,
+            "--header-timeout",
+            "60s",
+            "--trusted-proxy",
+            "127.0.0.1/32",
+            "--trusted-user-header",
+            "X-Forwarded-User",
+        ];
+        let srv = Server::start(&dir.path().join("data"), &args, &[]);
         let addr = srv.addr;
         // The operator logs in on the wall; the browser's connection carries only the session cookie from then on.
         let body = format!("{{\"api_key\":\"{KEY}\"}}");
@@ -623,6 +634,12 @@ async fn idle_heads_without_the_key_leave_a_slot_for_a_client_with_it() {
         let mut browser = connect_from("127.0.0.1", addr).await;
         browser.write_all(wall_get.as_bytes()).await.unwrap();
         let first = answer_on(&mut browser).await.expect("the wall answered the logged-in browser");
+        assert_eq!(status_of(&first), 200, "{first}");
+        // And a connection of the trusted proxy, whose requests carry the user header instead of a cookie.
+        let proxy_get = format!("GET /api/v1/devices HTTP/1.1\r\nHost: {addr}\r\nX-Forwarded-User: ana\r\n\r\n");
+        let mut proxy = connect_from("127.0.0.1", addr).await;
+        proxy.write_all(proxy_get.as_bytes()).await.unwrap();
+        let first = answer_on(&mut proxy).await.expect("the wall answered the trusted proxy");
         assert_eq!(status_of(&first), 200, "{first}");
         let mut held = Vec::new();
         for i in 0..9 {
@@ -651,6 +668,10 @@ async fn idle_heads_without_the_key_leave_a_slot_for_a_client_with_it() {
         let _ = browser.write_all(wall_get.as_bytes()).await;
         let again = answer_on(&mut browser).await;
         let again = again.expect("the logged-in browser's connection was closed to make room for heads without the key");
+        assert_eq!(status_of(&again), 200, "{again}");
+        let _ = proxy.write_all(proxy_get.as_bytes()).await;
+        let again = answer_on(&mut proxy).await;
+        let again = again.expect("the trusted proxy's connection was closed to make room for heads without the key");
         assert_eq!(status_of(&again), 200, "{again}");
     })
     .await

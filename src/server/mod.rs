@@ -140,12 +140,14 @@ async fn serve_connection(
     let (stream, deadline) = stall::StallIo::new(stream);
     let evicted = place.evicted().clone();
     let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-        // The key, or a live wall login (an operator's browser, logged in with the key or an account's password).
+        // The peer first: whether the trusted proxy's header is believed depends on who sent it.
+        req.extensions_mut().insert(auth::Peer(peer));
+        // The key, or a live wall login (an operator's browser, logged in with the key or an account's password, or
+        // the trusted proxy's user header).
         if !place.proven() && (reserve::shows_key(&req, svc_app.cfg.api_key.as_deref()) || svc_app.wall.signed_in(&req))
         {
             place.prove();
         }
-        req.extensions_mut().insert(auth::Peer(peer));
         req.extensions_mut().insert(deadline.clone());
         if req.headers().contains_key(hyper::header::UPGRADE) {
             asked.store(true, Ordering::Relaxed);

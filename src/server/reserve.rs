@@ -1,8 +1,9 @@
 //! The connection slots a client that has not shown the key may hold (issue 48 item 2). Unauthenticated idle
 //! request heads from a few addresses took every slot, and an agent with the key waited or timed out. A connection
 //! is *unproven* from its accept until one of its requests carries the system API key (`Authorization: Bearer`; in
-//! no-key mode any complete request head) or a live login session of the wall (its cookie: an operator's browser is
-//! as authenticated as the key or password it logged in with; `server::Mount::signed_in`): unproven connections hold at most the slots less a reserve
+//! no-key mode any complete request head) or a login the wall believes (`server::Mount::signed_in`: its session
+//! cookie — an operator's browser is as authenticated as the key or password it logged in with — or the trusted
+//! proxy's user header from a `--trusted-proxy` address): unproven connections hold at most the slots less a reserve
 //! ([`RESERVE`]), and when they are that many — or every slot is taken — the oldest unproven one is closed to make
 //! room. A proven connection is never closed for this, so clients with the key always find a slot.
 

@@ -76,8 +76,9 @@ pub trait Mount: Send + Sync {
         app: Arc<App>,
         req: hyper::Request<hyper::body::Incoming>,
     ) -> BoxFuture<'static, hyper::Response<crate::http::Body>>;
-    /// Whether the request carries a live login session of the mounted surface (the wall's session cookie): an
-    /// authenticated client, which the connection reserve counts as one that showed the key (`reserve.rs`).
+    /// Whether the request carries a live login session of the mounted surface (the wall's session cookie, or its
+    /// trusted proxy's user header): an authenticated client, which the connection reserve counts as one that
+    /// showed the key (`reserve.rs`).
     fn signed_in(&self, req: &Request<hyper::body::Incoming>) -> bool;
     /// A tool call starts running on `device` (the wall's thumbnails step aside, its duration is recorded); the
     /// call counts until the returned guard is dropped.

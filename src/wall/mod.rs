@@ -68,7 +68,9 @@ impl Mount for Wall {
     }
 
     fn signed_in(&self, req: &Request<Incoming>) -> bool {
-        self.sessions.of_request(req).is_some()
+        // A live session cookie, or the trusted proxy's user header from a --trusted-proxy address: both are an
+        // operator the wall already believes.
+        self.sessions.of_request(req).is_some() || self.sessions.proxied(req).is_some()
     }
 
     fn agent_call(&self, channel_id: &str, device: &DeviceKey, tool_id: &str) -> Box<dyn Send> {

@@ -142,7 +142,7 @@ impl Sessions {
 
     /// The operator a trusted proxy names in this request, if it comes from a trusted address: the role of the
     /// account of that name, or viewer for a name without an account.
-    fn proxied<B>(&self, req: &Request<B>) -> Option<Who> {
+    pub(super) fn proxied<B>(&self, req: &Request<B>) -> Option<Who> {
         let header = self.trust.header.as_deref()?;
         let ip = auth::peer_ip(req)?;
         if !self.trust.proxies.iter().any(|c| c.contains(ip)) {
