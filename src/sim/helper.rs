@@ -505,7 +505,8 @@ mod tests {
 
     /// The simulator's `frame` arithmetic is the bytecode's: the stub picture of the JVM cases (a ramp, and 20 × 30
     /// pixels that do not divide into 8 × 8 cells), averaged here, gives the replies those cases expect of the real
-    /// dex (`tests/fixtures/phone-helper/34-frame.case`, `36-frame-pie.case`).
+    /// dex (`tests/fixtures/phone-helper/34-frame.case`, `36-frame-pie.case`); in landscape the dex answers the
+    /// display upright at its logical size, as the simulator does (helper D11: cases 51, 52 on 8.x, 54 on 10).
     #[test]
     fn frame_cells_agree_with_the_helpers_cases() {
         // tests/phone_helper/stubs/android/graphics/Bitmap.java's pattern
@@ -526,5 +527,12 @@ mod tests {
         };
         assert_eq!(crate::base64::encode(&frame_cells(&ramp(16, 32), 16, 32, 8, 16)), case("34-frame.case"));
         assert_eq!(crate::base64::encode(&frame_cells(&ramp(20, 30), 20, 30, 8, 8)), case("36-frame-pie.case"));
+        assert_eq!(
+            crate::base64::encode(&frame_cells(&ramp(32, 16), 32, 16, 8, 8)),
+            case("51-frame-oreo-landscape.case")
+        );
+        let turned = case("52-frame-oreo-landscape-270.case");
+        assert_eq!(crate::base64::encode(&frame_cells(&ramp(32, 16), 32, 16, 16, 8)), turned);
+        assert_eq!(crate::base64::encode(&frame_cells(&ramp(32, 16), 32, 16, 8, 8)), case("54-frame-q-landscape.case"));
     }
 }

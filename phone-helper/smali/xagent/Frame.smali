@@ -2,8 +2,10 @@
 # through SurfaceFlinger's screenshot call (no `screencap` process, no file, no compression, nothing over USB but
 # the answer) and reduced here to GW x GH cell averages of every pixel: a few KB that settle compares with the
 # frame before an input. Which call, per Android version (device-profile/phone-helper.md §8, with AOSP paths):
-#   API 26-27  SurfaceControl.screenshot(int width, int height)            (the display's logical size)
-#   API 28-30  SurfaceControl.screenshot(Rect sourceCrop, int w, int h, int rotation)  (empty Rect, 0, 0: native)
+#   API 26-27  SurfaceControl.screenshot(int width, int height) at the display's natural size, turned upright here
+#   API 28-30  SurfaceControl.screenshot(Rect sourceCrop, int w, int h, int rotation): the logical size and the
+#              display's rotation, as AOSP's UiAutomation passes them (upright)
+# (helper D11: in landscape the picture is W x H of `screen`, its content upright; see shot)
 #   API 31-33  SurfaceControl.captureDisplay(DisplayCaptureArgs) of SurfaceControl.getPhysicalDisplayToken(id),
 #              id the physical display behind logical display 0 (D10), as on 14+
 #   API 34+    ScreenCapture.captureDisplay(DisplayCaptureArgs) of DisplayControl.getPhysicalDisplayToken(id),
@@ -24,6 +26,8 @@
 .field static lib:Z
 # 12+: the ScreenshotHardwareBuffer of the picture being read, closed once it is copied (see release)
 .field static buf:Ljava/lang/Object;
+# 8.x: the display's rotation (0-3) the picture shot() returned must be turned by to be upright (grid turns it)
+.field static turn:I
 
 # Resolves the screenshot call of this SDK; sets state to "ok" or the reason.
 .method static probe(I)V
@@ -350,7 +354,8 @@
     move-result-object v0
     throw v0
     :copied
-    invoke-static {v1, v3, v4}, Lxagent/Frame;->grid(Landroid/graphics/Bitmap;II)Ljava/lang/String;
+    sget v5, Lxagent/Frame;->turn:I
+    invoke-static {v1, v3, v4, v5}, Lxagent/Frame;->grid(Landroid/graphics/Bitmap;III)Ljava/lang/String;
     move-result-object v0
     invoke-virtual {v1}, Landroid/graphics/Bitmap;->recycle()V
     return-object v0
@@ -386,28 +391,35 @@
     sget v0, Lxagent/Frame;->kind:I
     sget-object v1, Lxagent/Frame;->capture:Ljava/lang/reflect/Method;
     const/4 v2, 0
+    sput v2, Lxagent/Frame;->turn:I
     packed-switch v0, :kinds
     return-object v2
     :k0
-    # the logical size from the display service (screenshot(int, int) scales to what it is given)
-    sget-object v3, Lxagent/Helper;->display:Ljava/lang/Object;
-    const-string v4, "getDisplayInfo"
-    # api 26..36 android.hardware.display.IDisplayManager#getDisplayInfo(*)
-    invoke-static {v3, v4, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    # Helper D11. screenshot(int, int) captures at Surface.ROTATION_0 (api26 android/view/SurfaceControl.java:901-906,
+    # api27 :911-916: nativeScreenshot(..., width, height, ..., Surface.ROTATION_0)): the display in its natural
+    # orientation, scaled to what it is given, so in landscape the logical size squeezed it. AOSP's own shell-side
+    # screenshot on 8.x (api26 android/app/UiAutomation.java:685-750, api27 the same lines) reads the rotation, swaps
+    # W and H for 90/270 (:699-718) to capture at the natural size (UiAutomationConnection.java:152-160 api26,
+    # :156-164 api27: SurfaceControl.screenshot(width, height)), then turns the picture by
+    # getDegreesForRotation(rotation) = 360 - 90 * rotation (:737-750, :1015-1029). The same here; grid turns it.
+    invoke-static {}, Lxagent/Frame;->info()[I
     move-result-object v3
-    invoke-virtual {v3}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
-    move-result-object v4
-    const-string v5, "logicalWidth"
-    # api 26..36 android.view.DisplayInfo#logicalWidth:int
-    invoke-virtual {v4, v5}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
+    const/4 v4, 2
+    aget v5, v3, v4
+    sput v5, Lxagent/Frame;->turn:I
+    const/4 v4, 0
+    aget v6, v3, v4
+    const/4 v4, 1
+    aget v7, v3, v4
+    and-int/lit8 v5, v5, 0x1
+    if-eqz v5, :natural
+    move v4, v6
+    move v6, v7
+    move v7, v4
+    :natural
+    invoke-static {v6}, Ljava/lang/Integer;->valueOf(I)Ljava/lang/Integer;
     move-result-object v5
-    invoke-virtual {v5, v3}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
-    move-result-object v5
-    const-string v6, "logicalHeight"
-    # api 26..36 android.view.DisplayInfo#logicalHeight:int
-    invoke-virtual {v4, v6}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
-    move-result-object v6
-    invoke-virtual {v6, v3}, Ljava/lang/reflect/Field;->get(Ljava/lang/Object;)Ljava/lang/Object;
+    invoke-static {v7}, Ljava/lang/Integer;->valueOf(I)Ljava/lang/Integer;
     move-result-object v6
     const/4 v7, 2
     new-array v7, v7, [Ljava/lang/Object;
@@ -417,20 +429,39 @@
     aput-object v6, v7, v8
     goto :invoke
     :k1
+    # Helper D11. With rotation 0 and no size, screenshot(Rect, int, int, int) gives SurfaceFlinger's "native portrait
+    # orientation" (api28 android/view/SurfaceControl.java:1264-1271, the javadoc of this call): in landscape W and H
+    # swapped and the content turned. AOSP's UiAutomation on 9-11 passes new Rect(0, 0, W, H) of the logical size and
+    # the display's rotation (api28 android/app/UiAutomation.java:707-735, api29 :807-835, api30 :838-866), and
+    # UiAutomationConnection W = crop.width(), H = crop.height() (api28 UiAutomationConnection.java:157-167, api29
+    # :178-188, api30 :183-193); the call itself turns 90/270 into SurfaceFlinger's sense and the crop with it
+    # (api28 SurfaceControl.java:1275-1286, api29 :1898-1913, api30 :2016-2031). The same here: upright, W x H.
+    invoke-static {}, Lxagent/Frame;->info()[I
+    move-result-object v3
+    const/4 v4, 0
+    aget v5, v3, v4
+    const/4 v4, 1
+    aget v6, v3, v4
+    const/4 v4, 2
+    aget v8, v3, v4
+    new-instance v3, Landroid/graphics/Rect;
+    const/4 v4, 0
+    invoke-direct {v3, v4, v4, v5, v6}, Landroid/graphics/Rect;-><init>(IIII)V
     const/4 v7, 4
     new-array v7, v7, [Ljava/lang/Object;
-    new-instance v3, Landroid/graphics/Rect;
-    invoke-direct {v3}, Landroid/graphics/Rect;-><init>()V
-    const/4 v8, 0
-    aput-object v3, v7, v8
+    aput-object v3, v7, v4
+    invoke-static {v5}, Ljava/lang/Integer;->valueOf(I)Ljava/lang/Integer;
+    move-result-object v3
+    const/4 v4, 1
+    aput-object v3, v7, v4
+    invoke-static {v6}, Ljava/lang/Integer;->valueOf(I)Ljava/lang/Integer;
+    move-result-object v3
+    const/4 v4, 2
+    aput-object v3, v7, v4
     invoke-static {v8}, Ljava/lang/Integer;->valueOf(I)Ljava/lang/Integer;
     move-result-object v3
-    const/4 v8, 1
-    aput-object v3, v7, v8
-    const/4 v8, 2
-    aput-object v3, v7, v8
-    const/4 v8, 3
-    aput-object v3, v7, v8
+    const/4 v4, 3
+    aput-object v3, v7, v4
     goto :invoke
     :k2
     # kind 2 was 12-13's getInternalDisplayToken() (the first physical display, D10): no longer chosen, 12-13 are kind 3
@@ -505,6 +536,47 @@
     .end packed-switch
 .end method
 
+# {W, H, rotation} of display 0: its logical size (after rotation) and rotation (0-3), from the display service
+.method static info()[I
+    .locals 5
+    sget-object v0, Lxagent/Helper;->display:Ljava/lang/Object;
+    const-string v1, "getDisplayInfo"
+    const/4 v2, 0
+    # api 26..30 android.hardware.display.IDisplayManager#getDisplayInfo(*)
+    invoke-static {v0, v1, v2}, Lxagent/Helper;->call(Ljava/lang/Object;Ljava/lang/String;Ljava/lang/Object;)Ljava/lang/Object;
+    move-result-object v0
+    invoke-virtual {v0}, Ljava/lang/Object;->getClass()Ljava/lang/Class;
+    move-result-object v1
+    const/4 v2, 3
+    new-array v2, v2, [I
+    const-string v3, "logicalWidth"
+    # api 26..30 android.view.DisplayInfo#logicalWidth:int
+    invoke-virtual {v1, v3}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
+    move-result-object v3
+    invoke-virtual {v3, v0}, Ljava/lang/reflect/Field;->getInt(Ljava/lang/Object;)I
+    move-result v3
+    const/4 v4, 0
+    aput v3, v2, v4
+    const-string v3, "logicalHeight"
+    # api 26..30 android.view.DisplayInfo#logicalHeight:int
+    invoke-virtual {v1, v3}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
+    move-result-object v3
+    invoke-virtual {v3, v0}, Ljava/lang/reflect/Field;->getInt(Ljava/lang/Object;)I
+    move-result v3
+    const/4 v4, 1
+    aput v3, v2, v4
+    const-string v3, "rotation"
+    # api 26..30 android.view.DisplayInfo#rotation:int
+    invoke-virtual {v1, v3}, Ljava/lang/Class;->getField(Ljava/lang/String;)Ljava/lang/reflect/Field;
+    move-result-object v3
+    invoke-virtual {v3, v0}, Ljava/lang/reflect/Field;->getInt(Ljava/lang/Object;)I
+    move-result v3
+    and-int/lit8 v3, v3, 0x3
+    const/4 v4, 2
+    aput v3, v2, v4
+    return-object v2
+.end method
+
 # The physical display behind logical display 0, among ids (not empty): DisplayInfo.address, a
 # DisplayAddress$Physical, gives its id (12+; helper D10: on a foldable the first physical display may be the panel that
 # is off; AOSP android-34 DisplayInfo.java `public DisplayAddress address`, DisplayAddress.Physical
@@ -553,10 +625,11 @@
     return-wide v1
 .end method
 
-# "W H GW GH B64" of bitmap b: every pixel summed into its cell (row y into cell row y*GH/H, column x into x*GW/W),
-# read a row at a time so only one row is held. Sums are ints: the picture has at most 2^24 pixels (a larger one is
+# "W H GW GH B64" of bitmap b turned upright by `turn` (the display's rotation, 0 when b already is upright):
+# every pixel summed into its cell (row y into cell row y*GH/H, column x into x*GW/W of the upright picture; see
+# part), read a row at a time so only one row is held. Sums are ints: the picture has at most 2^24 pixels (a larger one is
 # `failed`) and a cell at most (W/8 + 1) * (H/8 + 1) of them (GW, GH >= 8), under 2^22, so a sum stays below 2^30.
-.method static grid(Landroid/graphics/Bitmap;II)Ljava/lang/String;
+.method static grid(Landroid/graphics/Bitmap;III)Ljava/lang/String;
     .locals 22
     invoke-virtual/range {p0 .. p0}, Landroid/graphics/Bitmap;->getWidth()I
     move-result v0
@@ -575,14 +648,27 @@
     move-result-object v0
     throw v0
     :sized
-    # v2 = cells, v3 = column -> cell column, v4..v7 = r, g, b, count per cell, v8 = one row
+    # v2 = cells, v3 = column -> its part of the cell index, v4..v7 = r, g, b, count per cell, v8 = one row;
+    # part's modes by turn 0-3: columns 0, 3, 1, 2 (v11), rows 2, 0, 3, 1 (v21)
     mul-int v2, p1, p2
+    mul-int/lit8 v12, p3, 0x4
+    const/16 v11, 0x2130
+    shr-int/2addr v11, v12
+    and-int/lit8 v11, v11, 0xf
+    const/16 v21, 0x1302
+    shr-int v21, v21, v12
+    and-int/lit8 v21, v21, 0xf
     new-array v3, v0, [I
     const/4 v9, 0
     :cols
     if-ge v9, v0, :cols_done
-    mul-int v10, v9, p1
-    div-int/2addr v10, v0
+    move v14, v9
+    move v15, v0
+    move/from16 v16, v11
+    move/from16 v17, p1
+    move/from16 v18, p2
+    invoke-static/range {v14 .. v18}, Lxagent/Frame;->part(IIIII)I
+    move-result v10
     aput v10, v3, v9
     add-int/lit8 v9, v9, 0x1
     goto :cols
@@ -607,9 +693,13 @@
     move/from16 v19, v0
     move/from16 v20, v12
     invoke-virtual/range {v13 .. v20}, Landroid/graphics/Bitmap;->getPixels([IIIIIII)V
-    mul-int v10, v9, p2
-    div-int/2addr v10, v1
-    mul-int v10, v10, p1
+    move v14, v9
+    move v15, v1
+    move/from16 v16, v21
+    move/from16 v17, p1
+    move/from16 v18, p2
+    invoke-static/range {v14 .. v18}, Lxagent/Frame;->part(IIIII)I
+    move-result v10
     const/4 v11, 0
     :px
     if-ge v11, v0, :px_done
@@ -671,6 +761,13 @@
     add-int/lit8 v9, v9, 0x1
     goto :means
     :means_done
+    # the upright picture's W x H: b's turned by 90 or 270 degrees
+    and-int/lit8 v9, p3, 0x1
+    if-eqz v9, :sides
+    move v9, v0
+    move v0, v1
+    move v1, v9
+    :sides
     invoke-static {}, Ljava/util/Base64;->getEncoder()Ljava/util/Base64$Encoder;
     move-result-object v9
     invoke-virtual {v9, v8}, Ljava/util/Base64$Encoder;->encodeToString([B)Ljava/lang/String;
@@ -694,4 +791,29 @@
     invoke-virtual {v9}, Ljava/lang/StringBuilder;->toString()Ljava/lang/String;
     move-result-object v8
     return-object v8
+.end method
+
+# Where pixel i of n along one side of the picture goes in the cell index of the upright GW x GH grid: mode bit 1
+# flips it (n - 1 - i), bit 2 makes it a row of the upright picture ((i * GH / n) * GW) rather than a column
+# (i * GW / n). AOSP turns 8.x's natural-orientation picture upright by drawing it rotated by
+# getDegreesForRotation(rotation) = 360 - 90 * rotation degrees about the centres (api26 android/app/UiAutomation.java
+# :737-750, :1015-1029), which puts the natural pixel (x, y) of a w x h picture at, upright: rotation 1 (x', y') =
+# (y, w-1-x), 2 (w-1-x, h-1-y), 3 (h-1-y, x). Hence grid's modes: columns 0, 3, 1, 2 and rows 2, 0, 3, 1 by turn.
+.method static part(IIIII)I
+    .locals 2
+    and-int/lit8 v0, p2, 0x1
+    if-eqz v0, :kept
+    sub-int v0, p1, p0
+    add-int/lit8 p0, v0, -0x1
+    :kept
+    and-int/lit8 v0, p2, 0x2
+    if-eqz v0, :across
+    mul-int v0, p0, p4
+    div-int/2addr v0, p1
+    mul-int/2addr v0, p3
+    return v0
+    :across
+    mul-int v0, p0, p3
+    div-int/2addr v0, p1
+    return v0
 .end method

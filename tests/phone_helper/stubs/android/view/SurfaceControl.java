@@ -14,23 +14,38 @@ public final class SurfaceControl {
         if (xagentstub.Rec.on("no_screenshot")) throw new IllegalStateException("no SurfaceControl here");
     }
 
-    static Bitmap picture(boolean hardware) {
-        return xagentstub.Rec.on("no_picture") ? null : Bitmap.display(hardware);
-    }
-
-    /** Android 8.x (tests/fixtures/android-api/signatures.tsv: screenshot(int,int) 26..27). */
+    /**
+     * Android 8.x (tests/fixtures/android-api/signatures.tsv: screenshot(int,int) 26..27): the whole display at
+     * Surface.ROTATION_0, its natural orientation, scaled to width x height (api26 SurfaceControl.java:901-906
+     * `nativeScreenshot(displayToken, new Rect(), width, height, 0, 0, true, false, Surface.ROTATION_0)`): in
+     * landscape, asked for the logical size, the natural picture squeezed into it (helper D11).
+     */
     @xagentstub.Api(to = 27)
     public static Bitmap screenshot(int width, int height) {
         xagentstub.Rec.log("SurfaceControl.screenshot(" + width + ", " + height + ")");
-        return picture(false);
+        return xagentstub.Rec.on("no_picture") ? null : Bitmap.captured(0, width, height);
     }
 
-    /** Android 9-11 (tests/fixtures/android-api/signatures.tsv: screenshot(Rect,int,int,int) 28..30). */
+    /**
+     * Android 9-11 (tests/fixtures/android-api/signatures.tsv: screenshot(Rect,int,int,int) 28..30): the natural
+     * picture turned as for `rotation` ("Surfaceflinger will always take screenshots in its native portrait
+     * orientation by default", api28 SurfaceControl.java:1264-1269; the call swaps 90/270 into SurfaceFlinger's
+     * sense and turns the crop with it, :1275-1286, api29 :1898-1913, api30 :2016-2031), so the display's own
+     * rotation gives it upright (AOSP's UiAutomation relies on that: api28 UiAutomation.java:707-735); scaled to
+     * width x height, 0 x 0 meaning its own size. The crop is the whole display (an empty Rect, or AOSP's
+     * Rect(0, 0, W, H) of the logical size); another is not modelled and fails.
+     */
     @xagentstub.Api(from = 28, to = 30)
     public static Bitmap screenshot(Rect sourceCrop, int width, int height, int rotation) {
         xagentstub.Rec.log("SurfaceControl.screenshot(Rect(" + sourceCrop.left + "," + sourceCrop.top + ","
                 + sourceCrop.right + "," + sourceCrop.bottom + "), " + width + ", " + height + ", " + rotation + ")");
-        return picture(false);
+        boolean empty = sourceCrop.left >= sourceCrop.right || sourceCrop.top >= sourceCrop.bottom;
+        boolean sideways = (Bitmap.rotationOf() & 1) == 1;
+        int lw = sideways ? Bitmap.naturalHeight() : Bitmap.naturalWidth();
+        int lh = sideways ? Bitmap.naturalWidth() : Bitmap.naturalHeight();
+        boolean whole = sourceCrop.left == 0 && sourceCrop.top == 0 && sourceCrop.right == lw && sourceCrop.bottom == lh;
+        if (!empty && !whole) throw new UnsupportedOperationException("stub: only whole-display crops are modelled");
+        return xagentstub.Rec.on("no_picture") ? null : Bitmap.captured(rotation, width, height);
     }
 
     /** Android 10-13 (tests/fixtures/android-api/signatures.tsv: getInternalDisplayToken() 29..33). */

@@ -17,10 +17,12 @@ public interface IDisplayManager {
             public DisplayInfo getDisplayInfo(int displayId) {
                 Rec.log("display getDisplayInfo(" + displayId + ")");
                 DisplayInfo d = new DisplayInfo();
+                // the logical size: the panel's natural size (android.graphics.Bitmap), sides swapped for 90/270
                 d.rotation = Rec.num("rotation", 0);
                 boolean turned = (d.rotation & 1) == 1;
-                d.logicalWidth = turned ? 2400 : 1080;
-                d.logicalHeight = turned ? 1080 : 2400;
+                int nw = android.graphics.Bitmap.naturalWidth(), nh = android.graphics.Bitmap.naturalHeight();
+                d.logicalWidth = turned ? nh : nw;
+                d.logicalHeight = turned ? nw : nh;
                 // -Dstub.display0_phys=ID: the physical display behind display 0 (a foldable's active panel).
                 String phys = Rec.prop("display0_phys", "");
                 if (!phys.isEmpty()) d.address = android.view.DisplayAddress.fromPhysicalDisplayId(Long.parseLong(phys));
