@@ -4,13 +4,18 @@
 //! with the package said once (`package` in the JSON; `pkg=` on an element of another one), resource ids without
 //! the `package:id/` prefix most of them share (`id_prefix` in the JSON), and no `center` (the middle of `bounds`, as the tools compute it).
 //! Every other field of an element is kept (`key=value`), so nothing is lost; `structuredContent` carries the full
-//! JSON for clients that read it. Any other result is its JSON.
+//! JSON for clients that read it. The JSON part leaves out what it would say twice or what holds its everyday value
+//! (`QUIET`, `said_already`). Any other result is its JSON.
 
 use serde_json::{Map, Value};
 
 /// What the JSON part names the list with: the line format, said once.
-const LEGEND: &str =
-    "one per line below: #index class \"text\" desc=content_desc id=resource_id-after-id_prefix [left,top,right,bottom] flags";
+const LEGEND: &str = "one per line below: #index class \"text\" desc= id=(after id_prefix) [l,t,r,b] flags";
+
+/// Top-level fields left out of the text when they hold their everyday value (a model learns nothing from them;
+/// `structuredContent` keeps them): a picture that shows the screen, a list not cut, a tree that was read.
+const QUIET: &[(&str, &str)] =
+    &[("frame_blank", "false"), ("truncated", "false"), ("ui_available", "true"), ("rotation_degrees", "0")];
 
 /// The element lists a result may carry, by path: an observation's, and an action's `effect.tree` delta.
 const LISTS: &[&[&str]] = &[
@@ -73,6 +78,8 @@ pub fn render(result: &Value) -> String {
         if let Some(p) = &ids {
             h.insert("id_prefix".into(), Value::String(p.clone()));
         }
+        h.retain(|k, v| !QUIET.iter().any(|(q, d)| q == k && v.to_string() == *d));
+        said_already(h);
     }
     let mut out = head.to_string();
     for (path, a) in &lists {
@@ -88,6 +95,28 @@ pub fn render(result: &Value) -> String {
         }
     }
     out
+}
+
+/// What the head says twice, said once in the text: the foreground activity's package prefix (`.Main` as Android
+/// writes it), a window's package when it is the foreground one and its bounds when they are the whole screen.
+fn said_already(h: &mut Map<String, Value>) {
+    let fg = h.get("foreground_package").and_then(Value::as_str).map(str::to_owned);
+    if let (Some(p), Some(Value::String(a))) = (&fg, h.get_mut("foreground_activity")) {
+        if let Some(rest) = a.strip_prefix(p.as_str()).filter(|r| r.starts_with('.')) {
+            *a = rest.to_owned();
+        }
+    }
+    let screen = serde_json::json!([0, 0, h.get("screen_width"), h.get("screen_height")]);
+    if let Some(Value::Array(ws)) = h.get_mut("tree").and_then(|t| t.get_mut("windows")) {
+        for w in ws.iter_mut().filter_map(Value::as_object_mut) {
+            if fg.is_some() && w.get("package").and_then(Value::as_str) == fg.as_deref() {
+                w.remove("package");
+            }
+            if w.get("bounds") == Some(&screen) {
+                w.remove("bounds");
+            }
+        }
+    }
 }
 
 /// The value seen most often (the first of equals).
@@ -165,7 +194,7 @@ mod tests {
 
     #[test]
     fn elements_read_one_per_line_with_nothing_lost() {
-        let r = json!({"observation_id": "obs_1", "count": 2, "elements": [
+        let r = json!({"observation_id": "obs_1", "count": 2, "truncated": false, "frame_blank": true, "elements": [
             {"index": 3, "class": "Button", "package": "com.x", "bounds": [0, 0, 10, 20], "center": [5, 10],
              "text": "Increment", "resource_id": "com.x:id/inc", "content_desc": "Inc \"it\"", "clickable": true,
              "marked": true},
@@ -178,6 +207,20 @@ mod tests {
         assert_eq!(
             (&head["package"], &head["observation_id"], &head["count"]),
             (&json!("com.x"), &json!("obs_1"), &json!(2))
+        );
+        // Everyday values are left out of the text (structuredContent keeps them); others stay.
+        assert!(head.get("truncated").is_none() && head["frame_blank"] == true, "{head}");
+        // Said once: the activity after its package, a full-screen window of the foreground app.
+        let o = json!({"foreground_package": "com.x", "foreground_activity": "com.x.ui.Main", "screen_width": 10,
+            "screen_height": 20, "tree": {"windows": [{"type": "application", "package": "com.x", "bounds": [0, 0, 10, 20]},
+            {"type": "input_method", "package": "com.k", "bounds": [0, 10, 10, 20]}]}, "elements": [
+            {"index": 1, "class": "View", "package": "com.x", "bounds": [0, 0, 1, 1], "text": "a"}]});
+        let head: Value = serde_json::from_str(render(&o).lines().next().unwrap()).unwrap();
+        assert_eq!(head["foreground_activity"], ".ui.Main");
+        assert_eq!(
+            head["tree"]["windows"],
+            json!([{"type": "application"},
+            {"type": "input_method", "package": "com.k", "bounds": [0, 10, 10, 20]}])
         );
         assert_eq!(lines[1], r#"#3 Button "Increment" desc="Inc \"it\"" id=inc [0,0,10,20] clickable marked"#);
         // Another package, an id not its own, a centre that is not the middle, flags that are not true: all kept.
