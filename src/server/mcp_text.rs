@@ -5,17 +5,23 @@
 //! the `package:id/` prefix most of them share (`id_prefix` in the JSON), and no `center` (the middle of `bounds`, as the tools compute it).
 //! Every other field of an element is kept (`key=value`), so nothing is lost; `structuredContent` carries the full
 //! JSON for clients that read it. The JSON part leaves out what it would say twice or what holds its everyday value
-//! (`QUIET`, `said_already`). Any other result is its JSON.
+//! (`quiet`, `said_already`). Any other result is its JSON.
 
 use serde_json::{Map, Value};
 
 /// What the JSON part names the list with: the line format, said once.
 const LEGEND: &str = "one per line below: #index class \"text\" desc= id=(after id_prefix) [l,t,r,b] flags";
 
-/// Top-level fields left out of the text when they hold their everyday value (a model learns nothing from them;
-/// `structuredContent` keeps them): a picture that shows the screen, a list not cut, a tree that was read.
-const QUIET: &[(&str, &str)] =
-    &[("frame_blank", "false"), ("truncated", "false"), ("ui_available", "true"), ("rotation_degrees", "0")];
+/// A top-level field left out of the text when it holds its everyday value (a model learns nothing from it;
+/// `structuredContent` keeps it): a picture that shows the screen, a list not cut, a tree that was read, no rotation.
+fn quiet(k: &str, v: &Value) -> bool {
+    match k {
+        "frame_blank" | "truncated" => v == &Value::Bool(false),
+        "ui_available" => v == &Value::Bool(true),
+        "rotation_degrees" => v.as_u64() == Some(0),
+        _ => false,
+    }
+}
 
 /// The element lists a result may carry, by path: an observation's, and an action's `effect.tree` delta.
 const LISTS: &[&[&str]] = &[
@@ -78,7 +84,7 @@ pub fn render(result: &Value) -> String {
         if let Some(p) = &ids {
             h.insert("id_prefix".into(), Value::String(p.clone()));
         }
-        h.retain(|k, v| !QUIET.iter().any(|(q, d)| q == k && v.to_string() == *d));
+        h.retain(|k, v| !quiet(k, v));
         said_already(h);
     }
     let mut out = head.to_string();
