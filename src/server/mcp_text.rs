@@ -44,18 +44,30 @@ pub fn render(result: &Value) -> String {
     if !result.is_object() {
         return result.to_string();
     }
-    // The lists present, each all objects (anything else stays JSON).
-    let lists: Vec<(&[&str], &Vec<Value>)> = LISTS
+    // An action's effect counts the soft keyboard's keys that came with it rather than listing them
+    // (`keyboard_shown` says it came; android_ui_dump lists them; structuredContent keeps them).
+    let ime: Vec<i64> = at(result, &["effect", "tree", "windows"])
+        .and_then(Value::as_array)
+        .map(|ws| ws.iter().enumerate().filter(|(_, w)| w["type"] == "input_method").map(|(i, _)| i as i64).collect())
+        .unwrap_or_default();
+    let is_key = |e: &Value| e.get("window").and_then(Value::as_i64).is_some_and(|w| ime.contains(&w));
+    // The lists present, each all objects (anything else stays JSON), and the keys left out of each.
+    let lists: Vec<(&[&str], Vec<&Value>, usize)> = LISTS
         .iter()
         .filter_map(|p| match at(result, p) {
-            Some(Value::Array(a)) if a.iter().all(Value::is_object) => Some((*p, a)),
+            Some(Value::Array(a)) if a.iter().all(Value::is_object) => {
+                let effect = p[0] == "effect";
+                let kept: Vec<&Value> = a.iter().filter(|e| !(effect && is_key(e))).collect();
+                let keys = a.len() - kept.len();
+                Some((*p, kept, keys))
+            }
             _ => None,
         })
         .collect();
-    if lists.iter().all(|(_, a)| a.is_empty()) {
+    if lists.iter().all(|(_, a, keys)| a.is_empty() && *keys == 0) {
         return result.to_string();
     }
-    let all = || lists.iter().flat_map(|(_, a)| a.iter());
+    let all = || lists.iter().flat_map(|(_, a, _)| a.iter().copied());
     let package = result
         .get("package")
         .and_then(Value::as_str)
@@ -68,10 +80,17 @@ pub fn render(result: &Value) -> String {
     }));
     let mut head = result.clone();
     // An empty list stays `[]`; the first one listed below carries the line format.
-    for (n, (path, a)) in lists.iter().filter(|(_, a)| !a.is_empty()).enumerate() {
+    for (n, (path, a, _)) in lists.iter().filter(|(_, a, _)| !a.is_empty()).enumerate() {
         let said = if n == 0 { LEGEND.to_owned() } else { format!("{} below, as elements", a.len()) };
         if let Some(v) = at_mut(&mut head, path) {
             *v = Value::String(said);
+        }
+    }
+    for (path, a, keys) in lists.iter().filter(|(_, _, keys)| *keys > 0) {
+        if let Some(Value::String(v)) = at_mut(&mut head, path) {
+            v.push_str(&format!("; {keys} keyboard keys not listed (android_ui_dump lists them)"));
+        } else if let (Some(v), true) = (at_mut(&mut head, path), a.is_empty()) {
+            *v = Value::String(format!("{keys} keyboard keys, not listed (android_ui_dump lists them)"));
         }
     }
     if let Value::Object(h) = &mut head {
@@ -88,14 +107,14 @@ pub fn render(result: &Value) -> String {
         said_already(h);
     }
     let mut out = head.to_string();
-    for (path, a) in &lists {
+    for (path, a, _) in &lists {
         if a.is_empty() {
             continue;
         }
         if *path != ["elements"] {
             out.push_str(&format!("\n{}:", path.join(".")));
         }
-        for e in a.iter().filter_map(Value::as_object) {
+        for e in a.iter().filter_map(|e| e.as_object()) {
             out.push('\n');
             out.push_str(&line(e, &package, ids.as_deref().unwrap_or("\0")));
         }
@@ -110,6 +129,29 @@ fn said_already(h: &mut Map<String, Value>) {
     if let (Some(p), Some(Value::String(a))) = (&fg, h.get_mut("foreground_activity")) {
         if let Some(rest) = a.strip_prefix(p.as_str()).filter(|r| r.starts_with('.')) {
             *a = rest.to_owned();
+        }
+    }
+    // An action's effect: `foreground` as Android's short component name (`pkg/.Activity`), its tree's windows
+    // without the foreground package and everyday values.
+    if let Some(Value::Object(e)) = h.get_mut("effect") {
+        let mut efg = None;
+        if let Some(Value::String(f)) = e.get_mut("foreground") {
+            if let Some((p, a)) = f.split_once('/') {
+                efg = Some(p.to_owned());
+                if let Some(rest) = a.strip_prefix(p).filter(|r| r.starts_with('.')) {
+                    *f = format!("{p}/{rest}");
+                }
+            }
+        }
+        if let Some(Value::Object(t)) = e.get_mut("tree") {
+            t.retain(|k, v| !quiet(k, v));
+            if let Some(Value::Array(ws)) = t.get_mut("windows") {
+                for w in ws.iter_mut().filter_map(Value::as_object_mut) {
+                    if efg.is_some() && w.get("package").and_then(Value::as_str) == efg.as_deref() {
+                        w.remove("package");
+                    }
+                }
+            }
         }
     }
     let screen = serde_json::json!([0, 0, h.get("screen_width"), h.get("screen_height")]);
@@ -254,6 +296,25 @@ mod tests {
                 r#"#2 TextView "Count: 1" [0,0,2,2] was={"text":"Count: 0"}"#
             ]
         );
+        // The soft keyboard's keys in an effect are counted, not listed; the foreground in its short form.
+        let typed = json!({"effect": {"foreground": "com.x/com.x.Main", "tree": {"truncated": false, "windows": [
+            {"type": "input_method", "package": "com.k"}, {"type": "application", "package": "com.x"}], "appeared": [
+            {"index": 1, "class": "View", "package": "com.k", "bounds": [0, 0, 1, 1], "content_desc": "q", "window": 0},
+            {"index": 2, "class": "View", "package": "com.k", "bounds": [1, 0, 2, 1], "content_desc": "w", "window": 0}],
+            "changed": [{"index": 9, "class": "EditText", "package": "com.x", "bounds": [0, 0, 2, 2], "text": "hi",
+            "window": 1}]}}});
+        let t = render(&typed);
+        let lines: Vec<&str> = t.lines().collect();
+        let head: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(head["effect"]["tree"]["appeared"], "2 keyboard keys, not listed (android_ui_dump lists them)");
+        assert_eq!(head["effect"]["foreground"], "com.x/.Main");
+        assert_eq!(
+            head["effect"]["tree"]["windows"],
+            json!([{"type": "input_method", "package": "com.k"},
+            {"type": "application"}])
+        );
+        assert!(head["effect"]["tree"].get("truncated").is_none(), "{head}");
+        assert_eq!(&lines[1..], ["effect.tree.changed:", r#"#9 EditText "hi" [0,0,2,2] window=1"#]);
         // No list: the JSON as it is.
         let plain = json!({"x": 1, "elements": "n/a"});
         assert_eq!(render(&plain), plain.to_string());
