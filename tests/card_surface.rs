@@ -184,6 +184,8 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
         // Issue 33 item 3: how observe read a web page on screen (`ok`, `opaque`, `failed`, `off`).
         if id == "android_observe" {
             expected_new.push("web");
+            // Issue 49: whether the picture came, and why (or how to get it).
+            expected_new.push("picture");
         }
         // Issue 49 items 4 and 7: off-screen hints per scrollable; ui_dump reads the page as observe does;
         // open_url says what loaded.
@@ -249,6 +251,8 @@ async fn schema_changes_since_the_hand_written_schemas_are_only_the_intended_one
     // Issue 49 item 2: observe's picture 768 px long by default, from what a model pays for it.
     expected_removed.insert("android_observe.max_side default=1280".to_owned());
     expected_added.insert("android_observe.max_side default=768".to_owned());
+    // Issue 49: the picture only when the elements cannot describe the screen, unless asked for or refused.
+    expected_added.insert("android_observe.picture type=\"boolean\"".to_owned());
     // Issue 49 item 5: taps in a row at one point.
     for k in ["default=1", "maximum=20", "minimum=1", "type=\"integer\""] {
         expected_added.insert(format!("android_tap.repeat {k}"));

@@ -142,7 +142,7 @@ async fn screenshots_and_observes_write_nothing_and_are_audited_as_counts() {
         for i in 0..10 {
             let shot = c.invoke(&ch, "android_screenshot", json!({"max_side": 300 + i})).await;
             assert!(shot["error"].is_null(), "{shot}");
-            let obs = c.invoke(&ch, "android_observe", json!({})).await;
+            let obs = c.invoke(&ch, "android_observe", json!({"picture": true})).await;
             assert!(obs["error"].is_null(), "{obs}");
             for r in [&shot, &obs] {
                 for f in r["payload"]["result"]["files"].as_array().into_iter().flatten() {

@@ -99,6 +99,10 @@ fn check_round(out: &Value, sim: &SimPhone) {
     let tools: Vec<&str> = out["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(tools.contains(&"select_device") && tools.contains(&"android_observe"), "{tools:?}");
     assert_eq!(out["observe_error"], false, "{out}");
+    // Issue 49: the home screen's elements describe it, so a default observe leaves the picture out and says how
+    // to get it; `picture: true` attaches it.
+    assert_eq!(out["lean_images"], 0, "{out}");
+    assert!(out["lean_text"].as_str().unwrap().contains("picture: true attaches it"), "{out}");
     assert_eq!(out["images"][0]["mime"], "image/jpeg", "the marked screenshot comes as MCP image content: {out}");
     assert_eq!(out["jpeg"], true, "{out}");
     assert_eq!(out["tap_error"], false, "{out}");

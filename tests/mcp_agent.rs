@@ -257,8 +257,8 @@ async fn errors_over_mcp_speak_mcp() {
 
 /// What a model reads of one default `android_observe` over MCP: (text content bytes, image bytes, structured
 /// content bytes), and the result.
-async fn observe_cost(srv: &Server, session: &str, id: u64) -> (usize, usize, usize, Value) {
-    let r = rpc(srv, Some(session), call(id, "android_observe", json!({}))).await.json();
+async fn observe_cost(srv: &Server, session: &str, id: u64, args: Value) -> (usize, usize, usize, Value) {
+    let r = rpc(srv, Some(session), call(id, "android_observe", args)).await.json();
     let result = &r["result"];
     assert_eq!(result["isError"], Value::Null, "{r}");
     let content = result["content"].as_array().unwrap();
@@ -279,10 +279,16 @@ async fn an_observation_over_mcp_carries_its_image_once_and_a_dark_screen_costs_
     bounded(async {
         let lab = lab().await;
         let s = initialize(&lab.srv).await;
-        let (text, image, structured, home) = observe_cost(&lab.srv, &s, 2).await;
-        eprintln!("home screen, default android_observe over MCP: text {text} B, image {image} B, structuredContent {structured} B");
+        // Issue 49: the home screen's elements describe it: by default no picture, and the text says how to get it.
+        let (lean_text, lean_image, _, lean) = observe_cost(&lab.srv, &s, 9, json!({})).await;
+        eprintln!("home screen, default android_observe over MCP: text {lean_text} B, image {lean_image} B");
+        eprintln!("{}", lean["content"][0]["text"].as_str().unwrap_or_default());
+        assert_eq!(lean_image, 0, "{lean}");
+        assert!(lean["content"][0]["text"].as_str().unwrap().contains("picture: true attaches it"), "{lean}");
+        let (text, image, structured, home) = observe_cost(&lab.srv, &s, 2, json!({"picture": true})).await;
+        eprintln!("home screen, android_observe picture: true over MCP: text {text} B, image {image} B, structuredContent {structured} B");
         lab.sim.set_screen_on(false);
-        let (off_text, off_image, _, off) = observe_cost(&lab.srv, &s, 3).await;
+        let (off_text, off_image, _, off) = observe_cost(&lab.srv, &s, 3, json!({})).await;
         eprintln!("screen off, default android_observe over MCP: text {off_text} B, image {off_image} B");
 
         let images = home["content"].as_array().unwrap().iter().filter(|c| c["type"] == "image").count();

@@ -41,7 +41,7 @@ fn luma(p: &image::Rgb<u8>) -> f64 {
 async fn observe_returns_a_marked_screenshot_the_elements_and_the_phone_state() {
     bounded(async {
         let mut r = rig().await;
-        let obs = r.ok("android_observe", json!({"quality": 90})).await;
+        let obs = r.ok("android_observe", json!({"quality": 90, "picture": true})).await;
         assert!(obs["observation_id"].as_str().unwrap().starts_with("obs_"), "{obs}");
         assert_eq!((obs["screen_width"].as_u64(), obs["screen_height"].as_u64()), (Some(1080), Some(2400)));
         // The default picture: 768 px long (picture::OBSERVE_SIDE, chosen from what a model pays for it).
@@ -89,7 +89,7 @@ async fn observe_returns_a_marked_screenshot_the_elements_and_the_phone_state() 
         let field = obs["elements"].as_array().unwrap().iter().find(|e| e["class"] == "EditText").unwrap().clone();
         let oid = obs["observation_id"].clone();
         r.ok("android_tap", json!({"element": {"index": field["index"], "observation_id": oid}})).await;
-        let typing = r.ok("android_observe", json!({"only_interactive": true})).await;
+        let typing = r.ok("android_observe", json!({"only_interactive": true, "picture": true})).await;
         assert_eq!(typing["keyboard_shown"], true);
         assert!(typing["elements"].as_array().unwrap().iter().all(|e| e["marked"] == true), "{typing}");
     })
@@ -254,7 +254,7 @@ async fn a_landscape_phone_is_seen_and_tapped_in_the_rotated_space() {
         let img = image::load_from_memory_with_format(&got.body, image::ImageFormat::Jpeg).unwrap();
         assert_eq!((img.width(), img.height()), (1280, 576), "the decoded JPEG is landscape");
 
-        let obs = r.ok("android_observe", json!({})).await;
+        let obs = r.ok("android_observe", json!({"picture": true})).await;
         assert_eq!((obs["screen_width"].as_u64(), obs["screen_height"].as_u64()), (Some(2400), Some(1080)), "{obs}");
         assert_eq!((obs["width"].as_u64(), obs["height"].as_u64()), (Some(768), Some(346)), "{obs}");
         let elements = obs["elements"].as_array().unwrap();
@@ -352,6 +352,119 @@ async fn ui_wait_exact_and_a_timeout_that_lists_the_screen() {
         assert!(msg.contains("(exact text)") && msg.contains("\"Count: 0\"") && msg.contains("\"Increment\""), "{msg}");
         let seen = ack["error"]["details"]["on_screen"].as_array().unwrap();
         assert!(seen.contains(&json!("Count: 0")) && seen.len() <= 20, "{ack}");
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// One uiautomator node of a hand-written screen (the sim's own screens have no such views).
+fn node(class: &str, text: &str, desc: &str, b: [i32; 4], inner: &str) -> String {
+    format!(
+        "<node index=\"0\" text=\"{text}\" resource-id=\"\" class=\"{class}\" package=\"com.example.app\" \
+         content-desc=\"{desc}\" checkable=\"false\" checked=\"false\" clickable=\"{}\" enabled=\"true\" \
+         focusable=\"false\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" \
+         selected=\"false\" bounds=\"[{},{}][{},{}]\">{inner}</node>",
+        class.ends_with("Button"),
+        b[0],
+        b[1],
+        b[2],
+        b[3]
+    )
+}
+
+/// `uiautomator dump /dev/tty` as a phone prints it, for a root FrameLayout holding `inner`.
+fn dump_of(inner: &str) -> String {
+    let root = node("android.widget.FrameLayout", "", "", [0, 0, 1080, 2400], inner);
+    format!(
+        "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">{root}</hierarchy>\n\
+         UI hierchary dumped to: /dev/tty\n"
+    )
+}
+
+/// Issue 49: a default observation leaves the picture out when the elements describe the screen, and says so and
+/// how to get it; every screen the elements cannot describe gets the picture, with why; `picture: true` always
+/// gets it, `picture: false` never.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_picture_comes_by_default_only_when_the_elements_cannot_describe_the_screen() {
+    bounded(async {
+        let mut r = rig().await;
+        // The home screen: text and buttons only.
+        let obs = r.ok("android_observe", json!({})).await;
+        assert!(obs.get("files").is_none() && obs.get("width").is_none(), "no picture: {obs}");
+        let said = obs["picture"].as_str().unwrap_or_default();
+        assert!(said.starts_with("left out") && said.contains("picture: true"), "{obs}");
+        assert!(said.contains("android_screenshot"), "{obs}");
+        assert!(find(&obs, "Increment").get("marked").is_none(), "no picture, no marks: {obs}");
+        let asked = r.ok("android_observe", json!({"picture": true})).await;
+        assert_eq!(asked["files"].as_array().map(Vec::len), Some(1), "picture: true: {asked}");
+        assert_eq!((asked["width"].as_u64(), asked["height"].as_u64()), (Some(346), Some(768)));
+        assert_eq!(find(&asked, "Increment")["marked"], true);
+        assert!(asked.get("picture").is_none(), "{asked}");
+
+        // The lock screen.
+        r.sim.set_lock(xagent_adb_connector::sim::ui::LockMode::Swipe);
+        let obs = r.ok("android_observe", json!({})).await;
+        assert_eq!(obs["locked"], true, "{obs}");
+        assert_eq!(obs["files"].as_array().map(Vec::len), Some(1), "{obs}");
+        assert!(obs["picture"].as_str().unwrap_or_default().contains("lock screen"), "{obs}");
+        let refused = r.ok("android_observe", json!({"picture": false})).await;
+        assert!(refused.get("files").is_none(), "picture: false: {refused}");
+        r.ok("android_unlock", json!({})).await;
+
+        // An app window with no views yet: the tree is empty.
+        r.sim.set_app_loading(true);
+        r.demo_app().await;
+        let obs = r.ok("android_observe", json!({})).await;
+        assert_eq!(obs["files"].as_array().map(Vec::len), Some(1), "{obs}");
+        assert!(obs["picture"].as_str().unwrap_or_default().starts_with("attached:"), "{obs}");
+        r.sim.set_app_loading(false);
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// Screens a phone draws without words (uiautomator's dump of each, as a phone prints it): a game's surface, a
+/// photo, a screen of one label. Each gets the picture and says why; a screen of rows and buttons does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn surfaces_photos_and_near_empty_trees_get_the_picture() {
+    bounded(async {
+        let mut r = Rig::with(Default::default(), &["--phone-helper", "off"], None).await;
+        let text = |t: &str, b: [i32; 4]| node("android.widget.TextView", t, "", b, "");
+        let button = |d: &str, b: [i32; 4]| node("android.widget.ImageButton", "", d, b, "");
+        let rows: String = (0..8).map(|i| text(&format!("Row {i}"), [0, 200 + i * 200, 1080, 400 + i * 200])).collect();
+        let screens = [
+            ("a list of rows", rows, None),
+            (
+                "a game",
+                node("android.view.SurfaceView", "", "", [0, 0, 1080, 2400], "")
+                    + &text("Score: 12", [40, 80, 400, 160])
+                    + &text("Level 3", [680, 80, 1040, 160])
+                    + &button("Pause", [480, 2200, 600, 2320]),
+                Some("SurfaceView"),
+            ),
+            (
+                "a photo",
+                text("IMG_0042.jpg", [40, 80, 800, 180])
+                    + &node("android.widget.ImageView", "", "", [0, 300, 1080, 1900], "")
+                    + &button("Share", [100, 2100, 220, 2220])
+                    + &button("Delete", [860, 2100, 980, 2220]),
+                Some("ImageView"),
+            ),
+            ("one label", text("Loading", [300, 1100, 780, 1200]), Some("only 1 elements")),
+        ];
+        for (what, inner, why) in screens {
+            r.sim.answer("uiautomator dump", &dump_of(&inner), "", 0);
+            let obs = r.ok("android_observe", json!({})).await;
+            let said = obs["picture"].as_str().unwrap_or_default();
+            match why {
+                None => assert!(obs.get("files").is_none() && said.starts_with("left out"), "{what}: {obs}"),
+                Some(why) => {
+                    assert_eq!(obs["files"].as_array().map(Vec::len), Some(1), "{what}: {obs}");
+                    assert!(said.starts_with("attached:") && said.contains(why), "{what}: {said}");
+                }
+            }
+            r.sim.unanswer("uiautomator dump");
+        }
     })
     .await
     .expect("test timed out");

@@ -48,7 +48,7 @@ async fn landscape_is_observed_and_release_restores_portrait() {
         assert!(res["effect"].is_object(), "{res}");
         wait_settings(&r, (Some("0"), Some("1")), "rotated").await;
 
-        let obs = r.ok("android_observe", json!({})).await;
+        let obs = r.ok("android_observe", json!({"picture": true})).await;
         assert_eq!(obs["orientation"], "landscape", "{obs}");
         assert_eq!(obs["rotation_degrees"], 90, "{obs}");
         assert_eq!((obs["screen_width"].as_u64(), obs["screen_height"].as_u64()), (Some(sh), Some(sw)), "{obs}");

@@ -162,7 +162,7 @@ async fn android_unlock_wakes_and_swipes_when_the_phone_is_asleep_on_a_swipe_loc
 async fn a_secure_window_is_named_from_its_flags_a_plain_screen_is_blank_and_a_sleeping_one_screen_off() {
     bounded(async {
         let mut r = rig(None).await;
-        let normal = r.ok("android_observe", json!({})).await;
+        let normal = r.ok("android_observe", json!({"picture": true})).await;
         assert_eq!(normal["frame_blank"], false, "{normal}");
         r.sim.set_secure_window(true);
         let obs = r.ok("android_observe", json!({})).await;

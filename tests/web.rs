@@ -70,7 +70,7 @@ async fn a_page_yields_its_links_on_screen_and_a_tap_on_one_lands_on_its_rectang
         assert!(!r.sim.commands().iter().any(|c| c.contains("/proc/net/unix")), "{:?}", r.sim.commands());
 
         r.browser().await;
-        let obs = r.ok("android_observe", json!({})).await;
+        let obs = r.ok("android_observe", json!({"picture": true})).await;
         assert_eq!(obs["web"]["state"], "ok", "{obs}");
         assert_eq!(obs["web"]["url"], "https://sim.example/start");
         assert_eq!(obs["web"]["title"], "Sim Start Page");

@@ -496,6 +496,15 @@ pub(crate) fn bench_agent_cost(sim_rt: &tokio::runtime::Runtime, rep: &mut Repor
                 let o = run_task(key, s, round);
                 if !o.ok {
                     eprintln!("agent-cost: {} failed {key} (round {round}): {:?}; last: {}", s.name, o.tools, o.last);
+                    // What reached the phone's input (a gesture the simulated phone did not act on shows here).
+                    let input: Vec<String> = s.sim.commands().into_iter().filter(|c| c.contains("input")).collect();
+                    eprintln!(
+                        "agent-cost: {}'s last input commands: {:?}; Settings list scrolled {} px, foreground {}",
+                        s.name,
+                        &input[input.len().saturating_sub(6)..],
+                        s.sim.settings_offset(),
+                        s.sim.foreground()
+                    );
                 }
                 let slot = &mut per[si][ti];
                 slot.0.add(&o.cost);
@@ -531,8 +540,14 @@ pub(crate) fn bench_agent_cost(sim_rt: &tokio::runtime::Runtime, rep: &mut Repor
         reset(&adb, s);
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agent-cost");
         let _ = std::fs::create_dir_all(&dir);
+        // A build whose default leaves the picture out when the elements describe the screen is asked for it.
+        let picture = s.has_arg("android_observe", "picture");
         for side in [1280u32, 1024, 896, 768, 640, 512] {
-            let answer = s.rpc("tools/call", json!({"name": "android_observe", "arguments": {"max_side": side}}));
+            let mut args = json!({"max_side": side});
+            if picture {
+                args["picture"] = json!(true);
+            }
+            let answer = s.rpc("tools/call", json!({"name": "android_observe", "arguments": args}));
             let answer = answer.unwrap_or(Value::Null);
             let (c, _) = measure(&answer, xagent_adb_connector::base64::decode);
             if let Some(img) =

@@ -23,8 +23,9 @@ const SKILL_ABOUT: &str = "How to drive the bound Android phone: observe → act
 pub const RULES: &[(&str, &str)] = &[
     (
         "act by element, not by coordinates",
-        "Observe first (android_observe: marked screenshot + numbered elements + observation_id), then act by \
-         element, not by coordinates: {element: {index, observation_id}}; x/y only where there is no element.",
+        "Observe first (android_observe: numbered elements + observation_id; the marked screenshot comes only when \
+         the elements cannot describe the screen, or with picture: true), then act by element, not by \
+         coordinates: {element: {index, observation_id}}; x/y only where there is no element.",
     ),
     (
         "without observing again",

@@ -4,13 +4,24 @@
 //! with the package said once (`package` in the JSON; `pkg=` on an element of another one), resource ids without
 //! the `package:id/` prefix most of them share (`id_prefix` in the JSON), and no `center` (the middle of `bounds`, as the tools compute it).
 //! Every other field of an element is kept (`key=value`), so nothing is lost; `structuredContent` carries the full
-//! JSON for clients that read it. Any other result is its JSON.
+//! JSON for clients that read it. The JSON part leaves out what it would say twice or what holds its everyday value
+//! (`quiet`, `said_already`). Any other result is its JSON.
 
 use serde_json::{Map, Value};
 
 /// What the JSON part names the list with: the line format, said once.
-const LEGEND: &str =
-    "one per line below: #index class \"text\" desc=content_desc id=resource_id-after-id_prefix [left,top,right,bottom] flags";
+const LEGEND: &str = "one per line below: #index class \"text\" desc= id=(after id_prefix) [l,t,r,b] flags";
+
+/// A top-level field left out of the text when it holds its everyday value (a model learns nothing from it;
+/// `structuredContent` keeps it): a picture that shows the screen, a list not cut, a tree that was read, no rotation.
+fn quiet(k: &str, v: &Value) -> bool {
+    match k {
+        "frame_blank" | "truncated" => v == &Value::Bool(false),
+        "ui_available" => v == &Value::Bool(true),
+        "rotation_degrees" => v.as_u64() == Some(0),
+        _ => false,
+    }
+}
 
 /// The element lists a result may carry, by path: an observation's, and an action's `effect.tree` delta.
 const LISTS: &[&[&str]] = &[
@@ -33,18 +44,30 @@ pub fn render(result: &Value) -> String {
     if !result.is_object() {
         return result.to_string();
     }
-    // The lists present, each all objects (anything else stays JSON).
-    let lists: Vec<(&[&str], &Vec<Value>)> = LISTS
+    // An action's effect counts the soft keyboard's keys that came with it rather than listing them
+    // (`keyboard_shown` says it came; android_ui_dump lists them; structuredContent keeps them).
+    let ime: Vec<i64> = at(result, &["effect", "tree", "windows"])
+        .and_then(Value::as_array)
+        .map(|ws| ws.iter().enumerate().filter(|(_, w)| w["type"] == "input_method").map(|(i, _)| i as i64).collect())
+        .unwrap_or_default();
+    let is_key = |e: &Value| e.get("window").and_then(Value::as_i64).is_some_and(|w| ime.contains(&w));
+    // The lists present, each all objects (anything else stays JSON), and the keys left out of each.
+    let lists: Vec<(&[&str], Vec<&Value>, usize)> = LISTS
         .iter()
         .filter_map(|p| match at(result, p) {
-            Some(Value::Array(a)) if a.iter().all(Value::is_object) => Some((*p, a)),
+            Some(Value::Array(a)) if a.iter().all(Value::is_object) => {
+                let effect = p[0] == "effect";
+                let kept: Vec<&Value> = a.iter().filter(|e| !(effect && is_key(e))).collect();
+                let keys = a.len() - kept.len();
+                Some((*p, kept, keys))
+            }
             _ => None,
         })
         .collect();
-    if lists.iter().all(|(_, a)| a.is_empty()) {
+    if lists.iter().all(|(_, a, keys)| a.is_empty() && *keys == 0) {
         return result.to_string();
     }
-    let all = || lists.iter().flat_map(|(_, a)| a.iter());
+    let all = || lists.iter().flat_map(|(_, a, _)| a.iter().copied());
     let package = result
         .get("package")
         .and_then(Value::as_str)
@@ -57,10 +80,17 @@ pub fn render(result: &Value) -> String {
     }));
     let mut head = result.clone();
     // An empty list stays `[]`; the first one listed below carries the line format.
-    for (n, (path, a)) in lists.iter().filter(|(_, a)| !a.is_empty()).enumerate() {
+    for (n, (path, a, _)) in lists.iter().filter(|(_, a, _)| !a.is_empty()).enumerate() {
         let said = if n == 0 { LEGEND.to_owned() } else { format!("{} below, as elements", a.len()) };
         if let Some(v) = at_mut(&mut head, path) {
             *v = Value::String(said);
+        }
+    }
+    for (path, a, keys) in lists.iter().filter(|(_, _, keys)| *keys > 0) {
+        if let Some(Value::String(v)) = at_mut(&mut head, path) {
+            v.push_str(&format!("; {keys} keyboard keys not listed (android_ui_dump lists them)"));
+        } else if let (Some(v), true) = (at_mut(&mut head, path), a.is_empty()) {
+            *v = Value::String(format!("{keys} keyboard keys, not listed (android_ui_dump lists them)"));
         }
     }
     if let Value::Object(h) = &mut head {
@@ -73,21 +103,68 @@ pub fn render(result: &Value) -> String {
         if let Some(p) = &ids {
             h.insert("id_prefix".into(), Value::String(p.clone()));
         }
+        h.retain(|k, v| !quiet(k, v));
+        said_already(h);
     }
     let mut out = head.to_string();
-    for (path, a) in &lists {
+    for (path, a, _) in &lists {
         if a.is_empty() {
             continue;
         }
         if *path != ["elements"] {
             out.push_str(&format!("\n{}:", path.join(".")));
         }
-        for e in a.iter().filter_map(Value::as_object) {
+        for e in a.iter().filter_map(|e| e.as_object()) {
             out.push('\n');
             out.push_str(&line(e, &package, ids.as_deref().unwrap_or("\0")));
         }
     }
     out
+}
+
+/// What the head says twice, said once in the text: the foreground activity's package prefix (`.Main` as Android
+/// writes it), a window's package when it is the foreground one and its bounds when they are the whole screen.
+fn said_already(h: &mut Map<String, Value>) {
+    let fg = h.get("foreground_package").and_then(Value::as_str).map(str::to_owned);
+    if let (Some(p), Some(Value::String(a))) = (&fg, h.get_mut("foreground_activity")) {
+        if let Some(rest) = a.strip_prefix(p.as_str()).filter(|r| r.starts_with('.')) {
+            *a = rest.to_owned();
+        }
+    }
+    // An action's effect: `foreground` as Android's short component name (`pkg/.Activity`), its tree's windows
+    // without the foreground package and everyday values.
+    if let Some(Value::Object(e)) = h.get_mut("effect") {
+        let mut efg = None;
+        if let Some(Value::String(f)) = e.get_mut("foreground") {
+            if let Some((p, a)) = f.split_once('/') {
+                efg = Some(p.to_owned());
+                if let Some(rest) = a.strip_prefix(p).filter(|r| r.starts_with('.')) {
+                    *f = format!("{p}/{rest}");
+                }
+            }
+        }
+        if let Some(Value::Object(t)) = e.get_mut("tree") {
+            t.retain(|k, v| !quiet(k, v));
+            if let Some(Value::Array(ws)) = t.get_mut("windows") {
+                for w in ws.iter_mut().filter_map(Value::as_object_mut) {
+                    if efg.is_some() && w.get("package").and_then(Value::as_str) == efg.as_deref() {
+                        w.remove("package");
+                    }
+                }
+            }
+        }
+    }
+    let screen = serde_json::json!([0, 0, h.get("screen_width"), h.get("screen_height")]);
+    if let Some(Value::Array(ws)) = h.get_mut("tree").and_then(|t| t.get_mut("windows")) {
+        for w in ws.iter_mut().filter_map(Value::as_object_mut) {
+            if fg.is_some() && w.get("package").and_then(Value::as_str) == fg.as_deref() {
+                w.remove("package");
+            }
+            if w.get("bounds") == Some(&screen) {
+                w.remove("bounds");
+            }
+        }
+    }
 }
 
 /// The value seen most often (the first of equals).
@@ -165,7 +242,7 @@ mod tests {
 
     #[test]
     fn elements_read_one_per_line_with_nothing_lost() {
-        let r = json!({"observation_id": "obs_1", "count": 2, "elements": [
+        let r = json!({"observation_id": "obs_1", "count": 2, "truncated": false, "frame_blank": true, "elements": [
             {"index": 3, "class": "Button", "package": "com.x", "bounds": [0, 0, 10, 20], "center": [5, 10],
              "text": "Increment", "resource_id": "com.x:id/inc", "content_desc": "Inc \"it\"", "clickable": true,
              "marked": true},
@@ -178,6 +255,20 @@ mod tests {
         assert_eq!(
             (&head["package"], &head["observation_id"], &head["count"]),
             (&json!("com.x"), &json!("obs_1"), &json!(2))
+        );
+        // Everyday values are left out of the text (structuredContent keeps them); others stay.
+        assert!(head.get("truncated").is_none() && head["frame_blank"] == true, "{head}");
+        // Said once: the activity after its package, a full-screen window of the foreground app.
+        let o = json!({"foreground_package": "com.x", "foreground_activity": "com.x.ui.Main", "screen_width": 10,
+            "screen_height": 20, "tree": {"windows": [{"type": "application", "package": "com.x", "bounds": [0, 0, 10, 20]},
+            {"type": "input_method", "package": "com.k", "bounds": [0, 10, 10, 20]}]}, "elements": [
+            {"index": 1, "class": "View", "package": "com.x", "bounds": [0, 0, 1, 1], "text": "a"}]});
+        let head: Value = serde_json::from_str(render(&o).lines().next().unwrap()).unwrap();
+        assert_eq!(head["foreground_activity"], ".ui.Main");
+        assert_eq!(
+            head["tree"]["windows"],
+            json!([{"type": "application"},
+            {"type": "input_method", "package": "com.k", "bounds": [0, 10, 10, 20]}])
         );
         assert_eq!(lines[1], r#"#3 Button "Increment" desc="Inc \"it\"" id=inc [0,0,10,20] clickable marked"#);
         // Another package, an id not its own, a centre that is not the middle, flags that are not true: all kept.
@@ -205,6 +296,25 @@ mod tests {
                 r#"#2 TextView "Count: 1" [0,0,2,2] was={"text":"Count: 0"}"#
             ]
         );
+        // The soft keyboard's keys in an effect are counted, not listed; the foreground in its short form.
+        let typed = json!({"effect": {"foreground": "com.x/com.x.Main", "tree": {"truncated": false, "windows": [
+            {"type": "input_method", "package": "com.k"}, {"type": "application", "package": "com.x"}], "appeared": [
+            {"index": 1, "class": "View", "package": "com.k", "bounds": [0, 0, 1, 1], "content_desc": "q", "window": 0},
+            {"index": 2, "class": "View", "package": "com.k", "bounds": [1, 0, 2, 1], "content_desc": "w", "window": 0}],
+            "changed": [{"index": 9, "class": "EditText", "package": "com.x", "bounds": [0, 0, 2, 2], "text": "hi",
+            "window": 1}]}}});
+        let t = render(&typed);
+        let lines: Vec<&str> = t.lines().collect();
+        let head: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(head["effect"]["tree"]["appeared"], "2 keyboard keys, not listed (android_ui_dump lists them)");
+        assert_eq!(head["effect"]["foreground"], "com.x/.Main");
+        assert_eq!(
+            head["effect"]["tree"]["windows"],
+            json!([{"type": "input_method", "package": "com.k"},
+            {"type": "application"}])
+        );
+        assert!(head["effect"]["tree"].get("truncated").is_none(), "{head}");
+        assert_eq!(&lines[1..], ["effect.tree.changed:", r#"#9 EditText "hi" [0,0,2,2] window=1"#]);
         // No list: the JSON as it is.
         let plain = json!({"x": 1, "elements": "n/a"});
         assert_eq!(render(&plain), plain.to_string());

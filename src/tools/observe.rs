@@ -147,6 +147,94 @@ fn fill(img: &mut RgbImage, x0: u32, y0: u32, x1: u32, y1: u32, color: [u8; 3], 
     }
 }
 
+// ---- the picture, when the elements cannot describe the screen ----------------------------------------------
+
+/// What the answer says when the default leaves the picture out: why, and how to get it.
+pub const LEFT_OUT: &str =
+    "left out: the elements describe this screen; picture: true attaches it, android_screenshot for a close look";
+/// From this share of the screen on, a region with no text or description (a photo, a canvas, an empty view)
+/// needs the picture.
+const UNLABELLED_SHARE: f64 = 0.10;
+/// Views that draw their own content with no view tree under it (games, video, maps, camera previews): from this
+/// share of the screen on, the picture.
+const SURFACE_SHARE: f64 = 0.05;
+const SURFACES: &[&str] =
+    &["SurfaceView", "GLSurfaceView", "TextureView", "VideoView", "MapView", "PlayerView", "StyledPlayerView"];
+/// Fewer elements with text or a description than this: the screen is mostly something else.
+const FEW_LABELLED: usize = 3;
+
+/// Why the elements cannot describe the screen (the picture is attached by default), or `None` when they can.
+/// Conservative: anything the tree does not put into words — no tree or an empty one, the lock screen, a page not
+/// read, few labels, a large region with no text or description, a drawing surface, a dialog without text.
+#[allow(clippy::too_many_arguments)]
+pub fn cannot_describe(
+    elements: &[Element],
+    shown: &dyn Fn(&Element) -> bool,
+    cover: &super::tree::Cover,
+    no_tree: bool,
+    locked: bool,
+    page: &Web,
+    (sw, sh): (u32, u32),
+) -> Option<String> {
+    if no_tree {
+        return Some("no UI tree".into());
+    }
+    if cover.state != super::tree::State::Ok {
+        return Some(format!("the UI tree is {}", cover.state.as_str()));
+    }
+    if locked {
+        return Some("the lock screen is showing".into());
+    }
+    if let Some(w) = page.to_json().filter(|w| w["state"] != "ok") {
+        return Some(format!("the web page is not read ({})", w["state"].as_str().unwrap_or("?")));
+    }
+    let shown: Vec<&Element> = elements.iter().filter(|e| shown(e)).collect();
+    let labelled = |e: &Element| !e.text.is_empty() || !e.content_desc.is_empty() || e.password;
+    let n = shown.iter().filter(|e| labelled(e)).count();
+    if n < FEW_LABELLED {
+        return Some(format!("only {n} elements have text"));
+    }
+    let screen = f64::from(sw.max(1)) * f64::from(sh.max(1));
+    let share = |b: [i32; 4]| {
+        let w = (b[2].min(sw as i32) - b[0].max(0)).max(0);
+        let h = (b[3].min(sh as i32) - b[1].max(0)).max(0);
+        f64::from(w) * f64::from(h) / screen
+    };
+    // `o` lies within `e` (equal bounds: the later, deeper one within the earlier).
+    let within = |o: &Element, e: &Element| {
+        let (a, b) = (o.bounds, e.bounds);
+        o.index != e.index
+            && a[0] >= b[0]
+            && a[1] >= b[1]
+            && a[2] <= b[2]
+            && a[3] <= b[3]
+            && (a != b || o.index > e.index)
+    };
+    for e in shown.iter().filter(|e| !labelled(e)) {
+        let part = share(e.bounds);
+        let class = e.class.rsplit('.').next().unwrap_or(&e.class);
+        if SURFACES.contains(&class) && part >= SURFACE_SHARE {
+            return Some(format!("#{} {class} draws {:.0} % of the screen", e.index, part * 100.0));
+        }
+        if part >= UNLABELLED_SHARE && !shown.iter().any(|o| within(o, e)) {
+            return Some(format!("#{} {class} covers {:.0} % of the screen with no text", e.index, part * 100.0));
+        }
+    }
+    if let super::tree::Windows::All(windows) = &cover.windows {
+        for (i, w) in windows.iter().enumerate().filter(|(_, w)| w.kind == "dialog") {
+            let b = w.bounds;
+            let inside = |e: &Element| {
+                let [x, y] = e.center();
+                e.window == Some(i) || (x >= b[0] && x < b[2] && y >= b[1] && y < b[3])
+            };
+            if !shown.iter().any(|e| labelled(e) && inside(e)) {
+                return Some("a dialog without text".into());
+            }
+        }
+    }
+    None
+}
+
 // ---- the tool ----------------------------------------------------------------------------------------------------
 
 fn element_schema() -> Value {
@@ -160,7 +248,7 @@ fn element_schema() -> Value {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ObserveArgs {
-    /// Draw numbered boxes on interactive elements
+    /// Numbered boxes on interactive elements
     #[serde(default = "yes")]
     marks: bool,
     /// Longest side in px (downscaled); 0 = full size
@@ -170,12 +258,14 @@ struct ObserveArgs {
     #[schemars(range(min = 1, max = 100))]
     #[serde(default = "picture::quality_80")]
     quality: u8,
-    /// List only the interactive (marked) elements
+    /// Only the interactive elements
     #[serde(default)]
     only_interactive: bool,
     #[schemars(range(min = 1, max = 1000))]
     #[serde(default = "args::elements_300")]
     max_elements: u32,
+    /// true: always; false: never; absent: when the elements cannot describe the screen
+    picture: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -188,9 +278,9 @@ pub fn tools(adb: &Arc<AdbBackend>, web_content: bool) -> Vec<Arc<dyn Tool>> {
         ToolSpec {
             id: "android_observe",
             title: "Observe the screen",
-            description: "Screenshot with numbered boxes on interactive elements, those elements, foreground \
-                          app, keyboard, lock state and an observation_id for `element: {index, observation_id}` \
-                          (300 s).",
+            description: "Numbered elements, foreground app, keyboard, lock state, observation_id for \
+                          `element: {index, observation_id}` (300 s); a screenshot boxing the numbers when the \
+                          elements cannot describe the screen (see `picture`).",
             input: args::schema::<ObserveArgs>(),
             output: json!({"type": "object", "properties": {
                     "observation_id": {"type": "string"},
@@ -207,15 +297,15 @@ pub fn tools(adb: &Arc<AdbBackend>, web_content: bool) -> Vec<Arc<dyn Tool>> {
                     "locked": {"type": ["boolean", "null"], "description": "Lock screen showing: android_unlock"},
                     "frame": {"type": "string", "enum": ["ok", "screen_off", "secure_window", "blank"]},
                     "frame_blank": {"type": "boolean", "description": "frame is secure_window or blank"},
-                    "ui_available": {"type": "boolean", "description": "false: no UI tree (ui_unavailable_reason), no elements"},
+                    "ui_available": {"type": "boolean", "description": "false: no UI tree (see ui_unavailable_reason)"},
                     "ui_unavailable_reason": {"type": "string"},
                     "tree": super::tree::schema(),
                     "scrollables": super::tree::scrollables_schema(),
                     "hint": {"type": "string"},
+                    "picture": {"type": "string", "description": "attached: why; or left out"},
                     "count": {"type": "integer"}, "truncated": {"type": "boolean"},
-                    "web": {"type": "object", "description": "When a WebView shows: state ok (its page's elements \
-                            are listed, source web), opaque (not debuggable: one node), screen_off, failed or off, with \
-                            reason; url, title"},
+                    "web": {"type": "object", "description": "A WebView's page: state ok (elements listed, source \
+                            web), opaque (not debuggable), screen_off, failed or off, with reason; url, title"},
                     "elements": {"type": "array", "items": element_schema()}}}),
             side_effect: false,
             settles: false,
@@ -289,14 +379,33 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     } else {
         vec![]
     };
+    // Whether the picture goes with the elements: asked for, or (by default) only when they cannot describe the
+    // screen; a one-colour frame always gets its thumbnail (cheap, and `frame` says what it is) unless refused.
+    let unreadable = match a.picture {
+        Some(_) => None,
+        None => cannot_describe(
+            &elements,
+            &shown,
+            &cover,
+            ui_unavailable.is_some(),
+            power.is_locked(),
+            &page,
+            (screen_w, screen_h),
+        ),
+    };
+    let wanted = a.picture.unwrap_or(unreadable.is_some());
+    let refused = a.picture == Some(false);
     let meta = NewFile {
         channel_id: c.call.channel_id.clone(),
         filename: format!("observe-{}.jpg", crate::protocol::now_ms()),
         mime: "image/jpeg".into(),
     };
     let cache = c.files.clone();
-    let (row, w, h, uniform) = tokio::task::spawn_blocking(move || {
+    let (row, uniform) = tokio::task::spawn_blocking(move || {
         let uniform = frame.picture.uniform_colour();
+        if !(wanted || uniform.is_some() && !refused) {
+            return Ok::<_, ProtoError>((None, uniform));
+        }
         let (fw, fh) = frame.picture.dimensions();
         // One colour: a thumbnail, no marks (the elements keep their bounds; `frame` says what the picture is).
         let side = if uniform.is_some() { picture::UNIFORM_SIDE.min(max_side) } else { max_side };
@@ -308,7 +417,7 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
         }
         let (bytes, w, h) = encode(&img, Format::Jpeg { quality })?;
         let row = cache.store_bytes(&bytes, meta).map_err(|e| e.into_proto("the observation image"))?;
-        Ok::<_, ProtoError>((row, w, h, uniform))
+        Ok((Some((row, w, h)), uniform))
     })
     .await
     .map_err(|_| ProtoError::new(ErrorCode::Internal, "observation image encoding failed unexpectedly"))??;
@@ -323,7 +432,7 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
         .take(max)
         .map(|e| {
             let mut v = e.to_json();
-            if marks && e.is_interactive() && uniform.is_none() {
+            if marks && e.is_interactive() && uniform.is_none() && row.is_some() {
                 v["marked"] = json!(true);
             }
             v
@@ -332,11 +441,8 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     let shown_all: Vec<Element> = elements.iter().filter(|e| shown(e)).cloned().collect();
     let scrollables = super::tree::scrollables(&shown_all);
     let id = observations::keep(&c.call.channel_id, &c.device, elements);
-    let scale = f64::from(w.max(h)) / f64::from(screen_w.max(screen_h).max(1));
     let mut out = json!({
         "observation_id": id,
-        "files": [files::describe(&row)],
-        "width": w, "height": h, "scale": (scale * 10_000.0).round() / 10_000.0,
         "screen_width": screen_w, "screen_height": screen_h,
         "orientation": if landscape { "landscape" } else { "portrait" },
         "rotation_degrees": u16::from(rotation.unwrap_or(0)) * 90,
@@ -345,6 +451,20 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
         "ui_available": ui_unavailable.is_none(),
         "count": listed.len(), "truncated": truncated, "elements": listed,
     });
+    match &row {
+        Some((row, w, h)) => {
+            let scale = f64::from(*w.max(h)) / f64::from(screen_w.max(screen_h).max(1));
+            out["files"] = json!([files::describe(row)]);
+            out["width"] = json!(w);
+            out["height"] = json!(h);
+            out["scale"] = json!((scale * 10_000.0).round() / 10_000.0);
+            if let Some(why) = &unreadable {
+                out["picture"] = json!(format!("attached: {why}"));
+            }
+        }
+        None if refused => out["picture"] = json!("left out (picture: false)"),
+        None => out["picture"] = json!(LEFT_OUT),
+    }
     let power = if uniform.is_some() {
         // Asleep since the last read, or a blank frame? Ask afresh (see picture::screen_on_for).
         c.adb.forget_screen_state(&c.device);
@@ -456,6 +576,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The default picture's rule on its own (the sim has no dialog without text; tests/observe.rs drives the
+    /// other cases end to end): a floating dialog with no text needs the picture, one that says something does not.
+    #[test]
+    fn a_dialog_without_text_needs_the_picture() {
+        use crate::tools::tree::{Cover, State, Window, Windows};
+        let el = |i: usize, class: &str, text: &str, b: [i32; 4], w: usize| {
+            let mut e = Element::new(class, "com.x", b);
+            (e.index, e.text, e.window) = (i, text.to_owned(), Some(w));
+            e
+        };
+        let window = |kind: &str, bounds: [i32; 4]| Window {
+            kind: kind.into(),
+            package: "com.x".into(),
+            title: String::new(),
+            focused: false,
+            layer: 0,
+            bounds,
+            empty: false,
+        };
+        let windows = vec![window("dialog", [100, 800, 980, 1600]), window("application", [0, 0, 1080, 2400])];
+        let cover = Cover { source: "helper", windows: Windows::All(windows), state: State::Ok, reason: None };
+        let mut elements = vec![
+            el(0, "FrameLayout", "", [100, 800, 980, 1600], 0),
+            el(1, "View", "", [150, 850, 930, 1000], 0),
+            el(2, "TextView", "Inbox", [0, 100, 1080, 200], 1),
+            el(3, "TextView", "Alice", [0, 300, 1080, 400], 1),
+            el(4, "TextView", "Bob", [0, 500, 1080, 600], 1),
+        ];
+        let all = |_: &Element| true;
+        let why = cannot_describe(&elements, &all, &cover, false, false, &Web::NotWeb, (1080, 2400));
+        assert_eq!(why.as_deref(), Some("a dialog without text"));
+        elements.push(el(5, "Button", "Allow", [150, 1400, 500, 1500], 0));
+        assert_eq!(cannot_describe(&elements, &all, &cover, false, false, &Web::NotWeb, (1080, 2400)), None);
+        // A small unlabelled view (an icon) is not a region the picture must show.
+        elements.push(el(6, "ImageView", "", [0, 2200, 100, 2300], 1));
+        assert_eq!(cannot_describe(&elements, &all, &cover, false, false, &Web::NotWeb, (1080, 2400)), None);
     }
 
     #[test]

@@ -36,7 +36,10 @@ async def drive(read, write):
         listed = await session.list_tools()
         out["tools"] = [t.name for t in listed.tools]
 
-        obs = await session.call_tool("android_observe", {})
+        lean = await session.call_tool("android_observe", {})
+        out["lean_images"] = len([c for c in lean.content if c.type == "image"])
+        out["lean_text"] = text_of(lean)
+        obs = await session.call_tool("android_observe", {"picture": True})
         out["observe_error"] = obs.is_error
         images = [c for c in obs.content if c.type == "image"]
         out["images"] = [{"mime": c.mime_type, "bytes": len(base64.b64decode(c.data))} for c in images]
