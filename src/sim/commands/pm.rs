@@ -1,6 +1,7 @@
 //! `pm list packages`, `pm path`, `pm install` (from a file or streamed with `-S`), `pm uninstall`, `pm clear`:
 //! `package:` lines and the installer's `Success` / `Failure [INSTALL_FAILED_…]` answers as the package manager's
-//! shell prints them. `pm grant`/`revoke` are `packages.rs` (their refusals: tests/fixtures/real/pm-grant-*).
+//! shell prints them; `cmd package resolve-activity` / `query-activities` (how tools find an app's launcher
+//! activity before `am start -n`, mobile-mcp's among them). `pm grant`/`revoke` are `packages.rs` (their refusals: tests/fixtures/real/pm-grant-*).
 
 use crate::sim::cmdio::CmdIo;
 use crate::sim::device::{Device, Package};
@@ -147,10 +148,83 @@ pub(super) fn pm(dev: &mut Device, args: &[&str], stdin: &[u8], io: &mut CmdIo) 
             }
         }
         "grant" | "revoke" => crate::sim::packages::grant(dev, sub, rest, io),
+        "resolve-activity" | "query-activities" => resolve(dev, sub == "query-activities", rest, io),
         "disable-user" | "enable" | "disable" => 0,
         _ => {
             io.err(&format!("Unknown command: {sub}\n"));
             1
         }
     }
+}
+
+/// `resolve-activity` / `query-activities` as AOSP's `PackageManagerShellCommand` answers them (`runResolveActivity`,
+/// `runQueryIntentActivities`, `printResolveInfo`): the intent from `-a`/`-c`/`-n` and a last argument that is a
+/// component (has `/`) or a package; `--brief` prints the match line and `ComponentName.flattenToShortString()`,
+/// `--components` the component alone, and no match is `No activity found` / `No activities found`, exit 0. The
+/// match line of a launcher resolution is the one real phones print
+/// (tests/fixtures/real/cmd-package-resolve-activity-brief-settings.txt). Without either flag a real phone prints
+/// `ResolveInfo.dump`, which the sim shortens to its first lines.
+fn resolve(dev: &Device, all: bool, args: &[&str], io: &mut CmdIo) -> i32 {
+    let (mut brief, mut components) = (false, false);
+    let (mut action, mut categories, mut target) = (None, Vec::new(), None);
+    let mut i = 0;
+    while i < args.len() {
+        match args[i] {
+            "--brief" => brief = true,
+            "--components" => components = true,
+            "-a" => action = args.get(i + 1).copied(),
+            "-c" => categories.extend(args.get(i + 1).copied()),
+            "-n" => target = args.get(i + 1).copied(),
+            "--user" | "--query-flags" | "-t" | "-d" | "-f" => {}
+            a if a.starts_with('-') => {}
+            a => target = Some(a),
+        }
+        if matches!(args[i], "-a" | "-c" | "-n" | "--user" | "--query-flags" | "-t" | "-d" | "-f") {
+            i += 1;
+        }
+        i += 1;
+    }
+    // The activity the intent resolves to: an explicit component of an installed package, or a package's (or, for
+    // MAIN + HOME alone, the home app's) launcher activity. Other intents find nothing here.
+    let found: Option<(String, String)> = match target {
+        Some(t) if t.contains('/') => t.split_once('/').and_then(|(pkg, cls)| {
+            let cls = if cls.starts_with('.') { format!("{pkg}{cls}") } else { cls.to_owned() };
+            dev.packages.contains_key(pkg).then(|| (pkg.to_owned(), cls))
+        }),
+        Some(pkg) => dev
+            .packages
+            .get(pkg)
+            .filter(|p| !p.launcher_activity.is_empty())
+            .map(|p| (pkg.to_owned(), p.launcher_activity.clone())),
+        None if action == Some("android.intent.action.MAIN")
+            && categories.contains(&"android.intent.category.HOME") =>
+        {
+            dev.packages.get(HOME_PACKAGE).map(|p| (HOME_PACKAGE.to_owned(), p.launcher_activity.clone()))
+        }
+        None => None,
+    };
+    let Some((pkg, cls)) = found else {
+        io.out(if all { "No activities found\n" } else { "No activity found\n" });
+        return 0;
+    };
+    // `ComponentName.flattenToShortString()`: the class relative to the package when it lies inside it.
+    let short = match cls.strip_prefix(pkg.as_str()) {
+        Some(rest) if rest.starts_with('.') => format!("{pkg}/{rest}"),
+        _ => format!("{pkg}/{cls}"),
+    };
+    let prefix = if all && !components { "    " } else { "" };
+    if all && !components {
+        io.out("1 activities found:\n  Activity #0:\n");
+    }
+    if components {
+        io.out(&format!("{short}\n"));
+    } else {
+        io.out(&format!("{prefix}priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=false\n"));
+        if brief {
+            io.out(&format!("{prefix}{short}\n"));
+        } else {
+            io.out(&format!("{prefix}ActivityInfo:\n{prefix}  name={cls}\n{prefix}  packageName={pkg}\n"));
+        }
+    }
+    0
 }

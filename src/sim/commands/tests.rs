@@ -251,3 +251,35 @@ fn the_user_rotation_turns_the_display_only_with_auto_rotate_off() {
     out(&mut d, "settings delete system user_rotation");
     assert_eq!(d.ui.rotation, 0);
 }
+
+/// How tools find an app's launcher activity before `am start -n` (mobile-mcp's `mobilecli` does exactly this):
+/// `cmd package resolve-activity --brief PKG` prints what a real phone prints for Settings, and the component it
+/// names starts the app.
+#[test]
+fn resolve_activity_names_the_launcher_activity_as_a_phone_does() {
+    let mut d = dev();
+    let real = include_str!("../../../tests/fixtures/real/cmd-package-resolve-activity-brief-settings.txt");
+    assert_eq!(out(&mut d, "cmd package resolve-activity --brief com.android.settings"), real);
+    let component = real.lines().last().unwrap();
+    out(&mut d, &format!("am start -n {component}"));
+    assert!(out(&mut d, "dumpsys window").contains("com.android.settings/"), "Settings in front");
+    // A class outside the package keeps its full name; only the component line with --components.
+    assert_eq!(
+        out(&mut d, "cmd package resolve-activity --components com.android.chrome"),
+        "com.android.chrome/com.google.android.apps.chrome.Main\n"
+    );
+    assert_eq!(
+        out(
+            &mut d,
+            "cmd package resolve-activity --brief -a android.intent.action.MAIN -c android.intent.category.HOME"
+        )
+        .lines()
+        .last(),
+        Some("com.android.launcher3/.uioverrides.QuickstepLauncher")
+    );
+    assert_eq!(out(&mut d, "cmd package resolve-activity --brief com.example.missing"), "No activity found\n");
+    assert_eq!(out(&mut d, "cmd package query-activities --brief com.example.missing"), "No activities found\n");
+    assert!(
+        out(&mut d, "cmd package query-activities --brief com.android.settings").starts_with("1 activities found:\n")
+    );
+}
