@@ -13,12 +13,21 @@ use serde_json::{Map, Value};
 const LEGEND: &str = "one per line below: #index class \"text\" desc= id=(after id_prefix) [l,t,r,b] flags";
 
 /// A top-level field left out of the text when it holds its everyday value (a model learns nothing from it;
-/// `structuredContent` keeps it): a picture that shows the screen, a list not cut, a tree that was read, no rotation.
+/// `structuredContent` keeps it): a picture that shows the screen, a list not cut, a tree that was read, no rotation,
+/// a phone on, unlocked, upright and without its keyboard, and a tree of the one focused app window. What stays is
+/// what differs from a plain look at a phone in use — the values an agent has to act on.
 fn quiet(k: &str, v: &Value) -> bool {
     match k {
-        "frame_blank" | "truncated" => v == &Value::Bool(false),
-        "ui_available" => v == &Value::Bool(true),
+        "frame_blank" | "truncated" | "keyboard_shown" | "locked" => v == &Value::Bool(false),
+        "ui_available" | "screen_on" => v == &Value::Bool(true),
         "rotation_degrees" => v.as_u64() == Some(0),
+        "frame" => v == "ok",
+        "orientation" => v == "portrait",
+        "tree" => {
+            let windows = v.get("windows").and_then(Value::as_array);
+            let plain = |w: &Value| w["type"] == "application" && w["focused"] == true;
+            v["state"] == "ok" && windows.is_none_or(|ws| ws.len() <= 1 && ws.iter().all(plain))
+        }
         _ => false,
     }
 }
@@ -258,6 +267,25 @@ mod tests {
         );
         // Everyday values are left out of the text (structuredContent keeps them); others stay.
         assert!(head.get("truncated").is_none() && head["frame_blank"] == true, "{head}");
+        let el = json!([{"index": 1, "class": "View", "bounds": [0, 0, 1, 1], "text": "a"}]);
+        let plain = json!({"screen_on": true, "locked": false, "keyboard_shown": false, "frame": "ok",
+            "orientation": "portrait", "tree": {"source": "helper", "state": "ok",
+            "windows": [{"focused": true, "type": "application"}]}, "elements": el});
+        let head: Value = serde_json::from_str(render(&plain).lines().next().unwrap()).unwrap();
+        for k in ["screen_on", "locked", "keyboard_shown", "frame", "orientation", "tree"] {
+            assert!(head.get(k).is_none(), "{k} at its everyday value is not in the text: {head}");
+        }
+        // What an agent must act on stays: a lock screen, the keyboard, a dialog over the app, an empty tree.
+        let unusual = json!({"screen_on": true, "locked": true, "keyboard_shown": true, "frame": "screen_off",
+            "orientation": "landscape", "tree": {"state": "ok", "windows": [{"type": "application"},
+            {"focused": true, "type": "dialog"}]}, "elements": el});
+        let head: Value = serde_json::from_str(render(&unusual).lines().next().unwrap()).unwrap();
+        for k in ["locked", "keyboard_shown", "frame", "orientation", "tree"] {
+            assert!(head.get(k).is_some(), "{k} is said when it is not the everyday value: {head}");
+        }
+        let empty = json!({"tree": {"state": "empty", "windows": []}, "elements": el});
+        let head: Value = serde_json::from_str(render(&empty).lines().next().unwrap()).unwrap();
+        assert_eq!(head["tree"]["state"], "empty", "{head}");
         // Said once: the activity after its package, a full-screen window of the foreground app.
         let o = json!({"foreground_package": "com.x", "foreground_activity": "com.x.ui.Main", "screen_width": 10,
             "screen_height": 20, "tree": {"windows": [{"type": "application", "package": "com.x", "bounds": [0, 0, 10, 20]},
