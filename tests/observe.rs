@@ -469,3 +469,19 @@ async fn surfaces_photos_and_near_empty_trees_get_the_picture() {
     .await
     .expect("test timed out");
 }
+
+/// A look right after the phone locked says so: observe reads the phone's state with its picture and tree, not the
+/// input gate's 1 s cache (which answered `locked: false` beside a tree showing the lock screen — seen in CI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observe_right_after_the_phone_locked_says_locked() {
+    bounded(async {
+        let mut r = rig().await;
+        let before = r.ok("android_observe", json!({})).await;
+        assert_eq!(before["locked"], false, "{before}");
+        r.sim.set_lock(xagent_adb_connector::sim::ui::LockMode::Swipe);
+        let after = r.ok("android_observe", json!({})).await;
+        assert_eq!(after["locked"], true, "the lock screen is in the tree, so is the lock: {after}");
+    })
+    .await
+    .expect("test timed out");
+}

@@ -341,6 +341,10 @@ async fn observe(c: Ctx, web_content: bool) -> Result<Value, ProtoError> {
     let state_cmd = format!("{}; dumpsys input_method | grep mInputShown", formats::foreground_command(sdk));
     let state = c.adb.shell(&c.device, &state_cmd, false, d);
     let geometry = async { (c.adb.screen_size(&c.device).await, c.adb.rotation(&c.device).await.ok()) };
+    // A look the agent asked for reads the phone's state (as android_device_status does, issue 48 item 7), in the
+    // same join as the picture and the tree: the 1 s cache the input gate keeps said `locked: false` beside a tree
+    // showing the lock screen when the phone locked within a second of the last read.
+    c.adb.forget_screen_state(&c.device);
     let power = c.adb.screen_state(&c.device);
     // The picture never waits for the tree beyond uiautomator's own 10 s idle wait (plus transfer).
     // A page's content is read once the tree shows a WebView (nothing otherwise), while the picture is taken.
