@@ -382,6 +382,29 @@ async fn an_unchanged_wall_is_sent_once() {
 
 /// Low list: the 33rd stream gets a clear 503 (the page says so and retries) instead of a silent refusal; a stream
 /// ends when its session logs out.
+/// Logs in on the wall with the key from 127.0.0.1: the raw answer (its body has the CSRF token) and the session
+/// cookie (`name=value`).
+async fn wall_login(addr: SocketAddr) -> (String, String) {
+    let body = format!("{{\"api_key\":\"{KEY}\"}}");
+    let raw = raw_from(
+        "127.0.0.1",
+        addr,
+        format!(
+            "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .await;
+    assert_eq!(status_of(&raw), 200, "{raw}");
+    let cookie = raw
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().starts_with("set-cookie:").then(|| l[11..].trim().to_owned()))
+        .and_then(|c| c.split(';').next().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no session cookie: {raw}"));
+    (raw, cookie)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_are_capped_with_a_clear_answer_and_end_at_logout() {
     bounded(async {
@@ -390,20 +413,7 @@ async fn streams_are_capped_with_a_clear_answer_and_end_at_logout() {
         let srv = Server::start(&dir.path().join("data"), &["--api-key-file", &kf], &[]);
         let addr = srv.addr;
         // Log in and open a stream with the session cookie.
-        let body = format!("{{\"api_key\":\"{KEY}\"}}");
-        let raw = raw_from(
-            "127.0.0.1",
-            addr,
-            format!(
-                "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-                 Content-Length: {}\r\n\r\n{body}",
-                body.len()
-            ),
-        )
-        .await;
-        assert_eq!(status_of(&raw), 200, "{raw}");
-        let set_cookie = raw.lines().find(|l| l.to_ascii_lowercase().starts_with("set-cookie:")).unwrap();
-        let cookie = set_cookie.split_once(':').unwrap().1.trim().split(';').next().unwrap().to_owned();
+        let (raw, cookie) = wall_login(addr).await;
         let csrf = raw.split("\"csrf_token\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
         let (mut session_stream, head) = open_events("127.0.0.1", addr, &format!("Cookie: {cookie}\r\n")).await;
         assert_eq!(status_of(&head), 200, "{head}");
@@ -429,7 +439,10 @@ async fn streams_are_capped_with_a_clear_answer_and_end_at_logout() {
         )
         .await;
         assert_eq!(status_of(&out), 200, "{out}");
-        assert!(read_until_closed(&mut session_stream, Duration::from_secs(10)).await.is_some(), "stream outlived logout");
+        assert!(
+            read_until_closed(&mut session_stream, Duration::from_secs(10)).await.is_some(),
+            "stream outlived logout"
+        );
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let (_s, head) = open_events("127.0.0.1", addr, &bearer).await;
@@ -613,23 +626,7 @@ async fn idle_heads_without_the_key_leave_a_slot_for_a_client_with_it() {
         let srv = Server::start(&dir.path().join("data"), &args, &[]);
         let addr = srv.addr;
         // The operator logs in on the wall; the browser's connection carries only the session cookie from then on.
-        let body = format!("{{\"api_key\":\"{KEY}\"}}");
-        let login = raw_from(
-            "127.0.0.1",
-            addr,
-            format!(
-                "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-                 Content-Length: {}\r\n\r\n{body}",
-                body.len()
-            ),
-        )
-        .await;
-        assert_eq!(status_of(&login), 200, "{login}");
-        let cookie = login
-            .lines()
-            .find_map(|l| l.to_ascii_lowercase().starts_with("set-cookie:").then(|| l[11..].trim().to_owned()))
-            .and_then(|c| c.split(';').next().map(str::to_owned))
-            .unwrap_or_else(|| panic!("no session cookie: {login}"));
+        let (_, cookie) = wall_login(addr).await;
         let wall_get = format!("GET /api/v1/devices HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
         let mut browser = connect_from("127.0.0.1", addr).await;
         browser.write_all(wall_get.as_bytes()).await.unwrap();
@@ -667,7 +664,8 @@ async fn idle_heads_without_the_key_leave_a_slot_for_a_client_with_it() {
         // The browser's connection, older than every head, is still open and answered: its cookie proved it.
         let _ = browser.write_all(wall_get.as_bytes()).await;
         let again = answer_on(&mut browser).await;
-        let again = again.expect("the logged-in browser's connection was closed to make room for heads without the key");
+        let again =
+            again.expect("the logged-in browser's connection was closed to make room for heads without the key");
         assert_eq!(status_of(&again), 200, "{again}");
         let _ = proxy.write_all(proxy_get.as_bytes()).await;
         let again = answer_on(&mut proxy).await;
