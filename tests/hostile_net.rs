@@ -380,8 +380,6 @@ async fn an_unchanged_wall_is_sent_once() {
     .expect("timed out");
 }
 
-/// Low list: the 33rd stream gets a clear 503 (the page says so and retries) instead of a silent refusal; a stream
-/// ends when its session logs out.
 /// Logs in on the wall with the key from 127.0.0.1: the raw answer (its body has the CSRF token) and the session
 /// cookie (`name=value`).
 async fn wall_login(addr: SocketAddr) -> (String, String) {
@@ -405,6 +403,8 @@ async fn wall_login(addr: SocketAddr) -> (String, String) {
     (raw, cookie)
 }
 
+/// Low list: the 33rd stream gets a clear 503 (the page says so and retries) instead of a silent refusal; a stream
+/// ends when its session logs out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_are_capped_with_a_clear_answer_and_end_at_logout() {
     bounded(async {
@@ -494,17 +494,7 @@ async fn response_headers_and_the_cookie_are_hardened() {
         let script_src = csp.split(';').find(|d| d.trim().starts_with("script-src")).unwrap();
         assert!(script_src.contains("'sha256-") && !script_src.contains("unsafe-inline"), "{csp}");
         // The cookie: named after the port, Secure when asked.
-        let body = format!("{{\"api_key\":\"{KEY}\"}}");
-        let raw = raw_from(
-            "127.0.0.1",
-            addr,
-            format!(
-                "POST /api/v1/session HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-                 Content-Length: {}\r\n\r\n{body}",
-                body.len()
-            ),
-        )
-        .await;
+        let (raw, _) = wall_login(addr).await;
         let cookie = header(&raw, "set-cookie").unwrap();
         assert!(cookie.starts_with(&format!("xagent_wall_{}=", addr.port())), "{cookie}");
         assert!(cookie.contains("; Secure") && cookie.contains("HttpOnly"), "{cookie}");
